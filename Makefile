@@ -1,0 +1,187 @@
+# staticnn: Kbuild-style build.
+#
+#   make help                 every target
+#   make host_defconfig       (or make defconfig_host) write .config from configs/
+#   make menuconfig           edit .config
+#   make                      build ./app/mnist for the configured target
+#   make O=DIR ...            keep .config and every output under DIR
+#   make V=1                  show the commands
+
+O ?= .
+override O := $(patsubst %/,%,$(O))
+export KCONFIG_CONFIG := $(O)/.config
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# kconfiglib: Debian's python3-kconfiglib lives under /usr/bin/python3, pip's
+# under whichever python3 comes first. Take the first that has it.
+PYTHON := $(firstword $(foreach p,python3 /usr/bin/python3,$(if $(shell $(p) -c 'import kconfiglib' 2>/dev/null && echo y),$(p))))
+KCONFIG = $(if $(PYTHON),$(PYTHON) tools/kconfig.py,$(error kconfiglib not found: run 'apt-get install python3-kconfiglib' (or 'pip install kconfiglib')))
+
+NVCC ?= $(firstword $(shell command -v nvcc) $(wildcard /usr/local/cuda/bin/nvcc))
+BOARDS := $(patsubst configs/%_defconfig,%,$(wildcard configs/*_defconfig))
+
+config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data \
+                  $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig
+build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
+config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
+
+.DEFAULT_GOAL := all
+.PHONY: all test run data defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
+
+ifneq ($(and $(config-goals),$(build-goals)),)
+# 'make host_defconfig all': run each goal on its own, in order, as Kbuild does.
+$(MAKECMDGOALS): __sequential
+	@:
+.PHONY: __sequential
+__sequential:
+	$(Q)set -e; for g in $(MAKECMDGOALS); do $(MAKE) --no-print-directory $$g; done
+else
+
+# ---- configuration -----------------------------------------------------------
+
+%_defconfig:
+	$(Q)mkdir -p $(O)
+	$(Q)$(KCONFIG) defconfig configs/$@
+
+# Any minimal config file: make defconfig DEFCONFIG=path/to/file
+DEFCONFIG ?= configs/host_defconfig
+defconfig:
+	$(Q)mkdir -p $(O)
+	$(Q)$(KCONFIG) defconfig $(DEFCONFIG)
+
+defconfig_%:
+	$(Q)$(MAKE) --no-print-directory $*_defconfig
+
+menuconfig:
+	$(Q)mkdir -p $(O)
+	$(Q)$(KCONFIG) menuconfig
+
+savedefconfig:
+	$(Q)$(KCONFIG) savedefconfig $(O)/defconfig
+
+olddefconfig:
+	$(Q)$(KCONFIG) olddefconfig
+
+data:
+	$(Q)tools/fetch_data.sh $(if $(DATASET),--dataset $(DATASET))
+
+# 'make run': the whole main job on the machine at hand.
+run:
+	$(Q)tools/run.sh
+
+test:
+	$(Q)tests/run.sh
+
+help:
+	@echo 'Configuration:'
+	@echo '  menuconfig        edit $(KCONFIG_CONFIG) in a terminal UI (kconfiglib)'
+	@echo '  <board>_defconfig write $(KCONFIG_CONFIG) from configs/<board>_defconfig'
+	@echo '  defconfig_<board> the same'
+	@echo '  defconfig         write $(KCONFIG_CONFIG) from DEFCONFIG=FILE (default configs/host_defconfig)'
+	@echo '  olddefconfig      bring $(KCONFIG_CONFIG) up to date, new symbols at their defaults'
+	@echo '  savedefconfig     write the minimal config to $(O)/defconfig'
+	@echo '  boards: $(BOARDS)'
+	@echo 'Build and run:'
+	@echo '  all (default)     build $(O)/app/mnist for the configured target'
+	@echo '  data              fetch the dataset (DATASET=mnist|fashion-mnist)'
+	@echo '  run               pick a defconfig for this machine if there is no .config,'
+	@echo '                    fetch the data, build and train'
+	@echo '  test              build the host configuration and run the tests'
+	@echo '  clean             remove objects and programs'
+	@echo '  distclean         also remove .config and the generated headers'
+	@echo 'Variables: O=DIR (output directory), V=1 (show commands)'
+
+clean:
+	$(Q)rm -rf $(O)/build $(O)/app/mnist $(O)/tests/bin
+
+distclean: clean
+	$(Q)rm -rf $(O)/include/generated $(O)/include/config $(KCONFIG_CONFIG) $(O)/defconfig
+
+# ---- build -------------------------------------------------------------------
+
+ifneq ($(build-goals)$(if $(MAKECMDGOALS),,all),)
+
+AUTOCONF := $(O)/include/config/auto.conf
+CONFIG_H := $(O)/include/generated/config.h
+KCONFIG_FILES := Kconfig $(wildcard */Kconfig)
+
+ifeq ($(wildcard $(KCONFIG_CONFIG)),)
+$(error no $(KCONFIG_CONFIG): run 'make host_defconfig' (or 'make <board>_defconfig', see 'make help') or 'make menuconfig')
+endif
+
+# Regenerated (only rewritten when it changes) whenever .config or a Kconfig is newer.
+$(AUTOCONF) $(CONFIG_H) &: $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py
+	$(Q)$(KCONFIG) genconfig $(O)
+	$(Q)touch $(AUTOCONF)
+-include $(AUTOCONF)
+
+BUILD := $(O)/build
+include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild
+
+CC ?= cc
+WARN := -Wall -Wextra $(EXTRA_WARN)
+CPPFLAGS := -I$(O)/include -Iinclude -I. -MMD -MP
+CFLAGS := -std=c11 -O3 -march=native -D_POSIX_C_SOURCE=200809L $(WARN) $(if $(CONFIG_HOST_OPENMP),-fopenmp)
+LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-fopenmp)
+
+ifeq ($(CONFIG_TARGET_CUDA),y)
+ifeq ($(NVCC),)
+$(error nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc)
+endif
+target-cc := $(if $(CONFIG_TARGET_SM75),75,$(if $(CONFIG_TARGET_SM80),80,90))
+target-virt := compute_$(target-cc)$(if $(CONFIG_TARGET_SM90),a)
+ifneq ($(filter-out 0,$(CONFIG_CUDA_ARCH_OVERRIDE)),)
+target-real := sm_$(CONFIG_CUDA_ARCH_OVERRIDE)$(if $(CONFIG_TARGET_SM90),a)
+else
+target-real := sm_$(target-cc)$(if $(CONFIG_TARGET_SM90),a)
+endif
+NVCCFLAGS := -std=c++17 -O3 -lineinfo -gencode arch=$(target-virt),code=[$(target-real),$(target-virt)] \
+             -Xcompiler "$(WARN) -Wno-unused-parameter" -Xptxas -warn-spills $(EXTRA_NVCCFLAGS)
+LD := $(NVCC) -gencode arch=$(target-virt),code=$(target-real)
+LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-Xcompiler -fopenmp)
+else
+LD := $(CC)
+endif
+
+app-objs := $(addprefix $(BUILD)/,$(obj-y))
+test-bins := $(addprefix $(O)/tests/bin/,$(tests-y))
+
+all: $(O)/app/mnist $(test-bins)
+
+$(O)/app/mnist: $(app-objs)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  LD      $@')
+	$(Q)$(LD) -o $@ $^ $(LDLIBS)
+
+# Test programs link everything but the app's main.
+lib-objs := $(filter-out $(BUILD)/app/%,$(app-objs))
+$(O)/tests/bin/%: $(BUILD)/tests/%.o $(lib-objs)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  LD      $@')
+	$(Q)$(LD) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c $(CONFIG_H)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $<')
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.cu $(CONFIG_H)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  NVCC    $<')
+	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c -o $@ $<
+
+# PTX of one CUDA source, to read the instruction forms: make build/kernels/cuda/gemm.ptx
+$(BUILD)/%.ptx: %.cu $(CONFIG_H)
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -ptx -o $@ $<
+
+-include $(app-objs:.o=.d) $(test-bins:$(O)/tests/bin/%=$(BUILD)/tests/%.d)
+.SECONDARY:
+
+endif # build goals
+endif # sequential

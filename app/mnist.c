@@ -1,0 +1,258 @@
+/* mnist: the fixed-shape training run of the configured build. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/runtime.h"
+#include "data/dataset.h"
+#include "nn/train.h"
+#include "snn_check.h"
+
+typedef struct {
+    const char *data_dir, *log_path, *dump_dir, *save_path;
+    int max_steps;
+} options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: mnist [options]\n"
+            "Trains the MLP this build was configured for (make menuconfig) on " SNN_DATASET_NAME ".\n\n"
+            "  --data DIR       dataset directory (default: " CONFIG_DATA_DIR ")\n"
+            "  --log FILE       write JSON lines: the config, every %d-th step's loss, each epoch\n"
+            "  --dump DIR       write the initial parameters (init.bin) and each epoch's sample\n"
+            "                   order (order-E.bin) for tools/torch_parity.py\n"
+            "  --save FILE      write the final parameters (float32, layer by layer: W then b)\n"
+            "  --max-steps N    stop each epoch after N steps (smoke tests, sanitizers)\n"
+            "  --help           this text\n",
+            CONFIG_TRAIN_LOG_EVERY);
+}
+
+static int parse_count(const char *opt, const char *text)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || *end || end == text || v < 1 || v > 1000000000)
+        snn_die("%s wants a positive whole number, not '%s'", opt, text);
+    return (int)v;
+}
+
+static options parse_options(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"data", required_argument, 0, 'd'}, {"log", required_argument, 0, 'l'},
+        {"dump", required_argument, 0, 'u'}, {"save", required_argument, 0, 's'},
+        {"max-steps", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    options o = {CONFIG_DATA_DIR, NULL, NULL, NULL, SNN_STEPS_PER_EPOCH};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (c) {
+        case 'd': o.data_dir = optarg; break;
+        case 'l': o.log_path = optarg; break;
+        case 'u': o.dump_dir = optarg; break;
+        case 's': o.save_path = optarg; break;
+        case 'm': o.max_steps = parse_count("--max-steps", optarg); break;
+        case 'h': usage(stdout); exit(0);
+        default:
+            snn_die("unknown or incomplete option '%s' (see mnist --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        snn_die("unexpected argument '%s' (see mnist --help)", argv[optind]);
+    if (o.max_steps > SNN_STEPS_PER_EPOCH)
+        o.max_steps = SNN_STEPS_PER_EPOCH;
+    return o;
+}
+
+/* Files are written to a temporary name and renamed: an interrupted run
+ * leaves the previous file whole. */
+typedef struct {
+    FILE *f;
+    char *path, *tmp;
+} out_file;
+
+static out_file out_open(const char *path)
+{
+    out_file o = {NULL, strdup(path), snn_xmalloc(strlen(path) + 32, "file name")};
+    sprintf(o.tmp, "%s.tmp.%d", path, (int)getpid());
+    o.f = fopen(o.tmp, "wb");
+    if (!o.f)
+        snn_die("cannot write %s: %s", o.tmp, strerror(errno));
+    return o;
+}
+
+static void out_close(out_file *o)
+{
+    if (fclose(o->f) != 0 || rename(o->tmp, o->path) != 0)
+        snn_die("cannot write %s: %s", o->path, strerror(errno));
+    free(o->path);
+    free(o->tmp);
+}
+
+static void write_binary(const char *path, const void *data, size_t bytes)
+{
+    out_file o = out_open(path);
+    if (fwrite(data, 1, bytes, o.f) != bytes)
+        snn_die("cannot write %s: %s", o.tmp, strerror(errno));
+    out_close(&o);
+}
+
+static void dump_path(char *buf, size_t len, const char *dir, const char *name)
+{
+    if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+        snn_die("path too long: %s/%s", dir, name);
+}
+
+static void print_summary(const snn_device_info *dev, const options *o)
+{
+    char shape[256];
+    snn_model_shape(shape, sizeof(shape));
+    printf("staticnn: %s, MLP %s (%ld parameters), batch %d, %d epochs\n", SNN_DATASET_NAME, shape,
+           (long)SNN_PARAMS, SNN_BATCH, CONFIG_TRAIN_EPOCHS);
+    printf("  SGD lr %s momentum %s, init %s, seed %d\n", CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM,
+           snn_init_name(), CONFIG_TRAIN_SEED);
+    if (dev->cc)
+        printf("  target %s on %s (compute capability %d.%d, %d SMs, %.1f GiB free)\n", SNN_TARGET_NAME,
+               dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
+    else
+        printf("  target %s on %s (%d threads)\n", SNN_TARGET_NAME, dev->name, dev->units);
+    printf("  data %s: %d train, %d test; %d steps per epoch", o->data_dir, SNN_TRAIN_COUNT,
+           SNN_TEST_COUNT, o->max_steps);
+    if (o->max_steps < SNN_STEPS_PER_EPOCH)
+        printf(" (limited by --max-steps)\n");
+    else if (SNN_DROPPED_PER_EPOCH)
+        printf(", the last %d samples of each shuffled epoch dropped (static shapes)\n", SNN_DROPPED_PER_EPOCH);
+    else
+        printf("\n");
+}
+
+static void load_dataset(snn_model *m, const char *dir)
+{
+    char err[512];
+    size_t train = (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM, test = (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM;
+    uint8_t *host = snn_xmalloc(train + test + SNN_TRAIN_COUNT + SNN_TEST_COUNT, "dataset staging");
+    uint8_t *ti = host, *tl = ti + train, *vi = tl + SNN_TRAIN_COUNT, *vl = vi + test;
+    if (snn_dataset_load(dir, ti, tl, vi, vl, err, sizeof(err)) != 0)
+        snn_die("%s", err);
+    snn_rt_upload(m->train_images, ti, train);
+    snn_rt_upload(m->train_labels, tl, SNN_TRAIN_COUNT);
+    snn_rt_upload(m->test_images, vi, test);
+    snn_rt_upload(m->test_labels, vl, SNN_TEST_COUNT);
+    snn_rt_sync();
+    free(host);
+}
+
+static void progress(int epoch, int done, int total)
+{
+    int width = 40, filled = (int)((long)done * width / total);
+    printf("\r  epoch %d [%.*s%*s] %3d%%", epoch, filled, "========================================",
+           width - filled, "", (int)(100L * done / total));
+    fflush(stdout);
+}
+
+static void check_finite(const float *losses, int steps, int epoch)
+{
+    for (int s = 0; s < steps; s++)
+        if (!isfinite(losses[s]))
+            snn_die("training diverged: the loss is %s at epoch %d step %d; lower CONFIG_TRAIN_LR (now %s) "
+                    "with make menuconfig", isnan(losses[s]) ? "NaN" : "infinite", epoch, s + 1, CONFIG_TRAIN_LR);
+}
+
+int main(int argc, char **argv)
+{
+    options o = parse_options(argc, argv);
+    snn_plan plan;
+    snn_plan_make(&plan);
+    snn_device_info dev;
+    snn_rt_init(&dev, plan.total);
+    print_summary(&dev, &o);
+    snn_plan_print(&plan, stdout);
+
+    snn_model m;
+    snn_model_bind(&m, snn_rt_alloc(plan.total));
+    load_dataset(&m, o.data_dir);
+
+    snn_rng rng;
+    snn_rng_seed(&rng, CONFIG_TRAIN_SEED);
+    float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "initial parameters");
+    snn_model_draw_params(params, &rng);
+    snn_rt_upload(m.params, params, SNN_PARAMS * sizeof(float));
+    float *zeros = calloc(SNN_PARAMS, sizeof(float));
+    SNN_CHECK_SYS(zeros, "allocating the momentum's initial zeros");
+    snn_rt_upload(m.momentum, zeros, SNN_PARAMS * sizeof(float));
+    free(zeros);
+    char path[4096];
+    if (o.dump_dir) {
+        dump_path(path, sizeof(path), o.dump_dir, "init.bin");
+        write_binary(path, params, SNN_PARAMS * sizeof(float));
+    }
+
+    out_file log = {0};
+    if (o.log_path) {
+        char shape[256];
+        snn_model_shape(shape, sizeof(shape));
+        log = out_open(o.log_path);
+        fprintf(log.f, "{\"event\":\"config\",\"target\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
+                       "\"epochs\":%d,\"lr\":%s,\"momentum\":%s,\"seed\":%d,\"arena_bytes\":%zu}\n",
+                SNN_TARGET_NAME, dev.name, shape, SNN_BATCH, CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_LR,
+                CONFIG_TRAIN_MOMENTUM, CONFIG_TRAIN_SEED, plan.total);
+    }
+
+    int32_t *order = snn_xmalloc(SNN_TRAIN_COUNT * sizeof(int32_t), "sample order");
+    float *losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses");
+    snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
+    int tty = isatty(STDOUT_FILENO), tick = o.max_steps / 100 + 1;
+    printf("epoch  train loss  train acc  val loss  val acc     time      samples/s\n");
+    for (int epoch = 1; epoch <= CONFIG_TRAIN_EPOCHS; epoch++) {
+        snn_epoch_begin(&m, &rng, order);
+        if (o.dump_dir) {
+            char name[64];
+            snprintf(name, sizeof(name), "order-%d.bin", epoch);
+            dump_path(path, sizeof(path), o.dump_dir, name);
+            write_binary(path, order, SNN_TRAIN_COUNT * sizeof(int32_t));
+        }
+        snn_rt_mark(start);
+        for (int s = 0; s < o.max_steps; s++) {
+            snn_rt_run_step(snn_train_step, &m);
+            if (tty && s % tick == 0)
+                progress(epoch, s, o.max_steps);
+        }
+        snn_rt_mark(stop);
+        float ms = snn_rt_elapsed_ms(start, stop);
+        if (tty)
+            printf("\r%*s\r", 60, "");
+        snn_score train = snn_epoch_score(&m, o.max_steps, losses);
+        check_finite(losses, o.max_steps, epoch);
+        snn_score val = snn_evaluate(&m);
+        double rate = (double)o.max_steps * SNN_BATCH / (ms / 1e3);
+        printf("%5d  %10.4f  %8.2f%%  %8.4f  %6.2f%%  %8.1f ms  %11.0f\n", epoch, train.loss,
+               100 * train.accuracy, val.loss, 100 * val.accuracy, ms, rate);
+        fflush(stdout);
+        if (log.f) {
+            for (int s = CONFIG_TRAIN_LOG_EVERY - 1; s < o.max_steps; s += CONFIG_TRAIN_LOG_EVERY)
+                fprintf(log.f, "{\"event\":\"step\",\"epoch\":%d,\"step\":%d,\"loss\":%.7g}\n", epoch, s + 1, losses[s]);
+            fprintf(log.f, "{\"event\":\"epoch\",\"epoch\":%d,\"train_loss\":%.7g,\"train_acc\":%.6f,"
+                           "\"val_loss\":%.7g,\"val_acc\":%.6f,\"ms\":%.3f,\"samples_per_s\":%.1f}\n",
+                    epoch, train.loss, train.accuracy, val.loss, val.accuracy, ms, rate);
+        }
+    }
+    if (o.save_path) {
+        snn_rt_download(params, m.params, SNN_PARAMS * sizeof(float));
+        write_binary(o.save_path, params, SNN_PARAMS * sizeof(float));
+    }
+    if (log.f)
+        out_close(&log);
+    free(order);
+    free(losses);
+    free(params);
+    snn_rt_mark_free(start);
+    snn_rt_mark_free(stop);
+    snn_rt_free(m.arena);
+    return 0;
+}

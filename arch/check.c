@@ -1,0 +1,34 @@
+#include "snn_check.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void snn_die_at(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("mnist: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (file)
+        fprintf(stderr, "  at %s:%d\n", file, line);
+    exit(1);
+}
+
+void snn_die_sys(const char *file, int line, const char *what)
+{
+    snn_die_at(file, line, "%s: %s", what, strerror(errno));
+}
+
+void *snn_xmalloc(size_t bytes, const char *what)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p)
+        snn_die("out of host memory allocating %zu bytes for %s", bytes, what);
+    return p;
+}

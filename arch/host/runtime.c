@@ -1,0 +1,75 @@
+/* The runtime on the CPU: the "device" is host memory, steps run directly. */
+#include "arch/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef CONFIG_HOST_OPENMP
+#include <omp.h>
+#endif
+
+#include "snn_check.h"
+#include "snn_config.h"
+
+struct snn_mark {
+    struct timespec t;
+};
+
+static void cpu_model_name(char *buf, size_t len)
+{
+    char line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, len, "CPU");
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        char *colon = strchr(line, ':');
+        if (colon && strncmp(line, "model name", 10) == 0) {
+            snprintf(buf, len, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = 0;
+            break;
+        }
+    }
+    fclose(f);
+}
+
+void snn_rt_init(snn_device_info *info, size_t plan_bytes)
+{
+    memset(info, 0, sizeof(*info));
+    cpu_model_name(info->name, sizeof(info->name));
+#ifdef CONFIG_HOST_OPENMP
+    info->units = omp_get_max_threads();
+#else
+    info->units = 1;
+#endif
+    long pages = sysconf(_SC_AVPHYS_PAGES), total = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->free_bytes = pages > 0 ? (size_t)pages * page : 0;
+    info->total_bytes = total > 0 ? (size_t)total * page : 0;
+    if (info->free_bytes && plan_bytes > info->free_bytes)
+        snn_die("the memory plan needs %zu bytes but only %zu are free: choose a smaller model or "
+                "batch (make menuconfig)", plan_bytes, info->free_bytes);
+}
+
+void *snn_rt_alloc(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p)
+        snn_die("cannot allocate the %zu-byte arena: choose a smaller model or batch (make menuconfig)", bytes);
+    return p;
+}
+
+void snn_rt_free(void *p) { free(p); }
+void snn_rt_upload(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+void snn_rt_download(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+void snn_rt_sync(void) {}
+void snn_rt_run_step(void (*step)(void *ctx), void *ctx) { step(ctx); }
+
+snn_mark *snn_rt_mark_new(void) { return snn_xmalloc(sizeof(snn_mark), "timer"); }
+void snn_rt_mark(snn_mark *m) { clock_gettime(CLOCK_MONOTONIC, &m->t); }
+float snn_rt_elapsed_ms(snn_mark *from, snn_mark *to)
+{
+    return (float)((to->t.tv_sec - from->t.tv_sec) * 1e3 + (to->t.tv_nsec - from->t.tv_nsec) * 1e-6);
+}
+void snn_rt_mark_free(snn_mark *m) { free(m); }

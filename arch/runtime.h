@@ -1,0 +1,45 @@
+/* The runtime of the configured target: device selection and checks, the one
+ * allocation, copies, the step replay, timing. arch/host/runtime.c implements
+ * it on the CPU, arch/cuda/runtime.cu on a CUDA GPU. */
+#ifndef SNN_RUNTIME_H
+#define SNN_RUNTIME_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    char name[256];      /* "NVIDIA H100 80GB HBM3", or the CPU's model name */
+    int cc;              /* compute capability x10 (90); 0 on the host */
+    int units;           /* multiprocessors, or host threads */
+    size_t free_bytes;   /* memory free before the plan's allocation */
+    size_t total_bytes;
+} snn_device_info;
+
+/* Picks the device and checks it can run this build and hold plan_bytes; on
+ * failure prints one message (what, and what to do) and exits non-zero. */
+void snn_rt_init(snn_device_info *info, size_t plan_bytes);
+void *snn_rt_alloc(size_t bytes);                 /* the one allocation (checked) */
+void snn_rt_free(void *p);
+void snn_rt_upload(void *dst, const void *src, size_t bytes);   /* host -> device */
+void snn_rt_download(void *dst, const void *src, size_t bytes); /* device -> host, synchronous */
+void snn_rt_sync(void);
+
+/* Runs step(ctx). With CONFIG_CUDA_GRAPH the first call captures it into a
+ * graph and later calls replay that graph: step must read everything that
+ * changes between calls from device memory. */
+void snn_rt_run_step(void (*step)(void *ctx), void *ctx);
+
+/* Elapsed milliseconds between two marks on the device's timeline. */
+typedef struct snn_mark snn_mark;
+snn_mark *snn_rt_mark_new(void);
+void snn_rt_mark(snn_mark *m);
+float snn_rt_elapsed_ms(snn_mark *from, snn_mark *to); /* waits for `to` */
+void snn_rt_mark_free(snn_mark *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,80 @@
+/* Everything derived from the generated config: dimensions, sizes, and the
+ * compile-time checks Kconfig cannot express. Included everywhere instead of
+ * generated/config.h itself. */
+#ifndef SNN_CONFIG_H
+#define SNN_CONFIG_H
+
+#include "generated/config.h"
+
+#define SNN_INPUT_DIM 784 /* 28 x 28, fixed by the dataset */
+#define SNN_IMAGE_ROWS 28
+#define SNN_IMAGE_COLS 28
+#define SNN_CLASSES 10
+#define SNN_TRAIN_COUNT 60000
+#define SNN_TEST_COUNT 10000
+
+#define SNN_LAYERS (CONFIG_NN_HIDDEN_LAYERS + 1) /* Linear layers */
+#define SNN_HIDDEN CONFIG_NN_HIDDEN_WIDTH
+#define SNN_BATCH CONFIG_TRAIN_BATCH_SIZE
+#define SNN_EVAL_BATCH CONFIG_EVAL_BATCH_SIZE
+#define SNN_STEPS_PER_EPOCH (SNN_TRAIN_COUNT / SNN_BATCH)
+#define SNN_DROPPED_PER_EPOCH (SNN_TRAIN_COUNT % SNN_BATCH)
+#define SNN_EVAL_STEPS (SNN_TEST_COUNT / SNN_EVAL_BATCH)
+#define SNN_LR ((float)CONFIG_TRAIN_LR_VALUE)
+#define SNN_MOMENTUM ((float)CONFIG_TRAIN_MOMENTUM_VALUE)
+
+/* Width of activation l: 0 is the input, SNN_LAYERS the logits. */
+#define SNN_DIM(l) ((l) == 0 ? SNN_INPUT_DIM : (l) == SNN_LAYERS ? SNN_CLASSES : SNN_HIDDEN)
+#define SNN_MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define SNN_MAX_DIM SNN_MAX2(SNN_MAX2(SNN_INPUT_DIM, SNN_CLASSES), CONFIG_NN_HIDDEN_LAYERS ? SNN_HIDDEN : 0)
+#define SNN_MAX_ROWS SNN_MAX2(SNN_BATCH, SNN_EVAL_BATCH)
+
+/* Parameters of layer l (weights [out][in] as nn.Linear, then bias [out]). */
+#define SNN_LAYER_PARAMS(l) ((long)SNN_DIM((l) + 1) * SNN_DIM(l) + SNN_DIM((l) + 1))
+#define SNN_PARAMS                                                                          \
+    (CONFIG_NN_HIDDEN_LAYERS == 0                                                           \
+         ? (long)SNN_CLASSES * SNN_INPUT_DIM + SNN_CLASSES                                  \
+         : ((long)SNN_HIDDEN * SNN_INPUT_DIM + SNN_HIDDEN) +                                \
+               (long)(CONFIG_NN_HIDDEN_LAYERS - 1) * ((long)SNN_HIDDEN * SNN_HIDDEN + SNN_HIDDEN) + \
+               ((long)SNN_CLASSES * SNN_HIDDEN + SNN_CLASSES))
+/* Activation floats: the input batch and every layer's output. */
+#define SNN_ACT_WIDTHS (SNN_INPUT_DIM + (long)CONFIG_NN_HIDDEN_LAYERS * SNN_HIDDEN + SNN_CLASSES)
+
+#if defined(CONFIG_DATASET_MNIST)
+#define SNN_DATASET_NAME "MNIST"
+#define SNN_PIXEL_MEAN 0.1307f /* of the training images, as torchvision's examples use */
+#define SNN_PIXEL_STD 0.3081f
+#else
+#define SNN_DATASET_NAME "Fashion-MNIST"
+#define SNN_PIXEL_MEAN 0.2860f
+#define SNN_PIXEL_STD 0.3530f
+#endif
+
+#if defined(CONFIG_TARGET_HOST)
+#define SNN_TARGET_NAME "host"
+#elif defined(CONFIG_TARGET_SM75)
+#define SNN_TARGET_NAME "sm75"
+#define SNN_TARGET_CC 75
+#elif defined(CONFIG_TARGET_SM80)
+#define SNN_TARGET_NAME "sm80"
+#define SNN_TARGET_CC 80
+#elif defined(CONFIG_TARGET_SM90)
+#define SNN_TARGET_NAME "sm90"
+#define SNN_TARGET_CC 90
+#endif
+
+#define SNN_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#ifdef __cplusplus
+#undef SNN_STATIC_ASSERT
+#define SNN_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#endif
+
+SNN_STATIC_ASSERT(SNN_TEST_COUNT % SNN_EVAL_BATCH == 0,
+                  "CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images");
+SNN_STATIC_ASSERT(SNN_BATCH <= SNN_TRAIN_COUNT, "CONFIG_TRAIN_BATCH_SIZE exceeds the 60000 training images");
+#if defined(CONFIG_TARGET_HOST)
+SNN_STATIC_ASSERT(CONFIG_HOST_GEMM_MC % 8 == 0, "CONFIG_HOST_GEMM_MC must be a multiple of 8 (micro-kernel rows)");
+SNN_STATIC_ASSERT(CONFIG_HOST_GEMM_NC % 16 == 0, "CONFIG_HOST_GEMM_NC must be a multiple of 16 (micro-kernel columns)");
+#endif
+
+#endif

@@ -1,0 +1,253 @@
+/* Host GEMM: one blocked core, C[M,N] = sum_k A(m,k) B(k,n), serving the three
+ * roles of a linear layer through strided views and a per-role epilogue.
+ *
+ * Blocking: the output is cut into MC x NC tiles; for each tile, K is walked in
+ * KC blocks, packing an MC x KC panel of A (8-row strips) and a KC x NC panel of
+ * B (16-column strips), both zero-padded to whole strips, and an 8x16 register
+ * micro-kernel accumulates into a padded tile buffer. After the last K block
+ * the epilogue moves the tile to its destination (bias/ReLU, mask, or SGD).
+ *
+ * Numerics: every output element is the plain chain acc = fmaf(a_k, b_k, acc)
+ * for k = 0..K-1 starting from 0 (a K block resumes from the tile buffer), so
+ * the result depends neither on the blocking nor on the thread count.
+ *
+ * The packing and tile buffers are static: one call at a time, as a single GPU
+ * stream would run them. */
+#include "kernels/ops.h"
+
+#include <string.h>
+
+#if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
+#define OMP(directive) _Pragma(directive)
+#else
+#define OMP(directive)
+#endif
+
+#define MR 8  /* micro-kernel rows */
+#define NR 16 /* micro-kernel columns */
+#define MC CONFIG_HOST_GEMM_MC
+#define NC CONFIG_HOST_GEMM_NC
+#define KC CONFIG_HOST_GEMM_KC
+
+SNN_STATIC_ASSERT(MC % MR == 0, "CONFIG_HOST_GEMM_MC must be a multiple of 8 (micro-kernel rows)");
+SNN_STATIC_ASSERT(NC % NR == 0, "CONFIG_HOST_GEMM_NC must be a multiple of 16 (micro-kernel columns)");
+
+/* Below this many flops a call stays on one thread: the fork costs more. */
+#define PARALLEL_MIN_FLOPS (1 << 20)
+
+static _Alignas(64) float packed_a[MC * KC];
+static _Alignas(64) float packed_b[KC * NC];
+static _Alignas(64) float tile[MC * NC]; /* row stride NC */
+
+/* A matrix seen through strides: element (r, c) is p[r * rs + c * cs]. */
+struct view {
+    const float *p;
+    long rs, cs;
+};
+
+enum epilogue_kind { EPI_BIAS_RELU, EPI_MASK, EPI_SGD };
+
+struct epilogue {
+    enum epilogue_kind kind;
+    float *out;        /* BIAS_RELU, MASK: row-major [M][N] destination */
+    const float *bias; /* BIAS_RELU: [N] or NULL */
+    int relu;          /* BIAS_RELU */
+    const float *act;  /* MASK: [M][N], keep where > 0; NULL keeps all */
+    float *w, *v;      /* SGD: weights and momentum, row-major [M][N] */
+    float lr, mu;      /* SGD */
+};
+
+struct gemm {
+    int M, N, K;
+    struct view a, b; /* A(m, k), B(k, n) */
+    struct epilogue epi;
+};
+
+static int min_int(int x, int y) { return x < y ? x : y; }
+static int strips(int n, int width) { return (n + width - 1) / width; }
+
+/* dst[k * width + lane] = src[lane * lane_stride + k * k_stride] for the
+ * `valid` real lanes; the remaining lanes of each k are zero. */
+static inline void pack_strip(float *restrict dst, const float *restrict src, long lane_stride,
+                              long k_stride, int width, int valid, int kc)
+{
+    if (lane_stride == 1) {
+        for (int k = 0; k < kc; k++) {
+            const float *s = src + k * k_stride;
+            for (int l = 0; l < width; l++)
+                dst[k * width + l] = l < valid ? s[l] : 0.0f;
+        }
+        return;
+    }
+    if (valid < width)
+        memset(dst, 0, sizeof(float) * (size_t)kc * width);
+    for (int l = 0; l < valid; l++) {
+        const float *s = src + l * lane_stride;
+        for (int k = 0; k < kc; k++)
+            dst[k * width + l] = s[k * k_stride];
+    }
+}
+
+static void pack_a_strip(const struct view *a, int m0, int valid, int k0, int kc, float *dst)
+{
+    pack_strip(dst, a->p + m0 * a->rs + k0 * a->cs, a->rs, a->cs, MR, valid, kc);
+}
+
+static void pack_b_strip(const struct view *b, int n0, int valid, int k0, int kc, float *dst)
+{
+    pack_strip(dst, b->p + k0 * b->rs + n0 * b->cs, b->cs, b->rs, NR, valid, kc);
+}
+
+/* ISO C mode (-std=c11) turns floating-point contraction off; the
+ * micro-kernel opts back in so that each step is one fused multiply-add. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define FUSED_MULTIPLY_ADD __attribute__((optimize("fp-contract=fast")))
+#else
+#define FUSED_MULTIPLY_ADD /* clang contracts a*b+c within an expression by default */
+#endif
+
+typedef float f32xNR __attribute__((vector_size(NR * sizeof(float))));
+
+static inline f32xNR load_nr(const float *p)
+{
+    f32xNR v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store_nr(float *p, f32xNR v) { memcpy(p, &v, sizeof v); }
+
+/* c[MR][NR] (row stride NC) = (resume ? c : 0) + a[kc][MR] x b[kc][NR]:
+ * eight NR-wide accumulators, each k one load of b and eight broadcast FMAs. */
+FUSED_MULTIPLY_ADD
+static void micro_kernel(int kc, const float *restrict a, const float *restrict b,
+                         float *restrict c, int resume)
+{
+    f32xNR acc[MR];
+    for (int i = 0; i < MR; i++)
+        acc[i] = resume ? load_nr(c + i * NC) : (f32xNR){0};
+    for (int k = 0; k < kc; k++) {
+        f32xNR bk = load_nr(b + k * NR);
+        for (int i = 0; i < MR; i++)
+            acc[i] += a[k * MR + i] * bk;
+    }
+    for (int i = 0; i < MR; i++)
+        store_nr(c + i * NC, acc[i]);
+}
+
+/* Row m of the output, columns n0 .. n0+nc-1, from tile row `t`. */
+static void epilogue_row(const struct gemm *g, int m, int n0, int nc, const float *t)
+{
+    const struct epilogue *e = &g->epi;
+    long row = (long)m * g->N + n0;
+    switch (e->kind) {
+    case EPI_BIAS_RELU:
+        for (int j = 0; j < nc; j++) {
+            float y = e->bias ? t[j] + e->bias[n0 + j] : t[j];
+            e->out[row + j] = e->relu && y < 0.0f ? 0.0f : y; /* NaN propagates, as torch.relu */
+        }
+        break;
+    case EPI_MASK:
+        for (int j = 0; j < nc; j++)
+            e->out[row + j] = !e->act || e->act[row + j] > 0.0f ? t[j] : 0.0f;
+        break;
+    case EPI_SGD:
+        for (int j = 0; j < nc; j++) {
+            float v = e->mu * e->v[row + j] + t[j];
+            e->v[row + j] = v;
+            e->w[row + j] -= e->lr * v;
+        }
+        break;
+    }
+}
+
+/* One MC x NC tile of C at (m0, n0). Called by every thread of the team: the
+ * loops inside are shared out, and each ends on the team's barrier. */
+static void gemm_tile(const struct gemm *g, int m0, int n0)
+{
+    int mc = min_int(MC, g->M - m0), nc = min_int(NC, g->N - n0);
+    int m_strips = strips(mc, MR), n_strips = strips(nc, NR);
+
+    for (int k0 = 0; k0 < g->K; k0 += KC) {
+        int kc = min_int(KC, g->K - k0);
+        OMP("omp for schedule(static) nowait")
+        for (int s = 0; s < m_strips; s++)
+            pack_a_strip(&g->a, m0 + s * MR, min_int(MR, mc - s * MR), k0, kc, packed_a + s * MR * kc);
+        OMP("omp for schedule(static)")
+        for (int s = 0; s < n_strips; s++)
+            pack_b_strip(&g->b, n0 + s * NR, min_int(NR, nc - s * NR), k0, kc, packed_b + s * NR * kc);
+        OMP("omp for collapse(2) schedule(static)")
+        for (int jr = 0; jr < n_strips; jr++)
+            for (int ir = 0; ir < m_strips; ir++)
+                micro_kernel(kc, packed_a + ir * MR * kc, packed_b + jr * NR * kc,
+                             tile + ir * MR * NC + jr * NR, k0 > 0);
+    }
+    OMP("omp for schedule(static)")
+    for (int i = 0; i < mc; i++)
+        epilogue_row(g, m0 + i, n0, nc, tile + i * NC);
+}
+
+static void gemm_run(const struct gemm *g)
+{
+    double flops = 2.0 * g->M * g->N * g->K;
+    (void)flops;
+    OMP("omp parallel if (flops >= PARALLEL_MIN_FLOPS)")
+    for (int n0 = 0; n0 < g->N; n0 += NC)
+        for (int m0 = 0; m0 < g->M; m0 += MC)
+            gemm_tile(g, m0, n0);
+}
+
+void host_linear_forward(float *y, const float *x, const float *w, const float *b,
+                         int M, int N, int K, int relu)
+{
+    struct gemm g = {
+        .M = M, .N = N, .K = K,
+        .a = {x, K, 1}, /* X[m][k] */
+        .b = {w, 1, K}, /* W[n][k] */
+        .epi = {.kind = EPI_BIAS_RELU, .out = y, .bias = b, .relu = relu},
+    };
+    gemm_run(&g);
+}
+
+void host_linear_backward_input(float *dx, const float *dy, const float *w, const float *act,
+                                int M, int N, int K)
+{
+    struct gemm g = {
+        .M = M, .N = K, .K = N,
+        .a = {dy, N, 1}, /* dY[m][n] */
+        .b = {w, K, 1},  /* W[n][k] */
+        .epi = {.kind = EPI_MASK, .out = dx, .act = act},
+    };
+    gemm_run(&g);
+}
+
+/* gb[n] = sum over m of dy[m][n], m ascending; then the bias update. */
+static void bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu)
+{
+    OMP("omp parallel for schedule(static) if ((long)M * N >= PARALLEL_MIN_FLOPS)")
+    for (int n0 = 0; n0 < N; n0 += NR) {
+        int nr = min_int(NR, N - n0);
+        float gb[NR] = {0};
+        for (int m = 0; m < M; m++)
+            for (int j = 0; j < nr; j++)
+                gb[j] += dy[(long)m * N + n0 + j];
+        for (int j = 0; j < nr; j++) {
+            vb[n0 + j] = mu * vb[n0 + j] + gb[j];
+            b[n0 + j] -= lr * vb[n0 + j];
+        }
+    }
+}
+
+void host_linear_backward_weight_sgd(float *w, float *vw, float *b, float *vb,
+                                     const float *dy, const float *x,
+                                     int M, int N, int K, float lr, float mu)
+{
+    struct gemm g = {
+        .M = N, .N = K, .K = M,
+        .a = {dy, 1, N}, /* A(n, m) = dY[m][n] */
+        .b = {x, K, 1},  /* B(m, k) = X[m][k] */
+        .epi = {.kind = EPI_SGD, .w = w, .v = vw, .lr = lr, .mu = mu},
+    };
+    gemm_run(&g);
+    bias_sgd(b, vb, dy, M, N, lr, mu);
+}

@@ -1,0 +1,70 @@
+/* Host elementwise kernels: batch gather, softmax + cross-entropy, step counter. */
+#include "kernels/ops.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
+#define OMP(directive) _Pragma(directive)
+#else
+#define OMP(directive)
+#endif
+
+void host_gather_batch(float *x, uint8_t *y, const uint8_t *images, const uint8_t *labels,
+                       const int32_t *order, const int32_t *step, int rows, float mean, float std)
+{
+    long first = (long)*step * rows;
+    OMP("omp parallel for schedule(static) if (rows >= 64)")
+    for (int i = 0; i < rows; i++) {
+        long r = order ? order[first + i] : first + i;
+        const uint8_t *px = images + r * SNN_INPUT_DIM;
+        float *row = x + (long)i * SNN_INPUT_DIM;
+        for (int j = 0; j < SNN_INPUT_DIM; j++)
+            row[j] = ((float)px[j] / 255.0f - mean) / std;
+        y[i] = labels[r];
+    }
+}
+
+/* First index of the largest logit, as torch.argmax. */
+static int argmax_first(const float *z)
+{
+    int best = 0;
+    for (int j = 1; j < SNN_CLASSES; j++)
+        if (z[j] > z[best])
+            best = j;
+    return best;
+}
+
+/* Loss of one row, -log softmax(z)[label] = log sum exp(z - max) - (z[label] - max);
+ * the softmax minus the one-hot, scaled, goes to dz unless it is NULL. */
+static float softmax_xent_row(float *dz, const float *z, int label, float scale)
+{
+    float max = z[argmax_first(z)];
+    float e[SNN_CLASSES], sum = 0.0f;
+    for (int j = 0; j < SNN_CLASSES; j++) {
+        e[j] = expf(z[j] - max);
+        sum += e[j];
+    }
+    if (dz)
+        for (int j = 0; j < SNN_CLASSES; j++)
+            dz[j] = (e[j] / sum - (j == label ? 1.0f : 0.0f)) * scale;
+    return logf(sum) - (z[label] - max);
+}
+
+void host_softmax_xent(float *dlogits, float *loss, int32_t *correct, const float *logits,
+                       const uint8_t *y, const int32_t *step, int rows)
+{
+    double total = 0.0;
+    int32_t hits = 0;
+    float scale = 1.0f / (float)rows;
+    for (int i = 0; i < rows; i++) {
+        const float *z = logits + (long)i * SNN_CLASSES;
+        float *dz = dlogits ? dlogits + (long)i * SNN_CLASSES : NULL;
+        total += softmax_xent_row(dz, z, y[i], scale);
+        hits += argmax_first(z) == y[i];
+    }
+    loss[*step] = (float)(total / rows);
+    correct[*step] = hits;
+}
+
+void host_step_advance(int32_t *step) { *step += 1; }

@@ -1,0 +1,43 @@
+#include "mm/arena.h"
+
+#include <stdint.h>
+
+#define F sizeof(float)
+
+/* The size table: constant expressions of the config. */
+static const snn_plan_entry size_table[SNN_R_COUNT] = {
+    [SNN_R_PARAMS] = {"parameters", SNN_PARAMS * F, 0},
+    [SNN_R_MOMENTUM] = {"momentum", SNN_PARAMS * F, 0},
+    [SNN_R_ACTIVATIONS] = {"activations", (size_t)SNN_MAX_ROWS * SNN_ACT_WIDTHS * F, 0},
+    [SNN_R_ACT_GRADS] = {"activation gradients", 2 * (size_t)SNN_BATCH * SNN_GRAD_DIM * F, 0},
+    [SNN_R_BATCH_LABELS] = {"batch labels", SNN_MAX_ROWS, 0},
+    [SNN_R_TRAIN_IMAGES] = {"train images (bytes)", (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM, 0},
+    [SNN_R_TRAIN_LABELS] = {"train labels", SNN_TRAIN_COUNT, 0},
+    [SNN_R_TEST_IMAGES] = {"test images (bytes)", (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM, 0},
+    [SNN_R_TEST_LABELS] = {"test labels", SNN_TEST_COUNT, 0},
+    [SNN_R_ORDER] = {"sample order", SNN_TRAIN_COUNT * sizeof(int32_t), 0},
+    [SNN_R_STEP_STATS] = {"step statistics", SNN_STEP_STATS_BYTES, 0},
+};
+
+void snn_plan_make(snn_plan *plan)
+{
+    size_t offset = 0;
+    for (int r = 0; r < SNN_R_COUNT; r++) {
+        plan->region[r] = size_table[r];
+        plan->region[r].offset = offset;
+        offset += (size_table[r].bytes + SNN_ARENA_ALIGN - 1) / SNN_ARENA_ALIGN * SNN_ARENA_ALIGN;
+    }
+    plan->total = offset;
+}
+
+void snn_plan_print(const snn_plan *plan, FILE *out)
+{
+    size_t sum = 0;
+    fprintf(out, "memory plan: one allocation, %d regions\n", SNN_R_COUNT);
+    for (int r = 0; r < SNN_R_COUNT; r++) {
+        fprintf(out, "  %-22s %14zu B\n", plan->region[r].name, plan->region[r].bytes);
+        sum += plan->region[r].bytes;
+    }
+    fprintf(out, "  %-22s %14zu B\n", "alignment padding", plan->total - sum);
+    fprintf(out, "  %-22s %14zu B (%.1f MiB)\n", "total", plan->total, plan->total / 1048576.0);
+}

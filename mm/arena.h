@@ -1,0 +1,51 @@
+/* The static arena: every buffer the engine uses, sized at compile time by a
+ * size table and carved out of one allocation made at start-up. */
+#ifndef SNN_ARENA_H
+#define SNN_ARENA_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "snn_config.h"
+
+enum snn_region {
+    SNN_R_PARAMS,        /* weights and biases, layer by layer */
+    SNN_R_MOMENTUM,      /* SGD momentum, same layout (holds the gradient after step 1) */
+    SNN_R_ACTIVATIONS,   /* input batch and each layer's output */
+    SNN_R_ACT_GRADS,     /* two ping-pong buffers of activation gradients */
+    SNN_R_BATCH_LABELS,  /* labels of the current batch */
+    SNN_R_TRAIN_IMAGES,  /* the dataset, as bytes */
+    SNN_R_TRAIN_LABELS,
+    SNN_R_TEST_IMAGES,
+    SNN_R_TEST_LABELS,
+    SNN_R_ORDER,         /* this epoch's sample order */
+    SNN_R_STEP_STATS,    /* per-step loss and correct count, train and eval, and the step counters */
+    SNN_R_COUNT
+};
+
+/* Widest activation gradient: the logits, or a hidden layer (the input needs none). */
+#define SNN_GRAD_DIM SNN_MAX2(SNN_CLASSES, CONFIG_NN_HIDDEN_LAYERS ? SNN_HIDDEN : 0)
+#define SNN_STEP_STATS_BYTES \
+    ((size_t)(SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * (sizeof(float) + sizeof(int)) + 2 * sizeof(int))
+#define SNN_ARENA_ALIGN 256
+
+typedef struct {
+    const char *name;
+    size_t bytes;
+    size_t offset;
+} snn_plan_entry;
+
+/* The plan: each region's size and its offset in the arena. */
+typedef struct {
+    snn_plan_entry region[SNN_R_COUNT];
+    size_t total;
+} snn_plan;
+
+void snn_plan_make(snn_plan *plan);
+void snn_plan_print(const snn_plan *plan, FILE *out);
+static inline void *snn_plan_at(const snn_plan *plan, void *base, enum snn_region r)
+{
+    return (char *)base + plan->region[r].offset;
+}
+
+#endif

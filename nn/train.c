@@ -1,0 +1,83 @@
+#include "nn/train.h"
+
+#include <stdlib.h>
+
+#include "arch/runtime.h"
+#include "kernels/ops.h"
+#include "snn_check.h"
+
+void snn_train_step(void *model)
+{
+    snn_model *m = model;
+    const int B = SNN_BATCH;
+    SNN_OP(gather_batch)(m->act[0], m->batch_labels, m->train_images, m->train_labels, m->order,
+                         m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    for (int l = 0; l < SNN_LAYERS; l++) {
+        const snn_layer *L = &m->layer[l];
+        SNN_OP(linear_forward)(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+    }
+    SNN_OP(softmax_xent)(m->grad[0], m->train_loss, m->train_correct, m->act[SNN_LAYERS],
+                         m->batch_labels, m->train_step, B);
+    for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
+        const snn_layer *L = &m->layer[l];
+        /* dX uses the weights before their update: it runs first. */
+        if (l > 0)
+            SNN_OP(linear_backward_input)(m->grad[g ^ 1], m->grad[g], L->w, m->act[l], B, L->out, L->in);
+        SNN_OP(linear_backward_weight_sgd)(L->w, L->vw, L->b, L->vb, m->grad[g], m->act[l], B, L->out,
+                                           L->in, m->lr, m->mu);
+    }
+    SNN_OP(step_advance)(m->train_step);
+}
+
+void snn_eval_step(void *model)
+{
+    snn_model *m = model;
+    const int B = SNN_EVAL_BATCH;
+    SNN_OP(gather_batch)(m->act[0], m->batch_labels, m->test_images, m->test_labels, NULL, m->eval_step,
+                         B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    for (int l = 0; l < SNN_LAYERS; l++) {
+        const snn_layer *L = &m->layer[l];
+        SNN_OP(linear_forward)(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+    }
+    SNN_OP(softmax_xent)(NULL, m->eval_loss, m->eval_correct, m->act[SNN_LAYERS], m->batch_labels,
+                         m->eval_step, B);
+    SNN_OP(step_advance)(m->eval_step);
+}
+
+void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host)
+{
+    static const int32_t zero = 0;
+    snn_rng_permutation(rng, order_host, SNN_TRAIN_COUNT);
+    snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
+    snn_rt_upload(m->train_step, &zero, sizeof(zero));
+}
+
+static snn_score score(const float *loss_dev, const int32_t *correct_dev, int steps, int rows,
+                       float *losses_host)
+{
+    int32_t *correct = snn_xmalloc(steps * sizeof(int32_t), "step statistics");
+    snn_rt_download(losses_host, loss_dev, steps * sizeof(float));
+    snn_rt_download(correct, correct_dev, steps * sizeof(int32_t));
+    double loss = 0, right = 0;
+    for (int s = 0; s < steps; s++) {
+        loss += losses_host[s];
+        right += correct[s];
+    }
+    free(correct);
+    return (snn_score){loss / steps, right / ((double)steps * rows)};
+}
+
+snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host)
+{
+    return score(m->train_loss, m->train_correct, steps, SNN_BATCH, losses_host);
+}
+
+snn_score snn_evaluate(snn_model *m)
+{
+    static const int32_t zero = 0;
+    float losses[SNN_EVAL_STEPS];
+    snn_rt_upload(m->eval_step, &zero, sizeof(zero));
+    for (int s = 0; s < SNN_EVAL_STEPS; s++)
+        snn_rt_run_step(snn_eval_step, m);
+    return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
+}

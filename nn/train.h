@@ -1,0 +1,27 @@
+/* The schedule: one training step (gather, forward, loss, backward, update)
+ * and one evaluation step, each a fixed sequence of kernel launches, and the
+ * epoch around them. Nothing here synchronises with the device except the
+ * reads at the end of an epoch. */
+#ifndef SNN_TRAIN_H
+#define SNN_TRAIN_H
+
+#include "nn/model.h"
+
+/* One step each; they read their step number from device memory, so they can
+ * be captured once and replayed. Called through snn_rt_run_step. */
+void snn_train_step(void *model);
+void snn_eval_step(void *model);
+
+/* Draws this epoch's order (kept in order_host too) and resets the counter. */
+void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host);
+
+typedef struct {
+    double loss, accuracy; /* mean over the steps or the test set */
+} snn_score;
+
+/* Reads back `steps` training steps' figures (losses_host gets each step's loss). */
+snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host);
+/* Runs the whole test set and scores it. */
+snn_score snn_evaluate(snn_model *m);
+
+#endif

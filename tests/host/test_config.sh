@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The configuration contract: refusals with the right message, stale and
+# missing configs, the generated header rewritten only on change, exact rebuilds.
+set -u
+cd "$(dirname "$0")/../.."
+T=$(mktemp -d "${TMPDIR:-/tmp}/snn-config.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+M="make --no-print-directory"
+
+# expect_refusal NAME FRAGMENT CMD...: CMD must fail and print FRAGMENT
+expect_refusal() {
+    local name=$1 want=$2; shift 2
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    if [ $rc -eq 0 ]; then echo "not ok - $name: accepted (exit 0)"
+    elif ! grep -qF -- "$want" <<<"$out"; then echo "not ok - $name: message lacks '$want': $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+    else echo "ok - $name"; fi
+}
+
+# with NAME LINE...: a config dir whose def is host_defconfig with LINEs set
+with() {
+    local d=$T/$1 l; shift
+    mkdir -p "$d"
+    cp configs/host_defconfig "$d/def"
+    for l in "$@"; do sed -i "/^${l%%=*}=/d" "$d/def"; echo "$l" >>"$d/def"; done
+    echo "$d"
+}
+
+d=$(with lr 'CONFIG_TRAIN_LR="abc"')
+expect_refusal "learning rate abc refused" 'CONFIG_TRAIN_LR="abc" is not a decimal number' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with width 'CONFIG_NN_HIDDEN_WIDTH=0')
+expect_refusal "hidden width 0 refused" 'CONFIG_NN_HIDDEN_WIDTH=0 is outside its range 1..16384' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with mom 'CONFIG_TRAIN_MOMENTUM="1.5"')
+expect_refusal "momentum 1.5 refused" 'CONFIG_TRAIN_MOMENTUM=1.5 is outside [0, 1)' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with unknown 'CONFIG_NO_SUCH_THING=y')
+expect_refusal "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this Kconfig' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+
+mkdir -p "$T/none"
+expect_refusal "missing .config stops the build" "run 'make host_defconfig'" $M O="$T/none"
+expect_refusal "missing kconfiglib stops the build" "kconfiglib not found: run 'apt-get install python3-kconfiglib'" \
+    $M O="$T/none" PYTHON= host_defconfig
+
+# Stale: a .config written before a symbol existed.
+d=$T/stale; mkdir -p "$d"
+$M O="$d" host_defconfig >/dev/null
+grep -v '^CONFIG_TRAIN_SEED=' "$d/.config" >"$d/.config.new" && mv "$d/.config.new" "$d/.config"
+expect_refusal "stale .config stops the build" "does not set CONFIG_TRAIN_SEED; run 'make olddefconfig'" $M O="$d"
+if $M O="$d" olddefconfig >/dev/null 2>&1 && grep -q '^CONFIG_TRAIN_SEED=1$' "$d/.config"; then
+    echo "ok - olddefconfig fills in the new symbol"
+else echo "not ok - olddefconfig did not set CONFIG_TRAIN_SEED"; fi
+
+# A check only the compiler can make, named by symbol.
+d=$(with eval 'CONFIG_EVAL_BATCH_SIZE=300')
+$M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
+expect_refusal "eval batch not dividing 10000 refused at compile time" \
+    'CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images' $M O="$d" "$d/build/mm/arena.o"
+
+# The header is rewritten only when it changes; objects rebuild exactly then.
+d=$T/regen; mkdir -p "$d"
+$M O="$d" host_defconfig >/dev/null
+$M O="$d" "$d/build/mm/arena.o" "$d/build/arch/check.o" >/dev/null 2>&1
+h=$d/include/generated/config.h
+before=$(stat -c %Y.%y "$h")
+sleep 1.1; touch "$d/.config"
+out=$($M O="$d" "$d/build/mm/arena.o" 2>&1)
+if [ "$(stat -c %Y.%y "$h")" = "$before" ] && ! grep -q ' CC ' <<<"$out"; then
+    echo "ok - unchanged config: header kept, nothing recompiled"
+else echo "not ok - touching .config rewrote the header or recompiled: $out"; fi
+sed -i 's/^CONFIG_NN_HIDDEN_WIDTH=.*/CONFIG_NN_HIDDEN_WIDTH=100/' "$d/.config"
+out=$($M O="$d" "$d/build/mm/arena.o" 2>&1)
+if grep -q 'CONFIG_NN_HIDDEN_WIDTH 100' "$h" && grep -q 'CC      mm/arena.c' <<<"$out"; then
+    echo "ok - changed config: header regenerated, dependent object rebuilt"
+else echo "not ok - width change not propagated: $out"; fi
+
+# savedefconfig writes back the minimal config; the alias works.
+d=$T/save; mkdir -p "$d"
+if $M O="$d" defconfig_host >/dev/null 2>&1 && $M O="$d" savedefconfig >/dev/null 2>&1 &&
+    diff <(grep -v '^#' configs/host_defconfig) <(grep -v '^#' "$d/defconfig") >/dev/null; then
+    echo "ok - defconfig_host then savedefconfig round-trips configs/host_defconfig"
+else echo "not ok - savedefconfig differs from configs/host_defconfig"; fi
+
+for f in configs/*_defconfig; do
+    b=$(basename "$f" _defconfig); d=$T/board-$b; mkdir -p "$d"
+    if out=$($M O="$d" "${b}_defconfig" 2>&1) && $M O="$d" savedefconfig >/dev/null 2>&1 &&
+        diff <(grep -v '^#' "$f") <(grep -v '^#' "$d/defconfig") >/dev/null; then
+        echo "ok - $b defconfig is valid and minimal"
+    else echo "not ok - $b defconfig is invalid or not minimal (compare make savedefconfig): $out"; fi
+done

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# test_idx.sh DRIVER: the IDX loader on good and malformed files.
+#
+# DRIVER is test_idx_load: it loads a directory and prints "loaded", or
+# "mnist: error: ..." on stderr and exits 1. Synthetic files of the real sizes
+# are written once; each case is a directory of links to the good files with
+# one file replaced. Prints one ok / not ok line per case, exits 0.
+set -u
+
+driver=${1:-}
+if [[ -z $driver || ! -x $driver ]]; then
+    echo "not ok - idx: driver '${driver}' missing or not executable"
+    exit 0
+fi
+python=$(command -v python3 || command -v /usr/bin/python3) || {
+    echo "skip - idx: no python3 to write the test files"
+    exit 0
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/snn-idx.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# good/: the four raw files; gz/: the same gzipped; bad/: one file per defect.
+"$python" - "$tmp" <<'EOF' || { echo "not ok - idx: writing the test files failed"; exit 0; }
+import gzip, os, struct, sys
+
+root = sys.argv[1]
+for d in ("good", "gz", "bad"):
+    os.mkdir(os.path.join(root, d))
+
+def images(n, rows=28, cols=28, magic=0x803):
+    return struct.pack(">IIII", magic, n, rows, cols) + os.urandom(n * rows * cols)
+
+def labels(n, magic=0x801):
+    return struct.pack(">II", magic, n) + bytes(b % 10 for b in os.urandom(n))
+
+def gz(data):
+    return gzip.compress(data, compresslevel=1, mtime=0)
+
+def write(sub, name, data):
+    with open(os.path.join(root, sub, name), "wb") as f:
+        f.write(data)
+
+good = {
+    "train-images-idx3-ubyte": images(60000),
+    "train-labels-idx1-ubyte": labels(60000),
+    "t10k-images-idx3-ubyte": images(10000),
+    "t10k-labels-idx1-ubyte": labels(10000),
+}
+for name, data in good.items():
+    write("good", name, data)
+    write("gz", name + ".gz", gz(data))
+
+ti, tl = good["t10k-images-idx3-ubyte"], good["t10k-labels-idx1-ubyte"]
+out_of_range = bytearray(tl)
+out_of_range[8 + 1234] = 10
+bad_crc = bytearray(gz(tl))
+bad_crc[-8] ^= 0xFF  # the CRC-32 in the gzip trailer
+bad_deflate = bytearray(gz(tl))
+bad_deflate[10] = 0xFF  # first deflate block header: reserved block type 3
+bad = {
+    "images_magic": images(10000, magic=0x801),
+    "labels_magic": labels(10000, magic=0x803),
+    "labels_magic.gz": gz(labels(10000, magic=0x803)),
+    "images_dims": images(10000, 28, 32),
+    "images_9000": images(9000),
+    "labels_9000": labels(9000),
+    "labels_9999": labels(9999),
+    "train_labels_59999": labels(59999),
+    "images_truncated": ti[:-1000],
+    "images_truncated.gz": gz(ti)[: len(gz(ti)) // 2],
+    "images_short_header": ti[:10],
+    "empty": b"",
+    "labels_trailing": tl + b"xyz",
+    "labels_trailing.gz": gz(tl + b"xyz"),
+    "labels_out_of_range": bytes(out_of_range),
+    "labels_bad_crc.gz": bytes(bad_crc),
+    "labels_bad_deflate.gz": bytes(bad_deflate),
+}
+for name, data in bad.items():
+    write("bad", name, data)
+EOF
+
+# mkcase NAME [TARGET=SOURCE]...: a directory of links to the good raw files
+# where each TARGET (a standard name, .gz allowed) links to SOURCE instead:
+# a file of bad/, or with a slash, a path under the temp dir; "-" removes
+# TARGET, "dir" makes it a directory.
+mkcase() {
+    local dir=$tmp/case/$1 f
+    shift
+    mkdir -p "$dir"
+    for f in "$tmp"/good/*; do ln -s "$f" "$dir/${f##*/}"; done
+    for f in "$@"; do
+        local target=${f%%=*} source=${f#*=}
+        rm -f "$dir/${target%.gz}" "$dir/$target"
+        case $source in
+        -) ;;
+        dir) mkdir "$dir/$target" ;;
+        */*) ln -s "$tmp/$source" "$dir/$target" ;;
+        *) ln -s "$tmp/bad/$source" "$dir/$target" ;;
+        esac
+    done
+    echo "$dir"
+}
+
+expect_ok() {
+    local name=$1 dir=$2 out rc
+    out=$("$driver" "$dir" 2>&1)
+    rc=$?
+    if [[ $rc -eq 0 && $out == loaded ]]; then
+        echo "ok - idx: $name"
+    else
+        echo "not ok - idx: $name: exit $rc: ${out//$'\n'/ }"
+    fi
+}
+
+# expect_error NAME DIR FRAGMENT...: exit status 1 (an error, not a crash) and
+# every fragment on stderr.
+expect_error() {
+    local name=$1 dir=$2 err rc frag
+    shift 2
+    err=$("$driver" "$dir" 2>&1 >/dev/null)
+    rc=$?
+    if [[ $rc -ne 1 ]]; then
+        echo "not ok - idx: $name: exit $rc, expected 1: ${err//$'\n'/ }"
+        return
+    fi
+    for frag in "mnist: error: " "$@"; do
+        if [[ $err != *"$frag"* ]]; then
+            echo "not ok - idx: $name: message lacks '$frag': ${err//$'\n'/ }"
+            return
+        fi
+    done
+    echo "ok - idx: $name"
+}
+
+TI=t10k-images-idx3-ubyte
+TL=t10k-labels-idx1-ubyte
+expect_ok "good raw files load" "$tmp/good"
+expect_ok "good gzip files load" "$tmp/gz"
+expect_ok "raw and gzip mixed" "$(mkcase mixed "$TI.gz=gz/$TI.gz" "$TL.gz=gz/$TL.gz")"
+expect_ok "plain file named .gz" "$(mkcase plain_named_gz "$TL.gz=good/$TL")"
+
+expect_error "wrong magic (images)" "$(mkcase images_magic "$TI=images_magic")" \
+    "$TI: bad magic 0x00000801, expected 0x00000803" "this is a labels file"
+expect_error "wrong magic (labels)" "$(mkcase labels_magic "$TL=labels_magic")" \
+    "$TL: bad magic 0x00000803, expected 0x00000801" "this is an images file"
+expect_error "wrong magic (labels, gzip)" "$(mkcase labels_magic_gz "$TL.gz=labels_magic.gz")" \
+    "$TL.gz: bad magic 0x00000803, expected 0x00000801"
+expect_error "wrong dimensions" "$(mkcase images_dims "$TI=images_dims")" \
+    "$TI: images are 28x32, expected 28x28"
+expect_error "count differs from the build's" "$(mkcase count "$TI=images_9000" "$TL=labels_9000")" \
+    "$TI: has 9000 images, this build expects 10000"
+expect_error "images/labels count mismatch (test)" "$(mkcase mismatch "$TL=labels_9999")" \
+    "$TI and " "$TL disagree: images have 10000, labels have 9999"
+expect_error "images/labels count mismatch (train)" \
+    "$(mkcase train_mismatch "train-labels-idx1-ubyte=train_labels_59999")" \
+    "train-labels-idx1-ubyte disagree: images have 60000, labels have 59999"
+expect_error "truncated file (raw)" "$(mkcase truncated "$TI=images_truncated")" \
+    "$TI: truncated after 9998 of 10000 images (1000 bytes short)"
+expect_error "truncated file (gzip)" "$(mkcase truncated_gz "$TI.gz=images_truncated.gz")" \
+    "$TI.gz: truncated after " " of 10000 images (" "gzip stream ends early"
+expect_error "truncated header" "$(mkcase short_header "$TI=images_short_header")" \
+    "$TI: truncated header: 10 of 16 bytes"
+expect_error "empty file" "$(mkcase empty "$TL=empty")" "$TL: empty file"
+expect_error "trailing bytes (raw)" "$(mkcase trailing "$TL=labels_trailing")" \
+    "$TL: 3 trailing bytes after the 10000 labels"
+expect_error "trailing bytes (gzip)" "$(mkcase trailing_gz "$TL.gz=labels_trailing.gz")" \
+    "$TL.gz: 3 trailing bytes after the 10000 labels"
+expect_error "label out of range" "$(mkcase out_of_range "$TL=labels_out_of_range")" \
+    "$TL: label 10 at index 1234 is out of range 0..9"
+expect_error "corrupt gzip (bad deflate data)" "$(mkcase bad_deflate "$TL.gz=labels_bad_deflate.gz")" \
+    "$TL.gz: corrupt gzip data (zlib: invalid block type)"
+expect_error "corrupt gzip (bad CRC)" "$(mkcase bad_crc "$TL.gz=labels_bad_crc.gz")" \
+    "$TL.gz: corrupt gzip data (zlib: incorrect data check)"
+expect_error "missing file" "$(mkcase missing "$TL=-")" \
+    "no $TL or $TL.gz in $tmp/case/missing" "run 'make data' or pass --data DIR"
+expect_error "missing directory" "$tmp/nowhere" \
+    "no data directory $tmp/nowhere (No such file or directory)" "run 'make data' or pass --data DIR"
+expect_error "unreadable file" "$(mkcase unreadable "$TL=dir")" "$TL: read error: Is a directory"
+exit 0

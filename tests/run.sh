@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# make test: builds the host configuration (and the small one the gradient
+# check uses), runs every host test, and the GPU tests where a GPU is present.
+# Each test prints "ok - NAME", "not ok - NAME: WHY" or "skip - NAME: WHY";
+# this script counts them and ends with "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+export SNN_TEST_OUT=${SNN_TEST_OUT:-build/test}
+mkdir -p "$SNN_TEST_OUT"
+pass=0 fail=0 skip=0
+
+count() { # reads test output, echoes it, tallies the verdict lines
+    local line
+    while IFS= read -r line; do
+        echo "$line"
+        case "$line" in
+        "ok - "*) pass=$((pass + 1)) ;;
+        "not ok - "*) fail=$((fail + 1)) ;;
+        "skip - "*) skip=$((skip + 1)) ;;
+        esac
+    done
+}
+
+# build NAME O CONFIG-GOAL...: one case; its log is $O.log.
+build() {
+    local name=$1 out=$2; shift 2
+    if make --no-print-directory O="$out" "$@" >"$out.log" 2>&1 &&
+        make --no-print-directory O="$out" EXTRA_WARN=-Werror -j2 >>"$out.log" 2>&1; then
+        echo "ok - build $name (warning-free, -Werror)"
+    else
+        echo "not ok - build $name: see $out.log"; tail -n 20 "$out.log" | sed 's/^/    /'
+        return 1
+    fi
+}
+
+H=$SNN_TEST_OUT/host S=$SNN_TEST_OUT/small
+build host_defconfig "$H" host_defconfig | count
+build tests/configs/small_defconfig "$S" defconfig DEFCONFIG=tests/configs/small_defconfig | count
+
+run() { # run NAME CMD...: a test program or script; a crash is a failure
+    local name=$1; shift
+    if [ ! -x "$1" ] && [ "${1##*.}" != sh ]; then echo "not ok - $name: $1 was not built"; return; fi
+    "$@" 2>&1; local rc=$?
+    [ $rc -eq 0 ] || echo "not ok - $name: exited with status $rc"
+}
+
+run "host kernels" "$H/tests/bin/host/test_kernels" | count
+run "gradient check" "$S/tests/bin/host/test_gradcheck" | count
+run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load" | count
+run "fetch" tests/host/test_fetch.sh | count
+run "config" tests/host/test_config.sh | count
+run "menuconfig" tests/host/test_menuconfig.sh | count
+run "program" tests/host/test_app.sh "$H/app/mnist" | count
+run "gpu" tests/gpu/run.sh | count
+
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""staticnn's front end to kconfiglib: the config targets of the Makefile.
+
+    kconfig.py genconfig OUT_DIR         .config -> OUT_DIR/include/generated/config.h
+                                         and OUT_DIR/include/config/auto.conf
+    kconfig.py defconfig FILE            FILE (a minimal config) -> .config
+    kconfig.py savedefconfig FILE        .config -> FILE (minimal)
+    kconfig.py olddefconfig              bring .config up to date with Kconfig
+    kconfig.py menuconfig                the terminal UI
+
+The .config path comes from KCONFIG_CONFIG (default: .config). Every kconfiglib
+warning is an error here: kconfiglib silently falls back to a default when a
+value is out of range or malformed, and a static build must not.
+"""
+import os
+import re
+import sys
+
+PROG = "kconfig"
+DECIMALS = {  # string symbols that hold a decimal, with the interval they must lie in
+    "TRAIN_LR": (0.0, False, float("inf"), False),
+    "TRAIN_MOMENTUM": (0.0, True, 1.0, False),
+}
+DECIMAL_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def die(msg):
+    print(f"{PROG}: error: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+try:
+    import kconfiglib
+except ImportError:
+    die("kconfiglib is missing: run 'apt-get install python3-kconfiglib' "
+        "(or 'pip install kconfiglib')")
+
+
+def config_path():
+    return os.environ.get("KCONFIG_CONFIG", ".config")
+
+
+def load(path, must_exist=True):
+    kconf = kconfiglib.Kconfig("Kconfig", warn_to_stderr=False)
+    kconf.warn_assign_undef = True
+    if path is not None:
+        if not os.path.exists(path):
+            if must_exist:
+                die(f"no {path}: run 'make host_defconfig' (or another "
+                    "'make <board>_defconfig', see 'make help') or 'make menuconfig'")
+            return kconf
+        kconf.load_config(path)
+        refuse_warnings(kconf, path)
+    return kconf
+
+
+def refuse_warnings(kconf, path):
+    for sym in kconf.unique_defined_syms:
+        sym.str_value  # values are computed lazily, and so are their range warnings
+    problems = []
+    for w in kconf.warnings:
+        w = w.removeprefix("warning: ")
+        m = re.search(r"user value (\S+) on the \w+ symbol (\w+) .*?outside the active range \(\[(\S+), (\S+)\]\)", w)
+        if m:
+            val, sym, lo, hi = m.groups()
+            problems.append(f"CONFIG_{sym}={val} is outside its range {lo}..{hi}")
+            continue
+        m = re.search(r"malformed .*?'([^']*)' for (\w+)|'([^']*)' is not a valid value for the (\w+) symbol (\w+)", w)
+        if m and m.group(2):
+            problems.append(f"CONFIG_{m.group(2)}={m.group(1)} is not a valid value")
+            continue
+        if m:
+            problems.append(f"CONFIG_{m.group(5)}={m.group(3)} is not a valid {m.group(4)}")
+            continue
+        m = re.search(r"undefined symbol (\w+)", w)
+        if m:
+            problems.append(f"CONFIG_{m.group(1)} is not a symbol of this Kconfig "
+                            "(stale config: run 'make olddefconfig')")
+            continue
+        problems.append(w.strip())
+    if problems:
+        die(f"{path}: " + "; ".join(problems))
+
+
+def check_values(kconf, path):
+    """Checks Kconfig cannot express: decimals. Returns {name: float}."""
+    values = {}
+    for name, (lo, lo_closed, hi, hi_closed) in DECIMALS.items():
+        text = kconf.syms[name].str_value.strip()
+        if not DECIMAL_RE.match(text):
+            die(f"{path}: CONFIG_{name}=\"{text}\" is not a decimal number "
+                "(write it like 0.05 or 5e-2; fix it with 'make menuconfig')")
+        v = float(text)
+        ok = (v > lo or (lo_closed and v == lo)) and (v < hi or (hi_closed and v == hi))
+        if not ok:
+            interval = f"{'[' if lo_closed else '('}{lo:g}, {hi:g}{']' if hi_closed else ')'}"
+            die(f"{path}: CONFIG_{name}={text} is outside {interval} (fix it with 'make menuconfig')")
+        values[name] = v
+    return values
+
+
+def write_if_changed(path, text):
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return False
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return True
+
+
+def genconfig(out_dir):
+    path = config_path()
+    kconf = load(path)
+    missing = [s.name for s in kconf.unique_defined_syms
+               if s.visibility and s.config_string and s.user_value is None
+               and s.choice is None]
+    if missing:
+        die(f"{path} is stale: it does not set {', '.join('CONFIG_' + m for m in missing)}; "
+            "run 'make olddefconfig' (take the defaults) or 'make menuconfig'")
+    decimals = check_values(kconf, path)
+    header = kconf._autoconf_contents("/* generated from " + path + " by tools/kconfig.py; do not edit */\n")
+    header += "".join(f"#define CONFIG_{n}_VALUE {v!r}\n" for n, v in decimals.items())
+    auto = os.path.join(out_dir, "include/config/auto.conf")
+    hdr = os.path.join(out_dir, "include/generated/config.h")
+    tmp = f"{auto}.tmp{os.getpid()}"
+    os.makedirs(os.path.dirname(auto), exist_ok=True)
+    kconf.write_config(tmp, header="# generated; do not edit\n", save_old=False)
+    with open(tmp) as f:
+        conf_text = f.read()
+    os.remove(tmp)
+    write_if_changed(auto, conf_text)
+    if write_if_changed(hdr, header):
+        print(f"  GEN     {hdr}")
+
+
+def defconfig(src):
+    if not os.path.exists(src):
+        die(f"no defconfig {src} (see 'make help' for the boards)")
+    kconf = load(src)
+    check_values(kconf, src)
+    kconf.write_config(config_path(), save_old=False)
+    print(f"  CONF    {config_path()} from {src}")
+
+
+def savedefconfig(dst):
+    kconf = load(config_path())
+    kconf.write_min_config(dst)
+    print(f"  SAVE    {dst}")
+
+
+def olddefconfig():
+    kconf = kconfiglib.Kconfig("Kconfig", warn_to_stderr=False)
+    path = config_path()
+    if os.path.exists(path):
+        kconf.load_config(path)
+    for w in kconf.warnings:
+        print(f"{PROG}: note: {w.removeprefix('warning: ').strip()} (dropped)", file=sys.stderr)
+    kconf.write_config(path, save_old=False)
+    print(f"  CONF    {path} brought up to date")
+
+
+def menuconfig():
+    import menuconfig as mc  # shipped with kconfiglib
+    os.environ.setdefault("MENUCONFIG_STYLE", "aquatic")
+    mc.menuconfig(kconfiglib.Kconfig("Kconfig"))
+    # menuconfig saves only on request; validate what it saved
+    if os.path.exists(config_path()):
+        check_values(load(config_path()), config_path())
+
+
+def main(argv):
+    cmds = {"genconfig": (genconfig, 1), "defconfig": (defconfig, 1),
+            "savedefconfig": (savedefconfig, 1), "olddefconfig": (olddefconfig, 0),
+            "menuconfig": (menuconfig, 0)}
+    if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
+        die("usage: kconfig.py {genconfig OUT_DIR|defconfig FILE|savedefconfig FILE|olddefconfig|menuconfig}")
+    fn, _ = cmds[argv[1]]
+    fn(*argv[2:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
