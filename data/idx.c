@@ -107,10 +107,11 @@ static int read_header(const struct idx_file *f, uint32_t magic, uint32_t *dims,
     size_t want = 4 + 4 * (size_t)ndims, got;
     if (idx_read(f, buf, want, &got))
         return -1;
-    if (got == 0)
+    if (got == 0 && !ended_early(f))
         return fail(f, "empty file");
     if (got < 4 || (be32(buf) == magic && got < want))
-        return fail(f, "truncated header: %zu of %zu bytes", got, want);
+        return fail(f, "truncated header: %zu of %zu bytes%s", got, want,
+                    ended_early(f) ? " (gzip stream ends early)" : "");
     if (be32(buf) != magic)
         return bad_magic(f, be32(buf), magic);
     for (int i = 0; i < ndims; i++)
@@ -136,6 +137,9 @@ static int check_trailing(const struct idx_file *f, uint32_t count, const char *
     } while (got == sizeof buf);
     if (extra)
         return fail(f, "%zu trailing bytes after the %u %s", extra, (unsigned)count, what);
+    if (ended_early(f))
+        return fail(f, "truncated: the gzip stream ends early after the %u %s (trailer missing)", (unsigned)count,
+                    what);
     return 0;
 }
 

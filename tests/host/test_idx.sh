@@ -34,8 +34,8 @@ def images(n, rows=28, cols=28, magic=0x803):
 def labels(n, magic=0x801):
     return struct.pack(">II", magic, n) + bytes(b % 10 for b in os.urandom(n))
 
-def gz(data):
-    return gzip.compress(data, compresslevel=1, mtime=0)
+def gz(data, level=1):
+    return gzip.compress(data, compresslevel=level, mtime=0)
 
 def write(sub, name, data):
     with open(os.path.join(root, sub, name), "wb") as f:
@@ -49,9 +49,11 @@ good = {
 }
 for name, data in good.items():
     write("good", name, data)
-    write("gz", name + ".gz", gz(data))
+    # Stored blocks for the largest: still gzip, and a second faster.
+    write("gz", name + ".gz", gz(data, 0 if name.startswith("train-images") else 1))
 
 ti, tl = good["t10k-images-idx3-ubyte"], good["t10k-labels-idx1-ubyte"]
+ti_gz = gz(ti)
 out_of_range = bytearray(tl)
 out_of_range[8 + 1234] = 10
 bad_crc = bytearray(gz(tl))
@@ -68,8 +70,10 @@ bad = {
     "labels_9999": labels(9999),
     "train_labels_59999": labels(59999),
     "images_truncated": ti[:-1000],
-    "images_truncated.gz": gz(ti)[: len(gz(ti)) // 2],
+    "images_truncated.gz": ti_gz[: len(ti_gz) // 2],
     "images_short_header": ti[:10],
+    "labels_cut.gz": gz(tl)[:12],
+    "labels_no_trailer.gz": gz(tl)[:-4],
     "empty": b"",
     "labels_trailing": tl + b"xyz",
     "labels_trailing.gz": gz(tl + b"xyz"),
@@ -162,6 +166,10 @@ expect_error "truncated file (gzip)" "$(mkcase truncated_gz "$TI.gz=images_trunc
     "$TI.gz: truncated after " " of 10000 images (" "gzip stream ends early"
 expect_error "truncated header" "$(mkcase short_header "$TI=images_short_header")" \
     "$TI: truncated header: 10 of 16 bytes"
+expect_error "truncated gzip (no data)" "$(mkcase cut_gz "$TL.gz=labels_cut.gz")" \
+    "$TL.gz: truncated header: 0 of 8 bytes (gzip stream ends early)"
+expect_error "truncated gzip (trailer missing)" "$(mkcase no_trailer_gz "$TL.gz=labels_no_trailer.gz")" \
+    "$TL.gz: truncated: the gzip stream ends early after the 10000 labels"
 expect_error "empty file" "$(mkcase empty "$TL=empty")" "$TL: empty file"
 expect_error "trailing bytes (raw)" "$(mkcase trailing "$TL=labels_trailing")" \
     "$TL: 3 trailing bytes after the 10000 labels"
