@@ -1,5 +1,6 @@
 /* The runtime on the CPU: the "device" is host memory, steps run directly. */
 #include "arch/runtime.h"
+#include "snn_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,6 @@
 #endif
 
 #include "snn_check.h"
-#include "snn_config.h"
 
 struct snn_mark {
     struct timespec t;

@@ -14,7 +14,7 @@
 #include "nn/train.h"
 #include "snn_check.h"
 
-#define EPS 1e-4
+#define EPS 1e-6 /* small, so that a step rarely crosses a ReLU kink */
 #define WEIGHTS_PER_LAYER 60
 
 /* Mean cross-entropy of the batch, everything in double. */
@@ -58,7 +58,7 @@ static double numeric(snn_model *m, float *p, const uint8_t *images, const uint8
     return (up - down) / (h1 + h2); /* the float steps actually taken */
 }
 
-static int check(const char *what, int layer, snn_model *m, float *params, float *grads, const long *idx,
+static void check(const char *what, int layer, snn_model *m, float *params, float *grads, const long *idx,
                  int n, const uint8_t *images, const uint8_t *labels)
 {
     double worst = 0, num2 = 0, diff2 = 0;
@@ -73,12 +73,11 @@ static int check(const char *what, int layer, snn_model *m, float *params, float
             worst = err / scale;
     }
     double rel = num2 > 0 ? sqrt(diff2 / num2) : sqrt(diff2);
-    if (bad > n / 50 || rel > 1e-3) /* a rare kink of a ReLU may be crossed */
+    if (bad > n / 50 || rel > 1e-4) /* a rare kink of a ReLU may be crossed */
         printf("not ok - gradient check layer %d %s: %d of %d off, relative error %.2e\n", layer, what, bad, n, rel);
     else
         printf("ok - gradient check layer %d %s (%d sampled, relative error %.2e, worst %.2e)\n", layer, what, n,
                rel, worst);
-    return bad;
 }
 
 int main(void)
