@@ -67,8 +67,11 @@ savedefconfig:
 olddefconfig:
 	$(Q)$(KCONFIG) olddefconfig
 
+# The dataset and directory of the .config, unless DATASET=mnist|fashion-mnist says otherwise.
+config-dataset = $(if $(wildcard $(KCONFIG_CONFIG)),$(if $(shell grep -s '^CONFIG_DATASET_FASHION_MNIST=y' $(KCONFIG_CONFIG)),fashion-mnist,mnist))
+config-datadir = $(if $(DATASET),,$(shell sed -n 's/^CONFIG_DATA_DIR="\(.*\)"/\1/p' $(KCONFIG_CONFIG) 2>/dev/null))
 data:
-	$(Q)tools/fetch_data.sh $(if $(DATASET),--dataset $(DATASET))
+	$(Q)tools/fetch_data.sh $(addprefix --dataset ,$(or $(DATASET),$(config-dataset))) $(addprefix --dest ,$(config-datadir))
 
 # 'make run': the whole main job on the machine at hand.
 run:

@@ -14,7 +14,7 @@
 
 typedef struct {
     const char *data_dir, *log_path, *dump_dir, *save_path;
-    int max_steps;
+    int max_steps, epochs;
 } options;
 
 static void usage(FILE *out)
@@ -24,12 +24,14 @@ static void usage(FILE *out)
             "Trains the MLP this build was configured for (make menuconfig) on " SNN_DATASET_NAME ".\n\n"
             "  --data DIR       dataset directory (default: " CONFIG_DATA_DIR ")\n"
             "  --log FILE       write JSON lines: the config, every %d-th step's loss, each epoch\n"
-            "  --dump DIR       write the initial parameters (init.bin) and each epoch's sample\n"
-            "                   order (order-E.bin) for tools/torch_parity.py\n"
+            "  --dump DIR       write the run's shape (meta.json), initial parameters (init.bin),\n"
+            "                   each epoch's sample order (order-E.bin) and step losses\n"
+            "                   (losses-E.bin), for tools/torch_parity.py\n"
             "  --save FILE      write the final parameters (float32, layer by layer: W then b)\n"
+            "  --epochs N       train N epochs instead of the configured %d\n"
             "  --max-steps N    stop each epoch after N steps (smoke tests, sanitizers)\n"
             "  --help           this text\n",
-            CONFIG_TRAIN_LOG_EVERY);
+            CONFIG_TRAIN_LOG_EVERY, CONFIG_TRAIN_EPOCHS);
 }
 
 static int parse_count(const char *opt, const char *text)
@@ -47,8 +49,8 @@ static options parse_options(int argc, char **argv)
     static const struct option longs[] = {
         {"data", required_argument, 0, 'd'}, {"log", required_argument, 0, 'l'},
         {"dump", required_argument, 0, 'u'}, {"save", required_argument, 0, 's'},
-        {"max-steps", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    options o = {CONFIG_DATA_DIR, NULL, NULL, NULL, SNN_STEPS_PER_EPOCH};
+        {"max-steps", required_argument, 0, 'm'}, {"epochs", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    options o = {CONFIG_DATA_DIR, NULL, NULL, NULL, SNN_STEPS_PER_EPOCH, CONFIG_TRAIN_EPOCHS};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
@@ -58,6 +60,7 @@ static options parse_options(int argc, char **argv)
         case 'u': o.dump_dir = optarg; break;
         case 's': o.save_path = optarg; break;
         case 'm': o.max_steps = parse_count("--max-steps", optarg); break;
+        case 'e': o.epochs = parse_count("--epochs", optarg); break;
         case 'h': usage(stdout); exit(0);
         default:
             snn_die("unknown or incomplete option '%s' (see mnist --help)", argv[optind - 1]);
@@ -103,10 +106,36 @@ static void write_binary(const char *path, const void *data, size_t bytes)
     out_close(&o);
 }
 
-static void dump_path(char *buf, size_t len, const char *dir, const char *name)
+static void write_dump(const char *dir, const char *name, const void *data, size_t bytes)
 {
-    if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
         snn_die("path too long: %s/%s", dir, name);
+    write_binary(path, data, bytes);
+}
+
+static void dump_epoch_file(const char *dir, const char *what, int epoch, const void *data, size_t bytes)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "%s-%d.bin", what, epoch);
+    write_dump(dir, name, data, bytes);
+}
+
+/* What tools/torch_parity.py needs to rebuild the run: the shape and the
+ * schedule (meta.json), and the initial parameters. */
+static void dump_start(const char *dir, const float *params, const options *o)
+{
+    char meta[1024];
+    int n = snprintf(meta, sizeof(meta), "{\"dims\":[");
+    for (int l = 0; l <= SNN_LAYERS; l++)
+        n += snprintf(meta + n, sizeof(meta) - n, l ? ",%d" : "%d", SNN_DIM(l));
+    n += snprintf(meta + n, sizeof(meta) - n,
+                  "],\"batch\":%d,\"epochs\":%d,\"steps_per_epoch\":%d,\"lr\":%s,\"momentum\":%s,"
+                  "\"pixel_mean\":%.9g,\"pixel_std\":%.9g,\"dataset\":\"%s\",\"data_dir\":\"%s\",\"target\":\"%s\"}\n",
+                  SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM,
+                  (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, o->data_dir, SNN_TARGET_NAME);
+    write_dump(dir, "meta.json", meta, n);
+    write_dump(dir, "init.bin", params, SNN_PARAMS * sizeof(float));
 }
 
 static void print_summary(const snn_device_info *dev, const options *o)
@@ -114,7 +143,7 @@ static void print_summary(const snn_device_info *dev, const options *o)
     char shape[256];
     snn_model_shape(shape, sizeof(shape));
     printf("staticnn: %s, MLP %s (%ld parameters), batch %d, %d epochs\n", SNN_DATASET_NAME, shape,
-           (long)SNN_PARAMS, SNN_BATCH, CONFIG_TRAIN_EPOCHS);
+           (long)SNN_PARAMS, SNN_BATCH, o->epochs);
     printf("  SGD lr %s momentum %s, init %s, seed %d\n", CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM,
            snn_init_name(), CONFIG_TRAIN_SEED);
     if (dev->cc)
@@ -187,11 +216,8 @@ int main(int argc, char **argv)
     SNN_CHECK_SYS(zeros, "allocating the momentum's initial zeros");
     snn_rt_upload(m.momentum, zeros, SNN_PARAMS * sizeof(float));
     free(zeros);
-    char path[4096];
-    if (o.dump_dir) {
-        dump_path(path, sizeof(path), o.dump_dir, "init.bin");
-        write_binary(path, params, SNN_PARAMS * sizeof(float));
-    }
+    if (o.dump_dir)
+        dump_start(o.dump_dir, params, &o);
 
     out_file log = {0};
     if (o.log_path) {
@@ -200,7 +226,7 @@ int main(int argc, char **argv)
         log = out_open(o.log_path);
         fprintf(log.f, "{\"event\":\"config\",\"target\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
                        "\"epochs\":%d,\"lr\":%s,\"momentum\":%s,\"seed\":%d,\"arena_bytes\":%zu}\n",
-                SNN_TARGET_NAME, dev.name, shape, SNN_BATCH, CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_LR,
+                SNN_TARGET_NAME, dev.name, shape, SNN_BATCH, o.epochs, CONFIG_TRAIN_LR,
                 CONFIG_TRAIN_MOMENTUM, CONFIG_TRAIN_SEED, plan.total);
     }
 
@@ -209,14 +235,10 @@ int main(int argc, char **argv)
     snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
     int tty = isatty(STDOUT_FILENO), tick = o.max_steps / 100 + 1;
     printf("epoch  train loss  train acc  val loss  val acc     time      samples/s\n");
-    for (int epoch = 1; epoch <= CONFIG_TRAIN_EPOCHS; epoch++) {
+    for (int epoch = 1; epoch <= o.epochs; epoch++) {
         snn_epoch_begin(&m, &rng, order);
-        if (o.dump_dir) {
-            char name[64];
-            snprintf(name, sizeof(name), "order-%d.bin", epoch);
-            dump_path(path, sizeof(path), o.dump_dir, name);
-            write_binary(path, order, SNN_TRAIN_COUNT * sizeof(int32_t));
-        }
+        if (o.dump_dir)
+            dump_epoch_file(o.dump_dir, "order", epoch, order, SNN_TRAIN_COUNT * sizeof(int32_t));
         snn_rt_mark(start);
         for (int s = 0; s < o.max_steps; s++) {
             snn_rt_run_step(snn_train_step, &m);
@@ -228,6 +250,8 @@ int main(int argc, char **argv)
         if (tty)
             printf("\r%*s\r", 60, "");
         snn_score train = snn_epoch_score(&m, o.max_steps, losses);
+        if (o.dump_dir)
+            dump_epoch_file(o.dump_dir, "losses", epoch, losses, o.max_steps * sizeof(float));
         check_finite(losses, o.max_steps, epoch);
         snn_score val = snn_evaluate(&m);
         double rate = (double)o.max_steps * SNN_BATCH / (ms / 1e3);

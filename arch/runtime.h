@@ -18,6 +18,9 @@ typedef struct {
     size_t total_bytes;
 } snn_device_info;
 
+/* 1 when a CUDA GPU is there to run on (0 on the host target): GPU tests skip without one. */
+int snn_rt_gpu_present(void);
+
 /* Picks the device and checks it can run this build and hold plan_bytes; on
  * failure prints one message (what, and what to do) and exits non-zero. */
 void snn_rt_init(snn_device_info *info, size_t plan_bytes);

@@ -1,5 +1,6 @@
-/* The kernels of the configured target, called as SNN_OP(name)(...). The host
- * kernels are always declared: they are the reference for every GPU test. */
+/* The kernels, as functions per backend (host_*, cuda_*) and as a table the
+ * schedule calls through, so that one schedule (nn/train.c) drives either. The
+ * host kernels are always built: they are the reference of every GPU test. */
 #ifndef SNN_OPS_H
 #define SNN_OPS_H
 
@@ -17,9 +18,29 @@ extern "C" {
 #define OP(name) cuda_##name
 #include "kernels/ops_proto.h"
 #undef OP
-#define SNN_OP(name) cuda_##name
+#endif
+
+typedef struct {
+#define OP(name) (*name)
+#include "kernels/ops_proto.h"
+#undef OP
+} snn_kernels;
+
+#define SNN_KERNEL_TABLE(prefix)                                                               \
+    {                                                                                          \
+        .linear_forward = prefix##_linear_forward,                                             \
+        .linear_backward_input = prefix##_linear_backward_input,                               \
+        .linear_backward_weight_sgd = prefix##_linear_backward_weight_sgd,                     \
+        .gather_batch = prefix##_gather_batch, .softmax_xent = prefix##_softmax_xent,          \
+        .step_advance = prefix##_step_advance,                                                 \
+    }
+
+extern const snn_kernels snn_host_kernels;
+#ifdef CONFIG_TARGET_CUDA
+extern const snn_kernels snn_cuda_kernels;
+#define SNN_TARGET_KERNELS (&snn_cuda_kernels)
 #else
-#define SNN_OP(name) host_##name
+#define SNN_TARGET_KERNELS (&snn_host_kernels)
 #endif
 
 #ifdef __cplusplus

@@ -9,6 +9,7 @@ void snn_model_bind(snn_model *m, void *arena)
     memset(m, 0, sizeof(*m));
     snn_plan_make(&m->plan);
     m->arena = arena;
+    m->kernels = SNN_TARGET_KERNELS;
     m->lr = SNN_LR;
     m->mu = SNN_MOMENTUM;
 #define AT(r) snn_plan_at(&m->plan, arena, r)

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "kernels/ops.h"
 #include "mm/arena.h"
 #include "nn/rng.h"
 
@@ -14,6 +15,7 @@ typedef struct {
 } snn_layer;
 
 typedef struct {
+    const snn_kernels *kernels; /* the target's; a test may bind host kernels to host memory */
     snn_plan plan;
     void *arena;
     float lr, mu;
@@ -29,7 +31,8 @@ typedef struct {
     int32_t *train_step, *eval_step;  /* step counters, in device memory */
 } snn_model;
 
-/* Points every buffer of m into arena (laid out by m->plan, made here). */
+/* Points every buffer of m into arena (laid out by m->plan, made here) and
+ * selects the target's kernels. */
 void snn_model_bind(snn_model *m, void *arena);
 
 /* Draws the initial parameters (the configured scheme) into params_host,

@@ -9,39 +9,41 @@
 void snn_train_step(void *model)
 {
     snn_model *m = model;
+    const snn_kernels *k = m->kernels;
     const int B = SNN_BATCH;
-    SNN_OP(gather_batch)(m->act[0], m->batch_labels, m->train_images, m->train_labels, m->order,
-                         m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    k->gather_batch(m->act[0], m->batch_labels, m->train_images, m->train_labels, m->order, m->train_step, B,
+                    SNN_PIXEL_MEAN, SNN_PIXEL_STD);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
-        SNN_OP(linear_forward)(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+        k->linear_forward(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
     }
-    SNN_OP(softmax_xent)(m->grad[0], m->train_loss, m->train_correct, m->act[SNN_LAYERS],
-                         m->batch_labels, m->train_step, B);
+    k->softmax_xent(m->grad[0], m->train_loss, m->train_correct, m->act[SNN_LAYERS], m->batch_labels,
+                    m->train_step, B);
     for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
         /* dX uses the weights before their update: it runs first. */
         if (l > 0)
-            SNN_OP(linear_backward_input)(m->grad[g ^ 1], m->grad[g], L->w, m->act[l], B, L->out, L->in);
-        SNN_OP(linear_backward_weight_sgd)(L->w, L->vw, L->b, L->vb, m->grad[g], m->act[l], B, L->out,
-                                           L->in, m->lr, m->mu);
+            k->linear_backward_input(m->grad[g ^ 1], m->grad[g], L->w, m->act[l], B, L->out, L->in);
+        k->linear_backward_weight_sgd(L->w, L->vw, L->b, L->vb, m->grad[g], m->act[l], B, L->out, L->in,
+                                      m->lr, m->mu);
     }
-    SNN_OP(step_advance)(m->train_step);
+    k->step_advance(m->train_step);
 }
 
 void snn_eval_step(void *model)
 {
     snn_model *m = model;
+    const snn_kernels *k = m->kernels;
     const int B = SNN_EVAL_BATCH;
-    SNN_OP(gather_batch)(m->act[0], m->batch_labels, m->test_images, m->test_labels, NULL, m->eval_step,
-                         B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    k->gather_batch(m->act[0], m->batch_labels, m->test_images, m->test_labels, NULL, m->eval_step, B,
+                    SNN_PIXEL_MEAN, SNN_PIXEL_STD);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
-        SNN_OP(linear_forward)(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+        k->linear_forward(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
     }
-    SNN_OP(softmax_xent)(NULL, m->eval_loss, m->eval_correct, m->act[SNN_LAYERS], m->batch_labels,
-                         m->eval_step, B);
-    SNN_OP(step_advance)(m->eval_step);
+    k->softmax_xent(NULL, m->eval_loss, m->eval_correct, m->act[SNN_LAYERS], m->batch_labels, m->eval_step,
+                    B);
+    k->step_advance(m->eval_step);
 }
 
 void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host)

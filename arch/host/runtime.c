@@ -73,3 +73,4 @@ float snn_rt_elapsed_ms(snn_mark *from, snn_mark *to)
     return (float)((to->t.tv_sec - from->t.tv_sec) * 1e3 + (to->t.tv_nsec - from->t.tv_nsec) * 1e-6);
 }
 void snn_rt_mark_free(snn_mark *m) { free(m); }
+int snn_rt_gpu_present(void) { return 0; }

@@ -1,26 +1,37 @@
 /* Host GEMM: one blocked core, C[M,N] = sum_k A(m,k) B(k,n), serving the three
  * roles of a linear layer through strided views and a per-role epilogue.
  *
- * Blocking: the output is cut into MC x NC tiles; for each tile, K is walked in
- * KC blocks, packing an MC x KC panel of A (8-row strips) and a KC x NC panel of
- * B (16-column strips), both zero-padded to whole strips, and an 8x16 register
- * micro-kernel accumulates into a padded tile buffer. After the last K block
- * the epilogue moves the tile to its destination (bias/ReLU, mask, or SGD).
+ * Blocking: C is cut into blocks of at most MC x NC; for each block, K is
+ * walked in KC steps, packing an A panel (8-row strips) and a B panel
+ * (16-column strips), both zero-padded to whole strips, and an 8x16 register
+ * micro-kernel accumulates into a padded tile. After the last K step the
+ * epilogue moves the tile to its destination (bias/ReLU, mask, or SGD).
+ *
+ * Threads: blocks are shared out dynamically, each thread with its own
+ * buffers, so there is no barrier inside a call. When C has fewer blocks than
+ * threads the blocks are narrowed.
  *
  * Numerics: every output element is the plain chain acc = fmaf(a_k, b_k, acc)
- * for k = 0..K-1 starting from 0 (a K block resumes from the tile buffer), so
- * the result depends neither on the blocking nor on the thread count.
+ * for k = 0..K-1 starting from 0 (a K step resumes from the tile), so the
+ * result depends neither on the block shapes nor on the thread count.
  *
- * The packing and tile buffers are static: one call at a time, as a single GPU
- * stream would run them. */
+ * The buffers are allocated on the first call and kept: one call at a time,
+ * as a single GPU stream would run them. */
 #include "kernels/ops.h"
+#include "snn_check.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
+#include <omp.h>
 #define OMP(directive) _Pragma(directive)
+static int max_threads(void) { return omp_get_max_threads(); }
+static int thread_id(void) { return omp_get_thread_num(); }
 #else
 #define OMP(directive)
+static int max_threads(void) { return 1; }
+static int thread_id(void) { return 0; }
 #endif
 
 #define MR 8  /* micro-kernel rows */
@@ -34,10 +45,6 @@ SNN_STATIC_ASSERT(NC % NR == 0, "CONFIG_HOST_GEMM_NC must be a multiple of 16 (m
 
 /* Below this many flops a call stays on one thread: the fork costs more. */
 #define PARALLEL_MIN_FLOPS (1 << 20)
-
-static _Alignas(64) float packed_a[MC * KC];
-static _Alignas(64) float packed_b[KC * NC];
-static _Alignas(64) float tile[MC * NC]; /* row stride NC */
 
 /* A matrix seen through strides: element (r, c) is p[r * rs + c * cs]. */
 struct view {
@@ -62,6 +69,36 @@ struct gemm {
     struct view a, b; /* A(m, k), B(k, n) */
     struct epilogue epi;
 };
+
+/* One thread's buffers: packed A (MC x KC), packed B (KC x NC), and the tile
+ * of C (MC x NC, row stride NC). Each part is a whole number of 64-byte lines. */
+#define ROUND16(n) (((n) + 15) / 16 * 16)
+#define WORKSPACE_FLOATS ((size_t)ROUND16(MC * KC) + (size_t)KC * NC + (size_t)MC * NC)
+
+struct workspace {
+    float *a, *b, *tile;
+};
+
+static float *workspace_pool;
+static int workspace_threads;
+
+static void workspace_reserve(int threads)
+{
+    if (threads <= workspace_threads)
+        return;
+    size_t bytes = sizeof(float) * WORKSPACE_FLOATS * (size_t)threads;
+    free(workspace_pool);
+    workspace_pool = aligned_alloc(64, bytes);
+    if (!workspace_pool)
+        snn_die("out of host memory for the host GEMM buffers (%zu bytes for %d threads)", bytes, threads);
+    workspace_threads = threads;
+}
+
+static struct workspace workspace_of(int thread)
+{
+    float *base = workspace_pool + WORKSPACE_FLOATS * (size_t)thread;
+    return (struct workspace){base, base + ROUND16(MC * KC), base + ROUND16(MC * KC) + (size_t)KC * NC};
+}
 
 static int min_int(int x, int y) { return x < y ? x : y; }
 static int strips(int n, int width) { return (n + width - 1) / width; }
@@ -99,9 +136,10 @@ static void pack_b_strip(const struct view *b, int n0, int valid, int k0, int kc
 }
 
 /* ISO C mode (-std=c11) turns floating-point contraction off; the
- * micro-kernel opts back in so that each step is one fused multiply-add. */
+ * micro-kernel opts back in so that each step is one fused multiply-add
+ * (GCC contracts in a pass gated on expensive-optimizations, off at -O1). */
 #if defined(__GNUC__) && !defined(__clang__)
-#define FUSED_MULTIPLY_ADD __attribute__((optimize("fp-contract=fast")))
+#define FUSED_MULTIPLY_ADD __attribute__((optimize("fp-contract=fast", "expensive-optimizations")))
 #else
 #define FUSED_MULTIPLY_ADD /* clang contracts a*b+c within an expression by default */
 #endif
@@ -161,40 +199,54 @@ static void epilogue_row(const struct gemm *g, int m, int n0, int nc, const floa
     }
 }
 
-/* One MC x NC tile of C at (m0, n0). Called by every thread of the team: the
- * loops inside are shared out, and each ends on the team's barrier. */
-static void gemm_tile(const struct gemm *g, int m0, int n0)
+/* The block of C at (m0, n0), mc x nc (at most MC x NC), on one thread. */
+static void gemm_block(const struct gemm *g, int m0, int mc, int n0, int nc, struct workspace ws)
 {
-    int mc = min_int(MC, g->M - m0), nc = min_int(NC, g->N - n0);
     int m_strips = strips(mc, MR), n_strips = strips(nc, NR);
-
     for (int k0 = 0; k0 < g->K; k0 += KC) {
         int kc = min_int(KC, g->K - k0);
-        OMP("omp for schedule(static) nowait")
         for (int s = 0; s < m_strips; s++)
-            pack_a_strip(&g->a, m0 + s * MR, min_int(MR, mc - s * MR), k0, kc, packed_a + s * MR * kc);
-        OMP("omp for schedule(static)")
+            pack_a_strip(&g->a, m0 + s * MR, min_int(MR, mc - s * MR), k0, kc, ws.a + s * MR * kc);
         for (int s = 0; s < n_strips; s++)
-            pack_b_strip(&g->b, n0 + s * NR, min_int(NR, nc - s * NR), k0, kc, packed_b + s * NR * kc);
-        OMP("omp for collapse(2) schedule(static)")
-        for (int jr = 0; jr < n_strips; jr++)
+            pack_b_strip(&g->b, n0 + s * NR, min_int(NR, nc - s * NR), k0, kc, ws.b + s * NR * kc);
+        for (int jr = 0; jr < n_strips; jr++) /* one B strip stays in L1 across the A strips */
             for (int ir = 0; ir < m_strips; ir++)
-                micro_kernel(kc, packed_a + ir * MR * kc, packed_b + jr * NR * kc,
-                             tile + ir * MR * NC + jr * NR, k0 > 0);
+                micro_kernel(kc, ws.a + ir * MR * kc, ws.b + jr * NR * kc, ws.tile + ir * MR * NC + jr * NR,
+                             k0 > 0);
     }
-    OMP("omp for schedule(static)")
     for (int i = 0; i < mc; i++)
-        epilogue_row(g, m0 + i, n0, nc, tile + i * NC);
+        epilogue_row(g, m0 + i, n0, nc, ws.tile + i * NC);
+}
+
+/* How C is cut: rows x cols blocks of height x width. */
+struct grid {
+    int rows, cols, height, width;
+};
+
+static struct grid plan_grid(int M, int N, int threads)
+{
+    struct grid gr = {strips(M, MC), strips(N, NC), MC, NC};
+    if (gr.rows * gr.cols < threads) { /* narrow the columns so every thread has a block */
+        int wanted = strips(threads, gr.rows);
+        gr.width = min_int(NC, strips(strips(N, wanted), NR) * NR);
+        gr.cols = strips(N, gr.width);
+    }
+    return gr;
 }
 
 static void gemm_run(const struct gemm *g)
 {
-    double flops = 2.0 * g->M * g->N * g->K;
-    (void)flops;
-    OMP("omp parallel if (flops >= PARALLEL_MIN_FLOPS)")
-    for (int n0 = 0; n0 < g->N; n0 += NC)
-        for (int m0 = 0; m0 < g->M; m0 += MC)
-            gemm_tile(g, m0, n0);
+    int threads = 2.0 * g->M * g->N * g->K >= PARALLEL_MIN_FLOPS ? max_threads() : 1;
+    struct grid gr = plan_grid(g->M, g->N, threads);
+    int blocks = gr.rows * gr.cols;
+    threads = min_int(threads, blocks);
+    workspace_reserve(threads);
+    OMP("omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)")
+    for (int i = 0; i < blocks; i++) {
+        int m0 = i / gr.cols * gr.height, n0 = i % gr.cols * gr.width;
+        gemm_block(g, m0, min_int(gr.height, g->M - m0), n0, min_int(gr.width, g->N - n0),
+                   workspace_of(thread_id()));
+    }
 }
 
 void host_linear_forward(float *y, const float *x, const float *w, const float *b,

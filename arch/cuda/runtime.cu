@@ -1,0 +1,263 @@
+/* The CUDA runtime of the engine (arch/runtime.h): device selection and
+ * checks, the one allocation, copies and launches on one stream, the
+ * captured step, timing marks. Every CUDA call is checked. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "arch/cuda/target.h"
+#include "arch/runtime.h"
+#include "snn_check.h"
+#include "snn_config.h"
+
+/* Distinct (step, ctx) pairs snn_rt_run_step can hold as graphs: the train
+ * step and the eval step, with room to spare. */
+#define SNN_RT_GRAPHS 4
+
+static cudaStream_t g_stream;
+static int g_device = -1;
+
+cudaStream_t snn_stream(void)
+{
+    return g_stream;
+}
+
+void snn_cuda_sync_check(const char *file, int line)
+{
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(g_stream, &st);
+    if (e == cudaSuccess && st == cudaStreamCaptureStatusNone)
+        e = cudaStreamSynchronize(g_stream);
+    if (e != cudaSuccess)
+        snn_die_at(file, line, "kernel failed (found by the SNN_SYNC_CHECK synchronisation after its launch): %s (%s)\n  hint: %s",
+                   cudaGetErrorString(e), cudaGetErrorName(e), snn_cuda_hint(e));
+}
+
+/* A trivial kernel: whether it loads tells if this build has code the GPU can run. */
+__global__ void snn_rt_probe_kernel(void) {}
+
+static double mib(size_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+static int pick_device(int count)
+{
+    const char *env = getenv("SNN_DEVICE");
+    if (!env || !*env)
+        return 0;
+    char *end = NULL;
+    long d = strtol(env, &end, 10);
+    if (*end != '\0' || d < 0 || d >= count)
+        snn_die("SNN_DEVICE=%s is not a device index: this machine has %d CUDA GPU%s (0..%d)", env, count,
+                count == 1 ? "" : "s", count - 1);
+    return (int)d;
+}
+
+int snn_rt_gpu_present(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count > 0;
+}
+
+void snn_rt_init(snn_device_info *info, size_t plan_bytes)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
+        snn_die("no CUDA GPU found (this build targets %s): build the host target: make host_defconfig && make",
+                SNN_TARGET_NAME);
+    if (e == cudaErrorInsufficientDriver)
+        snn_die("the NVIDIA driver is older than this CUDA runtime (%s): update the driver, or build the host "
+                "target: make host_defconfig && make",
+                cudaGetErrorString(e));
+    CUDA_CHECK(e);
+
+    int dev = pick_device(count);
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    int cc = prop.major * 10 + prop.minor;
+    if (cc < SNN_TARGET_CC)
+        snn_die("GPU %d (%s) has compute capability %d.%d, older than this build's target %s (%d.%d): "
+                "build for this card (make help lists the boards) or the host target (make host_defconfig)",
+                dev, prop.name, prop.major, prop.minor, SNN_TARGET_NAME, SNN_TARGET_CC / 10, SNN_TARGET_CC % 10);
+#if defined(CONFIG_TARGET_SM90)
+    /* sm_90a code (wgmma, TMA) runs on compute capability 9.0 only. */
+    if (cc != 90)
+        snn_die("GPU %d (%s) has compute capability %d.%d: this build's target %s is built as sm_90a, which "
+                "runs on compute capability 9.0 only: build for this card (make help lists the boards)",
+                dev, prop.name, prop.major, prop.minor, SNN_TARGET_NAME);
+#endif
+    CUDA_CHECK(cudaSetDevice(dev));
+    g_device = dev;
+
+    /* Can the GPU (and its driver) load this build's code at all? */
+    cudaFuncAttributes fa;
+    e = cudaFuncGetAttributes(&fa, snn_rt_probe_kernel);
+    if (e != cudaSuccess)
+        snn_die("GPU %d (%s, compute capability %d.%d) cannot load this build's code (%s path, "
+                "CONFIG_CUDA_ARCH_OVERRIDE=%d): %s (%s)\n  hint: %s",
+                dev, prop.name, prop.major, prop.minor, SNN_TARGET_NAME, CONFIG_CUDA_ARCH_OVERRIDE,
+                cudaGetErrorString(e), cudaGetErrorName(e), snn_cuda_hint(e));
+
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (free_b < plan_bytes)
+        snn_die("GPU %d (%s) has %.1f MiB free of %.1f MiB; this build's memory plan needs %.1f MiB (%zu bytes): "
+                "free the GPU or lower CONFIG_TRAIN_BATCH_SIZE, CONFIG_EVAL_BATCH_SIZE or CONFIG_NN_HIDDEN_WIDTH",
+                dev, prop.name, mib(free_b), mib(total_b), mib(plan_bytes), plan_bytes);
+
+    if (!g_stream)
+        CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+
+    if (info) {
+        memset(info, 0, sizeof *info);
+        snprintf(info->name, sizeof info->name, "%s", prop.name);
+        info->cc = cc;
+        info->units = prop.multiProcessorCount;
+        info->free_bytes = free_b;
+        info->total_bytes = total_b;
+    }
+}
+
+void *snn_rt_alloc(size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        size_t free_b = 0, total_b = 0;
+        (void)cudaGetLastError();
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+            free_b = total_b = 0;
+        snn_die_at(__FILE__, __LINE__,
+                   "cudaMalloc of %.1f MiB (%zu bytes) failed on GPU %d: %s (%s); %.1f MiB free of %.1f MiB\n"
+                   "  hint: %s",
+                   mib(bytes), bytes, g_device, cudaGetErrorString(e), cudaGetErrorName(e), mib(free_b),
+                   mib(total_b), snn_cuda_hint(e));
+    }
+    return p;
+}
+
+void snn_rt_free(void *p)
+{
+    if (p)
+        CUDA_CHECK(cudaFree(p));
+}
+
+void snn_rt_upload(void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
+}
+
+void snn_rt_download(void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_stream));
+    CUDA_CHECK(cudaStreamSynchronize(g_stream));
+}
+
+void snn_rt_sync(void)
+{
+    CUDA_CHECK(cudaStreamSynchronize(g_stream));
+}
+
+/* ---- the step ---------------------------------------------------------------
+ * With CONFIG_CUDA_GRAPH, each distinct (step, ctx) runs eagerly on its first
+ * call (a warm-up: the first use of every kernel loads its module and sets its
+ * shared-memory attribute outside any capture), is captured into a graph on
+ * its second call and replayed from then on. Every call runs the step once. */
+
+#ifdef CONFIG_CUDA_GRAPH
+typedef struct {
+    void (*step)(void *ctx);
+    void *ctx;
+    int calls;
+    cudaGraphExec_t exec;
+} snn_rt_graph;
+
+static snn_rt_graph g_graphs[SNN_RT_GRAPHS];
+static int g_ngraphs;
+
+static snn_rt_graph *graph_entry(void (*step)(void *ctx), void *ctx)
+{
+    for (int i = 0; i < g_ngraphs; i++)
+        if (g_graphs[i].step == step && g_graphs[i].ctx == ctx)
+            return &g_graphs[i];
+    if (g_ngraphs == SNN_RT_GRAPHS)
+        snn_die("snn_rt_run_step: more than %d distinct (step, ctx) pairs to capture: raise SNN_RT_GRAPHS in "
+                "arch/cuda/runtime.cu",
+                SNN_RT_GRAPHS);
+    snn_rt_graph *g = &g_graphs[g_ngraphs++];
+    memset(g, 0, sizeof *g);
+    g->step = step;
+    g->ctx = ctx;
+    return g;
+}
+#endif
+
+void snn_rt_run_step(void (*step)(void *ctx), void *ctx)
+{
+#ifdef CONFIG_CUDA_GRAPH
+    snn_rt_graph *g = graph_entry(step, ctx);
+    if (g->exec) {
+        CUDA_CHECK(cudaGraphLaunch(g->exec, g_stream));
+        return;
+    }
+    if (g->calls++ == 0) {
+        step(ctx);
+        return;
+    }
+    cudaGraph_t graph = NULL;
+    CUDA_CHECK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal));
+    step(ctx);
+    CUDA_CHECK(cudaStreamEndCapture(g_stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    CUDA_CHECK(cudaGraphLaunch(g->exec, g_stream));
+#else
+    step(ctx);
+#endif
+}
+
+/* ---- timing marks (record them outside snn_rt_run_step) ---------------------- */
+
+struct snn_mark {
+    cudaEvent_t ev;
+};
+
+snn_mark *snn_rt_mark_new(void)
+{
+    snn_mark *m = (snn_mark *)snn_xmalloc(sizeof *m, "a timing mark");
+    CUDA_CHECK(cudaEventCreate(&m->ev));
+    return m;
+}
+
+void snn_rt_mark(snn_mark *m)
+{
+    CUDA_CHECK(cudaEventRecord(m->ev, g_stream));
+}
+
+float snn_rt_elapsed_ms(snn_mark *from, snn_mark *to)
+{
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventSynchronize(to->ev));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, from->ev, to->ev));
+    return ms;
+}
+
+void snn_rt_mark_free(snn_mark *m)
+{
+    if (!m)
+        return;
+    CUDA_CHECK(cudaEventDestroy(m->ev));
+    free(m);
+}

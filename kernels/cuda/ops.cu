@@ -1,0 +1,126 @@
+/* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and
+ * normalisation, softmax + cross-entropy, the step counter. All on the
+ * engine's stream, all deterministic (no atomics). */
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "kernels/ops.h"
+#include "snn_config.h"
+
+/* ---------------------------------------------------------------------------
+ * kernels
+ * ------------------------------------------------------------------------- */
+
+/* Blocks of GATHER_THREADS pixels of one row (blockIdx.y, striding by
+ * gridDim.y): consecutive threads on consecutive pixels, so byte reads and
+ * float writes are coalesced. */
+#define GATHER_THREADS 256
+__global__ void __launch_bounds__(GATHER_THREADS)
+    gather_batch_kernel(float *__restrict__ x, uint8_t *__restrict__ y, const uint8_t *__restrict__ images,
+                        const uint8_t *__restrict__ labels, const int32_t *__restrict__ order,
+                        const int32_t *__restrict__ step, int rows, float mean, float std)
+{
+    const int j = blockIdx.x * GATHER_THREADS + threadIdx.x;
+    const long base = (long)*step * rows;
+    for (int i = blockIdx.y; i < rows; i += gridDim.y) {
+        const long r = order ? (long)order[base + i] : base + i;
+        if (j < SNN_INPUT_DIM)
+            x[(size_t)i * SNN_INPUT_DIM + j] = ((float)images[r * SNN_INPUT_DIM + j] / 255.0f - mean) / std;
+        if (j == 0)
+            y[i] = labels[r];
+    }
+}
+
+/* One block. Thread t takes rows t, t + blockDim, ...: softmax, loss, arg-max
+ * and the gradient of each; the per-thread sums are then added in a fixed
+ * tree order. */
+#define XENT_THREADS 512
+__global__ void __launch_bounds__(XENT_THREADS)
+    softmax_xent_kernel(float *__restrict__ dlogits, float *__restrict__ loss, int32_t *__restrict__ correct,
+                        const float *__restrict__ logits, const uint8_t *__restrict__ y,
+                        const int32_t *__restrict__ step, int rows)
+{
+    __shared__ double s_loss[XENT_THREADS];
+    __shared__ int s_correct[XENT_THREADS];
+    const int t = threadIdx.x;
+    const float scale = 1.0f / (float)rows;
+    double my_loss = 0.0;
+    int my_correct = 0;
+    for (int r = t; r < rows; r += XENT_THREADS) {
+        const float *z = logits + (size_t)r * SNN_CLASSES;
+        const int label = y[r];
+        float zmax = z[0];
+        int arg = 0;
+#pragma unroll
+        for (int c = 1; c < SNN_CLASSES; ++c)
+            if (z[c] > zmax) {
+                zmax = z[c];
+                arg = c;
+            }
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < SNN_CLASSES; ++c)
+            sum += expf(z[c] - zmax);
+        /* -log softmax(z)[label] = log(sum) - (z[label] - zmax) */
+        my_loss += (double)(logf(sum) - (z[label] - zmax));
+        my_correct += arg == label;
+        if (dlogits) {
+            float *d = dlogits + (size_t)r * SNN_CLASSES;
+#pragma unroll
+            for (int c = 0; c < SNN_CLASSES; ++c)
+                d[c] = (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+        }
+    }
+    s_loss[t] = my_loss;
+    s_correct[t] = my_correct;
+    __syncthreads();
+    for (int half = XENT_THREADS / 2; half > 0; half /= 2) {
+        if (t < half) {
+            s_loss[t] += s_loss[t + half];
+            s_correct[t] += s_correct[t + half];
+        }
+        __syncthreads();
+    }
+    if (t == 0) {
+        loss[*step] = (float)(s_loss[0] / rows);
+        correct[*step] = s_correct[0];
+    }
+}
+
+__global__ void step_advance_kernel(int32_t *step)
+{
+    *step += 1;
+}
+
+/* ---------------------------------------------------------------------------
+ * launchers
+ * ------------------------------------------------------------------------- */
+
+extern "C" void cuda_gather_batch(float *x, uint8_t *y, const uint8_t *images, const uint8_t *labels,
+                                  const int32_t *order, const int32_t *step, int rows, float mean, float std)
+{
+    if (rows <= 0)
+        return;
+    const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
+    gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, y, images, labels, order, step, rows, mean,
+                                                                   std);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_softmax_xent(float *dlogits, float *loss, int32_t *correct, const float *logits,
+                                  const uint8_t *y, const int32_t *step, int rows)
+{
+    if (rows <= 0)
+        return;
+    softmax_xent_kernel<<<1, XENT_THREADS, 0, snn_stream()>>>(dlogits, loss, correct, logits, y, step, rows);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_step_advance(int32_t *step)
+{
+    step_advance_kernel<<<1, 1, 0, snn_stream()>>>(step);
+    CUDA_CHECK_LAUNCH();
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# GPU tests, run by tests/run.sh: where a CUDA GPU is present, build each GPU
+# board's code path for the card at hand and run the kernel tests, the
+# training-step test, an end-to-end epoch against the host engine, a
+# determinism check and compute-sanitizer (memcheck, racecheck).
+# Elsewhere: one "skip" line.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${SNN_TEST_OUT:-build/test}
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+if [ -z "$cc" ]; then echo "skip - gpu tests: skipped: no GPU"; exit 0; fi
+NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+if [ -z "$NVCC" ]; then echo "not ok - gpu tests: a GPU but no nvcc"; exit 0; fi
+DATA=${SNN_DATA:-data/mnist}
+HOST_APP=$OUT/host/app/mnist
+TOL_POINTS=0.3
+
+prefixed() { # BOARD CMD...: CMD's verdict lines tagged with the board; a crash is a failure
+    local board=$1; shift
+    "$@" 2>&1 | sed "s/^\(ok\|not ok\|skip\) - /\1 - $board: /"
+    local rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || echo "not ok - $board: $(basename "$1") exited with status $rc"
+}
+
+val_acc() { # the last epoch's validation accuracy (%) in a --log file
+    python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"val_acc\"' in l][-1]['val_acc']))" "$1" 2>/dev/null
+}
+
+host_acc=
+if [ -x "$HOST_APP" ] && "$HOST_APP" --data "$DATA" --epochs 1 --log "$OUT/gpu-host-epoch.jsonl" >/dev/null 2>&1; then
+    host_acc=$(val_acc "$OUT/gpu-host-epoch.jsonl")
+fi
+
+for board in rtx2060 a100 h100; do
+    want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "configs/${board}_defconfig")
+    if [ "$cc" -lt "$want" ] || { [ "$want" -eq 90 ] && [ "$cc" -ne 90 ]; }; then
+        echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; continue
+    fi
+    d=$OUT/gpu-$board
+    mkdir -p "$d"
+    { cat "configs/${board}_defconfig"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
+    if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
+        make --no-print-directory O="$d" -j"$(nproc)" EXTRA_WARN=-Werror; } >"$d.log" 2>&1; then
+        echo "not ok - gpu $board path: build for sm_$cc failed (see $d.log)"; tail -n 20 "$d.log"; continue
+    fi
+    echo "ok - gpu $board path: built for sm_$cc"
+    prefixed "$board" "$d/tests/bin/gpu/test_kernels"
+    prefixed "$board" "$d/tests/bin/gpu/test_step"
+
+    if "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/epoch.jsonl" >"$d/epoch.out" 2>&1; then
+        acc=$(val_acc "$d/epoch.jsonl")
+        if [ -n "$host_acc" ] && python3 -c "import sys; sys.exit(abs($acc - $host_acc) > $TOL_POINTS)"; then
+            echo "ok - $board: one epoch reaches $acc% (host engine $host_acc%, within $TOL_POINTS points)"
+        else echo "not ok - $board: one epoch reaches $acc%, host engine '$host_acc'% (tolerance $TOL_POINTS points)"; fi
+    else echo "not ok - $board: the epoch run failed"; tail -n 5 "$d/epoch.out"; fi
+
+    "$d/app/mnist" --data "$DATA" --epochs 2 --max-steps 300 --save "$d/a.bin" >/dev/null 2>&1
+    "$d/app/mnist" --data "$DATA" --epochs 2 --max-steps 300 --save "$d/b.bin" >/dev/null 2>&1
+    if [ -s "$d/a.bin" ] && cmp -s "$d/a.bin" "$d/b.bin"; then echo "ok - $board: two runs with one seed give identical parameters"
+    else echo "not ok - $board: two runs with one seed differ"; fi
+
+    if command -v compute-sanitizer >/dev/null; then
+        for tool in memcheck racecheck; do
+            log=$d/sanitizer-$tool.log
+            compute-sanitizer --tool $tool --error-exitcode 3 "$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 10 >"$log" 2>&1
+            rc=$?
+            if [ $rc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$log"; then
+                echo "ok - $board: compute-sanitizer $tool over a short training run: 0 errors"
+            else echo "not ok - $board: compute-sanitizer $tool (status $rc): $(grep -m1 'SUMMARY' "$log")"; fi
+        done
+    else echo "skip - $board: compute-sanitizer: skipped: not installed"; fi
+done

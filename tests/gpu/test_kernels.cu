@@ -1,0 +1,549 @@
+/* Every CUDA kernel against its host reference (host_*, kernels/host/), on
+ * seeded random data in [-1, 1] (never zero) of awkward sizes: none a
+ * multiple of a tile, from 1 up. One line per case: "ok - <name>" or
+ * "not ok - <name>: <why>"; on a machine without a GPU one line
+ * "skip - gpu kernels: skipped: no GPU" and exit 0.
+ *
+ * Checks, per case:
+ * - FP32 tolerance: relative error ||gpu - host|| / ||host|| < 1e-5 (the GEMM
+ *   sums in k order like the host, so it is usually far smaller);
+ * - every output element written: outputs are poisoned with NaN (0xff bytes)
+ *   before each call, and any non-finite result fails the case;
+ * - determinism: each kernel runs twice and must give bitwise-identical
+ *   results (the SGD update from the same starting state);
+ * - the SGD update compares weights, momentum, bias and bias momentum after
+ *   one step from random (nonzero) momentum. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "arch/runtime.h"
+#include "kernels/cuda/gemm_config.h"
+#include "kernels/ops.h"
+#include "snn_check.h"
+#include "snn_config.h"
+
+#define TOL_FP32 1e-5
+#define LR 0.05f
+#define MU 0.9f
+
+static int n_failed;
+static double case_err = -1.0; /* the largest relative error of the current case (-1: none) */
+static char tile_name[96]; /* the configured GEMM tile, in every GEMM case's name */
+
+/* ---- reporting --------------------------------------------------------------- */
+
+static void report(const char *name, const char *why)
+{
+    if (why[0]) {
+        printf("not ok - %s: %s\n", name, why);
+        n_failed++;
+    } else {
+        if (case_err >= 0.0)
+            printf("ok - %s (relative error %.1e)\n", name, case_err);
+        else
+            printf("ok - %s\n", name);
+    }
+    case_err = -1.0;
+    fflush(stdout);
+}
+
+__attribute__((format(printf, 2, 3))) static void set_why(char *why, const char *fmt, ...)
+{
+    if (why[0]) /* keep the first reason */
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, 256, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- data -------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng_next(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1], never zero: (k + 1/2) / 2^23 - 1 for a 24-bit k. */
+static float rng_uniform(void) { return (float)(((double)(rng_next() >> 40) + 0.5) * 0x1p-23 - 1.0); }
+
+static float *host_floats(long n)
+{
+    return (float *)snn_xmalloc(sizeof(float) * (size_t)(n ? n : 1), "test data");
+}
+
+static float *random_floats(long n, float scale)
+{
+    float *p = host_floats(n);
+    for (long i = 0; i < n; i++)
+        p[i] = scale * rng_uniform();
+    return p;
+}
+
+static float *copy_floats(const float *src, long n)
+{
+    float *p = host_floats(n);
+    memcpy(p, src, sizeof(float) * (size_t)n);
+    return p;
+}
+
+/* ---- device buffers (on the engine's stream, so in order with the kernels) ----- */
+
+/* A device copy of n floats; `misalign` shifts it by one float, so that the
+ * kernels must take their unaligned (scalar) load path. */
+typedef struct {
+    void *base;
+    float *p;
+} dbuf;
+
+static dbuf dev_floats(const float *src, long n, int misalign)
+{
+    dbuf d;
+    d.base = snn_rt_alloc(sizeof(float) * (size_t)(n + 1));
+    d.p = (float *)d.base + (misalign ? 1 : 0);
+    if (src)
+        snn_rt_upload(d.p, src, sizeof(float) * (size_t)n);
+    return d;
+}
+
+static void dev_free(dbuf d) { snn_rt_free(d.base); }
+
+static void poison(void *p, size_t bytes) /* 0xffffffff: a NaN as float, -1 as int32 */
+{
+    CUDA_CHECK(cudaMemsetAsync(p, 0xff, bytes, snn_stream()));
+}
+
+/* ---- comparisons ---------------------------------------------------------------- */
+
+/* ||gpu - host|| / ||host|| over n floats; the first non-finite GPU element
+ * where the host's is finite fails the check (a NaN poison left unwritten). */
+static void compare(char *why, const char *what, const float *gpu, const float *host, long n, double tol)
+{
+    double diff = 0.0, ref = 0.0;
+    for (long i = 0; i < n; i++) {
+        if (!isfinite(gpu[i]) && isfinite(host[i])) {
+            set_why(why, "%s[%ld] = %g, host %g (not written?)", what, i, (double)gpu[i], (double)host[i]);
+            return;
+        }
+        double d = (double)gpu[i] - (double)host[i];
+        diff += d * d;
+        ref += (double)host[i] * host[i];
+    }
+    double rel = ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
+    if (rel > case_err)
+        case_err = rel;
+    if (!(rel < tol))
+        set_why(why, "%s: relative error %.3g exceeds %.0e", what, rel, tol);
+}
+
+static void same_bits(char *why, const char *what, const void *a, const void *b, size_t bytes)
+{
+    if (memcmp(a, b, bytes) != 0) {
+        const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+        size_t i = 0;
+        while (x[i] == y[i])
+            i++;
+        set_why(why, "%s: second run differs from the first at byte %zu (not deterministic)", what, i);
+    }
+}
+
+/* ---- GEMM roles ------------------------------------------------------------------ */
+
+typedef struct {
+    int M, N, K;
+} shape;
+
+static void test_forward(shape s, int bias, int relu, int misalign)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "gemm_f32 %s linear_forward M=%d N=%d K=%d%s%s%s", tile_name, s.M, s.N, s.K,
+             bias ? " bias" : "", relu ? " relu" : "", misalign ? " misaligned" : "");
+    long ny = (long)s.M * s.N;
+    float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
+    float *b = random_floats(s.N, 1.0f), *ref = host_floats(ny), *y1 = host_floats(ny), *y2 = host_floats(ny);
+    host_linear_forward(ref, x, w, bias ? b : NULL, s.M, s.N, s.K, relu);
+
+    dbuf dx = dev_floats(x, (long)s.M * s.K, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
+    dbuf db = dev_floats(b, s.N, 0), dy = dev_floats(NULL, ny, misalign);
+    float *out[2] = {y1, y2};
+    for (int run = 0; run < 2; run++) {
+        poison(dy.p, sizeof(float) * (size_t)ny);
+        cuda_linear_forward(dy.p, dx.p, dw.p, bias ? db.p : NULL, s.M, s.N, s.K, relu);
+        snn_rt_download(out[run], dy.p, sizeof(float) * (size_t)ny);
+    }
+    compare(why, "y", y1, ref, ny, TOL_FP32);
+    same_bits(why, "y", y1, y2, sizeof(float) * (size_t)ny);
+    report(name, why);
+
+    dev_free(dx), dev_free(dw), dev_free(db), dev_free(dy);
+    free(x), free(w), free(b), free(ref), free(y1), free(y2);
+}
+
+static void test_backward_input(shape s, int mask, int misalign)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "gemm_f32 %s linear_backward_input M=%d N=%d K=%d%s%s", tile_name, s.M, s.N, s.K,
+             mask ? " mask" : "", misalign ? " misaligned" : "");
+    long nx = (long)s.M * s.K;
+    float *dy = random_floats((long)s.M * s.N, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
+    float *act = random_floats(nx, 1.0f), *ref = host_floats(nx), *g1 = host_floats(nx), *g2 = host_floats(nx);
+    host_linear_backward_input(ref, dy, w, mask ? act : NULL, s.M, s.N, s.K);
+
+    dbuf ddy = dev_floats(dy, (long)s.M * s.N, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
+    dbuf dact = dev_floats(act, nx, 0), ddx = dev_floats(NULL, nx, misalign);
+    float *out[2] = {g1, g2};
+    for (int run = 0; run < 2; run++) {
+        poison(ddx.p, sizeof(float) * (size_t)nx);
+        cuda_linear_backward_input(ddx.p, ddy.p, dw.p, mask ? dact.p : NULL, s.M, s.N, s.K);
+        snn_rt_download(out[run], ddx.p, sizeof(float) * (size_t)nx);
+    }
+    compare(why, "dx", g1, ref, nx, TOL_FP32);
+    same_bits(why, "dx", g1, g2, sizeof(float) * (size_t)nx);
+    report(name, why);
+
+    dev_free(ddy), dev_free(dw), dev_free(dact), dev_free(ddx);
+    free(dy), free(w), free(act), free(ref), free(g1), free(g2);
+}
+
+static void test_backward_weight_sgd(shape s, int misalign)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "gemm_f32 %s linear_backward_weight_sgd M=%d N=%d K=%d%s", tile_name, s.M, s.N,
+             s.K, misalign ? " misaligned" : "");
+    long nw = (long)s.N * s.K;
+    float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
+    float *w0 = random_floats(nw, 1.0f), *vw0 = random_floats(nw, 1.0f);
+    float *b0 = random_floats(s.N, 1.0f), *vb0 = random_floats(s.N, 1.0f);
+    /* the host reference, on copies */
+    float *w = copy_floats(w0, nw), *vw = copy_floats(vw0, nw), *b = copy_floats(b0, s.N),
+          *vb = copy_floats(vb0, s.N);
+    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, MU);
+
+    dbuf ddy = dev_floats(dy, (long)s.M * s.N, misalign), dxx = dev_floats(x, (long)s.M * s.K, misalign);
+    dbuf dw = dev_floats(NULL, nw, misalign), dvw = dev_floats(NULL, nw, misalign);
+    dbuf db = dev_floats(NULL, s.N, 0), dvb = dev_floats(NULL, s.N, 0);
+    float *gw[2] = {host_floats(nw), host_floats(nw)}, *gvw[2] = {host_floats(nw), host_floats(nw)};
+    float *gb[2] = {host_floats(s.N), host_floats(s.N)}, *gvb[2] = {host_floats(s.N), host_floats(s.N)};
+    for (int run = 0; run < 2; run++) { /* each from the same starting state */
+        snn_rt_upload(dw.p, w0, sizeof(float) * (size_t)nw);
+        snn_rt_upload(dvw.p, vw0, sizeof(float) * (size_t)nw);
+        snn_rt_upload(db.p, b0, sizeof(float) * (size_t)s.N);
+        snn_rt_upload(dvb.p, vb0, sizeof(float) * (size_t)s.N);
+        cuda_linear_backward_weight_sgd(dw.p, dvw.p, db.p, dvb.p, ddy.p, dxx.p, s.M, s.N, s.K, LR, MU);
+        snn_rt_download(gw[run], dw.p, sizeof(float) * (size_t)nw);
+        snn_rt_download(gvw[run], dvw.p, sizeof(float) * (size_t)nw);
+        snn_rt_download(gb[run], db.p, sizeof(float) * (size_t)s.N);
+        snn_rt_download(gvb[run], dvb.p, sizeof(float) * (size_t)s.N);
+    }
+    compare(why, "vw", gvw[0], vw, nw, TOL_FP32);
+    compare(why, "w", gw[0], w, nw, TOL_FP32);
+    compare(why, "vb", gvb[0], vb, s.N, TOL_FP32);
+    compare(why, "b", gb[0], b, s.N, TOL_FP32);
+    same_bits(why, "w", gw[0], gw[1], sizeof(float) * (size_t)nw);
+    same_bits(why, "vw", gvw[0], gvw[1], sizeof(float) * (size_t)nw);
+    same_bits(why, "b", gb[0], gb[1], sizeof(float) * (size_t)s.N);
+    same_bits(why, "vb", gvb[0], gvb[1], sizeof(float) * (size_t)s.N);
+    report(name, why);
+
+    dev_free(ddy), dev_free(dxx), dev_free(dw), dev_free(dvw), dev_free(db), dev_free(dvb);
+    for (int run = 0; run < 2; run++)
+        free(gw[run]), free(gvw[run]), free(gb[run]), free(gvb[run]);
+    free(dy), free(x), free(w0), free(vw0), free(b0), free(vb0), free(w), free(vw), free(b), free(vb);
+}
+
+/* ---- elementwise kernels -------------------------------------------------------- */
+
+static void test_gather(int count, int rows, int step, int with_order)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "gather_batch rows=%d step=%d of %d images%s", rows, step, count,
+             with_order ? " shuffled" : "");
+    long npx = (long)count * SNN_INPUT_DIM, nx = (long)rows * SNN_INPUT_DIM;
+    uint8_t *images = (uint8_t *)snn_xmalloc((size_t)npx, "images");
+    uint8_t *labels = (uint8_t *)snn_xmalloc((size_t)count, "labels");
+    int32_t *order = (int32_t *)snn_xmalloc(sizeof(int32_t) * (size_t)count, "order");
+    for (long i = 0; i < npx; i++)
+        images[i] = (uint8_t)(rng_next() >> 56);
+    for (int i = 0; i < count; i++) {
+        labels[i] = (uint8_t)(rng_next() % SNN_CLASSES);
+        order[i] = i;
+    }
+    for (int i = count - 1; i > 0; i--) { /* Fisher-Yates */
+        int j = (int)(rng_next() % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    int32_t hstep = step;
+    float *ref = host_floats(nx), *x1 = host_floats(nx), *x2 = host_floats(nx);
+    uint8_t *yref = (uint8_t *)snn_xmalloc((size_t)rows, "labels"), *y1 = (uint8_t *)snn_xmalloc((size_t)rows, "y"),
+            *y2 = (uint8_t *)snn_xmalloc((size_t)rows, "y");
+    host_gather_batch(ref, yref, images, labels, with_order ? order : NULL, &hstep, rows, SNN_PIXEL_MEAN,
+                      SNN_PIXEL_STD);
+
+    uint8_t *dimages = (uint8_t *)snn_rt_alloc((size_t)npx), *dlabels = (uint8_t *)snn_rt_alloc((size_t)count);
+    int32_t *dorder = (int32_t *)snn_rt_alloc(sizeof(int32_t) * (size_t)count);
+    int32_t *dstep = (int32_t *)snn_rt_alloc(sizeof(int32_t));
+    float *dx = (float *)snn_rt_alloc(sizeof(float) * (size_t)nx);
+    uint8_t *dy = (uint8_t *)snn_rt_alloc((size_t)rows);
+    snn_rt_upload(dimages, images, (size_t)npx);
+    snn_rt_upload(dlabels, labels, (size_t)count);
+    snn_rt_upload(dorder, order, sizeof(int32_t) * (size_t)count);
+    snn_rt_upload(dstep, &hstep, sizeof(int32_t));
+    float *xs[2] = {x1, x2};
+    uint8_t *ys[2] = {y1, y2};
+    for (int run = 0; run < 2; run++) {
+        poison(dx, sizeof(float) * (size_t)nx);
+        poison(dy, (size_t)rows);
+        cuda_gather_batch(dx, dy, dimages, dlabels, with_order ? dorder : NULL, dstep, rows, SNN_PIXEL_MEAN,
+                          SNN_PIXEL_STD);
+        snn_rt_download(xs[run], dx, sizeof(float) * (size_t)nx);
+        snn_rt_download(ys[run], dy, (size_t)rows);
+    }
+    compare(why, "x", x1, ref, nx, TOL_FP32);
+    for (int i = 0; i < rows; i++)
+        if (y1[i] != yref[i]) {
+            set_why(why, "y[%d] = %d, host %d", i, y1[i], yref[i]);
+            break;
+        }
+    same_bits(why, "x", x1, x2, sizeof(float) * (size_t)nx);
+    same_bits(why, "y", y1, y2, (size_t)rows);
+    report(name, why);
+
+    snn_rt_free(dimages), snn_rt_free(dlabels), snn_rt_free(dorder), snn_rt_free(dstep), snn_rt_free(dx),
+        snn_rt_free(dy);
+    free(images), free(labels), free(order), free(ref), free(x1), free(x2), free(yref), free(y1), free(y2);
+}
+
+static void test_softmax_xent(int rows, int with_grad)
+{
+    enum { SLOTS = 5, STEP = 3 };
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "softmax_xent rows=%d%s", rows, with_grad ? " with dlogits" : " loss only");
+    long nz = (long)rows * SNN_CLASSES;
+    float *logits = random_floats(nz, 4.0f);
+    uint8_t *y = (uint8_t *)snn_xmalloc((size_t)rows, "labels");
+    for (int i = 0; i < rows; i++)
+        y[i] = (uint8_t)(rng_next() % SNN_CLASSES);
+    int32_t hstep = STEP, ref_correct[SLOTS] = {0}, correct[2][SLOTS];
+    float ref_loss[SLOTS] = {0}, loss[2][SLOTS];
+    float *ref_d = host_floats(nz), *d[2] = {host_floats(nz), host_floats(nz)};
+    host_softmax_xent(with_grad ? ref_d : NULL, ref_loss, ref_correct, logits, y, &hstep, rows);
+
+    dbuf dz = dev_floats(logits, nz, 0), dd = dev_floats(NULL, nz, 0), dloss = dev_floats(NULL, SLOTS, 0);
+    int32_t *dcorrect = (int32_t *)snn_rt_alloc(sizeof(int32_t) * SLOTS);
+    int32_t *dstep = (int32_t *)snn_rt_alloc(sizeof(int32_t));
+    uint8_t *dy = (uint8_t *)snn_rt_alloc((size_t)rows);
+    snn_rt_upload(dy, y, (size_t)rows);
+    snn_rt_upload(dstep, &hstep, sizeof(int32_t));
+    for (int run = 0; run < 2; run++) {
+        poison(dd.p, sizeof(float) * (size_t)nz);
+        poison(dloss.p, sizeof(float) * SLOTS);
+        poison(dcorrect, sizeof(int32_t) * SLOTS);
+        cuda_softmax_xent(with_grad ? dd.p : NULL, dloss.p, dcorrect, dz.p, dy, dstep, rows);
+        snn_rt_download(d[run], dd.p, sizeof(float) * (size_t)nz);
+        snn_rt_download(loss[run], dloss.p, sizeof(float) * SLOTS);
+        snn_rt_download(correct[run], dcorrect, sizeof(int32_t) * SLOTS);
+    }
+    compare(why, "loss[step]", &loss[0][STEP], &ref_loss[STEP], 1, TOL_FP32);
+    if (correct[0][STEP] != ref_correct[STEP])
+        set_why(why, "correct[step] = %d, host %d", correct[0][STEP], ref_correct[STEP]);
+    for (int i = 0; i < SLOTS; i++)
+        if (i != STEP && (!isnan(loss[0][i]) || correct[0][i] != -1))
+            set_why(why, "wrote loss/correct slot %d, not only slot *step = %d", i, STEP);
+    if (with_grad)
+        compare(why, "dlogits", d[0], ref_d, nz, TOL_FP32);
+    else
+        for (long i = 0; i < nz; i++)
+            if (!isnan(d[0][i])) {
+                set_why(why, "dlogits written although NULL was passed (?)");
+                break;
+            }
+    same_bits(why, "loss", loss[0], loss[1], sizeof loss[0]);
+    same_bits(why, "correct", correct[0], correct[1], sizeof correct[0]);
+    same_bits(why, "dlogits", d[0], d[1], sizeof(float) * (size_t)nz);
+    report(name, why);
+
+    dev_free(dz), dev_free(dd), dev_free(dloss);
+    snn_rt_free(dcorrect), snn_rt_free(dstep), snn_rt_free(dy);
+    free(logits), free(y), free(ref_d), free(d[0]), free(d[1]);
+}
+
+static void test_step_advance(void)
+{
+    char why[256] = "";
+    int32_t h = 41, got = 0;
+    int32_t *d = (int32_t *)snn_rt_alloc(sizeof(int32_t));
+    snn_rt_upload(d, &h, sizeof h);
+    for (int i = 0; i < 3; i++) {
+        cuda_step_advance(d);
+        host_step_advance(&h);
+    }
+    snn_rt_download(&got, d, sizeof got);
+    if (got != h)
+        set_why(why, "*step = %d after 3 calls from 41, host %d", got, h);
+    report("step_advance", why);
+    snn_rt_free(d);
+}
+
+/* snn_rt_run_step: a step that reads its step counter from device memory
+ * gives the same results called directly and replayed (as a graph with
+ * CONFIG_CUDA_GRAPH: warm-up, capture, replays), with two distinct steps. */
+typedef struct {
+    float *x, *w, *y;
+    int32_t *step;
+    const uint8_t *images, *labels;
+    uint8_t *lab;
+    int rows, N;
+} step_ctx;
+
+static void test_step_fn(void *p)
+{
+    step_ctx *c = (step_ctx *)p;
+    cuda_gather_batch(c->x, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    cuda_linear_forward(c->y, c->x, c->w, NULL, c->rows, c->N, SNN_INPUT_DIM, 1);
+    cuda_step_advance(c->step);
+}
+
+static void test_run_step(void)
+{
+    char why[256] = "";
+    enum { ROWS = 7, N = 13, STEPS = 5, CTXS = 2 };
+    const int count = ROWS * STEPS;
+    uint8_t *images = (uint8_t *)snn_xmalloc((size_t)count * SNN_INPUT_DIM, "images");
+    uint8_t labels[ROWS * STEPS];
+    for (long i = 0; i < (long)count * SNN_INPUT_DIM; i++)
+        images[i] = (uint8_t)(rng_next() >> 56);
+    for (int i = 0; i < count; i++)
+        labels[i] = (uint8_t)(i % SNN_CLASSES);
+    float *w = random_floats((long)N * SNN_INPUT_DIM, 0.05f);
+    uint8_t *dimages = (uint8_t *)snn_rt_alloc((size_t)count * SNN_INPUT_DIM), *dlabels = (uint8_t *)snn_rt_alloc(count);
+    snn_rt_upload(dimages, images, (size_t)count * SNN_INPUT_DIM);
+    snn_rt_upload(dlabels, labels, (size_t)count);
+    dbuf dw = dev_floats(w, (long)N * SNN_INPUT_DIM, 0);
+
+    step_ctx ctx[CTXS];
+    float *ys[CTXS][STEPS];
+    for (int c = 0; c < CTXS; c++) {
+        int32_t zero = 0;
+        ctx[c].x = (float *)snn_rt_alloc(sizeof(float) * ROWS * SNN_INPUT_DIM);
+        ctx[c].y = (float *)snn_rt_alloc(sizeof(float) * ROWS * N);
+        ctx[c].lab = (uint8_t *)snn_rt_alloc(ROWS);
+        ctx[c].step = (int32_t *)snn_rt_alloc(sizeof(int32_t));
+        ctx[c].w = dw.p;
+        ctx[c].images = dimages;
+        ctx[c].labels = dlabels;
+        ctx[c].rows = ROWS;
+        ctx[c].N = N;
+        snn_rt_upload(ctx[c].step, &zero, sizeof zero);
+    }
+    /* the two contexts interleaved, each through snn_rt_run_step */
+    for (int s = 0; s < STEPS; s++)
+        for (int c = 0; c < CTXS; c++) {
+            snn_rt_run_step(test_step_fn, &ctx[c]);
+            ys[c][s] = host_floats(ROWS * N);
+            snn_rt_download(ys[c][s], ctx[c].y, sizeof(float) * ROWS * N);
+        }
+    /* the reference: the same step called directly */
+    step_ctx direct = ctx[0];
+    int32_t zero = 0, final_step = -1;
+    snn_rt_upload(direct.step, &zero, sizeof zero);
+    float *ref = host_floats(ROWS * N);
+    for (int s = 0; s < STEPS; s++) {
+        test_step_fn(&direct);
+        snn_rt_download(ref, direct.y, sizeof(float) * ROWS * N);
+        for (int c = 0; c < CTXS; c++)
+            if (memcmp(ref, ys[c][s], sizeof(float) * ROWS * N) != 0)
+                set_why(why, "context %d, call %d: output differs from the step run directly", c, s + 1);
+    }
+    snn_rt_download(&final_step, ctx[1].step, sizeof final_step);
+    if (final_step != STEPS)
+        set_why(why, "step counter %d after %d calls", final_step, STEPS);
+    report(
+#ifdef CONFIG_CUDA_GRAPH
+        "snn_rt_run_step: two steps, warm-up, capture and graph replays match direct calls",
+#else
+        "snn_rt_run_step: two steps match direct calls (CONFIG_CUDA_GRAPH off)",
+#endif
+        why);
+
+    for (int c = 0; c < CTXS; c++) {
+        snn_rt_free(ctx[c].x), snn_rt_free(ctx[c].y), snn_rt_free(ctx[c].lab), snn_rt_free(ctx[c].step);
+        for (int s = 0; s < STEPS; s++)
+            free(ys[c][s]);
+    }
+    dev_free(dw);
+    snn_rt_free(dimages), snn_rt_free(dlabels);
+    free(images), free(w), free(ref);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+int main(void)
+{
+    if (!snn_rt_gpu_present()) {
+        printf("skip - gpu kernels: skipped: no GPU\n");
+        return 0;
+    }
+    snn_device_info info;
+    snn_rt_init(&info, 0);
+    snprintf(tile_name, sizeof tile_name, "b%dx%dx%d_w%dx%dx%d_s%d", GEMM_BM, GEMM_BN, GEMM_BK, GEMM_WM, GEMM_WN,
+             GEMM_WK, CONFIG_GEMM_STAGES);
+    printf("# %s on %s (cc %d.%d), GEMM tile %s, FP32 tolerance %.0e (relative, L2)\n", SNN_TARGET_NAME, info.name,
+           info.cc / 10, info.cc % 10, tile_name, TOL_FP32);
+
+    /* Shapes: every size cubed; each dimension swept with the others awkward;
+     * the MLP's own (batch 64 and 1000, 784 -> 256 -> 10). */
+    static const int sizes[] = {1, 3, 17, 64, 100, 129, 257, 515};
+    const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+    shape shapes[64];
+    int n = 0;
+    for (int i = 0; i < nsizes; i++)
+        shapes[n++] = (shape){sizes[i], sizes[i], sizes[i]};
+    for (int i = 0; i < nsizes; i++) {
+        shapes[n++] = (shape){sizes[i], 129, 100};
+        shapes[n++] = (shape){100, sizes[i], 129};
+        shapes[n++] = (shape){129, 100, sizes[i]};
+    }
+    static const shape mlp[] = {{64, 256, 784}, {64, 10, 256}, {64, 784, 256}, {1000, 256, 784}, {1000, 10, 256}};
+    for (size_t i = 0; i < sizeof mlp / sizeof mlp[0]; i++)
+        shapes[n++] = mlp[i];
+
+    for (int i = 0; i < n; i++)
+        test_forward(shapes[i], 1, 1, 0);
+    test_forward((shape){100, 129, 17}, 0, 1, 0);
+    test_forward((shape){100, 129, 17}, 1, 0, 0);
+    test_forward((shape){64, 256, 784}, 1, 1, 1);
+    for (int i = 0; i < n; i++)
+        test_backward_input(shapes[i], 1, 0);
+    test_backward_input((shape){100, 129, 17}, 0, 0);
+    test_backward_input((shape){64, 10, 256}, 1, 1);
+    for (int i = 0; i < n; i++)
+        test_backward_weight_sgd(shapes[i], 0);
+    test_backward_weight_sgd((shape){64, 256, 784}, 1);
+
+    test_gather(300, 100, 2, 1);
+    test_gather(300, 100, 1, 0);
+    test_gather(17, 1, 16, 1);
+    test_softmax_xent(1, 1);
+    test_softmax_xent(3, 1);
+    test_softmax_xent(64, 1);
+    test_softmax_xent(1000, 1);
+    test_softmax_xent(1025, 1);
+    test_softmax_xent(1000, 0);
+    test_step_advance();
+    test_run_step();
+    return n_failed ? 1 : 0;
+}
