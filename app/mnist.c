@@ -130,9 +130,9 @@ static void dump_start(const char *dir, const float *params, const options *o)
     for (int l = 0; l <= SNN_LAYERS; l++)
         n += snprintf(meta + n, sizeof(meta) - n, l ? ",%d" : "%d", SNN_DIM(l));
     n += snprintf(meta + n, sizeof(meta) - n,
-                  "],\"batch\":%d,\"epochs\":%d,\"steps_per_epoch\":%d,\"lr\":%s,\"momentum\":%s,"
+                  "],\"batch\":%d,\"epochs\":%d,\"steps_per_epoch\":%d,\"lr\":%.9g,\"momentum\":%.9g,"
                   "\"pixel_mean\":%.9g,\"pixel_std\":%.9g,\"dataset\":\"%s\",\"data_dir\":\"%s\",\"target\":\"%s\"}\n",
-                  SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM,
+                  SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
                   (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, o->data_dir, SNN_TARGET_NAME);
     write_dump(dir, "meta.json", meta, n);
     write_dump(dir, "init.bin", params, SNN_PARAMS * sizeof(float));
@@ -225,9 +225,9 @@ int main(int argc, char **argv)
         snn_model_shape(shape, sizeof(shape));
         log = out_open(o.log_path);
         fprintf(log.f, "{\"event\":\"config\",\"target\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
-                       "\"epochs\":%d,\"lr\":%s,\"momentum\":%s,\"seed\":%d,\"arena_bytes\":%zu}\n",
-                SNN_TARGET_NAME, dev.name, shape, SNN_BATCH, o.epochs, CONFIG_TRAIN_LR,
-                CONFIG_TRAIN_MOMENTUM, CONFIG_TRAIN_SEED, plan.total);
+                       "\"epochs\":%d,\"lr\":%.9g,\"momentum\":%.9g,\"seed\":%d,\"arena_bytes\":%zu}\n",
+                SNN_TARGET_NAME, dev.name, shape, SNN_BATCH, o.epochs, CONFIG_TRAIN_LR_VALUE,
+                CONFIG_TRAIN_MOMENTUM_VALUE, CONFIG_TRAIN_SEED, plan.total);
     }
 
     int32_t *order = snn_xmalloc(SNN_TRAIN_COUNT * sizeof(int32_t), "sample order");

@@ -111,8 +111,11 @@ static inline void pack_strip(float *restrict dst, const float *restrict src, lo
     if (lane_stride == 1) {
         for (int k = 0; k < kc; k++) {
             const float *s = src + k * k_stride;
-            for (int l = 0; l < width; l++)
-                dst[k * width + l] = l < valid ? s[l] : 0.0f;
+            float *d = dst + k * width;
+            for (int l = 0; l < valid; l++)
+                d[l] = s[l];
+            for (int l = valid; l < width; l++)
+                d[l] = 0.0f;
         }
         return;
     }
@@ -145,15 +148,9 @@ static void pack_b_strip(const struct view *b, int n0, int valid, int k0, int kc
 #endif
 
 typedef float f32xNR __attribute__((vector_size(NR * sizeof(float))));
-
-static inline f32xNR load_nr(const float *p)
-{
-    f32xNR v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store_nr(float *p, f32xNR v) { memcpy(p, &v, sizeof v); }
+/* The same at any float-aligned address. Dereferenced in place rather than
+ * passed to helpers: a 64-byte vector argument has no stable ABI without AVX-512. */
+typedef float f32xNR_at __attribute__((vector_size(NR * sizeof(float)), aligned(sizeof(float)), may_alias));
 
 /* c[MR][NR] (row stride NC) = (resume ? c : 0) + a[kc][MR] x b[kc][NR]:
  * eight NR-wide accumulators, each k one load of b and eight broadcast FMAs. */
@@ -162,15 +159,17 @@ static void micro_kernel(int kc, const float *restrict a, const float *restrict 
                          float *restrict c, int resume)
 {
     f32xNR acc[MR];
-    for (int i = 0; i < MR; i++)
-        acc[i] = resume ? load_nr(c + i * NC) : (f32xNR){0};
+    for (int i = 0; i < MR; i++) {
+        const f32xNR_at *row = (const f32xNR_at *)(c + i * NC);
+        acc[i] = resume ? (f32xNR)(*row) : (f32xNR){0};
+    }
     for (int k = 0; k < kc; k++) {
-        f32xNR bk = load_nr(b + k * NR);
+        f32xNR bk = *(const f32xNR_at *)(b + k * NR);
         for (int i = 0; i < MR; i++)
             acc[i] += a[k * MR + i] * bk;
     }
     for (int i = 0; i < MR; i++)
-        store_nr(c + i * NC, acc[i]);
+        *(f32xNR_at *)(c + i * NC) = acc[i];
 }
 
 /* Row m of the output, columns n0 .. n0+nc-1, from tile row `t`. */
@@ -273,10 +272,10 @@ void host_linear_backward_input(float *dx, const float *dy, const float *w, cons
     gemm_run(&g);
 }
 
-/* gb[n] = sum over m of dy[m][n], m ascending; then the bias update. */
+/* gb[n] = sum over m of dy[m][n], m ascending; then the bias update. M x N
+ * additions: not worth a thread fork next to the M x N x K of the GEMM. */
 static void bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu)
 {
-    OMP("omp parallel for schedule(static) if ((long)M * N >= PARALLEL_MIN_FLOPS)")
     for (int n0 = 0; n0 < N; n0 += NR) {
         int nr = min_int(NR, N - n0);
         float gb[NR] = {0};

@@ -1,0 +1,515 @@
+/* Host kernels against naive loops in double precision, on seeded random data
+ * of awkward sizes. One line per case: "ok - <name>" or "not ok - <name>: <why>". */
+#include "kernels/ops.h"
+#include "snn_check.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
+#include <omp.h>
+#define HAVE_OPENMP 1
+#endif
+
+/* The host GEMM promises the plain fmaf chain over k: checked where FMA is one
+ * instruction and the build optimises (-O0 leaves a*b+c unfused). */
+#if (defined(__FMA__) || defined(__ARM_FEATURE_FMA)) && defined(__OPTIMIZE__)
+#define HAVE_HW_FMA 1
+#endif
+
+#define TOL_FP32 1e-5
+#define LR 0.05f
+#define MU 0.9f
+
+struct shape {
+    int M, N, K;
+};
+
+/* ---- reporting --------------------------------------------------------------- */
+
+static void report(const char *name, const char *why)
+{
+    if (why && why[0])
+        printf("not ok - %s: %s\n", name, why);
+    else
+        printf("ok - %s\n", name);
+}
+
+__attribute__((format(printf, 2, 3))) static void set_why(char *why, const char *fmt, ...)
+{
+    if (why[0]) /* keep the first reason */
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, 256, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- data -------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint64_t rng_next(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1], never zero: (k + 1/2) / 2^23 - 1 for a 24-bit k. */
+static float rng_uniform(void) { return (float)(((double)(rng_next() >> 40) + 0.5) * 0x1p-23 - 1.0); }
+
+static float *random_floats(long n)
+{
+    float *p = snn_xmalloc(sizeof(float) * (size_t)n, "test data");
+    for (long i = 0; i < n; i++)
+        p[i] = rng_uniform();
+    return p;
+}
+
+static float *nan_floats(long n)
+{
+    float *p = snn_xmalloc(sizeof(float) * (size_t)n, "test output");
+    for (long i = 0; i < n; i++)
+        p[i] = NAN;
+    return p;
+}
+
+static float *copy_floats(const float *src, long n)
+{
+    float *p = snn_xmalloc(sizeof(float) * (size_t)n, "test copy");
+    memcpy(p, src, sizeof(float) * (size_t)n);
+    return p;
+}
+
+static double *new_doubles(long n) { return snn_xmalloc(sizeof(double) * (size_t)n, "test reference"); }
+
+/* ---- comparison -------------------------------------------------------------- */
+
+/* ||out - ref|| / ||ref|| below tol, every element written (no NaN left). */
+static void compare(const char *what, const float *out, const double *ref, long n, double tol, char *why)
+{
+    double err2 = 0.0, ref2 = 0.0;
+    for (long i = 0; i < n; i++) {
+        if (isnan(out[i])) {
+            set_why(why, "%s[%ld] not written (NaN)", what, i);
+            return;
+        }
+        double d = out[i] - ref[i];
+        err2 += d * d;
+        ref2 += ref[i] * ref[i];
+    }
+    double rel = ref2 > 0.0 ? sqrt(err2 / ref2) : sqrt(err2);
+    if (!(rel < tol))
+        set_why(why, "%s relative error %.3g >= %.0e", what, rel, tol);
+}
+
+static void compare_bits(const char *what, const float *out, const float *expect, long n, char *why)
+{
+    for (long i = 0; i < n; i++)
+        if (memcmp(&out[i], &expect[i], sizeof(float))) {
+            set_why(why, "%s[%ld] = %.9g, expected exactly %.9g", what, i, out[i], expect[i]);
+            return;
+        }
+}
+
+/* ---- naive references -------------------------------------------------------- */
+
+static void ref_forward(double *y, const float *x, const float *w, const float *b, int M, int N, int K, int relu)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double s = b ? b[n] : 0.0;
+            for (int k = 0; k < K; k++)
+                s += (double)x[(long)m * K + k] * w[(long)n * K + k];
+            y[(long)m * N + n] = relu && s < 0.0 ? 0.0 : s;
+        }
+}
+
+static void ref_backward_input(double *dx, const float *dy, const float *w, const float *act, int M, int N, int K)
+{
+    for (int m = 0; m < M; m++) {
+        double *row = dx + (long)m * K;
+        for (int k = 0; k < K; k++)
+            row[k] = 0.0;
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++)
+                row[k] += (double)dy[(long)m * N + n] * w[(long)n * K + k];
+        for (int k = 0; k < K; k++)
+            if (act && !(act[(long)m * K + k] > 0.0f))
+                row[k] = 0.0;
+    }
+}
+
+static void ref_weight_grad(double *gw, double *gb, const float *dy, const float *x, int M, int N, int K)
+{
+    for (int n = 0; n < N; n++) {
+        double *row = gw + (long)n * K;
+        gb[n] = 0.0;
+        for (int k = 0; k < K; k++)
+            row[k] = 0.0;
+        for (int m = 0; m < M; m++) {
+            double d = dy[(long)m * N + n];
+            gb[n] += d;
+            for (int k = 0; k < K; k++)
+                row[k] += d * x[(long)m * K + k];
+        }
+    }
+}
+
+/* v = mu*v0 + g; w = w0 - lr*v, in double. */
+static void ref_sgd(double *w, double *v, const float *w0, const float *v0, const double *g, long n)
+{
+    for (long i = 0; i < n; i++) {
+        v[i] = (double)MU * v0[i] + g[i];
+        w[i] = w0[i] - (double)LR * v[i];
+    }
+}
+
+/* ---- GEMM roles -------------------------------------------------------------- */
+
+static void gemm_name(char *name, size_t size, const char *role, struct shape s, const char *variant)
+{
+    snprintf(name, size, "gemm %s %dx%dx%d%s%s", role, s.M, s.N, s.K, variant[0] ? " " : "", variant);
+}
+
+static void check_forward(struct shape s, bool bias, bool relu)
+{
+    char name[128], why[256] = "";
+    const char *variant = bias && relu ? "bias+relu" : bias ? "bias" : relu ? "relu" : "plain";
+    gemm_name(name, sizeof name, "forward", s, variant);
+    float *x = random_floats((long)s.M * s.K), *w = random_floats((long)s.N * s.K);
+    float *b = bias ? random_floats(s.N) : NULL, *y = nan_floats((long)s.M * s.N);
+    double *ref = new_doubles((long)s.M * s.N);
+    host_linear_forward(y, x, w, b, s.M, s.N, s.K, relu);
+    ref_forward(ref, x, w, b, s.M, s.N, s.K, relu);
+    compare("y", y, ref, (long)s.M * s.N, TOL_FP32, why);
+    report(name, why);
+    free(x), free(w), free(b), free(y), free(ref);
+}
+
+static void check_backward_input(struct shape s, bool mask)
+{
+    char name[128], why[256] = "";
+    gemm_name(name, sizeof name, "backward_input", s, mask ? "mask" : "no mask");
+    float *dy = random_floats((long)s.M * s.N), *w = random_floats((long)s.N * s.K);
+    float *act = mask ? random_floats((long)s.M * s.K) : NULL, *dx = nan_floats((long)s.M * s.K);
+    double *ref = new_doubles((long)s.M * s.K);
+    host_linear_backward_input(dx, dy, w, act, s.M, s.N, s.K);
+    ref_backward_input(ref, dy, w, act, s.M, s.N, s.K);
+    compare("dx", dx, ref, (long)s.M * s.K, TOL_FP32, why);
+    report(name, why);
+    free(dy), free(w), free(act), free(dx), free(ref);
+}
+
+/* One update from nonzero momentum: v, w, vb, b all against the reference. */
+static void check_weight_sgd(struct shape s)
+{
+    char name[128], why[256] = "";
+    long nw = (long)s.N * s.K;
+    gemm_name(name, sizeof name, "weight_sgd", s, "momentum");
+    float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
+    float *w = random_floats(nw), *vw = random_floats(nw), *b = random_floats(s.N), *vb = random_floats(s.N);
+    float *w0 = copy_floats(w, nw), *vw0 = copy_floats(vw, nw), *b0 = copy_floats(b, s.N), *vb0 = copy_floats(vb, s.N);
+    double *gw = new_doubles(nw), *gb = new_doubles(s.N);
+    double *rw = new_doubles(nw), *rv = new_doubles(nw), *rb = new_doubles(s.N), *rvb = new_doubles(s.N);
+    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, MU);
+    ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
+    ref_sgd(rw, rv, w0, vw0, gw, nw);
+    ref_sgd(rb, rvb, b0, vb0, gb, s.N);
+    compare("vw", vw, rv, nw, TOL_FP32, why);
+    compare("w", w, rw, nw, TOL_FP32, why);
+    compare("vb", vb, rvb, s.N, TOL_FP32, why);
+    compare("b", b, rb, s.N, TOL_FP32, why);
+    report(name, why);
+    free(dy), free(x), free(w), free(vw), free(b), free(vb), free(w0), free(vw0), free(b0), free(vb0);
+    free(gw), free(gb), free(rw), free(rv), free(rb), free(rvb);
+}
+
+/* From v = 0 with mu = 0 the momentum buffers hold exactly the gradients. */
+static void check_weight_sgd_fresh(struct shape s)
+{
+    char name[128], why[256] = "";
+    long nw = (long)s.N * s.K;
+    gemm_name(name, sizeof name, "weight_sgd", s, "v=0 mu=0 holds the gradient");
+    float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
+    float *w = random_floats(nw), *b = random_floats(s.N);
+    float *vw = calloc((size_t)nw, sizeof(float)), *vb = calloc((size_t)s.N, sizeof(float));
+    double *gw = new_doubles(nw), *gb = new_doubles(s.N);
+    if (!vw || !vb)
+        snn_die("out of host memory for the test");
+    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, 0.0f);
+    ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
+    compare("vw", vw, gw, nw, TOL_FP32, why);
+    compare("vb", vb, gb, s.N, TOL_FP32, why);
+    for (long i = 0; i < nw; i++)
+        if (vw[i] == 0.0f) {
+            set_why(why, "vw[%ld] not written", i);
+            break;
+        }
+    float *sums = snn_xmalloc(sizeof(float) * (size_t)s.N, "test sums");
+    for (int n = 0; n < s.N; n++) { /* the bias gradient is summed over m in order */
+        sums[n] = 0.0f;
+        for (int m = 0; m < s.M; m++)
+            sums[n] += dy[(long)m * s.N + n];
+    }
+    compare_bits("vb", vb, sums, s.N, why);
+    report(name, why);
+    free(dy), free(x), free(w), free(b), free(vw), free(vb), free(gw), free(gb), free(sums);
+}
+
+#ifdef HAVE_HW_FMA
+/* y = x . w^T must be acc = fmaf(x, w, acc) over k in order, whatever the blocking. */
+static void check_forward_fma_chain(struct shape s)
+{
+    char name[128], why[256] = "";
+    gemm_name(name, sizeof name, "forward", s, "equals the in-order fmaf chain bitwise");
+    float *x = random_floats((long)s.M * s.K), *w = random_floats((long)s.N * s.K);
+    float *y = nan_floats((long)s.M * s.N), *chain = nan_floats((long)s.M * s.N);
+    host_linear_forward(y, x, w, NULL, s.M, s.N, s.K, 0);
+    for (int m = 0; m < s.M; m++)
+        for (int n = 0; n < s.N; n++) {
+            float acc = 0.0f;
+            for (int k = 0; k < s.K; k++)
+                acc = fmaf(x[(long)m * s.K + k], w[(long)n * s.K + k], acc);
+            chain[(long)m * s.N + n] = acc;
+        }
+    compare_bits("y", y, chain, (long)s.M * s.N, why);
+    report(name, why);
+    free(x), free(w), free(y), free(chain);
+}
+#endif
+
+#ifdef HAVE_OPENMP
+/* Forward and weight update with 1 and with `threads` threads: bitwise equal. */
+static void check_thread_determinism(struct shape s, int threads)
+{
+    char name[128], variant[64], why[256] = "";
+    long nw = (long)s.N * s.K;
+    snprintf(variant, sizeof variant, "1 vs %d threads bitwise", threads);
+    gemm_name(name, sizeof name, "all roles", s, variant);
+    float *x = random_floats((long)s.M * s.K), *w = random_floats(nw), *b = random_floats(s.N);
+    float *dy = random_floats((long)s.M * s.N), *vw = random_floats(nw), *vb = random_floats(s.N);
+    float *out[2][5];
+    int saved = omp_get_max_threads();
+    omp_set_dynamic(0);
+    for (int run = 0; run < 2; run++) {
+        float **o = out[run];
+        omp_set_num_threads(run ? threads : 1);
+        o[0] = nan_floats((long)s.M * s.N), o[1] = nan_floats((long)s.M * s.K);
+        o[2] = copy_floats(w, nw), o[3] = copy_floats(vw, nw), o[4] = copy_floats(b, s.N);
+        float *vb_run = copy_floats(vb, s.N);
+        host_linear_forward(o[0], x, w, b, s.M, s.N, s.K, 1);
+        host_linear_backward_input(o[1], dy, w, x, s.M, s.N, s.K);
+        host_linear_backward_weight_sgd(o[2], o[3], o[4], vb_run, dy, x, s.M, s.N, s.K, LR, MU);
+        free(vb_run);
+    }
+    omp_set_num_threads(saved);
+    compare_bits("y", out[1][0], out[0][0], (long)s.M * s.N, why);
+    compare_bits("dx", out[1][1], out[0][1], (long)s.M * s.K, why);
+    compare_bits("w", out[1][2], out[0][2], nw, why);
+    compare_bits("vw", out[1][3], out[0][3], nw, why);
+    compare_bits("b", out[1][4], out[0][4], s.N, why);
+    report(name, why);
+    for (int run = 0; run < 2; run++)
+        for (int i = 0; i < 5; i++)
+            free(out[run][i]);
+    free(x), free(w), free(b), free(dy), free(vw), free(vb);
+}
+#endif
+
+static void check_gemms(void)
+{
+    const struct shape shapes[] = {
+        {1, 1, 1}, {1, 7, 13}, {7, 13, 1}, {13, 1, 7}, {7, 7, 7}, {64, 64, 64}, {100, 129, 300},
+        {129, 300, 13}, {300, 13, 129}, {13, 300, 100}, {300, 100, 64}, {1, 300, 129}, {129, 1, 300},
+        {64, 256, 784}, {64, 10, 256},
+        {CONFIG_HOST_GEMM_MC - 1, CONFIG_HOST_GEMM_NC + 1, CONFIG_HOST_GEMM_KC + 1},
+        {CONFIG_HOST_GEMM_MC + 1, CONFIG_HOST_GEMM_NC - 1, CONFIG_HOST_GEMM_KC - 1},
+        {2 * CONFIG_HOST_GEMM_MC + 3, 2 * CONFIG_HOST_GEMM_NC + 5, 2 * CONFIG_HOST_GEMM_KC + 7},
+        {257, 515, 333},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_forward(shapes[i], true, true);
+        check_forward(shapes[i], false, false);
+        check_backward_input(shapes[i], true);
+        check_backward_input(shapes[i], false);
+        check_weight_sgd(shapes[i]);
+    }
+    const struct shape few[] = {{7, 13, 1}, {129, 300, 13}, {257, 515, 333}};
+    for (size_t i = 0; i < sizeof few / sizeof few[0]; i++) {
+        check_forward(few[i], true, false);
+        check_forward(few[i], false, true);
+        check_weight_sgd_fresh(few[i]);
+#ifdef HAVE_HW_FMA
+        check_forward_fma_chain(few[i]);
+#endif
+    }
+#ifdef HAVE_OPENMP
+    check_thread_determinism((struct shape){257, 515, 333}, 2);
+    check_thread_determinism((struct shape){64, 256, 784}, 3);
+#endif
+}
+
+/* ---- gather_batch ------------------------------------------------------------ */
+
+#define GATHER_IMAGES 50
+#define GATHER_ROWS 7
+
+static void check_gather(bool with_order, int32_t step)
+{
+    char name[128], why[256] = "";
+    const int rows = GATHER_ROWS;
+    const float mean = 0.1307f, std = 0.3081f;
+    snprintf(name, sizeof name, "gather_batch rows=%d step=%d %s", rows, step, with_order ? "with order" : "in order");
+    uint8_t *images = snn_xmalloc((size_t)GATHER_IMAGES * SNN_INPUT_DIM, "test images");
+    uint8_t labels[GATHER_IMAGES], y[GATHER_ROWS];
+    int32_t order[GATHER_IMAGES];
+    for (long i = 0; i < (long)GATHER_IMAGES * SNN_INPUT_DIM; i++)
+        images[i] = (uint8_t)(rng_next() >> 56);
+    for (int i = 0; i < GATHER_IMAGES; i++) {
+        labels[i] = (uint8_t)(rng_next() % SNN_CLASSES);
+        order[i] = GATHER_IMAGES - 1 - (i * 17) % GATHER_IMAGES; /* a permutation: 17 is prime to 50 */
+    }
+    memset(y, 0xff, sizeof y);
+    float *x = nan_floats((long)rows * SNN_INPUT_DIM);
+    double *ref = new_doubles((long)rows * SNN_INPUT_DIM);
+    host_gather_batch(x, y, images, labels, with_order ? order : NULL, &step, rows, mean, std);
+    for (int i = 0; i < rows; i++) {
+        int r = with_order ? order[step * rows + i] : step * rows + i;
+        for (int j = 0; j < SNN_INPUT_DIM; j++)
+            ref[(long)i * SNN_INPUT_DIM + j] = (images[(long)r * SNN_INPUT_DIM + j] / 255.0 - mean) / std;
+        if (y[i] != labels[r])
+            set_why(why, "y[%d] = %d, expected label %d of image %d", i, y[i], labels[r], r);
+    }
+    compare("x", x, ref, (long)rows * SNN_INPUT_DIM, TOL_FP32, why);
+    report(name, why);
+    free(images), free(x), free(ref);
+}
+
+/* ---- softmax_xent ------------------------------------------------------------ */
+
+struct xent_ref {
+    double loss;
+    int correct;
+};
+
+static struct xent_ref ref_softmax_xent(double *dz, const float *logits, const uint8_t *y, int rows)
+{
+    struct xent_ref r = {0.0, 0};
+    for (int i = 0; i < rows; i++) {
+        const float *z = logits + (long)i * SNN_CLASSES;
+        int best = 0;
+        for (int j = 1; j < SNN_CLASSES; j++)
+            if (z[j] > z[best])
+                best = j;
+        double sum = 0.0;
+        for (int j = 0; j < SNN_CLASSES; j++)
+            sum += exp((double)z[j] - z[best]);
+        for (int j = 0; j < SNN_CLASSES; j++)
+            dz[(long)i * SNN_CLASSES + j] = (exp((double)z[j] - z[best]) / sum - (j == y[i])) / rows;
+        r.loss += log(sum) - ((double)z[y[i]] - z[best]);
+        r.correct += best == y[i];
+    }
+    r.loss /= rows;
+    return r;
+}
+
+/* Runs the kernel at step 2 of a 4-slot history and checks every output. */
+static void run_softmax_xent(const char *name, const float *logits, const uint8_t *y, int rows, bool with_dlogits)
+{
+    char why[256] = "";
+    const int32_t step = 2;
+    float loss[4] = {NAN, NAN, NAN, NAN};
+    int32_t correct[4] = {-1, -1, -1, -1};
+    float *dz = with_dlogits ? nan_floats((long)rows * SNN_CLASSES) : NULL;
+    double *ref_dz = new_doubles((long)rows * SNN_CLASSES);
+    struct xent_ref ref = ref_softmax_xent(ref_dz, logits, y, rows);
+    host_softmax_xent(dz, loss, correct, logits, y, &step, rows);
+    if (!isfinite(loss[step]) || fabs(loss[step] - ref.loss) > 1e-5 * fmax(1.0, fabs(ref.loss)))
+        set_why(why, "loss %.9g, expected %.9g", loss[step], ref.loss);
+    if (correct[step] != ref.correct)
+        set_why(why, "correct %d, expected %d", correct[step], ref.correct);
+    if (!isnan(loss[1]) || !isnan(loss[3]) || correct[1] != -1 || correct[3] != -1)
+        set_why(why, "wrote outside loss[step] / correct[step]");
+    if (dz)
+        compare("dlogits", dz, ref_dz, (long)rows * SNN_CLASSES, TOL_FP32, why);
+    report(name, why);
+    free(dz), free(ref_dz);
+}
+
+static void check_softmax_xent_random(int rows, bool with_dlogits)
+{
+    char name[128];
+    snprintf(name, sizeof name, "softmax_xent rows=%d random%s", rows, with_dlogits ? "" : " no dlogits");
+    float *logits = random_floats((long)rows * SNN_CLASSES);
+    uint8_t *y = snn_xmalloc((size_t)rows, "test labels");
+    for (int i = 0; i < rows; i++) {
+        y[i] = (uint8_t)(rng_next() % SNN_CLASSES);
+        for (int j = 0; j < SNN_CLASSES; j++)
+            logits[(long)i * SNN_CLASSES + j] *= 4.0f;
+        if (i % 3 == 0) /* make some rows right */
+            logits[(long)i * SNN_CLASSES + y[i]] = 5.0f;
+    }
+    run_softmax_xent(name, logits, y, rows, with_dlogits);
+    free(logits), free(y);
+}
+
+static void check_softmax_xent_large(void)
+{
+    const int rows = 3;
+    float logits[3][SNN_CLASSES];
+    uint8_t y[3] = {4, 0, 9};
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < SNN_CLASSES; j++)
+            logits[i][j] = (i == 2 ? -1000.0f : 1000.0f) - 10.0f * j;
+    logits[1][7] = 1000.5f;
+    run_softmax_xent("softmax_xent large logits (+-1000) stay finite", &logits[0][0], y, rows, true);
+}
+
+static void check_softmax_xent_ties(void)
+{
+    const int rows = 4;
+    float logits[4][SNN_CLASSES] = {{0}};
+    uint8_t y[4] = {0, 5, 3, 7};
+    logits[1][5] = 1.0f; /* all equal in row 0: index 0 wins */
+    for (int j = 0; j < SNN_CLASSES; j++)
+        logits[2][j] = logits[3][j] = -1.0f;
+    logits[2][3] = logits[2][7] = 2.0f; /* tie at 3 and 7: 3 wins, so row 2 is right, row 3 wrong */
+    logits[3][3] = logits[3][7] = 2.0f;
+    run_softmax_xent("softmax_xent ties pick the first index", &logits[0][0], y, rows, true);
+}
+
+/* ---- step_advance ------------------------------------------------------------ */
+
+static void check_step_advance(void)
+{
+    char why[256] = "";
+    int32_t step = 41;
+    host_step_advance(&step);
+    host_step_advance(&step);
+    if (step != 43)
+        set_why(why, "step %d after two advances from 41, expected 43", step);
+    report("step_advance", why);
+}
+
+int main(void)
+{
+    check_gemms();
+    check_gather(false, 0);
+    check_gather(false, 3);
+    check_gather(true, 0);
+    check_gather(true, 3);
+    check_softmax_xent_random(13, true);
+    check_softmax_xent_random(64, true);
+    check_softmax_xent_random(1000, false);
+    check_softmax_xent_large();
+    check_softmax_xent_ties();
+    check_step_advance();
+    return 0;
+}

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""The benchmark driver: staticnn against PyTorch, per benchmark defconfig.
+
+    tools/bench.py --out DIR [--configs c1,c2,...] [--skip-torch]
+                   [--modes eager,compile,graph] [--torch-timeout 240] [--run-timeout 300]
+
+Run from the repository root on the GPU machine. For each configs/<name>_defconfig:
+  1. builds it: make O=build/bench/<name> <name>_defconfig, then
+     make O=build/bench/<name> -jN build/bench/<name>/app/mnist  (log: DIR/<name>.build.log)
+  2. trains: build/bench/<name>/app/mnist --log DIR/<name>.jsonl  (output: DIR/<name>.out);
+     staticnn's ms/epoch is the median of the epochs after the first
+  3. times PyTorch on the same shape and schedule (read from the build's
+     include/generated/config.h): tools/torch_bench.py, one subprocess per mode
+     with its own timeout, so that one failure leaves the rest (DIR/<name>.torch-<mode>.{json,log})
+and writes DIR/bench.md (a markdown table: config, staticnn ms/epoch, PyTorch
+eager / compile / graph ms/epoch, best PyTorch / staticnn, staticnn's final
+validation accuracy) and DIR/bench.json (everything), rewritten after each
+config so an interrupted run keeps what it measured.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+
+PROG = "bench"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CONFIGS = ["h100_mlp128_b64", "h100_mlp784x4_b64", "h100_h128_b32", "h100_h1024_b32", "h100_h8192_b32"]
+MODES = ("eager", "compile", "graph")
+DATASETS = {  # name: (pixel mean, pixel std), as include/snn_config.h
+    "MNIST": (0.1307, 0.3081),
+    "Fashion-MNIST": (0.2860, 0.3530),
+}
+INPUT_DIM, CLASSES = 784, 10
+BUILD_TIMEOUT_S = 900
+
+
+# ---- parsing (importable, and tested without a GPU) ----------------------------
+
+
+def parse_config_h(text):
+    """{CONFIG_NAME: value} from a generated config.h; strings unquoted, numbers as int."""
+    values = {}
+    for m in re.finditer(r"^#define\s+(CONFIG_\w+)\s+(.*?)\s*$", text, re.M):
+        name, raw = m.groups()
+        if raw.startswith('"') and raw.endswith('"'):
+            values[name] = raw[1:-1]
+        else:
+            try:
+                values[name] = int(raw, 0)
+            except ValueError:
+                values[name] = raw
+    return values
+
+
+def run_shape(config):
+    """What torch_bench.py needs to train what the config trains."""
+    layers = config.get("CONFIG_NN_HIDDEN_LAYERS", 1)
+    dataset = "Fashion-MNIST" if config.get("CONFIG_DATASET_FASHION_MNIST") else "MNIST"
+    mean, std = DATASETS[dataset]
+    return {
+        "dims": [INPUT_DIM] + [config["CONFIG_NN_HIDDEN_WIDTH"]] * layers + [CLASSES],
+        "batch": config["CONFIG_TRAIN_BATCH_SIZE"],
+        "lr": config["CONFIG_TRAIN_LR"],
+        "momentum": config["CONFIG_TRAIN_MOMENTUM"],
+        "epochs": config["CONFIG_TRAIN_EPOCHS"],
+        "dataset": dataset,
+        "data_dir": config.get("CONFIG_DATA_DIR", "data/mnist"),
+        "mean": mean,
+        "std": std,
+    }
+
+
+def median_after_first(ms):
+    """The median of the epochs after the first (a warm-up); the only one if there is one."""
+    return statistics.median(ms[1:] if len(ms) > 1 else ms)
+
+
+def read_engine_log(text):
+    """staticnn's --log JSON lines: epoch times, their median, the device, the final scores."""
+    events = [json.loads(line) for line in text.splitlines() if line.strip()]
+    epochs = sorted((e for e in events if e.get("event") == "epoch"), key=lambda e: e["epoch"])
+    if not epochs:
+        raise ValueError("no epoch in the log")
+    config = next((e for e in events if e.get("event") == "config"), {})
+    ms = [e["ms"] for e in epochs]
+    last = epochs[-1]
+    return {"ms_all": ms, "ms_median": median_after_first(ms), "val_acc": last["val_acc"],
+            "val_loss": last["val_loss"], "train_loss": last["train_loss"], "device": config.get("device")}
+
+
+# ---- report --------------------------------------------------------------------
+
+
+def fmt_ms(ms):
+    return f"{ms:.1f}" if ms >= 100 else f"{ms:.2f}"
+
+
+def torch_cell(entry):
+    if entry is None:
+        return "-"
+    return fmt_ms(entry["ms_median"]) if entry.get("ok") else "failed"
+
+
+def table_row(name, result):
+    """The cells of one config's row of bench.md."""
+    shape = result.get("shape")
+    label = f"{name} ({'-'.join(map(str, shape['dims']))}, b{shape['batch']})" if shape else name
+    engine = result.get("staticnn")
+    engine_ms = engine["ms_median"] if engine else None
+    torch = result.get("torch", {})
+    cells = [label, fmt_ms(engine_ms) if engine else result.get("staticnn_error", "failed")]
+    cells += [torch_cell(torch.get(mode)) for mode in MODES]
+    best = [e["ms_median"] for e in torch.values() if e and e.get("ok")]
+    cells.append(f"{min(best) / engine_ms:.2f}x" if best and engine_ms else "-")
+    cells.append(f"{100 * engine['val_acc']:.2f}%" if engine else "-")
+    return cells
+
+
+def render_markdown(results, gpu, date):
+    head = ["config", "staticnn ms/epoch", "eager", "compile", "graph", "best torch / staticnn",
+            "staticnn final val acc"]
+    lines = [f"## staticnn vs PyTorch on {gpu}, {date}", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(table_row(name, r)) + " |" for name, r in results.items()]
+    lines += ["", "ms/epoch: training only, median of the epochs after the first. PyTorch columns: "
+              "torch_bench.py ms/epoch per mode. Ratio > 1: staticnn is faster.", ""]
+    for name, r in results.items():
+        for mode, entry in r.get("torch", {}).items():
+            if entry:
+                lines.append(f"- {name} {mode}: {entry.get('note', '')}")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_name(results):
+    """The device staticnn reported, else PyTorch's, else nvidia-smi's."""
+    for r in results.values():
+        for name in [(r.get("staticnn") or {}).get("device")] + [e.get("device") for e in r.get("torch", {}).values()
+                                                                 if e]:
+            if name:
+                return name
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30)
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown GPU"
+
+
+def write_reports(out, results):
+    gpu, date = gpu_name(results), datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    markdown = render_markdown(results, gpu, date)
+    with open(os.path.join(out, "bench.md"), "w") as f:
+        f.write(markdown)
+    with open(os.path.join(out, "bench.json"), "w") as f:
+        json.dump({"gpu": gpu, "date": date, "configs": results}, f, indent=1)
+    return markdown
+
+
+# ---- steps ---------------------------------------------------------------------
+
+
+def run_logged(cmd, log_path, timeout, mode="w"):
+    """Runs cmd from the repository root, its output to log_path; returns an error text or None.
+    On timeout the whole process group goes (compile workers, make's jobs), not only cmd."""
+    with open(log_path, mode) as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return f"timed out after {timeout} s"
+    return f"exit {rc}" if rc else None
+
+
+def build(name, out):
+    obj = f"build/bench/{name}"
+    log = os.path.join(out, f"{name}.build.log")
+    error = run_logged(["make", f"O={obj}", f"{name}_defconfig"], log, BUILD_TIMEOUT_S)
+    if not error:
+        error = run_logged(["make", f"O={obj}", f"-j{os.cpu_count()}", f"{obj}/app/mnist"], log, BUILD_TIMEOUT_S,
+                           "a")
+    return error
+
+
+def read_shape(name):
+    with open(os.path.join(REPO, f"build/bench/{name}/include/generated/config.h")) as f:
+        return run_shape(parse_config_h(f.read()))
+
+
+def run_engine(name, out, timeout):
+    log = os.path.join(out, f"{name}.jsonl")
+    error = run_logged([f"build/bench/{name}/app/mnist", "--log", log], os.path.join(out, f"{name}.out"), timeout)
+    if error:
+        raise RuntimeError(f"run {error}")
+    with open(log) as f:
+        return read_engine_log(f.read())
+
+
+def run_torch(name, shape, mode, out, timeout):
+    """One mode of torch_bench.py in its own process: its JSON entry, or a failed one."""
+    stem = os.path.join(out, f"{name}.torch-{mode}")
+    cmd = [sys.executable, os.path.join(REPO, "tools", "torch_bench.py"), "--dims", ",".join(map(str, shape["dims"])),
+           "--batch", str(shape["batch"]), "--lr", str(shape["lr"]), "--momentum", str(shape["momentum"]),
+           "--epochs", str(shape["epochs"]), "--modes", mode, "--data", shape["data_dir"],
+           "--mean", str(shape["mean"]), "--std", str(shape["std"]), "--max-memory", "--json", stem + ".json"]
+    if os.path.exists(stem + ".json"):
+        os.remove(stem + ".json")
+    error = run_logged(cmd, stem + ".log", timeout)
+    try:
+        with open(stem + ".json") as f:
+            report = json.load(f)
+    except (OSError, ValueError):
+        return {"ok": False, "ms_median": None, "note": f"torch_bench.py {error or 'wrote no JSON'}, see {stem}.log"}
+    return dict(report[mode], device=report["device"], torch=report["torch"])
+
+
+def say(text):
+    print(f"{PROG}: {datetime.datetime.now().strftime('%H:%M:%S')} {text}", flush=True)
+
+
+def bench_config(name, args):
+    result = {}
+    say(f"{name}: building")
+    error = build(name, args.out)
+    if error:
+        result["staticnn_error"] = "build failed"
+        print(f"{PROG}: {name}: build {error}, see {args.out}/{name}.build.log", file=sys.stderr)
+    try:
+        result["shape"] = read_shape(name)
+    except (OSError, KeyError) as e:
+        print(f"{PROG}: {name}: no usable config.h ({e})", file=sys.stderr)
+        return result
+    if not error:
+        say(f"{name}: training with staticnn")
+        try:
+            result["staticnn"] = run_engine(name, args.out, args.run_timeout)
+        except (OSError, RuntimeError, ValueError) as e:
+            result["staticnn_error"] = "failed"
+            print(f"{PROG}: {name}: staticnn {e}, see {args.out}/{name}.out", file=sys.stderr)
+    if not args.skip_torch:
+        result["torch"] = {}
+        for mode in args.modes:
+            say(f"{name}: PyTorch {mode}")
+            result["torch"][mode] = run_torch(name, result["shape"], mode, args.out, args.torch_timeout)
+    return result
+
+
+def parse_args():
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, help="directory for the logs and reports")
+    p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help="benchmark defconfig names, comma-separated")
+    p.add_argument("--skip-torch", action="store_true", help="staticnn only")
+    p.add_argument("--modes", default=",".join(MODES), help="torch_bench.py modes (default: all)")
+    p.add_argument("--torch-timeout", type=int, default=240, help="seconds per torch_bench.py mode (default 240)")
+    p.add_argument("--run-timeout", type=int, default=300, help="seconds per staticnn run (default 300)")
+    args = p.parse_args()
+    args.out = os.path.abspath(args.out)  # the commands run from the repository root
+    args.configs = [c for c in args.configs.split(",") if c]
+    args.modes = [m for m in args.modes.split(",") if m]
+    if not args.configs:
+        p.error("--configs names no config")
+    missing = [c for c in args.configs if not os.path.exists(os.path.join(REPO, "configs", f"{c}_defconfig"))]
+    if missing:
+        p.error("no configs/" + ", configs/".join(f"{c}_defconfig" for c in missing))
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        p.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    return args
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    results = {}
+    for name in args.configs:
+        results[name] = bench_config(name, args)
+        markdown = write_reports(args.out, results)
+    print(markdown, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

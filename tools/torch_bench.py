@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""PyTorch baseline timings for the MLP staticnn trains, to set its speed against.
+
+    tools/torch_bench.py --dims 784,128,10 --batch 64 --lr 0.02 --momentum 0.9 --epochs 4
+                         [--modes eager,compile,graph] [--json OUT] [--max-memory]
+                         [--data DIR] [--mean 0.1307 --std 0.3081] [--seed 1] [--device cuda|cpu]
+
+Trains Linear/ReLU/.../Linear with mean cross-entropy and torch.optim.SGD
+(momentum), float32 with TF32 off. As in staticnn, the training images stay on
+the device as uint8; each step gathers its batch through the epoch's random
+permutation and normalises it on the device, x = (imgs[idx].float()/255 -
+mean)/std, inside the timed step; the permutation is drawn before the epoch's
+timer starts, and the last partial batch is dropped. Modes:
+
+  eager    the plain loop: zero_grad(set_to_none=True), forward, loss, backward, step
+  compile  torch.compile(mode="max-autotune") of the whole train step (gather to
+           optimizer step); if that fails, of the model only (the note says which)
+  graph    the whole train step (gather, forward, loss, backward, SGD) captured in
+           one torch.cuda.CUDAGraph after warm-up on a side stream; the step index
+           lives on the device, so each step is one graph replay
+
+Each step's loss stays on the device (no .item() inside an epoch). Timing: ms
+per epoch (training only) from CUDA events around the epoch; the first epoch is
+a warm-up and the result is the median of the rest. The final epoch's mean loss
+is recorded: every mode must train. A mode that fails is reported in its note,
+and the others still run. Exits 1 when a mode failed or did not train, or the
+data is missing.
+
+--device cpu (wall-clock timing; no graph mode) exists to check this script on
+machines without a GPU.
+"""
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+
+from torch_parity import DataError, disable_tf32, load_train_set
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("torch_bench: error: PyTorch is not installed (import torch failed)")
+
+PROG = "torch_bench"
+MODES = ("eager", "compile", "graph")
+TRAINED_LOSS = 1.0  # a final-epoch mean loss below this has learnt (chance is ln 10 = 2.30)
+GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before capture, as PyTorch's recipe
+COMPILE_PROBE_STEPS = 5  # compiled steps before timing: compile (again once the momentum exists), record, replay
+
+
+class Data:
+    """The training set on the device: uint8 images, int64 labels, and the normalisation."""
+
+    def __init__(self, directory, mean, std, device):
+        images, labels = load_train_set(directory)
+        self.images = torch.from_numpy(images).to(device)
+        self.labels = torch.from_numpy(labels.astype("int64")).to(device)
+        self.count = len(labels)
+        self.mean, self.std = mean, std
+
+    def batch(self, idx):
+        x = (self.images.index_select(0, idx).float() / 255 - self.mean) / self.std
+        return x, self.labels.index_select(0, idx)
+
+
+class EpochTimer:
+    """Milliseconds a function takes: CUDA events on a GPU, the wall clock on the CPU."""
+
+    def __init__(self, device):
+        self.cuda = device.startswith("cuda")
+        if self.cuda:
+            self.start, self.stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def time(self, fn):
+        if not self.cuda:
+            t = time.perf_counter()
+            fn()
+            return (time.perf_counter() - t) * 1e3
+        torch.cuda.synchronize()
+        self.start.record()
+        fn()
+        self.stop.record()
+        self.stop.synchronize()
+        return self.start.elapsed_time(self.stop)
+
+
+def build(args, device):
+    """The model with PyTorch's default initialisation from --seed, and its optimizer."""
+    torch.manual_seed(args.seed)
+    layers = []
+    for fan_in, fan_out in zip(args.dims[:-1], args.dims[1:]):
+        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1]).to(device)
+    return model, torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+
+
+def train_step(model, opt, data, idx):
+    """Gather, forward, loss, backward, SGD step; the gradients must be None on entry."""
+    x, y = data.batch(idx)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+# ---- modes: each setup returns (prepare(perm), run(perm), note); perm is [steps][batch] ----
+
+
+def no_prepare(perm):
+    """Eager and compiled steps slice the permutation directly."""
+
+
+def python_loop(step, opt, losses, before_step=None):
+    def run(perm):
+        for s in range(perm.shape[0]):
+            if before_step:
+                before_step()
+            opt.zero_grad(set_to_none=True)
+            losses[s] = step(perm[s])
+
+    return run
+
+
+def setup_eager(model, opt, data, losses, batch, device):
+    return no_prepare, python_loop(lambda idx: train_step(model, opt, data, idx), opt, losses), "plain loop"
+
+
+def compiled_loop(step, opt, losses, batch, device):
+    """The loop over a compiled step, run a few times before timing, so that
+    compiling and CUDA-graph recording happen outside the epochs."""
+    mark = torch.compiler.cudagraph_mark_step_begin if device.startswith("cuda") else None
+    run = python_loop(step, opt, losses, mark)
+    run(torch.arange(COMPILE_PROBE_STEPS * batch, device=device).view(COMPILE_PROBE_STEPS, batch))
+    return run
+
+
+def setup_compile_step(model, opt, data, losses, batch, device):
+    torch._dynamo.reset()
+    for t in (data.images, data.labels):  # fixed addresses: CUDA graphs need not copy the dataset each step
+        torch._dynamo.mark_static_address(t)
+    compiled = torch.compile(lambda idx: train_step(model, opt, data, idx), mode="max-autotune")
+    start = time.perf_counter()
+    run = compiled_loop(compiled, opt, losses, batch, device)
+    seconds = time.perf_counter() - start
+    return no_prepare, run, f"compiled the whole train step, max-autotune ({seconds:.0f} s to compile)"
+
+
+def setup_compile_model(model, opt, data, losses, batch, device):
+    torch._dynamo.reset()
+    compiled = torch.compile(model, mode="max-autotune")
+    start = time.perf_counter()
+    run = compiled_loop(lambda idx: train_step(compiled, opt, data, idx), opt, losses, batch, device)
+    seconds = time.perf_counter() - start
+    return no_prepare, run, f"compiled the model only, max-autotune ({seconds:.0f} s to compile)"
+
+
+def device_indexed_step(model, opt, data, losses, perm, step):
+    """The train step of batch perm[step], its loss to losses[step], then step += 1:
+    every index on the device, so that one captured graph serves every step."""
+
+    def body():
+        idx = perm.index_select(0, step).view(-1)
+        losses.index_copy_(0, step, train_step(model, opt, data, idx).view(1))
+        step.add_(1)
+
+    return body
+
+
+def setup_graph(model, opt, data, losses, batch, device):
+    if not device.startswith("cuda"):
+        raise RuntimeError("graph mode needs CUDA")
+    perm = torch.arange(losses.numel() * batch, device=device).view(-1, batch)
+    step = torch.zeros(1, dtype=torch.long, device=device)
+    body = device_indexed_step(model, opt, data, losses, perm, step)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(GRAPH_WARMUP_STEPS):
+            opt.zero_grad(set_to_none=True)
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)  # backward in the capture allocates the gradients from the graph's pool
+    with torch.cuda.graph(graph):
+        body()
+
+    def prepare(epoch_perm):
+        perm.copy_(epoch_perm)
+        step.zero_()
+
+    def run(epoch_perm):
+        for _ in range(epoch_perm.shape[0]):
+            graph.replay()
+
+    return prepare, run, "one CUDA graph replay per step (gather, forward, loss, backward, SGD)"
+
+
+SETUPS = {
+    "eager": [setup_eager],
+    "compile": [setup_compile_step, setup_compile_model],
+    "graph": [setup_graph],
+}
+
+
+# ---- timing ------------------------------------------------------------------
+
+
+def time_setup(setup, args, data, device):
+    """Builds a fresh model, sets the mode up and times its epochs."""
+    model, opt = build(args, device)
+    steps = data.count // args.batch
+    losses = torch.zeros(steps, device=device)
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    prepare, run, note = setup(model, opt, data, losses, args.batch, device)
+    generator = torch.Generator(device=device)
+    generator.manual_seed(args.seed)
+    timer, ms = EpochTimer(device), []
+    for _ in range(args.epochs):
+        perm = torch.randperm(data.count, generator=generator, device=device)[: steps * args.batch]
+        perm = perm.view(steps, args.batch)
+        prepare(perm)
+        ms.append(timer.time(lambda: run(perm)))
+    loss = losses.mean().item()
+    timed = ms[1:] if len(ms) > 1 else ms
+    result = {"ms_median": statistics.median(timed), "ms_all": ms, "loss": loss,
+              "ok": loss < TRAINED_LOSS, "note": note if loss < TRAINED_LOSS else f"{note}; DID NOT TRAIN"}
+    if args.max_memory and cuda:
+        result["max_memory_bytes"] = torch.cuda.max_memory_allocated()
+    return result
+
+
+def error_text(e):
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+def run_mode(mode, args, data, device):
+    """The first setup of the mode that works; the failures of those before it go in the note."""
+    print(f"{PROG}: {mode} ...", flush=True)
+    failures = []
+    for setup in SETUPS[mode]:
+        try:
+            result = time_setup(setup, args, data, device)
+            if failures:
+                result["note"] += " (after: " + "; ".join(failures) + ")"
+            return result
+        except Exception as e:  # a failed mode is reported, and the others still run
+            failures.append(f"{setup.__name__.removeprefix('setup_')} failed: {error_text(e)}")
+            print(f"{PROG}: {mode}: {failures[-1]}", file=sys.stderr)
+        finally:
+            if mode == "compile" and hasattr(torch, "compiler"):  # PyTorch 1.x has no torch.compiler
+                torch.compiler.reset()
+            gc.collect()
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+    return {"ms_median": None, "ms_all": [], "loss": None, "ok": False, "note": "; ".join(failures)}
+
+
+# ---- program -----------------------------------------------------------------
+
+
+def parse_args():
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("--dims", default="784,128,10", help="layer widths, input to classes (default 784,128,10)")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.02)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--epochs", type=int, default=4, help="epochs per mode; the first is a warm-up (default 4)")
+    p.add_argument("--modes", default=",".join(MODES), help="comma-separated, of: " + ", ".join(MODES))
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--max-memory", action="store_true", help="record torch.cuda.max_memory_allocated() per mode")
+    p.add_argument("--data", default="data/mnist", help="directory of the IDX files (default data/mnist)")
+    p.add_argument("--mean", type=float, default=0.1307, help="pixel mean for normalisation (MNIST's)")
+    p.add_argument("--std", type=float, default=0.3081, help="pixel std for normalisation (MNIST's)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    args = p.parse_args()
+    try:
+        args.dims = [int(d) for d in args.dims.split(",")]
+    except ValueError:
+        p.error(f"--dims wants comma-separated widths, not '{args.dims}'")
+    args.modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        p.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    if len(args.dims) < 2 or min(args.dims) < 1 or args.batch < 1 or args.epochs < 1:
+        p.error("--dims needs two or more positive widths; --batch and --epochs must be positive")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("no CUDA device visible to PyTorch (--device cpu runs on the CPU)")
+    return args
+
+
+def print_table(results, device_name, args):
+    shape = "-".join(str(d) for d in args.dims)
+    timed = f"median of epochs 2..{args.epochs}" if args.epochs > 1 else "the one epoch, no warm-up"
+    print(f"PyTorch {torch.__version__} on {device_name}: MLP {shape}, batch {args.batch}, "
+          f"{args.epochs} epochs (ms/epoch: {timed})")
+    print(f"{'mode':8} {'ms/epoch':>10} {'final loss':>10} {'peak MiB':>9}  note")
+    for mode, r in results.items():
+        ms = f"{r['ms_median']:.2f}" if r["ms_median"] is not None else "failed"
+        loss = f"{r['loss']:.4f}" if r["loss"] is not None else "-"
+        mem = f"{r['max_memory_bytes'] / 2**20:.1f}" if "max_memory_bytes" in r else "-"
+        print(f"{mode:8} {ms:>10} {loss:>10} {mem:>9}  {r['note']}")
+
+
+def main():
+    args = parse_args()
+    device = args.device
+    if device == "cuda":
+        disable_tf32(torch)
+    try:
+        data = Data(args.data, args.mean, args.std, device)
+    except DataError as e:
+        sys.exit(f"{PROG}: error: {e}")
+    if data.count < args.batch:
+        sys.exit(f"{PROG}: error: batch {args.batch} exceeds the {data.count} training images")
+    device_name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
+    results = {mode: run_mode(mode, args, data, device) for mode in args.modes}
+    print_table(results, device_name, args)
+    if args.json:
+        settings = {k: getattr(args, k) for k in ("dims", "batch", "lr", "momentum", "epochs", "seed", "mean", "std")}
+        with open(args.json, "w") as f:
+            json.dump({"device": device_name, "torch": torch.__version__, "settings": settings, **results}, f,
+                      indent=1)
+    return 0 if all(r["ok"] for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
