@@ -26,7 +26,7 @@ count() { # reads test output, echoes it, tallies the verdict lines
 build() {
     local name=$1 out=$2; shift 2
     if make --no-print-directory O="$out" "$@" >"$out.log" 2>&1 &&
-        make --no-print-directory O="$out" EXTRA_WARN=-Werror -j2 >>"$out.log" 2>&1; then
+        make --no-print-directory O="$out" EXTRA_WARN=-Werror -j"$(nproc)" >>"$out.log" 2>&1; then
         echo "ok - build $name (warning-free, -Werror)"
     else
         echo "not ok - build $name: see $out.log"; tail -n 20 "$out.log" | sed 's/^/    /'
