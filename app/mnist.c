@@ -9,6 +9,7 @@
 
 #include "arch/runtime.h"
 #include "data/dataset.h"
+#include "mm/mm.h"
 #include "nn/train.h"
 #include "snn_check.h"
 
@@ -23,7 +24,8 @@ static void usage(FILE *out)
             "usage: mnist [options]\n"
             "Trains the MLP this build was configured for (make menuconfig) on " SNN_DATASET_NAME ".\n\n"
             "  --data DIR       dataset directory (default: " CONFIG_DATA_DIR ")\n"
-            "  --log FILE       write JSON lines: the config, every %d-th step's loss, each epoch\n"
+            "  --log FILE       write JSON lines: the config, every %d-th step's loss, each epoch,\n"
+            "                   and at the end the memory strategy's figures\n"
             "  --dump DIR       write the run's shape (meta.json), initial parameters (init.bin),\n"
             "                   each epoch's sample order (order-E.bin) and step losses\n"
             "                   (losses-E.bin), for tools/torch_parity.py\n"
@@ -204,7 +206,7 @@ int main(int argc, char **argv)
     snn_plan_print(&plan, stdout);
 
     snn_model m;
-    snn_model_bind(&m, snn_rt_alloc(plan.total));
+    snn_model_bind(&m, snn_mm_start(plan.total));
     load_dataset(&m, o.data_dir);
 
     snn_rng rng;
@@ -270,13 +272,18 @@ int main(int argc, char **argv)
         snn_rt_download(params, m.params, SNN_PARAMS * sizeof(float));
         write_binary(o.save_path, params, SNN_PARAMS * sizeof(float));
     }
-    if (log.f)
+    snn_mm_stats mem;
+    snn_mm_stats_get(&mem);
+    snn_mm_print(&mem, stdout);
+    if (log.f) {
+        snn_mm_log(&mem, log.f);
         out_close(&log);
+    }
     free(order);
     free(losses);
     free(params);
     snn_rt_mark_free(start);
     snn_rt_mark_free(stop);
-    snn_rt_free(m.arena);
+    snn_mm_stop(m.arena);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* The runtime of the configured target: device selection and checks, the one
- * allocation, copies, the step replay, timing. arch/host/runtime.c implements
- * it on the CPU, arch/cuda/runtime.cu on a CUDA GPU. */
+ * allocation (and the memory strategies' device side), copies, the step
+ * replay, timing. arch/host/ implements it on the CPU, arch/cuda/ on a CUDA
+ * GPU. */
 #ifndef SNN_RUNTIME_H
 #define SNN_RUNTIME_H
 
@@ -34,6 +35,24 @@ void snn_rt_sync(void);
  * graph and later calls replay that graph: step must read everything that
  * changes between calls from device memory. */
 void snn_rt_run_step(void (*step)(void *ctx), void *ctx);
+
+/* The device under the POOL strategy's pool (mm/pool.h): raw allocations
+ * (cudaMalloc, or malloc on the host) and the events of the engine's stream
+ * (on the host, where every step has finished when it returns, events are
+ * always complete). close: returns what the backend keeps (cached events). */
+struct snn_pool_backend;
+const struct snn_pool_backend *snn_rt_pool_backend(void);
+void snn_rt_pool_backend_close(void);
+
+/* The CUDA_ASYNC strategy (CUDA targets only): cudaMallocAsync / cudaFreeAsync
+ * on the engine's stream, from the device's default memory pool with its
+ * release threshold raised to UINT64_MAX; usage: the pool's high-water marks
+ * of reserved and used bytes. All checked. */
+void snn_rt_async_init(void);
+void *snn_rt_async_alloc(size_t bytes);
+void snn_rt_async_free(void *p);
+void snn_rt_async_usage(size_t *reserved, size_t *used);
+void snn_rt_async_close(void);
 
 /* Elapsed milliseconds between two marks on the device's timeline. */
 typedef struct snn_mark snn_mark;

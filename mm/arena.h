@@ -1,5 +1,7 @@
-/* The static arena: every buffer the engine uses, sized at compile time by a
- * size table and carved out of one allocation made at start-up. */
+/* The arena: every buffer the engine uses, sized at compile time by a size
+ * table and carved out of one allocation made at start-up. Under the POOL and
+ * CUDA_ASYNC strategies (mm/mm.h) the step's own tensors, the layer outputs
+ * and the activation gradients, are left out: the step allocates them. */
 #ifndef SNN_ARENA_H
 #define SNN_ARENA_H
 
@@ -11,8 +13,8 @@
 enum snn_region {
     SNN_R_PARAMS,        /* weights and biases, layer by layer */
     SNN_R_MOMENTUM,      /* SGD momentum, same layout (holds the gradient after step 1) */
-    SNN_R_ACTIVATIONS,   /* input batch and each layer's output */
-    SNN_R_ACT_GRADS,     /* two ping-pong buffers of activation gradients */
+    SNN_R_ACTIVATIONS,   /* input batch and each layer's output (only the input batch if SNN_MM_PER_STEP) */
+    SNN_R_ACT_GRADS,     /* two ping-pong buffers of activation gradients (none if SNN_MM_PER_STEP) */
     SNN_R_BATCH_LABELS,  /* labels of the current batch */
     SNN_R_TRAIN_IMAGES,  /* the dataset, as bytes */
     SNN_R_TRAIN_LABELS,
@@ -42,6 +44,7 @@ typedef struct {
 } snn_plan;
 
 void snn_plan_make(snn_plan *plan);
+/* Under POOL and CUDA_ASYNC the plan also says what the strategy allocates each step. */
 void snn_plan_print(const snn_plan *plan, FILE *out);
 static inline void *snn_plan_at(const snn_plan *plan, void *base, enum snn_region r)
 {

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mm/mm.h"
+
 void snn_model_bind(snn_model *m, void *arena)
 {
     memset(m, 0, sizeof(*m));
@@ -25,13 +27,13 @@ void snn_model_bind(snn_model *m, void *arena)
         L->b = p, L->vb = v;
         p += L->out, v += L->out;
     }
-    float *a = AT(SNN_R_ACTIVATIONS);
-    for (int l = 0; l <= SNN_LAYERS; l++) {
-        m->act[l] = a;
-        a += (long)SNN_MAX_ROWS * SNN_DIM(l);
+    m->act[0] = AT(SNN_R_ACTIVATIONS);
+    if (!SNN_MM_PER_STEP) {
+        for (int l = 1; l <= SNN_LAYERS; l++)
+            m->act[l] = m->act[l - 1] + (long)SNN_MAX_ROWS * SNN_DIM(l - 1);
+        m->grad[0] = AT(SNN_R_ACT_GRADS);
+        m->grad[1] = m->grad[0] + (long)SNN_BATCH * SNN_GRAD_DIM;
     }
-    m->grad[0] = AT(SNN_R_ACT_GRADS);
-    m->grad[1] = m->grad[0] + (long)SNN_BATCH * SNN_GRAD_DIM;
     m->batch_labels = AT(SNN_R_BATCH_LABELS);
     m->train_images = AT(SNN_R_TRAIN_IMAGES);
     m->train_labels = AT(SNN_R_TRAIN_LABELS);

@@ -1,5 +1,6 @@
 /* The model: the layer table derived from the config, and every buffer of a
- * run, carved from the arena. */
+ * run, carved from the arena; under the POOL and CUDA_ASYNC strategies the
+ * step allocates its own tensors instead (nn/train.c). */
 #ifndef SNN_MODEL_H
 #define SNN_MODEL_H
 
@@ -23,6 +24,7 @@ typedef struct {
     snn_layer layer[SNN_LAYERS];
     float *act[SNN_LAYERS + 1]; /* act[0]: the input batch; act[SNN_LAYERS]: the logits */
     float *grad[2];             /* activation gradients, ping-pong */
+    /* Under SNN_MM_PER_STEP, act[1..] and grad[] are NULL between steps. */
     uint8_t *batch_labels;
     uint8_t *train_images, *train_labels, *test_images, *test_labels;
     int32_t *order;

@@ -4,7 +4,27 @@
 
 #include "arch/runtime.h"
 #include "kernels/ops.h"
+#include "mm/mm.h"
 #include "snn_check.h"
+
+/* The step's own tensors: the layer outputs act[1..L] and the activation
+ * gradients. Under MM_STATIC they are arena regions bound once, and take and
+ * drop leave them be; under POOL and CUDA_ASYNC take allocates one where it is
+ * first written and drop frees it after its last read, as a framework does. */
+static float *take(float **slot, long floats)
+{
+    if (SNN_MM_PER_STEP)
+        *slot = snn_mm_alloc((size_t)floats * sizeof(float));
+    return *slot;
+}
+
+static void drop(float **slot)
+{
+    if (SNN_MM_PER_STEP) {
+        snn_mm_free(*slot);
+        *slot = NULL;
+    }
+}
 
 void snn_train_step(void *model)
 {
@@ -15,17 +35,23 @@ void snn_train_step(void *model)
                     SNN_PIXEL_MEAN, SNN_PIXEL_STD);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
-        k->linear_forward(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+        k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act[l], L->w, L->b, B, L->out, L->in,
+                          l + 1 < SNN_LAYERS);
     }
-    k->softmax_xent(m->grad[0], m->train_loss, m->train_correct, m->act[SNN_LAYERS], m->batch_labels,
-                    m->train_step, B);
+    k->softmax_xent(take(&m->grad[0], (long)B * SNN_CLASSES), m->train_loss, m->train_correct,
+                    m->act[SNN_LAYERS], m->batch_labels, m->train_step, B);
+    drop(&m->act[SNN_LAYERS]);
     for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
         /* dX uses the weights before their update: it runs first. */
         if (l > 0)
-            k->linear_backward_input(m->grad[g ^ 1], m->grad[g], L->w, m->act[l], B, L->out, L->in);
+            k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad[g], L->w, m->act[l], B,
+                                     L->out, L->in);
         k->linear_backward_weight_sgd(L->w, L->vw, L->b, L->vb, m->grad[g], m->act[l], B, L->out, L->in,
                                       m->lr, m->mu);
+        drop(&m->grad[g]);
+        if (l > 0)
+            drop(&m->act[l]);
     }
     k->step_advance(m->train_step);
 }
@@ -39,10 +65,14 @@ void snn_eval_step(void *model)
                     SNN_PIXEL_MEAN, SNN_PIXEL_STD);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
-        k->linear_forward(m->act[l + 1], m->act[l], L->w, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+        k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act[l], L->w, L->b, B, L->out, L->in,
+                          l + 1 < SNN_LAYERS);
+        if (l > 0)
+            drop(&m->act[l]);
     }
     k->softmax_xent(NULL, m->eval_loss, m->eval_correct, m->act[SNN_LAYERS], m->batch_labels, m->eval_step,
                     B);
+    drop(&m->act[SNN_LAYERS]);
     k->step_advance(m->eval_step);
 }
 

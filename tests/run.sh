@@ -40,14 +40,25 @@ else echo "not ok - make data failed: see $SNN_TEST_OUT/data.log"; fi | count
 H=$SNN_TEST_OUT/host S=$SNN_TEST_OUT/small
 build host_defconfig "$H" host_defconfig | count
 build tests/configs/small_defconfig "$S" defconfig DEFCONFIG=tests/configs/small_defconfig | count
+P=$SNN_TEST_OUT/pool
+build tests/configs/pool_defconfig "$P" defconfig DEFCONFIG=tests/configs/pool_defconfig | count
 
-# Every GPU board compiles (no GPU needed); CI must have nvcc.
+# Every GPU board compiles (no GPU needed), and so does the device side of
+# the other memory strategies; CI must have nvcc.
 NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+gpu_build() { # NAME O CONFIG-GOAL...: build, unless there is no nvcc
+    if [ -n "$NVCC" ]; then build "$1 (compile only)" "${@:2}"
+    elif [ "${CI:-}" = true ]; then echo "not ok - build $1: CI has no nvcc"
+    else echo "skip - build $1: skipped: no nvcc"; fi
+}
 for f in $(grep -l '^CONFIG_TARGET_SM' configs/*_defconfig); do
     b=$(basename "$f" _defconfig)
-    if [ -n "$NVCC" ]; then build "${b}_defconfig (compile only)" "$SNN_TEST_OUT/board-$b" "${b}_defconfig"
-    elif [ "${CI:-}" = true ]; then echo "not ok - build ${b}_defconfig: CI has no nvcc"
-    else echo "skip - build ${b}_defconfig: skipped: no nvcc"; fi
+    gpu_build "${b}_defconfig" "$SNN_TEST_OUT/board-$b" "${b}_defconfig"
+done | count
+for s in POOL CUDA_ASYNC; do
+    d=$SNN_TEST_OUT/board-h100-mm-$s
+    mkdir -p "$d" && { cat configs/h100_defconfig; echo "CONFIG_MM_$s=y"; } >"$d/def"
+    gpu_build "h100_defconfig with CONFIG_MM_$s" "$d" defconfig DEFCONFIG="$d/def"
 done | count
 
 run() { # run NAME CMD...: a test program or script; a crash is a failure
@@ -59,6 +70,9 @@ run() { # run NAME CMD...: a test program or script; a crash is a failure
 
 run "host kernels" "$H/tests/bin/host/test_kernels" | count
 run "gradient check" "$S/tests/bin/host/test_gradcheck" | count
+run "pool allocator" "$H/tests/bin/host/test_pool" | count
+run "memory strategies" tests/host/test_strategies.sh "$H" "$P" | count
+run "memory benchmark tables" tests/host/test_bench_mm.py | count
 run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load" | count
 run "fetch" tests/host/test_fetch.sh | count
 run "config" tests/host/test_config.sh | count

@@ -78,8 +78,26 @@ def refuse_warnings(kconf, path):
                             "(stale config: run 'make olddefconfig')")
             continue
         problems.append(w.strip())
+    problems += untaken_values(kconf)
     if problems:
         die(f"{path}: " + "; ".join(problems))
+
+
+def untaken_values(kconf):
+    """Values the file sets that Kconfig did not take (a dependency is not met):
+    kconfiglib drops them silently, which would build something else."""
+    problems = []
+    for sym in kconf.unique_defined_syms:
+        if sym.user_value is None:
+            continue
+        want = sym.user_value
+        if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
+            want = kconfiglib.TRI_TO_STR[want]
+        if str(want) != sym.str_value and not (want == "n" and sym.str_value == ""):
+            dep = re.sub(r" && <choice \w+>|<choice \w+> && ", "", kconfiglib.expr_str(sym.direct_dep))
+            problems.append(f"CONFIG_{sym.name}={want} cannot be set (it depends on {dep}; "
+                            "change that first, or run 'make olddefconfig')")
+    return problems
 
 
 def check_values(kconf, path):

@@ -44,6 +44,7 @@ for board in rtx2060 a100 h100; do
         echo "not ok - gpu $board path: build for sm_$cc failed (see $d.log)"; tail -n 20 "$d.log"; continue
     fi
     echo "ok - gpu $board path: built for sm_$cc"
+    mm_board=$board
     prefixed "$board" "$d/tests/bin/gpu/test_kernels"
     prefixed "$board" "$d/tests/bin/gpu/test_step"
 
@@ -70,3 +71,64 @@ for board in rtx2060 a100 h100; do
         done
     else echo "skip - $board: compute-sanitizer: skipped: not installed"; fi
 done
+
+# The memory strategies, on the last board built (h100 on a Hopper card): the
+# static arena with the CUDA graph and without, our pool and cudaMallocAsync
+# (both without the graph, by Kconfig dependency) must train to identical
+# parameters, as the kernels are deterministic; each reports its figures.
+mm_variant() { # VARIANT: the def line it appends to the board's config
+    case $1 in
+    static-nograph) echo "# CONFIG_CUDA_GRAPH is not set" ;;
+    pool) echo "CONFIG_MM_POOL=y" ;;
+    cuda-async) echo "CONFIG_MM_CUDA_ASYNC=y" ;;
+    esac
+}
+if [ -n "${mm_board:-}" ]; then
+    for v in static-nograph static-graph pool cuda-async; do
+        d=$OUT/gpu-$mm_board-mm-$v
+        [ $v = static-graph ] && d=$OUT/gpu-$mm_board # the board's own build
+        mkdir -p "$d"
+        if [ $v != static-graph ]; then
+            { cat "$OUT/gpu-$mm_board/def"; mm_variant $v; } >"$d/def"
+            if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
+                make --no-print-directory O="$d" -j"$(nproc)" EXTRA_WARN=-Werror "$d/app/mnist"; } >"$d.log" 2>&1; then
+                echo "not ok - $mm_board memory strategy $v: build failed (see $d.log)"; continue
+            fi
+        fi
+        graph=$(grep -c '^#define CONFIG_CUDA_GRAPH 1' "$d/include/generated/config.h")
+        if [ "$graph" -ne "$([ $v = static-graph ] && echo 1 || echo 0)" ]; then
+            echo "not ok - $mm_board memory strategy $v: CONFIG_CUDA_GRAPH is $graph"; continue
+        fi
+        if ! "$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 300 --save "$d/params.bin" --log "$d/run.jsonl" \
+            >"$d/run.out" 2>&1; then
+            echo "not ok - $mm_board memory strategy $v: the run failed"; tail -n 3 "$d/run.out"; continue
+        fi
+        if [ $v != static-nograph ]; then
+            if cmp -s "$OUT/gpu-$mm_board-mm-static-nograph/params.bin" "$d/params.bin"; then
+                echo "ok - $mm_board memory strategy $v: parameters identical to the static arena's (graph off)"
+            else echo "not ok - $mm_board memory strategy $v: parameters differ from the static arena's (graph off)"; fi
+        fi
+        python3 - "$d/run.jsonl" "$mm_board memory strategy $v" <<'PY' || echo "not ok - $mm_board memory strategy $v: no memory figures in its log"
+import json, sys
+m = [json.loads(l) for l in open(sys.argv[1]) if '"memory"' in l][0]
+per_step = m["strategy"] != "static"
+ok = (m["startup_alloc_calls"] == 1 and (m["training_alloc_calls"] > 0) == per_step
+      and (m["tensors"] > 0) == per_step and m["arena_bytes"] <= m["peak_in_use_bytes"] <= m["reserved_bytes"]
+      and (m["strategy"] != "cuda-async" or m["training_alloc_calls"] == m["tensors"]))
+print(f"{'ok' if ok else 'not ok'} - {sys.argv[2]}: memory figures {'consistent' if ok else 'inconsistent'}: "
+      f"{m['startup_alloc_calls']} + {m['training_alloc_calls']} device allocation calls, {m['tensors']} tensors, "
+      f"{m['reserved_bytes']} B reserved, {m['peak_in_use_bytes']} B peak in use")
+PY
+        if [ $v = pool ] || [ $v = cuda-async ]; then
+            if command -v compute-sanitizer >/dev/null; then
+                log=$d/sanitizer-memcheck.log
+                compute-sanitizer --tool memcheck --error-exitcode 3 "$d/app/mnist" --data "$DATA" --epochs 1 \
+                    --max-steps 10 >"$log" 2>&1
+                rc=$?
+                if [ $rc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$log"; then
+                    echo "ok - $mm_board memory strategy $v: compute-sanitizer memcheck: 0 errors"
+                else echo "not ok - $mm_board memory strategy $v: compute-sanitizer memcheck (status $rc): $(grep -m1 'SUMMARY' "$log")"; fi
+            else echo "skip - $mm_board memory strategy $v: compute-sanitizer: skipped: not installed"; fi
+        fi
+    done
+fi

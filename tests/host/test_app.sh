@@ -44,9 +44,9 @@ else echo "not ok - two runs with one seed differ"; fi
 if python3 - "$T/a.jsonl" <<'PY'
 import json, sys
 events = [json.loads(l)["event"] for l in open(sys.argv[1])]
-assert events[0] == "config" and "step" in events and events[-1] == "epoch", events
+assert events[0] == "config" and "step" in events and events[-2:] == ["epoch", "memory"], events
 PY
-then echo "ok - --log writes JSON lines (config, steps, epochs)"; else echo "not ok - --log output is not valid JSON lines"; fi
+then echo "ok - --log writes JSON lines (config, steps, epochs, memory)"; else echo "not ok - --log output is not valid JSON lines"; fi
 if ls "$T" | grep -q '\.tmp\.'; then echo "not ok - a temporary file was left behind"; else echo "ok - output files written through a temporary name"; fi
 if grep -q "alignment padding" "$T/a.out" && grep -q "total .* B" "$T/a.out"; then echo "ok - the memory plan is printed"
 else echo "not ok - no memory plan in the output"; fi

@@ -39,6 +39,10 @@ d=$(with unknown 'CONFIG_NO_SUCH_THING=y')
 expect_refusal "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this Kconfig' \
     $M O="$d" defconfig DEFCONFIG="$d/def"
 
+d=$(with undep 'CONFIG_MM_CUDA_ASYNC=y')
+expect_refusal "a value whose dependency is unmet refused" \
+    'CONFIG_MM_CUDA_ASYNC=y cannot be set (it depends on TARGET_CUDA' $M O="$d" defconfig DEFCONFIG="$d/def"
+
 mkdir -p "$T/none"
 expect_refusal "missing .config stops the build" "run 'make host_defconfig'" $M O="$T/none"
 expect_refusal "missing kconfiglib stops the build" "kconfiglib not found: run 'apt-get install python3-kconfiglib'" \
