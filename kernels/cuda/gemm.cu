@@ -25,168 +25,21 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm_launch.cuh"
+#include "kernels/cuda/gemm_operand.cuh"
 #include "kernels/ops.h"
-#include "snn_check.h"
-#if SNN_ARCH_HAS_CP_ASYNC
-#include "arch/sm80/cp_async.h"
+#ifdef CONFIG_GEMM_TENSOR_CORES
+#include "kernels/cuda/gemm_mma.h"
 #endif
 
 /* ---------------------------------------------------------------------------
  * kernels
  * ------------------------------------------------------------------------- */
 
-static __host__ __device__ constexpr int gemm_gcd(int a, int b) { return b ? gemm_gcd(b, a % b) : a; }
-
-/* One operand's tile, ROWS rows (BM for A, BN for B) by BK deep, loaded VEC
- * floats at a time into a k-major shared tile s[k][r] (row stride kStride).
- *
- * The tile is seen along its two directions in global memory: "fast", the
- * contiguous one (k for GEMM_K_CONTIG, rows for GEMM_R_CONTIG), in kF items
- * of VEC floats, and "slow", the other, kS long. The threads form a kTF x kTS
- * grid over it (fast index tid % kTF): each thread loads the kP x kQ items
- * (tf + p*kTF, ts + q*kTS), a lattice, so its addresses are one pointer plus
- * constant steps and its predicates a few compares.
- * - GEMM_R_CONTIG: kTF = gcd(rows / VEC, threads): consecutive threads take
- *   consecutive rows at one k; coalesced reads, contiguous shared stores.
- * - GEMM_K_CONTIG: stored transposed; kTF is at most 8 items (VEC = 1) or 2
- *   (VEC = 4), so a warp reads 8 consecutive floats of each of 4 rows (two
- *   float4 of each of 16 rows): whole 32-byte sectors. With the stride an
- *   odd multiple of 4 floats, the 32 lanes' shared stores hit 32 banks. */
-template <int LAYOUT, int ROWS, int VEC>
-struct GemmOperand {
-    static constexpr bool kKContig = LAYOUT == GEMM_K_CONTIG;
-    static constexpr int kStride = gemm_smem_stride(ROWS, kKContig);
-    static constexpr int kSmemFloats = GEMM_BK * kStride;
-    static constexpr int kF = kKContig ? GEMM_BK / VEC : ROWS / VEC;
-    static constexpr int kS = kKContig ? ROWS : GEMM_BK;
-    static constexpr int kTF = kKContig ? gemm_gcd(kF, VEC == 1 ? 8 : 2) : gemm_gcd(kF, GEMM_THREADS);
-    static constexpr int kTS = GEMM_THREADS / kTF;
-    static constexpr int kP = kF / kTF;
-    static constexpr int kQ = (kS + kTS - 1) / kTS;
-    static constexpr int kRegs = kP * kQ * VEC;
-    /* shared-tile steps of one fast item and of one slow index */
-    static constexpr int kSmemF = kKContig ? VEC * kStride : VEC;
-    static constexpr int kSmemS = kKContig ? 1 : kStride;
-    static_assert(VEC == 1 || VEC == 4, "GemmOperand: VEC is 1 or 4");
-    static_assert(kKContig ? GEMM_BK % VEC == 0 : ROWS % VEC == 0, "GemmOperand: VEC must divide the tile");
-    static_assert(GEMM_THREADS % kTF == 0, "GemmOperand: thread grid");
-
-    /* Whether slow index q of this thread lies in the tile (it may not when kTS does not divide kS). */
-    static __device__ __forceinline__ bool in_tile(int ts, int q) { return kS % kTS == 0 || ts + q * kTS < kS; }
-
-    /* The tile's origin (fast0, slow0) is (k0, r0) for K_CONTIG, (r0, k0) for
-     * R_CONTIG; F and S bound the matrix along fast and slow (Kd and R, or R
-     * and Kd). */
-    static __device__ __forceinline__ void origin(int r0, int k0, int R, int Kd, int &fast0, int &slow0, int &F,
-                                                  int &S)
-    {
-        fast0 = kKContig ? k0 : r0;
-        slow0 = kKContig ? r0 : k0;
-        F = kKContig ? Kd : R;
-        S = kKContig ? R : Kd;
-    }
-
-#if SNN_ARCH_HAS_CP_ASYNC
-    /* cp.async the tile at (r0, k0) of g (R rows, Kd deep) into s; zeros outside. */
-    static __device__ __forceinline__ void issue(float *s, const float *g, int ld, int R, int Kd, int r0, int k0,
-                                                 int tid)
-    {
-        static_assert(VEC == 1 || !kKContig, "cp.async cannot transpose: K_CONTIG operands load 1 float");
-        int fast0, slow0, F, S;
-        origin(r0, k0, R, Kd, fast0, slow0, F, S);
-        const int tf = tid % kTF, ts = tid / kTF;
-        const int f = fast0 + tf * VEC, sl = slow0 + ts;
-        const float *gp = g + (size_t)sl * ld + f;
-        float *sp = s + tf * kSmemF + ts * kSmemS;
-#pragma unroll
-        for (int q = 0; q < kQ; ++q) {
-            if (!in_tile(ts, q))
-                continue;
-            const bool s_ok = sl + q * kTS < S;
-#pragma unroll
-            for (int p = 0; p < kP; ++p) {
-                const int fp = f + p * kTF * VEC;
-                const float *src = gp + (size_t)q * kTS * ld + p * kTF * VEC;
-                float *dst = sp + p * kTF * kSmemF + q * kTS * kSmemS;
-                if constexpr (VEC == 1) {
-                    const bool ok = s_ok && fp < F;
-                    sm80_cp_async_ca_4(dst, ok ? src : g, ok ? 4 : 0);
-                } else {
-                    const int n = s_ok ? min(max(F - fp, 0), 4) : 0;
-                    sm80_cp_async_cg_16(dst, n ? src : g, n * 4);
-                }
-            }
-        }
-    }
-#else
-    /* Load the tile at (r0, k0) of g into registers (zeros outside the matrix). */
-    static __device__ __forceinline__ void fetch(float (&reg)[kRegs], const float *__restrict__ g, int ld, int R,
-                                                 int Kd, int r0, int k0, int tid)
-    {
-        int fast0, slow0, F, S;
-        origin(r0, k0, R, Kd, fast0, slow0, F, S);
-        const int tf = tid % kTF, ts = tid / kTF;
-        const int f = fast0 + tf * VEC, sl = slow0 + ts;
-        const float *gp = g + (size_t)sl * ld + f;
-#pragma unroll
-        for (int q = 0; q < kQ; ++q) {
-            const bool s_ok = in_tile(ts, q) && sl + q * kTS < S;
-#pragma unroll
-            for (int p = 0; p < kP; ++p) {
-                float *d = reg + (q * kP + p) * VEC;
-                const int fp = f + p * kTF * VEC;
-                const float *src = gp + (size_t)q * kTS * ld + p * kTF * VEC;
-#pragma unroll
-                for (int j = 0; j < VEC; ++j)
-                    d[j] = 0.0f;
-                if constexpr (VEC == 1) {
-                    if (s_ok && fp < F)
-                        d[0] = __ldg(src);
-                } else if (s_ok) {
-                    if (fp + 4 <= F) {
-                        const float4 x = __ldg(reinterpret_cast<const float4 *>(src));
-                        d[0] = x.x;
-                        d[1] = x.y;
-                        d[2] = x.z;
-                        d[3] = x.w;
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < 3; ++j)
-                            if (fp + j < F)
-                                d[j] = __ldg(src + j);
-                    }
-                }
-            }
-        }
-    }
-
-    /* Store what fetch loaded into the shared tile s. */
-    static __device__ __forceinline__ void store(float *s, const float (&reg)[kRegs], int tid)
-    {
-        const int tf = tid % kTF, ts = tid / kTF;
-        float *sp = s + tf * kSmemF + ts * kSmemS;
-#pragma unroll
-        for (int q = 0; q < kQ; ++q) {
-            if (!in_tile(ts, q))
-                continue;
-#pragma unroll
-            for (int p = 0; p < kP; ++p) {
-                const float *d = reg + (q * kP + p) * VEC;
-                float *dst = sp + p * kTF * kSmemF + q * kTS * kSmemS;
-                if constexpr (kKContig) {
-#pragma unroll
-                    for (int j = 0; j < VEC; ++j)
-                        dst[j * kStride] = d[j];
-                } else if constexpr (VEC == 4) {
-                    *reinterpret_cast<float4 *>(dst) = make_float4(d[0], d[1], d[2], d[3]);
-                } else {
-                    dst[0] = d[0];
-                }
-            }
-        }
-    }
-#endif
-};
+/* The FP32 kernel's operands: k-major float tiles. */
+template <int L, int ROWS, int VEC>
+using GemmF32Operand = GemmOperand<L, ROWS, VEC, true, gemm_smem_stride(ROWS, L == GEMM_K_CONTIG)>;
 
 template <int V>
 static __device__ __forceinline__ void gemm_lds(float *d, const float *p)
@@ -237,9 +90,9 @@ __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_f32_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
                     Epi epi)
 {
-    using OpA = GemmOperand<LA, GEMM_BM, VA>;
-    using OpB = GemmOperand<LB, GEMM_BN, VB>;
-    constexpr int kStage = OpA::kSmemFloats + OpB::kSmemFloats;
+    using OpA = GemmF32Operand<LA, GEMM_BM, VA>;
+    using OpB = GemmF32Operand<LB, GEMM_BN, VB>;
+    constexpr int kStage = OpA::kSmemElems + OpB::kSmemElems;
     extern __shared__ __align__(16) float gemm_smem[];
 
     const int tid = threadIdx.x;
@@ -265,7 +118,7 @@ __global__ void __launch_bounds__(GEMM_THREADS)
     for (int s = 0; s < S - 1; ++s) {
         if (s < ktiles) {
             OpA::issue(gemm_smem + s * kStage, A, lda, M, K, m0, s * GEMM_BK, tid);
-            OpB::issue(gemm_smem + s * kStage + OpA::kSmemFloats, B, ldb, N, K, n0, s * GEMM_BK, tid);
+            OpB::issue(gemm_smem + s * kStage + OpA::kSmemElems, B, ldb, N, K, n0, s * GEMM_BK, tid);
         }
         sm80_cp_async_commit(); /* empty groups keep the count uniform */
     }
@@ -276,17 +129,17 @@ __global__ void __launch_bounds__(GEMM_THREADS)
         if (next < ktiles) {
             float *st = gemm_smem + (next % S) * kStage;
             OpA::issue(st, A, lda, M, K, m0, next * GEMM_BK, tid);
-            OpB::issue(st + OpA::kSmemFloats, B, ldb, N, K, n0, next * GEMM_BK, tid);
+            OpB::issue(st + OpA::kSmemElems, B, ldb, N, K, n0, next * GEMM_BK, tid);
         }
         sm80_cp_async_commit();
         const float *st = gemm_smem + (kt % S) * kStage;
-        gemm_stage_fma<OpA::kStride, OpB::kStride>(acc, st + a_off, st + OpA::kSmemFloats + b_off);
+        gemm_stage_fma<OpA::kStride, OpB::kStride>(acc, st + a_off, st + OpA::kSmemElems + b_off);
     }
     sm80_cp_async_wait<0>();
 #else
     /* One shared tile; the next tile waits in registers while it is used. */
     float ra[OpA::kRegs], rb[OpB::kRegs];
-    float *As = gemm_smem, *Bs = gemm_smem + OpA::kSmemFloats;
+    float *As = gemm_smem, *Bs = gemm_smem + OpA::kSmemElems;
     if (ktiles > 0) {
         OpA::fetch(ra, A, lda, M, K, m0, 0, tid);
         OpB::fetch(rb, B, ldb, N, K, n0, 0, tid);
@@ -325,51 +178,6 @@ __global__ void __launch_bounds__(GEMM_THREADS)
     }
 }
 
-/* Forward: y = v (+ b[n]), then ReLU if relu. */
-struct GemmEpiBiasRelu {
-    float *y;
-    const float *b;
-    int ld;
-    int relu;
-    __device__ __forceinline__ void operator()(int m, int n, float v) const
-    {
-        if (b)
-            v += b[n];
-        if (relu)
-            v = v > 0.0f ? v : 0.0f;
-        y[(size_t)m * ld + n] = v;
-    }
-};
-
-/* Input gradient: dx = v where the layer's input was positive (all if no act). */
-struct GemmEpiReluMask {
-    float *dx;
-    const float *act;
-    int ld;
-    __device__ __forceinline__ void operator()(int m, int n, float v) const
-    {
-        const size_t i = (size_t)m * ld + n;
-        if (act && !(act[i] > 0.0f))
-            v = 0.0f;
-        dx[i] = v;
-    }
-};
-
-/* Weight gradient v = gW[m][n] -> SGD with momentum: vw = mu*vw + g; w -= lr*vw. */
-struct GemmEpiSgd {
-    float *w;
-    float *vw;
-    int ld;
-    float lr, mu;
-    __device__ __forceinline__ void operator()(int m, int n, float g) const
-    {
-        const size_t i = (size_t)m * ld + n;
-        const float v = mu * vw[i] + g;
-        vw[i] = v;
-        w[i] -= lr * v;
-    }
-};
-
 /* Bias gradient gb[n] = sum_m dy[m][n], fused with its SGD update. A block
  * holds 32 columns; its 8 row slices sum rows ty, ty+8, ... in order, then
  * one thread adds the 8 partial sums in order: a fixed order for given M. */
@@ -402,56 +210,28 @@ __global__ void __launch_bounds__(BIAS_COLS *BIAS_SLICES)
  * launchers
  * ------------------------------------------------------------------------- */
 
-/* Whether an operand layout can be loaded 4 floats at a time on this target
- * (cp.async cannot transpose, so K_CONTIG loads single floats there)... */
-template <int L, int ROWS>
-static constexpr bool gemm_vec_allowed()
-{
-    return L == GEMM_R_CONTIG ? ROWS % 4 == 0 : !SNN_ARCH_HAS_CP_ASYNC && GEMM_BK % 4 == 0;
-}
-/* ...and whether this operand is aligned for it. */
-static bool gemm_vec_aligned(const float *p, int ld)
-{
-    return ld % 4 == 0 && ((uintptr_t)p & 15) == 0;
-}
-
-template <int LA, int LB, int VA, int VB, class Epi>
-static void gemm_launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
-{
-    constexpr int smem = gemm_smem_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG);
-    void (*kernel)(const float *, int, const float *, int, int, int, int, Epi) = gemm_f32_kernel<LA, LB, VA, VB, Epi>;
-    if constexpr (smem > SNN_CUDA_SMEM_DEFAULT) {
-        static bool opted_in; /* once per kernel instance */
-        if (!opted_in) {
-            CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-            opted_in = true;
-        }
+/* The FP32 kernel for gemm_dispatch. */
+template <int LA, int LB>
+struct GemmF32 {
+    template <int VA, int VB, class Epi>
+    static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+    {
+        gemm_launch<gemm_f32_kernel<LA, LB, VA, VB, Epi>,
+                    gemm_smem_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(M, N, A, lda, B, ldb, M, N, K, epi);
     }
-    const dim3 grid((N + GEMM_BN - 1) / GEMM_BN, (M + GEMM_BM - 1) / GEMM_BM);
-    kernel<<<grid, GEMM_THREADS, smem, snn_stream()>>>(A, lda, B, ldb, M, N, K, epi);
-    CUDA_CHECK_LAUNCH();
-}
+};
 
-/* C[M,N] = A . B^T with A: M x K and B: N x K in the given layouts. */
+/* C[M,N] = A . B^T with A: M x K and B: N x K in the given layouts, on the
+ * configured precision's kernel. */
 template <int LA, int LB, class Epi>
 static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
-    if (M <= 0 || N <= 0)
-        return;
-    if ((M + GEMM_BM - 1) / GEMM_BM > 65535)
-        snn_die("GEMM with %d rows exceeds the grid's 65535 x CONFIG_GEMM_BLOCK_M (%d) rows", M, GEMM_BM);
-    constexpr bool can_a = gemm_vec_allowed<LA, GEMM_BM>(), can_b = gemm_vec_allowed<LB, GEMM_BN>();
-    const bool va = can_a && gemm_vec_aligned(A, lda), vb = can_b && gemm_vec_aligned(B, ldb);
-    if constexpr (can_a && can_b)
-        if (va && vb)
-            return gemm_launch<LA, LB, 4, 4>(A, lda, B, ldb, M, N, K, epi);
-    if constexpr (can_a)
-        if (va)
-            return gemm_launch<LA, LB, 4, 1>(A, lda, B, ldb, M, N, K, epi);
-    if constexpr (can_b)
-        if (vb)
-            return gemm_launch<LA, LB, 1, 4>(A, lda, B, ldb, M, N, K, epi);
-    gemm_launch<LA, LB, 1, 1>(A, lda, B, ldb, M, N, K, epi);
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    gemm_mma_run<LA, LB>(A, lda, B, ldb, M, N, K, epi);
+#else
+    gemm_dispatch<GemmF32<LA, LB>, gemm_vec_allowed<LA, GEMM_BM, true>(), gemm_vec_allowed<LB, GEMM_BN, true>()>(
+        A, lda, B, ldb, M, N, K, epi);
+#endif
 }
 
 extern "C" void cuda_linear_forward(float *y, const float *x, const float *w, const float *b, int M, int N, int K,

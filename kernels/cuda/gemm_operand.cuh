@@ -1,0 +1,194 @@
+/* The staging of one GEMM operand tile from global memory, shared by the
+ * FP32 SIMT kernel (gemm.cu) and the tensor-core kernel (gemm_mma.cu):
+ * cp.async into shared memory where the target has it, else through
+ * registers. Zeros outside [rows, K]: any M, N, K. */
+#ifndef SNN_GEMM_OPERAND_CUH
+#define SNN_GEMM_OPERAND_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/gemm_config.h"
+#if SNN_ARCH_HAS_CP_ASYNC
+#include "arch/sm80/cp_async.h"
+#endif
+
+static __host__ __device__ constexpr int gemm_gcd(int a, int b) { return b ? gemm_gcd(b, a % b) : a; }
+
+/* V consecutive floats into shared memory, as floats or rounded to FP16. */
+template <int V>
+static __device__ __forceinline__ void gemm_sts(float *dst, const float *d)
+{
+    if constexpr (V == 4)
+        *reinterpret_cast<float4 *>(dst) = make_float4(d[0], d[1], d[2], d[3]);
+    else
+        dst[0] = d[0];
+}
+template <int V>
+static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
+{
+    if constexpr (V == 4) {
+        const __half2 lo = __floats2half2_rn(d[0], d[1]), hi = __floats2half2_rn(d[2], d[3]);
+        *reinterpret_cast<uint2 *>(dst) =
+            make_uint2(*reinterpret_cast<const unsigned *>(&lo), *reinterpret_cast<const unsigned *>(&hi));
+    } else {
+        dst[0] = __float2half_rn(d[0]);
+    }
+}
+
+/* One operand's tile, ROWS rows (BM for A, BN for B) by BK deep, loaded VEC
+ * floats at a time into a shared tile of element type T (float, or __half:
+ * rounded on the way in). The shared tile is k-major, s[k][r] (KMAJOR), or
+ * row-major, s[r][k]; STRIDE elements between its k (or r) lines. An
+ * R_CONTIG operand is always k-major; a K_CONTIG one is either transposed
+ * (KMAJOR) or kept as it lies in global memory.
+ *
+ * The tile is seen along its two directions in global memory: "fast", the
+ * contiguous one (k for GEMM_K_CONTIG, rows for GEMM_R_CONTIG), in kF items
+ * of VEC floats, and "slow", the other, kS long. The threads form a kTF x kTS
+ * grid over it (fast index tid % kTF): each thread loads the kP x kQ items
+ * (tf + p*kTF, ts + q*kTS), a lattice, so its addresses are one pointer plus
+ * constant steps and its predicates a few compares.
+ * - Not transposed: kTF = gcd(kF, threads): consecutive threads take
+ *   consecutive items of one line; coalesced reads, contiguous shared stores.
+ * - Transposed (K_CONTIG, KMAJOR): kTF is at most 8 items (VEC = 1) or 2
+ *   (VEC = 4), so a warp reads 8 consecutive floats of each of 4 rows (two
+ *   float4 of each of 16 rows): whole 32-byte sectors. With the stride an
+ *   odd multiple of 4 floats, the 32 lanes' shared stores hit 32 banks. */
+template <int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float>
+struct GemmOperand {
+    static constexpr bool kKContig = LAYOUT == GEMM_K_CONTIG;
+    static constexpr bool kTranspose = kKContig && KMAJOR;
+    static constexpr int kStride = STRIDE;
+    static constexpr int kSmemElems = (KMAJOR ? GEMM_BK : ROWS) * STRIDE;
+    static constexpr int kF = kKContig ? GEMM_BK / VEC : ROWS / VEC;
+    static constexpr int kS = kKContig ? ROWS : GEMM_BK;
+    static constexpr int kTF = kTranspose ? gemm_gcd(kF, VEC == 1 ? 8 : 2) : gemm_gcd(kF, GEMM_THREADS);
+    static constexpr int kTS = GEMM_THREADS / kTF;
+    static constexpr int kP = kF / kTF;
+    static constexpr int kQ = (kS + kTS - 1) / kTS;
+    static constexpr int kRegs = kP * kQ * VEC;
+    /* shared-tile steps of one fast item and of one slow index */
+    static constexpr int kSmemF = kTranspose ? VEC * STRIDE : VEC;
+    static constexpr int kSmemS = kTranspose ? 1 : STRIDE;
+    static_assert(VEC == 1 || VEC == 4, "GemmOperand: VEC is 1 or 4");
+    static_assert(kKContig ? GEMM_BK % VEC == 0 : ROWS % VEC == 0, "GemmOperand: VEC must divide the tile");
+    static_assert(GEMM_THREADS % kTF == 0, "GemmOperand: thread grid");
+    static_assert(KMAJOR || kKContig, "GemmOperand: an R_CONTIG operand is stored k-major");
+    /* Whether slow index q of this thread lies in the tile (it may not when kTS does not divide kS). */
+    static __device__ __forceinline__ bool in_tile(int ts, int q) { return kS % kTS == 0 || ts + q * kTS < kS; }
+
+    /* The tile's origin (fast0, slow0) is (k0, r0) for K_CONTIG, (r0, k0) for
+     * R_CONTIG; F and S bound the matrix along fast and slow (Kd and R, or R
+     * and Kd). */
+    static __device__ __forceinline__ void origin(int r0, int k0, int R, int Kd, int &fast0, int &slow0, int &F,
+                                                  int &S)
+    {
+        fast0 = kKContig ? k0 : r0;
+        slow0 = kKContig ? r0 : k0;
+        F = kKContig ? Kd : R;
+        S = kKContig ? R : Kd;
+    }
+
+#if SNN_ARCH_HAS_CP_ASYNC
+    /* cp.async the tile at (r0, k0) of g (R rows, Kd deep) into s; zeros outside. */
+    static __device__ __forceinline__ void issue(T *s, const float *g, int ld, int R, int Kd, int r0, int k0,
+                                                 int tid)
+    {
+        static_assert(VEC == 1 || !kTranspose, "cp.async cannot transpose: transposed operands load 1 float");
+        static_assert(sizeof(T) == 4, "cp.async copies floats");
+        int fast0, slow0, F, S;
+        origin(r0, k0, R, Kd, fast0, slow0, F, S);
+        const int tf = tid % kTF, ts = tid / kTF;
+        const int f = fast0 + tf * VEC, sl = slow0 + ts;
+        const float *gp = g + (size_t)sl * ld + f;
+        T *sp = s + tf * kSmemF + ts * kSmemS;
+#pragma unroll
+        for (int q = 0; q < kQ; ++q) {
+            if (!in_tile(ts, q))
+                continue;
+            const bool s_ok = sl + q * kTS < S;
+#pragma unroll
+            for (int p = 0; p < kP; ++p) {
+                const int fp = f + p * kTF * VEC;
+                const float *src = gp + (size_t)q * kTS * ld + p * kTF * VEC;
+                T *dst = sp + p * kTF * kSmemF + q * kTS * kSmemS;
+                if constexpr (VEC == 1) {
+                    const bool ok = s_ok && fp < F;
+                    sm80_cp_async_ca_4(dst, ok ? src : g, ok ? 4 : 0);
+                } else {
+                    const int n = s_ok ? min(max(F - fp, 0), 4) : 0;
+                    sm80_cp_async_cg_16(dst, n ? src : g, n * 4);
+                }
+            }
+        }
+    }
+#else
+    /* Load the tile at (r0, k0) of g into registers (zeros outside the matrix). */
+    static __device__ __forceinline__ void fetch(float (&reg)[kRegs], const float *__restrict__ g, int ld, int R,
+                                                 int Kd, int r0, int k0, int tid)
+    {
+        int fast0, slow0, F, S;
+        origin(r0, k0, R, Kd, fast0, slow0, F, S);
+        const int tf = tid % kTF, ts = tid / kTF;
+        const int f = fast0 + tf * VEC, sl = slow0 + ts;
+        const float *gp = g + (size_t)sl * ld + f;
+#pragma unroll
+        for (int q = 0; q < kQ; ++q) {
+            const bool s_ok = in_tile(ts, q) && sl + q * kTS < S;
+#pragma unroll
+            for (int p = 0; p < kP; ++p) {
+                float *d = reg + (q * kP + p) * VEC;
+                const int fp = f + p * kTF * VEC;
+                const float *src = gp + (size_t)q * kTS * ld + p * kTF * VEC;
+#pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    d[j] = 0.0f;
+                if constexpr (VEC == 1) {
+                    if (s_ok && fp < F)
+                        d[0] = __ldg(src);
+                } else if (s_ok) {
+                    if (fp + 4 <= F) {
+                        const float4 x = __ldg(reinterpret_cast<const float4 *>(src));
+                        d[0] = x.x;
+                        d[1] = x.y;
+                        d[2] = x.z;
+                        d[3] = x.w;
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < 3; ++j)
+                            if (fp + j < F)
+                                d[j] = __ldg(src + j);
+                    }
+                }
+            }
+        }
+    }
+
+    /* Store what fetch loaded into the shared tile s (rounded to T). */
+    static __device__ __forceinline__ void store(T *s, const float (&reg)[kRegs], int tid)
+    {
+        const int tf = tid % kTF, ts = tid / kTF;
+        T *sp = s + tf * kSmemF + ts * kSmemS;
+#pragma unroll
+        for (int q = 0; q < kQ; ++q) {
+            if (!in_tile(ts, q))
+                continue;
+#pragma unroll
+            for (int p = 0; p < kP; ++p) {
+                const float *d = reg + (q * kP + p) * VEC;
+                T *dst = sp + p * kTF * kSmemF + q * kTS * kSmemS;
+                if constexpr (kTranspose) {
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j)
+                        gemm_sts<1>(dst + j * kStride, d + j);
+                } else {
+                    gemm_sts<VEC>(dst, d);
+                }
+            }
+        }
+    }
+#endif
+};
+
+#endif
