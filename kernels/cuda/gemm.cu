@@ -27,7 +27,7 @@
 #include "kernels/cuda/gemm_config.h"
 #include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_launch.cuh"
-#include "kernels/cuda/gemm_operand.cuh"
+#include "kernels/cuda/gemm_pipeline.cuh"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
 #include "kernels/cuda/gemm_mma.h"
@@ -92,7 +92,6 @@ __global__ void __launch_bounds__(GEMM_THREADS)
 {
     using OpA = GemmF32Operand<LA, GEMM_BM, VA>;
     using OpB = GemmF32Operand<LB, GEMM_BN, VB>;
-    constexpr int kStage = OpA::kSmemElems + OpB::kSmemElems;
     extern __shared__ __align__(16) float gemm_smem[];
 
     const int tid = threadIdx.x;
@@ -102,7 +101,6 @@ __global__ void __launch_bounds__(GEMM_THREADS)
     const int m0 = blockIdx.y * GEMM_BM, n0 = blockIdx.x * GEMM_BN;
     const int a_off = wm * GEMM_WM + lm * GEMM_VM;
     const int b_off = wn * GEMM_WN + ln * GEMM_VN;
-    const int ktiles = (K + GEMM_BK - 1) / GEMM_BK;
 
     float acc[GEMM_TM][GEMM_TN];
 #pragma unroll
@@ -111,57 +109,9 @@ __global__ void __launch_bounds__(GEMM_THREADS)
         for (int j = 0; j < GEMM_TN; ++j)
             acc[i][j] = 0.0f;
 
-#if SNN_ARCH_HAS_CP_ASYNC
-    /* Ring of STAGES tiles: tiles kt+1 .. kt+STAGES-1 in flight while kt is used. */
-    constexpr int S = CONFIG_GEMM_STAGES;
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-        if (s < ktiles) {
-            OpA::issue(gemm_smem + s * kStage, A, lda, M, K, m0, s * GEMM_BK, tid);
-            OpB::issue(gemm_smem + s * kStage + OpA::kSmemElems, B, ldb, N, K, n0, s * GEMM_BK, tid);
-        }
-        sm80_cp_async_commit(); /* empty groups keep the count uniform */
-    }
-    for (int kt = 0; kt < ktiles; ++kt) {
-        sm80_cp_async_wait<S - 2>(); /* this thread's copies of tile kt have landed */
-        __syncthreads();             /* everyone's have; and stage (kt-1)%S is free */
-        const int next = kt + S - 1;
-        if (next < ktiles) {
-            float *st = gemm_smem + (next % S) * kStage;
-            OpA::issue(st, A, lda, M, K, m0, next * GEMM_BK, tid);
-            OpB::issue(st + OpA::kSmemElems, B, ldb, N, K, n0, next * GEMM_BK, tid);
-        }
-        sm80_cp_async_commit();
-        const float *st = gemm_smem + (kt % S) * kStage;
-        gemm_stage_fma<OpA::kStride, OpB::kStride>(acc, st + a_off, st + OpA::kSmemElems + b_off);
-    }
-    sm80_cp_async_wait<0>();
-#else
-    /* One shared tile; the next tile waits in registers while it is used. */
-    float ra[OpA::kRegs], rb[OpB::kRegs];
-    float *As = gemm_smem, *Bs = gemm_smem + OpA::kSmemElems;
-    if (ktiles > 0) {
-        OpA::fetch(ra, A, lda, M, K, m0, 0, tid);
-        OpB::fetch(rb, B, ldb, N, K, n0, 0, tid);
-        OpA::store(As, ra, tid);
-        OpB::store(Bs, rb, tid);
-    }
-    __syncthreads();
-    for (int kt = 0; kt < ktiles; ++kt) {
-        const bool more = kt + 1 < ktiles;
-        if (more) {
-            OpA::fetch(ra, A, lda, M, K, m0, (kt + 1) * GEMM_BK, tid);
-            OpB::fetch(rb, B, ldb, N, K, n0, (kt + 1) * GEMM_BK, tid);
-        }
+    gemm_mainloop<OpA, OpB>(gemm_smem, A, lda, B, ldb, M, N, K, [&](const float *As, const float *Bs) {
         gemm_stage_fma<OpA::kStride, OpB::kStride>(acc, As + a_off, Bs + b_off);
-        if (more) {
-            __syncthreads();
-            OpA::store(As, ra, tid);
-            OpB::store(Bs, rb, tid);
-            __syncthreads();
-        }
-    }
-#endif
+    });
 
 #pragma unroll
     for (int i = 0; i < GEMM_TM; ++i) {

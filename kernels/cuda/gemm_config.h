@@ -108,23 +108,28 @@ static_assert(GEMM_THREADS <= SNN_CUDA_MAX_THREADS_PER_BLOCK,
               "shrink the block tile");
 static_assert(GEMM_WM * GEMM_WN % SNN_CUDA_WARP == 0,
               "CONFIG_GEMM_WARP_M x CONFIG_GEMM_WARP_N must be a multiple of 32 (one share per lane)");
+/* Registers a lane may have: 255, and all threads of the block on one SM. */
+#define GEMM_MAX_REGS (SNN_ARCH_REGS_PER_SM / GEMM_THREADS < 255 ? SNN_ARCH_REGS_PER_SM / GEMM_THREADS : 255)
+static_assert(SNN_ARCH_HAS_CP_ASYNC || CONFIG_GEMM_STAGES == 2,
+              "this target has no cp.async: CONFIG_GEMM_STAGES must be 2 (one tile in shared memory, the next "
+              "in registers)");
+
+/* The SIMT kernel's own (the tensor-core kernel's are in gemm_mma.h). */
+#ifndef CONFIG_GEMM_TENSOR_CORES
 static_assert(GEMM_LANES_N != 0,
               "no 32-lane layout fits the warp tile: CONFIG_GEMM_WARP_N must be divisible by L and "
               "CONFIG_GEMM_WARP_M by 32/L for some L in 1, 2, 4, 8, 16, 32 (e.g. both multiples of 8)");
 static_assert(GEMM_TM * GEMM_TN == GEMM_THREAD_ELEMS, "GEMM lane layout: internal error");
-/* Registers a lane may have: 255, and all threads of the block on one SM. */
-#define GEMM_MAX_REGS (SNN_ARCH_REGS_PER_SM / GEMM_THREADS < 255 ? SNN_ARCH_REGS_PER_SM / GEMM_THREADS : 255)
 static_assert(GEMM_THREAD_ELEMS + GEMM_TM + GEMM_TN + 16 <= GEMM_MAX_REGS,
               "GEMM accumulators do not fit in registers: CONFIG_GEMM_WARP_M x CONFIG_GEMM_WARP_N / 32 "
               "accumulators per lane, plus operands, exceed min(255, 65536 / threads per block): shrink the "
               "warp tile or use fewer warps per block (CONFIG_GEMM_BLOCK_M/N)");
-static_assert(SNN_ARCH_HAS_CP_ASYNC || CONFIG_GEMM_STAGES == 2,
-              "this target has no cp.async: CONFIG_GEMM_STAGES must be 2 (one tile in shared memory, the next "
-              "in registers)");
 static_assert(GEMM_SMEM_BYTES_MAX <= SNN_ARCH_MAX_SMEM_PER_BLOCK,
               "GEMM shared memory (stages x CONFIG_GEMM_BLOCK_K x (CONFIG_GEMM_BLOCK_M + CONFIG_GEMM_BLOCK_N "
               "+ padding) x 4 bytes; one stage on sm75, CONFIG_GEMM_STAGES on sm80/sm90) exceeds the target's "
               "per-block limit (arch/<target>/limits.h): lower CONFIG_GEMM_STAGES, CONFIG_GEMM_BLOCK_K or "
               "CONFIG_GEMM_BLOCK_M/N");
+
+#endif
 
 #endif

@@ -58,6 +58,7 @@ static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
 template <int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float>
 struct GemmOperand {
     static constexpr bool kKContig = LAYOUT == GEMM_K_CONTIG;
+    static constexpr bool kKMajor = KMAJOR;
     static constexpr bool kTranspose = kKContig && KMAJOR;
     static constexpr int kStride = STRIDE;
     static constexpr int kSmemElems = (KMAJOR ? GEMM_BK : ROWS) * STRIDE;

@@ -1,0 +1,260 @@
+/* Tensor-core GEMM for the three roles of a linear layer, in the precision
+ * the config chose (CONFIG_PRECISION_TF32, _FP16, _FP16_ACC16, _BF16): the
+ * same C[m][n] = sum_k A(m,k) B(n,k), operand layouts and epilogues as the
+ * FP32 kernel (gemm.cu), on mma.sync.
+ *
+ * Design: activations, weights and momentum stay FP32 in memory, and only
+ * this kernel sees the reduced precision: it rounds its operands as it
+ * stages them and hands FP32 results to the FP32 epilogues. So the weights
+ * are their own FP32 master copy, the SGD update in the weight-gradient
+ * epilogue is exact FP32 (no FP16 weight update that small steps would
+ * vanish in), no separate conversion kernels or half-precision copies of
+ * the activations are needed, and the other kernels are those of FP32.
+ *
+ * Shape (gemm_mma.h): block tile CONFIG_GEMM_BLOCK_M/N/K, warp tile
+ * CONFIG_GEMM_WARP_M/N/K in 16 x 8 instruction tiles. Each operand tile keeps
+ * its global layout in shared memory (X, dY as rows along k; W, dY^T in the
+ * weight gradient as k lines of rows), so global loads are wide and
+ * coalesced and need no transposition; the fragment loads handle both.
+ * - Turing (sm75): global -> registers (FP32) -> FP16 -> shared, the next
+ *   tile in registers while the current one is used (gemm_pipeline.cuh);
+ *   fragments by ldmatrix (.trans for k-major tiles); mma.sync m16n8k8.
+ * - Ampere (sm80; sm90 until its wgmma path): cp.async ring of
+ *   CONFIG_GEMM_STAGES FP32 tiles; fragments read from shared memory and
+ *   rounded in registers (f16x2, bf16x2, or tf32 by cvt.rna); mma.sync
+ *   m16n8k16, or m16n8k8 for TF32.
+ * mma.sync sums in a fixed order, and each C element is owned by one lane:
+ * deterministic, no atomics. Any M, N, K: zero-filled loads, predicated
+ * stores. */
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm_launch.cuh"
+#include "kernels/cuda/gemm_mma.h"
+#include "kernels/cuda/gemm_pipeline.cuh"
+#if GEMM_MMA_TURING
+#include "arch/sm75/mma.h"
+#else
+#include "arch/sm80/mma.h"
+#endif
+
+/* ---------------------------------------------------------------------------
+ * kernels
+ * ------------------------------------------------------------------------- */
+
+#if GEMM_MMA_TURING
+typedef __half GemmMmaElem;
+#else
+typedef float GemmMmaElem;
+#endif
+
+/* An operand as this kernel stages it: kept in its global layout. */
+template <int L, int ROWS, int VEC>
+using GemmMmaOperand =
+    GemmOperand<L, ROWS, VEC, L == GEMM_R_CONTIG,
+                gemm_mma_stride(L == GEMM_R_CONTIG ? ROWS : GEMM_BK, L == GEMM_R_CONTIG), GemmMmaElem>;
+
+/* Fragments of one k step (GEMM_MMA_KSTEP) from a shared tile whose element
+ * (r, k) lies at s[k * S + r] (KMAJOR) or s[r * S + k]; r0, k0: the
+ * instruction tile's origin. A fragments are four registers (Turing: two
+ * m16n8k8 A fragments, k and k + 8), B fragments two (Turing: k and k + 8). */
+template <bool KMAJOR, int S>
+struct GemmMmaFrag {
+#if GEMM_MMA_TURING
+    static __device__ __forceinline__ void load_a(uint32_t (&a)[4], const GemmMmaElem *s, int r0, int k0, int lane)
+    {
+        const int i = lane / 8, j = lane % 8;
+        if constexpr (KMAJOR)
+            sm75_ldmatrix_x4_trans(a, s + (k0 + (i / 2) * 8 + j) * S + r0 + (i % 2) * 8);
+        else
+            sm75_ldmatrix_x4(a, s + (r0 + (i % 2) * 8 + j) * S + k0 + (i / 2) * 8);
+    }
+    static __device__ __forceinline__ void load_b(uint32_t (&b)[2], const GemmMmaElem *s, int n0, int k0, int lane)
+    {
+        const int i = lane / 8 % 2, j = lane % 8;
+        if constexpr (KMAJOR)
+            sm75_ldmatrix_x2_trans(b, s + (k0 + i * 8 + j) * S + n0);
+        else
+            sm75_ldmatrix_x2(b, s + (n0 + j) * S + k0 + i * 8);
+    }
+#else
+    static __device__ __forceinline__ float at(const float *s, int r, int k) { return s[KMAJOR ? k * S + r : r * S + k]; }
+#if defined(CONFIG_PRECISION_TF32)
+    static __device__ __forceinline__ uint32_t word(const float *s, int r, int k) { return sm80_cvt_tf32(at(s, r, k)); }
+    static __device__ __forceinline__ void load_a(uint32_t (&a)[4], const float *s, int r0, int k0, int lane)
+    {
+        const int g = lane / 4, t = lane % 4;
+        a[0] = word(s, r0 + g, k0 + t);
+        a[1] = word(s, r0 + g + 8, k0 + t);
+        a[2] = word(s, r0 + g, k0 + t + 4);
+        a[3] = word(s, r0 + g + 8, k0 + t + 4);
+    }
+    static __device__ __forceinline__ void load_b(uint32_t (&b)[2], const float *s, int n0, int k0, int lane)
+    {
+        const int g = lane / 4, t = lane % 4;
+        b[0] = word(s, n0 + g, k0 + t);
+        b[1] = word(s, n0 + g, k0 + t + 4);
+    }
+#else
+    /* Elements (r, k) and (r, k + 1), rounded and packed; one 8-byte load from a row-major tile. */
+    static __device__ __forceinline__ uint32_t word(const float *s, int r, int k)
+    {
+        float2 v;
+        if constexpr (KMAJOR)
+            v = make_float2(at(s, r, k), at(s, r, k + 1));
+        else
+            v = *reinterpret_cast<const float2 *>(s + r * S + k);
+#if defined(CONFIG_PRECISION_BF16)
+        return sm80_pack_bf16x2(v.x, v.y);
+#else
+        return sm75_pack_f16x2(v.x, v.y);
+#endif
+    }
+    static __device__ __forceinline__ void load_a(uint32_t (&a)[4], const float *s, int r0, int k0, int lane)
+    {
+        const int g = lane / 4, t = lane % 4;
+        a[0] = word(s, r0 + g, k0 + 2 * t);
+        a[1] = word(s, r0 + g + 8, k0 + 2 * t);
+        a[2] = word(s, r0 + g, k0 + 2 * t + 8);
+        a[3] = word(s, r0 + g + 8, k0 + 2 * t + 8);
+    }
+    static __device__ __forceinline__ void load_b(uint32_t (&b)[2], const float *s, int n0, int k0, int lane)
+    {
+        const int g = lane / 4, t = lane % 4;
+        b[0] = word(s, n0 + g, k0 + 2 * t);
+        b[1] = word(s, n0 + g, k0 + 2 * t + 8);
+    }
+#endif
+#endif
+};
+
+#if defined(CONFIG_PRECISION_FP16_ACC16)
+typedef uint32_t GemmMmaAcc;
+#else
+typedef float GemmMmaAcc;
+#endif
+
+/* c += a . b over one k step. */
+static __device__ __forceinline__ void gemm_mma(GemmMmaAcc (&c)[GEMM_MMA_ACC_REGS], const uint32_t (&a)[4],
+                                                const uint32_t (&b)[2])
+{
+#if defined(CONFIG_PRECISION_FP16_ACC16)
+    sm75_mma_16x8x8_f16_f16(c, a[0], a[1], b[0]);
+    sm75_mma_16x8x8_f16_f16(c, a[2], a[3], b[1]);
+#elif GEMM_MMA_TURING
+    sm75_mma_16x8x8_f32_f16(c, a[0], a[1], b[0]);
+    sm75_mma_16x8x8_f32_f16(c, a[2], a[3], b[1]);
+#elif defined(CONFIG_PRECISION_TF32)
+    sm80_mma_16x8x8_f32_tf32(c, a, b);
+#elif defined(CONFIG_PRECISION_BF16)
+    sm80_mma_16x8x16_f32_bf16(c, a, b);
+#else
+    sm80_mma_16x8x16_f32_f16(c, a, b);
+#endif
+}
+
+/* Element e of an accumulator tile as FP32: e = 0, 1: (g, 2t + e); 2, 3: (g + 8, 2t + e - 2). */
+static __device__ __forceinline__ float gemm_mma_acc(const GemmMmaAcc (&c)[GEMM_MMA_ACC_REGS], int e)
+{
+#if defined(CONFIG_PRECISION_FP16_ACC16)
+    const float2 v = sm75_unpack_f16x2(c[e / 2]);
+    return e % 2 ? v.y : v.x;
+#else
+    return c[e];
+#endif
+}
+
+/* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N; epi(m, n, C[m][n]) for each. */
+template <int LA, int LB, int VA, int VB, class Epi>
+__global__ void __launch_bounds__(GEMM_THREADS)
+    gemm_mma_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
+                    Epi epi)
+{
+    using OpA = GemmMmaOperand<LA, GEMM_BM, VA>;
+    using OpB = GemmMmaOperand<LB, GEMM_BN, VB>;
+    using FragA = GemmMmaFrag<OpA::kKMajor, OpA::kStride>;
+    using FragB = GemmMmaFrag<OpB::kKMajor, OpB::kStride>;
+    extern __shared__ __align__(16) unsigned char gemm_mma_smem[];
+
+    const int warp = threadIdx.x / SNN_CUDA_WARP, lane = threadIdx.x % SNN_CUDA_WARP;
+    const int wm = (warp / GEMM_WARPS_N) * GEMM_WM, wn = (warp % GEMM_WARPS_N) * GEMM_WN;
+
+    GemmMmaAcc acc[GEMM_MMA_TILES_M][GEMM_MMA_TILES_N][GEMM_MMA_ACC_REGS];
+#pragma unroll
+    for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
+#pragma unroll
+        for (int j = 0; j < GEMM_MMA_TILES_N; ++j)
+#pragma unroll
+            for (int e = 0; e < GEMM_MMA_ACC_REGS; ++e)
+                acc[i][j][e] = 0;
+
+    gemm_mainloop<OpA, OpB>(reinterpret_cast<GemmMmaElem *>(gemm_mma_smem), A, lda, B, ldb, M, N, K,
+                            [&](const GemmMmaElem *As, const GemmMmaElem *Bs) {
+#pragma unroll 1
+                                for (int kk = 0; kk < GEMM_BK; kk += GEMM_WK) {
+#pragma unroll
+                                    for (int k = kk; k < kk + GEMM_WK; k += GEMM_MMA_KSTEP) {
+                                        uint32_t a[GEMM_MMA_TILES_M][4], b[GEMM_MMA_TILES_N][2];
+#pragma unroll
+                                        for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
+                                            FragA::load_a(a[i], As, wm + i * GEMM_MMA_M, k, lane);
+#pragma unroll
+                                        for (int j = 0; j < GEMM_MMA_TILES_N; ++j)
+                                            FragB::load_b(b[j], Bs, wn + j * GEMM_MMA_N, k, lane);
+#pragma unroll
+                                        for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
+#pragma unroll
+                                            for (int j = 0; j < GEMM_MMA_TILES_N; ++j)
+                                                gemm_mma(acc[i][j], a[i], b[j]);
+                                    }
+                                }
+                            });
+
+    const int m0 = blockIdx.y * GEMM_BM + wm + lane / 4, n0 = blockIdx.x * GEMM_BN + wn + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int m = m0 + i * GEMM_MMA_M + (e / 2) * 8;
+            if (m >= M)
+                continue;
+#pragma unroll
+            for (int j = 0; j < GEMM_MMA_TILES_N; ++j) {
+                const int n = n0 + j * GEMM_MMA_N + e % 2;
+                if (n < N)
+                    epi(m, n, gemm_mma_acc(acc[i][j], e));
+            }
+        }
+}
+
+/* ---------------------------------------------------------------------------
+ * launchers
+ * ------------------------------------------------------------------------- */
+
+template <int LA, int LB>
+struct GemmMma {
+    template <int VA, int VB, class Epi>
+    static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+    {
+        gemm_launch<gemm_mma_kernel<LA, LB, VA, VB, Epi>,
+                    gemm_mma_smem_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(M, N, A, lda, B, ldb, M, N, K,
+                                                                                   epi);
+    }
+};
+
+template <int LA, int LB, class Epi>
+void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+{
+    gemm_dispatch<GemmMma<LA, LB>, gemm_vec_allowed<LA, GEMM_BM, false>(), gemm_vec_allowed<LB, GEMM_BN, false>()>(
+        A, lda, B, ldb, M, N, K, epi);
+}
+
+/* The three roles' instances (kernels/cuda/gemm.cu). */
+template void gemm_mma_run<GEMM_K_CONTIG, GEMM_K_CONTIG>(const float *, int, const float *, int, int, int, int,
+                                                         const GemmEpiBiasRelu &);
+template void gemm_mma_run<GEMM_K_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int, int, int,
+                                                         const GemmEpiReluMask &);
+template void gemm_mma_run<GEMM_R_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int, int, int,
+                                                         const GemmEpiSgd &);

@@ -1,0 +1,118 @@
+/* The tensor-core GEMM's shape (kernels/cuda/gemm_mma.cu), derived from the
+ * precision (CONFIG_PRECISION_*) and the target's path, and the compile-time
+ * checks Kconfig cannot express; every message names the CONFIG_ symbols to
+ * change (make menuconfig, "Kernels").
+ *
+ * Path        Turing (sm75, no cp.async): 16-bit shared tiles, ldmatrix,
+ *             mma.sync m16n8k8. Ampere (sm80, and sm90 until it has its
+ *             wgmma path): FP32 shared tiles filled by cp.async, operands
+ *             rounded as fragments are built, mma.sync m16n8k16 (FP16,
+ *             BF16) or m16n8k8 (TF32).
+ * Warp tile   WM x WN in (WM/16) x (WN/8) instruction tiles; a fragment
+ *             step covers GEMM_MMA_KSTEP of k: two m16n8k8 on Turing (one
+ *             ldmatrix.x4 of A), one m16n8k16, or one m16n8k8 for TF32.
+ * Shared rows Padded so that the reads of fragments are conflict-free:
+ *             stride (in elements) an odd multiple of GEMM_MMA_PAD. */
+#ifndef SNN_GEMM_MMA_H
+#define SNN_GEMM_MMA_H
+
+#include "kernels/cuda/gemm_config.h"
+
+#define GEMM_MMA_TURING (!SNN_ARCH_HAS_CP_ASYNC)
+#define GEMM_MMA_M 16
+#define GEMM_MMA_N 8
+#if defined(CONFIG_PRECISION_TF32)
+#define GEMM_MMA_K 8
+#define GEMM_MMA_KSTEP 8
+#elif GEMM_MMA_TURING
+#define GEMM_MMA_K 8
+#define GEMM_MMA_KSTEP 16
+#else
+#define GEMM_MMA_K 16
+#define GEMM_MMA_KSTEP 16
+#endif
+#define GEMM_MMA_TILES_M (GEMM_WM / GEMM_MMA_M)
+#define GEMM_MMA_TILES_N (GEMM_WN / GEMM_MMA_N)
+/* Accumulator registers per instruction tile: four FP32, or two f16x2. */
+#if defined(CONFIG_PRECISION_FP16_ACC16)
+#define GEMM_MMA_ACC_REGS 2
+#else
+#define GEMM_MMA_ACC_REGS 4
+#endif
+/* Bytes per shared element: FP16 on Turing, FP32 (cp.async) on Ampere. */
+#define GEMM_MMA_ELEM_BYTES (GEMM_MMA_TURING ? 2 : 4)
+
+/* Padding unit of a shared line (elements). Turing: ldmatrix reads 8 lines
+ * of 16 bytes; an odd multiple of 8 halves puts them in 8 distinct 16-byte
+ * bank groups. Ampere (FP32 tiles): the lanes (g, t) of a warp read element
+ * (g, c t) of a fragment, c = 2 for 16-bit pairs and 1 for TF32; k-major
+ * tiles (stride along k) need c x stride = 8 mod 16 words, row-major tiles
+ * (pairs as one 8-byte load per half-warp, TF32 as single words) need
+ * stride = 8 resp. 4 mod 8 words. */
+GEMM_HD constexpr int gemm_mma_pad(bool k_major)
+{
+#if GEMM_MMA_TURING
+    (void)k_major;
+    return 8;
+#elif defined(CONFIG_PRECISION_TF32)
+    return k_major ? 8 : 4;
+#else
+    return k_major ? 4 : 8;
+#endif
+}
+
+/* Stride of a shared line holding `extent` elements: an odd multiple of the pad. */
+GEMM_HD constexpr int gemm_mma_stride(int extent, bool k_major)
+{
+    return ((extent + gemm_mma_pad(k_major) - 1) / gemm_mma_pad(k_major) | 1) * gemm_mma_pad(k_major);
+}
+
+/* Elements of one operand's shared tile: R_CONTIG operands are k-major
+ * (BK lines of rows), K_CONTIG ones row-major (rows lines of BK). */
+GEMM_HD constexpr int gemm_mma_tile_elems(int rows, bool k_contig)
+{
+    return k_contig ? rows * gemm_mma_stride(GEMM_BK, false) : GEMM_BK * gemm_mma_stride(rows, true);
+}
+
+GEMM_HD constexpr int gemm_mma_smem_bytes(bool a_k_contig, bool b_k_contig)
+{
+    return GEMM_SMEM_STAGES * GEMM_MMA_ELEM_BYTES *
+           (gemm_mma_tile_elems(GEMM_BM, a_k_contig) + gemm_mma_tile_elems(GEMM_BN, b_k_contig));
+}
+GEMM_HD constexpr int gemm_mma_smem_bytes_max(void)
+{
+    int m = 0;
+    for (int l = 0; l < 4; l++)
+        m = gemm_mma_smem_bytes(l & 1, l & 2) > m ? gemm_mma_smem_bytes(l & 1, l & 2) : m;
+    return m;
+}
+
+/* ---- checks ---------------------------------------------------------------- */
+
+static_assert(GEMM_WM % GEMM_MMA_M == 0,
+              "CONFIG_GEMM_WARP_M must be a multiple of the tensor-core instruction's M, 16");
+static_assert(GEMM_WN % GEMM_MMA_N == 0,
+              "CONFIG_GEMM_WARP_N must be a multiple of the tensor-core instruction's N, 8");
+static_assert(GEMM_WK % GEMM_MMA_KSTEP == 0,
+              "CONFIG_GEMM_WARP_K must be a multiple of the tensor-core fragment step: 16 for FP16/BF16 "
+              "(m16n8k16, or two m16n8k8 per ldmatrix.x4 on Turing), 8 for TF32 (m16n8k8)");
+static_assert(gemm_mma_smem_bytes_max() <= SNN_ARCH_MAX_SMEM_PER_BLOCK,
+              "tensor-core GEMM shared memory (stages x CONFIG_GEMM_BLOCK_K x (CONFIG_GEMM_BLOCK_M + "
+              "CONFIG_GEMM_BLOCK_N + padding) x 2 bytes on sm75 (one stage), 4 bytes on sm80/sm90 "
+              "(CONFIG_GEMM_STAGES)) exceeds the target's per-block limit (arch/<target>/limits.h): lower "
+              "CONFIG_GEMM_STAGES, CONFIG_GEMM_BLOCK_K or CONFIG_GEMM_BLOCK_M/N");
+/* Accumulators, one k step's fragments and (Turing) the next tile in registers, plus addressing. */
+static_assert(GEMM_MMA_TILES_M * GEMM_MMA_TILES_N * GEMM_MMA_ACC_REGS + 4 * GEMM_MMA_TILES_M +
+                      2 * GEMM_MMA_TILES_N + (GEMM_MMA_TURING ? (GEMM_BM + GEMM_BN) * GEMM_BK / GEMM_THREADS : 0) +
+                      24 <=
+                  GEMM_MAX_REGS,
+              "tensor-core GEMM registers: accumulators (CONFIG_GEMM_WARP_M x CONFIG_GEMM_WARP_N / 32, per "
+              "lane), fragments and, on sm75, the next (CONFIG_GEMM_BLOCK_M + CONFIG_GEMM_BLOCK_N) x "
+              "CONFIG_GEMM_BLOCK_K tile exceed min(255, 65536 / threads per block): shrink the warp or block tile");
+
+/* C[M,N] = A . B^T (A: M x K, B: N x K in layouts LA, LB), each C element
+ * through epi, on the tensor cores; asynchronous on the engine's stream. */
+template <int LA, int LB, class Epi>
+void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
+
+#endif
