@@ -5,8 +5,10 @@
  * "skip - gpu kernels: skipped: no GPU" and exit 0.
  *
  * Checks, per case:
- * - FP32 tolerance: relative error ||gpu - host|| / ||host|| < 1e-5 (the GEMM
- *   sums in k order like the host, so it is usually far smaller);
+ * - tolerance: relative error ||gpu - host|| / ||host|| below SNN_TOL_GEMM for
+ *   the GEMM roles in the configured precision (tests/gpu/tolerance.h: FP32
+ *   1e-5, as the SIMT GEMM sums in k order like the host; TF32 and FP16 5e-3,
+ *   BF16 2e-2, FP16 with FP16 accumulation 3e-2), 1e-5 for the other kernels;
  * - every output element written: outputs are poisoned with NaN (0xff bytes)
  *   before each call, and any non-finite result fails the case;
  * - determinism: each kernel runs twice and must give bitwise-identical
@@ -29,6 +31,7 @@
 #include "kernels/ops.h"
 #include "snn_check.h"
 #include "snn_config.h"
+#include "tests/gpu/tolerance.h"
 
 #define TOL_FP32 1e-5
 #define LR 0.05f
@@ -169,8 +172,8 @@ typedef struct {
 static void test_forward(shape s, int bias, int relu, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_f32 %s linear_forward M=%d N=%d K=%d%s%s%s", tile_name, s.M, s.N, s.K,
-             bias ? " bias" : "", relu ? " relu" : "", misalign ? " misaligned" : "");
+    snprintf(name, sizeof name, "gemm_%s %s linear_forward M=%d N=%d K=%d%s%s%s", SNN_GEMM_PRECISION, tile_name,
+             s.M, s.N, s.K, bias ? " bias" : "", relu ? " relu" : "", misalign ? " misaligned" : "");
     long ny = (long)s.M * s.N;
     float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *b = random_floats(s.N, 1.0f), *ref = host_floats(ny), *y1 = host_floats(ny), *y2 = host_floats(ny);
@@ -184,7 +187,7 @@ static void test_forward(shape s, int bias, int relu, int misalign)
         cuda_linear_forward(dy.p, dx.p, dw.p, bias ? db.p : NULL, s.M, s.N, s.K, relu);
         snn_rt_download(out[run], dy.p, sizeof(float) * (size_t)ny);
     }
-    compare(why, "y", y1, ref, ny, TOL_FP32);
+    compare(why, "y", y1, ref, ny, SNN_TOL_GEMM);
     same_bits(why, "y", y1, y2, sizeof(float) * (size_t)ny);
     report(name, why);
 
@@ -195,8 +198,8 @@ static void test_forward(shape s, int bias, int relu, int misalign)
 static void test_backward_input(shape s, int mask, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_f32 %s linear_backward_input M=%d N=%d K=%d%s%s", tile_name, s.M, s.N, s.K,
-             mask ? " mask" : "", misalign ? " misaligned" : "");
+    snprintf(name, sizeof name, "gemm_%s %s linear_backward_input M=%d N=%d K=%d%s%s", SNN_GEMM_PRECISION,
+             tile_name, s.M, s.N, s.K, mask ? " mask" : "", misalign ? " misaligned" : "");
     long nx = (long)s.M * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *act = random_floats(nx, 1.0f), *ref = host_floats(nx), *g1 = host_floats(nx), *g2 = host_floats(nx);
@@ -210,7 +213,7 @@ static void test_backward_input(shape s, int mask, int misalign)
         cuda_linear_backward_input(ddx.p, ddy.p, dw.p, mask ? dact.p : NULL, s.M, s.N, s.K);
         snn_rt_download(out[run], ddx.p, sizeof(float) * (size_t)nx);
     }
-    compare(why, "dx", g1, ref, nx, TOL_FP32);
+    compare(why, "dx", g1, ref, nx, SNN_TOL_GEMM);
     same_bits(why, "dx", g1, g2, sizeof(float) * (size_t)nx);
     report(name, why);
 
@@ -221,8 +224,8 @@ static void test_backward_input(shape s, int mask, int misalign)
 static void test_backward_weight_sgd(shape s, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_f32 %s linear_backward_weight_sgd M=%d N=%d K=%d%s", tile_name, s.M, s.N,
-             s.K, misalign ? " misaligned" : "");
+    snprintf(name, sizeof name, "gemm_%s %s linear_backward_weight_sgd M=%d N=%d K=%d%s", SNN_GEMM_PRECISION,
+             tile_name, s.M, s.N, s.K, misalign ? " misaligned" : "");
     long nw = (long)s.N * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
     float *w0 = random_floats(nw, 1.0f), *vw0 = random_floats(nw, 1.0f);
@@ -248,8 +251,8 @@ static void test_backward_weight_sgd(shape s, int misalign)
         snn_rt_download(gb[run], db.p, sizeof(float) * (size_t)s.N);
         snn_rt_download(gvb[run], dvb.p, sizeof(float) * (size_t)s.N);
     }
-    compare(why, "vw", gvw[0], vw, nw, TOL_FP32);
-    compare(why, "w", gw[0], w, nw, TOL_FP32);
+    compare(why, "vw", gvw[0], vw, nw, SNN_TOL_GEMM);
+    compare(why, "w", gw[0], w, nw, SNN_TOL_GEMM);
     compare(why, "vb", gvb[0], vb, s.N, TOL_FP32);
     compare(why, "b", gb[0], b, s.N, TOL_FP32);
     same_bits(why, "w", gw[0], gw[1], sizeof(float) * (size_t)nw);
@@ -501,8 +504,9 @@ int main(void)
     snn_rt_init(&info, 0);
     snprintf(tile_name, sizeof tile_name, "b%dx%dx%d_w%dx%dx%d_s%d", GEMM_BM, GEMM_BN, GEMM_BK, GEMM_WM, GEMM_WN,
              GEMM_WK, CONFIG_GEMM_STAGES);
-    printf("# %s on %s (cc %d.%d), GEMM tile %s, FP32 tolerance %.0e (relative, L2)\n", SNN_TARGET_NAME, info.name,
-           info.cc / 10, info.cc % 10, tile_name, TOL_FP32);
+    printf("# %s on %s (cc %d.%d), GEMM tile %s, %s GEMMs: tolerance %.0e (relative, L2; %.0e for the rest)\n",
+           SNN_TARGET_NAME, info.name, info.cc / 10, info.cc % 10, tile_name, SNN_GEMM_PRECISION, SNN_TOL_GEMM,
+           TOL_FP32);
 
     /* Shapes: every size cubed; each dimension swept with the others awkward;
      * the MLP's own (batch 64 and 1000, 784 -> 256 -> 10). */

@@ -12,8 +12,9 @@
 #include "arch/runtime.h"
 #include "nn/train.h"
 #include "snn_check.h"
+#include "tests/gpu/tolerance.h"
 
-#define TOL 1e-5 /* FP32: relative, ||gpu - host|| / ||host|| */
+#define TOL SNN_TOL_STEP /* relative, ||gpu - host|| / ||host|| */
 
 static double rel_error(const float *gpu, const float *host, long n)
 {
@@ -32,8 +33,8 @@ static void compare(const char *what, const float *dev, const float *host, long 
     float *got = snn_xmalloc(n * sizeof(float), "comparison");
     snn_rt_download(got, dev, n * sizeof(float));
     double e = rel_error(got, host, n);
-    printf("%s - training step: %s (%ld values, relative error %.2e, tolerance %.0e)\n", e <= TOL ? "ok" : "not ok",
-           what, n, e, TOL);
+    printf("%s - training step (%s GEMMs): %s (%ld values, relative error %.2e, tolerance %.0e)\n",
+           e <= TOL ? "ok" : "not ok", SNN_GEMM_PRECISION, what, n, e, TOL);
     free(got);
 }
 
