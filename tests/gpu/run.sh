@@ -2,7 +2,8 @@
 # GPU tests, run by tests/run.sh: where a CUDA GPU is present, build each GPU
 # board's code path for the card at hand and run the kernel tests, the
 # training-step test, an end-to-end epoch against the host engine, a
-# determinism check and compute-sanitizer (memcheck, racecheck).
+# determinism check and compute-sanitizer (memcheck, racecheck); then the
+# tensor-core precisions no board selects (kernel, step and epoch tests).
 # Elsewhere: one "skip" line.
 set -u
 cd "$(dirname "$0")/../.."
@@ -31,29 +32,44 @@ if [ -x "$HOST_APP" ] && "$HOST_APP" --data "$DATA" --epochs 1 --log "$OUT/gpu-h
     host_acc=$(val_acc "$OUT/gpu-host-epoch.jsonl")
 fi
 
+# usable WANT: whether this GPU runs the code path of target smWANT
+usable() { [ "$cc" -ge "$1" ] && { [ "$1" -ne 90 ] || [ "$cc" -eq 90 ]; }; }
+
+# build_variant NAME DIR: build DIR/def for this card (its .log next to it)
+build_variant() {
+    local name=$1 d=$2
+    if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
+        make --no-print-directory O="$d" -j"$(nproc)" EXTRA_WARN=-Werror; } >"$d.log" 2>&1; then
+        echo "not ok - gpu $name path: build for sm_$cc failed (see $d.log)"; tail -n 20 "$d.log"; return 1
+    fi
+    echo "ok - gpu $name path: built for sm_$cc ($(grep -o 'CONFIG_PRECISION_[A-Z0-9_]*=y' "$d/.config"))"
+}
+
+# check_variant NAME DIR: the kernel and training-step tests, and one epoch
+# within TOL_POINTS of the host engine's validation accuracy
+check_variant() {
+    local name=$1 d=$2 acc
+    prefixed "$name" "$d/tests/bin/gpu/test_kernels"
+    prefixed "$name" "$d/tests/bin/gpu/test_step"
+    if "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/epoch.jsonl" >"$d/epoch.out" 2>&1; then
+        acc=$(val_acc "$d/epoch.jsonl")
+        if [ -n "$host_acc" ] && python3 -c "import sys; sys.exit(abs($acc - $host_acc) > $TOL_POINTS)"; then
+            echo "ok - $name: one epoch reaches $acc% (host engine $host_acc%, within $TOL_POINTS points)"
+        else echo "not ok - $name: one epoch reaches $acc%, host engine '$host_acc'% (tolerance $TOL_POINTS points)"; fi
+    else echo "not ok - $name: the epoch run failed"; tail -n 5 "$d/epoch.out"; fi
+}
+
 for board in rtx2060 a100 h100; do
     want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "configs/${board}_defconfig")
-    if [ "$cc" -lt "$want" ] || { [ "$want" -eq 90 ] && [ "$cc" -ne 90 ]; }; then
+    if ! usable "$want"; then
         echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; continue
     fi
     d=$OUT/gpu-$board
     mkdir -p "$d"
     { cat "configs/${board}_defconfig"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
-    if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
-        make --no-print-directory O="$d" -j"$(nproc)" EXTRA_WARN=-Werror; } >"$d.log" 2>&1; then
-        echo "not ok - gpu $board path: build for sm_$cc failed (see $d.log)"; tail -n 20 "$d.log"; continue
-    fi
-    echo "ok - gpu $board path: built for sm_$cc"
+    build_variant "$board" "$d" || continue
     mm_board=$board
-    prefixed "$board" "$d/tests/bin/gpu/test_kernels"
-    prefixed "$board" "$d/tests/bin/gpu/test_step"
-
-    if "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/epoch.jsonl" >"$d/epoch.out" 2>&1; then
-        acc=$(val_acc "$d/epoch.jsonl")
-        if [ -n "$host_acc" ] && python3 -c "import sys; sys.exit(abs($acc - $host_acc) > $TOL_POINTS)"; then
-            echo "ok - $board: one epoch reaches $acc% (host engine $host_acc%, within $TOL_POINTS points)"
-        else echo "not ok - $board: one epoch reaches $acc%, host engine '$host_acc'% (tolerance $TOL_POINTS points)"; fi
-    else echo "not ok - $board: the epoch run failed"; tail -n 5 "$d/epoch.out"; fi
+    check_variant "$board" "$d"
 
     "$d/app/mnist" --data "$DATA" --epochs 2 --max-steps 300 --save "$d/a.bin" >/dev/null 2>&1
     "$d/app/mnist" --data "$DATA" --epochs 2 --max-steps 300 --save "$d/b.bin" >/dev/null 2>&1
@@ -71,6 +87,22 @@ for board in rtx2060 a100 h100; do
         done
     else echo "skip - $board: compute-sanitizer: skipped: not installed"; fi
 done
+
+# The tensor-core precisions the boards' defconfigs do not select: the h100
+# board's shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32)
+# and the rtx2060 board with FP32 accumulation. No sanitizer runs here.
+precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig on target SM with CONFIG_PRECISION_<PRECISION>
+    local name=$1 board=$2 sm=$3 prec=$4 d=$OUT/gpu-$1
+    if ! usable "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
+    mkdir -p "$d"
+    { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
+      echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
+    build_variant "$name" "$d" && check_variant "$name" "$d"
+}
+precision_variant h100-sm80-tf32 h100 80 TF32
+precision_variant h100-sm80-fp16 h100 80 FP16
+precision_variant h100-sm80-bf16 h100 80 BF16
+precision_variant rtx2060-fp16 rtx2060 75 FP16
 
 # The memory strategies, on the last board built (h100 on a Hopper card): the
 # static arena with the CUDA graph and without, our pool and cudaMallocAsync
