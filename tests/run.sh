@@ -77,6 +77,7 @@ run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load" | coun
 run "fetch" tests/host/test_fetch.sh | count
 run "config" tests/host/test_config.sh | count
 run "menuconfig" tests/host/test_menuconfig.sh | count
+run "tensor-core ptx" tests/host/test_ptx.sh | count
 run "program" tests/host/test_app.sh "$H/app/mnist" | count
 run "gpu" tests/gpu/run.sh | count
 

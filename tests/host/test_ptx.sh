@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The tensor-core GEMM's instructions, read from its PTX (no GPU needed):
+# the Turing path (sm75) must hold mma.sync m16n8k8 and ldmatrix, the Ampere
+# path (sm80) mma.sync m16n8k16 (m16n8k8 .tf32 for TF32) and cp.async; and
+# ptxas -v must report no spills for any instance of the kernel.
+# Skipped where there is no nvcc.
+set -u
+cd "$(dirname "$0")/../.."
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    echo "skip - tensor-core PTX: skipped: no nvcc"; exit 0
+fi
+T=${SNN_TEST_OUT:-build/test}/ptx
+M="make --no-print-directory"
+
+# variant NAME BOARD SM PRECISION PATTERN...: BOARD's defconfig on target SM
+# with CONFIG_PRECISION_<PRECISION>; each PATTERN (grep -E) must occur in the PTX.
+variant() {
+    local name=$1 board=$2 sm=$3 prec=$4 d=$T/$1 p counts="" n; shift 4
+    rm -rf "$d" && mkdir -p "$d"
+    { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
+      echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; } >"$d/def"
+    if ! { $M O="$d" defconfig DEFCONFIG="$d/def" && $M O="$d" "$d/build/kernels/cuda/gemm_mma.ptx" &&
+        $M O="$d" EXTRA_WARN=-Werror EXTRA_NVCCFLAGS="-Xptxas -v" "$d/build/kernels/cuda/gemm_mma.o"; } \
+        >"$d.log" 2>&1; then
+        echo "not ok - tensor-core PTX $name: build failed (see $d.log)"; return
+    fi
+    for p in "$@"; do
+        n=$(grep -cE "$p" "$d/build/kernels/cuda/gemm_mma.ptx")
+        if [ "$n" -eq 0 ]; then echo "not ok - tensor-core PTX $name: no '$p'"; return; fi
+        counts="$counts, $n x ${p//\\/}"
+    done
+    echo "ok - tensor-core PTX $name: ${counts#, }"
+    local inst spilled regs
+    inst=$(grep -c 'Used [0-9]* registers' "$d.log")
+    spilled=$(grep -E 'bytes spill' "$d.log" | grep -cv ' 0 bytes spill stores, 0 bytes spill loads')
+    regs=$(grep -o 'Used [0-9]* registers' "$d.log" | awk '{print $2}' | sort -n | sed -n '1p;$p' | paste -sd-)
+    if [ "$inst" -gt 0 ] && [ "$spilled" -eq 0 ]; then
+        echo "ok - tensor-core ptxas $name: $inst kernel instances, $regs registers, 0 bytes spilled"
+    else echo "not ok - tensor-core ptxas $name: $spilled of $inst kernel instances spill (see $d.log)"; fi
+}
+
+variant sm75-fp16 rtx2060 75 FP16 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.f16\.f16\.f32' 'ldmatrix\.sync\.aligned\.m8n8\.x4' \
+    'ldmatrix\.sync\.aligned\.m8n8\.x2'
+variant sm75-fp16acc16 rtx2060 75 FP16_ACC16 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
+    'ldmatrix\.sync\.aligned\.m8n8\.x4'
+variant sm80-bf16 h100 80 BF16 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
+    'cp\.async\.wait_group'
+variant sm80-tf32 h100 80 TF32 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
+    'cp\.async\.cg\.shared\.global.*16'
