@@ -9,7 +9,9 @@
  * are the operand layouts (GEMM_K_CONTIG / GEMM_R_CONTIG, gemm_config.h),
  * their global load widths (1 or 4 floats, picked at launch from alignment)
  * and the epilogue. The shape (block, warp and lane tiles, stages) comes from
- * the config through kernels/cuda/gemm_config.h.
+ * the config through kernels/cuda/gemm_config.h. With a tensor-core
+ * precision (CONFIG_GEMM_TENSOR_CORES) the roles run gemm_mma.cu's kernel
+ * instead, with the same layouts and epilogues.
  *
  * Pipeline: on targets with cp.async (sm80, sm90) a ring of
  * CONFIG_GEMM_STAGES shared tiles; on sm75 one shared tile while the next is

@@ -196,18 +196,20 @@ __global__ void __launch_bounds__(GEMM_THREADS)
                                 for (int kk = 0; kk < GEMM_BK; kk += GEMM_WK) {
 #pragma unroll
                                     for (int k = kk; k < kk + GEMM_WK; k += GEMM_MMA_KSTEP) {
-                                        uint32_t a[GEMM_MMA_TILES_M][4], b[GEMM_MMA_TILES_N][2];
+                                        /* all of A's fragments, then B's one n tile at a time:
+                                         * fewer live registers beside the accumulators */
+                                        uint32_t a[GEMM_MMA_TILES_M][4];
 #pragma unroll
                                         for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
                                             FragA::load_a(a[i], As, wm + i * GEMM_MMA_M, k, lane);
 #pragma unroll
-                                        for (int j = 0; j < GEMM_MMA_TILES_N; ++j)
-                                            FragB::load_b(b[j], Bs, wn + j * GEMM_MMA_N, k, lane);
+                                        for (int j = 0; j < GEMM_MMA_TILES_N; ++j) {
+                                            uint32_t b[2];
+                                            FragB::load_b(b, Bs, wn + j * GEMM_MMA_N, k, lane);
 #pragma unroll
-                                        for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
-#pragma unroll
-                                            for (int j = 0; j < GEMM_MMA_TILES_N; ++j)
-                                                gemm_mma(acc[i][j], a[i], b[j]);
+                                            for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
+                                                gemm_mma(acc[i][j], a[i], b);
+                                        }
                                     }
                                 }
                             });
