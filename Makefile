@@ -25,7 +25,7 @@ KCONFIG = $(if $(PYTHON),$(PYTHON) tools/kconfig.py,$(error kconfiglib not found
 NVCC ?= $(firstword $(shell command -v nvcc) $(wildcard /usr/local/cuda/bin/nvcc))
 BOARDS := $(patsubst configs/%_defconfig,%,$(wildcard configs/*_defconfig))
 
-config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data \
+config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test \
                   $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig
 build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
 config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
@@ -75,7 +75,7 @@ data:
 
 # 'make run': the whole main job on the machine at hand.
 run:
-	$(Q)tools/run.sh
+	$(Q)O=$(O) tools/run.sh
 
 test:
 	$(Q)tests/run.sh
