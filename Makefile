@@ -25,7 +25,7 @@ KCONFIG = $(if $(PYTHON),$(PYTHON) tools/kconfig.py,$(error kconfiglib not found
 NVCC ?= $(firstword $(shell command -v nvcc) $(wildcard /usr/local/cuda/bin/nvcc))
 BOARDS := $(patsubst configs/%_defconfig,%,$(wildcard configs/*_defconfig))
 
-config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data \
+config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test \
                   $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig
 build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
 config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
@@ -75,7 +75,7 @@ data:
 
 # 'make run': the whole main job on the machine at hand.
 run:
-	$(Q)tools/run.sh
+	$(Q)O=$(O) tools/run.sh
 
 test:
 	$(Q)tests/run.sh
@@ -100,7 +100,7 @@ help:
 	@echo 'Variables: O=DIR (output directory), V=1 (show commands)'
 
 clean:
-	$(Q)rm -rf $(O)/build $(O)/app/mnist $(O)/tests/bin
+	$(Q)rm -rf $(O)/build $(O)/app/mnist $(O)/tests/bin $(O)/tools/bin
 
 distclean: clean
 	$(Q)rm -rf $(O)/include/generated $(O)/include/config $(KCONFIG_CONFIG) $(O)/defconfig
@@ -124,7 +124,7 @@ $(AUTOCONF) $(CONFIG_H) &: $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py
 -include $(AUTOCONF)
 
 BUILD := $(O)/build
-include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild
+include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild tools/Kbuild
 
 CC ?= cc
 WARN := -Wall -Wextra $(EXTRA_WARN)
@@ -153,8 +153,9 @@ endif
 
 app-objs := $(addprefix $(BUILD)/,$(obj-y))
 test-bins := $(addprefix $(O)/tests/bin/,$(tests-y))
+tool-bins := $(addprefix $(O)/tools/bin/,$(tools-y))
 
-all: $(O)/app/mnist $(test-bins)
+all: $(O)/app/mnist $(test-bins) $(tool-bins)
 
 $(O)/app/mnist: $(app-objs)
 	@mkdir -p $(@D)
@@ -167,6 +168,11 @@ $(O)/tests/bin/%: $(BUILD)/tests/%.o $(lib-objs)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  LD      $@')
 	$(Q)$(LD) -o $@ $^ $(LDLIBS)
+
+$(O)/tools/bin/%: $(BUILD)/tools/%.o $(lib-objs)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  LD      $@')
+	$(Q)$(LD) -o $@ $^ $(LDLIBS) -lcublas
 
 $(BUILD)/%.o: %.c $(CONFIG_H)
 	@mkdir -p $(@D)
@@ -183,7 +189,7 @@ $(BUILD)/%.ptx: %.cu $(CONFIG_H)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -ptx -o $@ $<
 
--include $(app-objs:.o=.d) $(test-bins:$(O)/tests/bin/%=$(BUILD)/tests/%.d)
+-include $(app-objs:.o=.d) $(test-bins:$(O)/tests/bin/%=$(BUILD)/tests/%.d) $(tool-bins:$(O)/tools/bin/%=$(BUILD)/tools/%.d)
 .SECONDARY:
 
 endif # build goals

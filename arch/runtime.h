@@ -31,9 +31,10 @@ void snn_rt_upload(void *dst, const void *src, size_t bytes);   /* host -> devic
 void snn_rt_download(void *dst, const void *src, size_t bytes); /* device -> host, synchronous */
 void snn_rt_sync(void);
 
-/* Runs step(ctx). With CONFIG_CUDA_GRAPH the first call captures it into a
- * graph and later calls replay that graph: step must read everything that
- * changes between calls from device memory. */
+/* Runs step(ctx) once. With CONFIG_CUDA_GRAPH the first call runs it directly
+ * (loading its kernels outside any capture), the second captures it into a
+ * graph as it runs, later calls replay that graph: step must read everything
+ * that changes between calls from device memory. */
 void snn_rt_run_step(void (*step)(void *ctx), void *ctx);
 
 /* The device under the POOL strategy's pool (mm/pool.h): raw allocations

@@ -68,6 +68,11 @@ run() { # run NAME CMD...: a test program or script; a crash is a failure
     [ $rc -eq 0 ] || echo "not ok - $name: exited with status $rc"
 }
 
+# make run: configure for this machine (no GPU here: host), build, train.
+if out=$(make --no-print-directory run O="$SNN_TEST_OUT/run" 2>&1) && grep -q '^ *6 .*%' <<<"$out"; then
+    echo "ok - make run configures, builds and trains all epochs"
+else echo "not ok - make run: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi | count
+
 run "host kernels" "$H/tests/bin/host/test_kernels" | count
 run "gradient check" "$S/tests/bin/host/test_gradcheck" | count
 run "pool allocator" "$H/tests/bin/host/test_pool" | count

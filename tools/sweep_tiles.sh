@@ -9,8 +9,12 @@ configs=${*:-h100_mlp128_b64 h100_mlp784x4_b64 h100_h1024_b32 h100_h8192_b32}
 # block M N K / warp M N K
 tiles=("64 64 16 32 32 16" "32 32 32 16 16 32" "32 64 32 16 32 32" "64 64 32 32 32 32")
 mkdir -p "$OUT"
-printf '| config | %s |\n|---|%s\n' "$(printf '%s | ' "${tiles[@]}" | sed 's/ | $//; s/\([0-9]*\) \([0-9]*\) \([0-9]*\) \([0-9]*\) \([0-9]*\) \([0-9]*\)/\1x\2x\3 \/ \4x\5x\6/g')" \
-    "$(printf -- '---|%.0s' "${tiles[@]}")" | tee "$OUT/tiles.md"
+header="| config |" rule="|---|"
+for t in "${tiles[@]}"; do
+    set -- $t
+    header="$header block $1x$2x$3, warp $4x$5x$6 |" rule="$rule---|"
+done
+printf '%s\n%s\n' "$header" "$rule" | tee "$OUT/tiles.md"
 for c in $configs; do
     row="| $c |"
     for t in "${tiles[@]}"; do

@@ -1,0 +1,208 @@
+/* GEMM benchmark: the configured GEMM path (precision, tiles) against cuBLAS
+ * with the same types, on the MLP's own shapes and on large squares.
+ *
+ *   make O=DIR <board>_defconfig && make O=DIR && DIR/tools/bin/bench_gemm
+ *
+ * Each shape is first checked against cuBLAS (relative L2 difference), then
+ * timed: CUDA events around each call after warm-up, median of 30, TFLOP/s.
+ * Both compute C[M,N] = A[M,K] . B[N,K]^T (the forward role, no bias, no
+ * ReLU). Our kernels read FP32 operands and round them as they stage them;
+ * cuBLAS gets operands already in its input type (its best case). */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "arch/runtime.h"
+#include "kernels/ops.h"
+
+#define REPS 30
+
+#if defined(CONFIG_PRECISION_TF32)
+#define PRECISION "tf32"
+static const cudaDataType_t IN_TYPE = CUDA_R_32F;
+static const cublasComputeType_t COMPUTE = CUBLAS_COMPUTE_32F_FAST_TF32;
+#elif defined(CONFIG_PRECISION_FP16)
+#define PRECISION "fp16 (fp32 accumulate)"
+static const cudaDataType_t IN_TYPE = CUDA_R_16F;
+static const cublasComputeType_t COMPUTE = CUBLAS_COMPUTE_32F;
+#elif defined(CONFIG_PRECISION_FP16_ACC16)
+#define PRECISION "fp16 (fp16 accumulate)"
+static const cudaDataType_t IN_TYPE = CUDA_R_16F;
+static const cublasComputeType_t COMPUTE = CUBLAS_COMPUTE_16F;
+#elif defined(CONFIG_PRECISION_BF16)
+#define PRECISION "bf16 (fp32 accumulate)"
+static const cudaDataType_t IN_TYPE = CUDA_R_16BF;
+static const cublasComputeType_t COMPUTE = CUBLAS_COMPUTE_32F;
+#else
+#define PRECISION "fp32"
+static const cudaDataType_t IN_TYPE = CUDA_R_32F;
+static const cublasComputeType_t COMPUTE = CUBLAS_COMPUTE_32F;
+#endif
+
+#define CUBLAS_CHECK(call)                                                                              \
+    do {                                                                                                \
+        cublasStatus_t st_ = (call);                                                                    \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                               \
+            snn_die_at(__FILE__, __LINE__, "%s failed: cuBLAS status %d", #call, (int)st_);            \
+    } while (0)
+
+struct shape {
+    const char *what;
+    int m, n, k;
+};
+
+static const shape shapes[] = {
+    {"784x4 forward (batch 64)", 64, 784, 784},
+    {"784x4 weight grad", 784, 784, 64},
+    {"1024x3 forward (batch 32)", 32, 1024, 1024},
+    {"8192x3 forward (batch 32)", 32, 8192, 8192},
+    {"8192x3 weight grad", 8192, 8192, 32},
+    {"4096 cubed", 4096, 4096, 4096},
+    {"8192 cubed", 8192, 8192, 8192},
+};
+
+/* Converts n floats to cuBLAS's input type, in device memory. */
+__global__ void to_input_type(void *dst, const float *src, long n)
+{
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    if (IN_TYPE == CUDA_R_16F)
+        ((__half *)dst)[i] = __float2half_rn(src[i]);
+    else if (IN_TYPE == CUDA_R_16BF)
+        ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(src[i]);
+    else
+        ((float *)dst)[i] = src[i];
+}
+
+__global__ void to_float(float *dst, const void *src, long n)
+{
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n)
+        dst[i] = COMPUTE == CUBLAS_COMPUTE_16F ? __half2float(((const __half *)src)[i]) : ((const float *)src)[i];
+}
+
+static void fill_random(float *dev, long n, unsigned seed)
+{
+    std::vector<float> h(n);
+    for (long i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        h[i] = ((seed >> 8) + 0.5f) / 16777216.0f * 2.0f - 1.0f; /* (-1, 1), never zero */
+    }
+    CUDA_CHECK(cudaMemcpy(dev, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+static double median_ms(std::vector<float> &t)
+{
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+template <class F> static double time_ms(F call)
+{
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < 5; i++)
+        call();
+    std::vector<float> t;
+    for (int i = 0; i < REPS; i++) {
+        float ms;
+        CUDA_CHECK(cudaEventRecord(a, snn_stream()));
+        call();
+        CUDA_CHECK(cudaEventRecord(b, snn_stream()));
+        CUDA_CHECK(cudaEventSynchronize(b));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms);
+    }
+    CUDA_CHECK(cudaEventDestroy(a));
+    CUDA_CHECK(cudaEventDestroy(b));
+    return median_ms(t);
+}
+
+static double rel_l2(const float *dev_a, const float *dev_b, long n)
+{
+    std::vector<float> a(n), b(n);
+    CUDA_CHECK(cudaMemcpy(a.data(), dev_a, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(b.data(), dev_b, n * sizeof(float), cudaMemcpyDeviceToHost));
+    double d = 0, r = 0;
+    for (long i = 0; i < n; i++) {
+        if (!std::isfinite(a[i]))
+            return INFINITY;
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        r += (double)b[i] * b[i];
+    }
+    return std::sqrt(d / r);
+}
+
+int main(void)
+{
+    snn_device_info dev;
+    snn_rt_init(&dev, 0);
+    cublasHandle_t h;
+    CUBLAS_CHECK(cublasCreate(&h));
+    CUBLAS_CHECK(cublasSetStream(h, snn_stream()));
+    CUBLAS_CHECK(cublasSetMathMode(h, COMPUTE == CUBLAS_COMPUTE_32F && IN_TYPE == CUDA_R_32F
+                                          ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
+    printf("# GEMM %s, %s path, block %dx%dx%d warp %dx%dx%d stages %d, on %s\n", PRECISION, SNN_TARGET_NAME,
+           CONFIG_GEMM_BLOCK_M, CONFIG_GEMM_BLOCK_N, CONFIG_GEMM_BLOCK_K, CONFIG_GEMM_WARP_M, CONFIG_GEMM_WARP_N,
+           CONFIG_GEMM_WARP_K, CONFIG_GEMM_STAGES, dev.name);
+    printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | rel. diff |\n");
+    printf("|---|---|---|---|---|---|\n");
+    for (const shape &s : shapes) {
+        long na = (long)s.m * s.k, nb = (long)s.n * s.k, nc = (long)s.m * s.n;
+        float *a, *b, *c_ours, *c_ref;
+        void *a_in, *b_in, *c_in;
+        size_t elt = IN_TYPE == CUDA_R_32F ? 4 : 2, out_elt = COMPUTE == CUBLAS_COMPUTE_16F ? 2 : 4;
+        CUDA_CHECK(cudaMalloc(&a, na * 4));
+        CUDA_CHECK(cudaMalloc(&b, nb * 4));
+        CUDA_CHECK(cudaMalloc(&c_ours, nc * 4));
+        CUDA_CHECK(cudaMalloc(&c_ref, nc * 4));
+        CUDA_CHECK(cudaMalloc(&a_in, na * elt));
+        CUDA_CHECK(cudaMalloc(&b_in, nb * elt));
+        CUDA_CHECK(cudaMalloc(&c_in, nc * out_elt));
+        fill_random(a, na, 1u + s.m);
+        fill_random(b, nb, 7u + s.n);
+        to_input_type<<<(na + 255) / 256, 256, 0, snn_stream()>>>(a_in, a, na);
+        to_input_type<<<(nb + 255) / 256, 256, 0, snn_stream()>>>(b_in, b, nb);
+        CUDA_CHECK_LAUNCH();
+
+        /* Row-major C[M,N] = A[M,K] B[N,K]^T is column-major C^T = B . A^T. */
+        const float one = 1, zero = 0;
+        const __half one_h = __float2half(1.0f), zero_h = __float2half(0.0f);
+        const void *alpha = COMPUTE == CUBLAS_COMPUTE_16F ? (const void *)&one_h : (const void *)&one;
+        const void *beta = COMPUTE == CUBLAS_COMPUTE_16F ? (const void *)&zero_h : (const void *)&zero;
+        cudaDataType_t out_type = COMPUTE == CUBLAS_COMPUTE_16F ? CUDA_R_16F : CUDA_R_32F;
+        auto cublas = [&] {
+            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, alpha, b_in, IN_TYPE, s.k, a_in,
+                                      IN_TYPE, s.k, beta, c_in, out_type, s.n, COMPUTE, CUBLAS_GEMM_DEFAULT));
+        };
+        auto ours = [&] {
+            cuda_linear_forward(c_ours, a, b, NULL, s.m, s.n, s.k, 0);
+        };
+        cublas();
+        to_float<<<(nc + 255) / 256, 256, 0, snn_stream()>>>(c_ref, c_in, nc);
+        CUDA_CHECK_LAUNCH();
+        ours();
+        CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
+        double diff = rel_l2(c_ours, c_ref, nc);
+
+        double flop = 2.0 * s.m * s.n * s.k;
+        double t_ours = time_ms(ours), t_ref = time_ms(cublas);
+        printf("| %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e |\n", s.what, s.m, s.n, s.k, flop / t_ours / 1e9,
+               flop / t_ref / 1e9, t_ref / t_ours, diff);
+        fflush(stdout);
+        for (void *p : {(void *)a, (void *)b, (void *)c_ours, (void *)c_ref, a_in, b_in, c_in})
+            CUDA_CHECK(cudaFree(p));
+    }
+    CUBLAS_CHECK(cublasDestroy(h));
+    return 0;
+}
