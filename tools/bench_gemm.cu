@@ -3,7 +3,8 @@
  *
  *   make O=DIR <board>_defconfig && make O=DIR && DIR/tools/bin/bench_gemm
  *
- * Each shape is first checked against cuBLAS (relative L2 difference), then
+ * Each shape is first checked: staticnn against cuBLAS, and both against the
+ * FP32 host reference where the host can afford it (relative L2); then
  * timed: CUDA events around each call after warm-up, median of 30, TFLOP/s.
  * Both compute C[M,N] = A[M,K] . B[N,K]^T (the forward role, no bias, no
  * ReLU). Our kernels read FP32 operands and round them as they stage them;
@@ -24,6 +25,7 @@
 #include "kernels/ops.h"
 
 #define REPS 30
+#define HOST_CHECK_MAX_MACS 1e10 /* the host reference takes about a second there */
 
 #if defined(CONFIG_PRECISION_TF32)
 #define PRECISION "tf32"
@@ -128,11 +130,16 @@ template <class F> static double time_ms(F call)
     return median_ms(t);
 }
 
-static double rel_l2(const float *dev_a, const float *dev_b, long n)
+static std::vector<float> download(const float *dev, long n)
 {
-    std::vector<float> a(n), b(n);
-    CUDA_CHECK(cudaMemcpy(a.data(), dev_a, n * sizeof(float), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(b.data(), dev_b, n * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<float> h(n);
+    CUDA_CHECK(cudaMemcpy(h.data(), dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static double rel_l2(const std::vector<float> &a, const std::vector<float> &b)
+{
+    long n = (long)a.size();
     double d = 0, r = 0;
     for (long i = 0; i < n; i++) {
         if (!std::isfinite(a[i]))
@@ -155,8 +162,9 @@ int main(void)
     printf("# GEMM %s, %s path, block %dx%dx%d warp %dx%dx%d stages %d, on %s\n", PRECISION, SNN_TARGET_NAME,
            CONFIG_GEMM_BLOCK_M, CONFIG_GEMM_BLOCK_N, CONFIG_GEMM_BLOCK_K, CONFIG_GEMM_WARP_M, CONFIG_GEMM_WARP_N,
            CONFIG_GEMM_WARP_K, CONFIG_GEMM_STAGES, dev.name);
-    printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | rel. diff |\n");
-    printf("|---|---|---|---|---|---|\n");
+    printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | ours vs cuBLAS | "
+           "ours vs host | cuBLAS vs host |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
     for (const shape &s : shapes) {
         long na = (long)s.m * s.k, nb = (long)s.n * s.k, nc = (long)s.m * s.n;
         float *a, *b, *c_ours, *c_ref;
@@ -193,12 +201,20 @@ int main(void)
         CUDA_CHECK_LAUNCH();
         ours();
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
-        double diff = rel_l2(c_ours, c_ref, nc);
+        std::vector<float> got = download(c_ours, nc), theirs = download(c_ref, nc);
+        double diff = rel_l2(got, theirs);
+        char vs_host[2][32] = {"-", "-"};
+        if ((double)s.m * s.n * s.k <= HOST_CHECK_MAX_MACS) {
+            std::vector<float> ha = download(a, na), hb = download(b, nb), ref(nc);
+            host_linear_forward(ref.data(), ha.data(), hb.data(), NULL, s.m, s.n, s.k, 0);
+            snprintf(vs_host[0], sizeof(vs_host[0]), "%.1e", rel_l2(got, ref));
+            snprintf(vs_host[1], sizeof(vs_host[1]), "%.1e", rel_l2(theirs, ref));
+        }
 
         double flop = 2.0 * s.m * s.n * s.k;
         double t_ours = time_ms(ours), t_ref = time_ms(cublas);
-        printf("| %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e |\n", s.what, s.m, s.n, s.k, flop / t_ours / 1e9,
-               flop / t_ref / 1e9, t_ref / t_ours, diff);
+        printf("| %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s |\n", s.what, s.m, s.n, s.k,
+               flop / t_ours / 1e9, flop / t_ref / 1e9, t_ref / t_ours, diff, vs_host[0], vs_host[1]);
         fflush(stdout);
         for (void *p : {(void *)a, (void *)b, (void *)c_ours, (void *)c_ref, a_in, b_in, c_in})
             CUDA_CHECK(cudaFree(p));
