@@ -2,9 +2,9 @@
  * of awkward sizes. One line per case: "ok - <name>" or "not ok - <name>: <why>". */
 #include "kernels/ops.h"
 #include "snn_check.h"
+#include "tests/test_util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,30 +39,7 @@ static void report(const char *name, const char *why)
         printf("ok - %s\n", name);
 }
 
-__attribute__((format(printf, 2, 3))) static void set_why(char *why, const char *fmt, ...)
-{
-    if (why[0]) /* keep the first reason */
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, 256, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- data -------------------------------------------------------------------- */
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-static uint64_t rng_next(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [-1, 1], never zero: (k + 1/2) / 2^23 - 1 for a 24-bit k. */
-static float rng_uniform(void) { return (float)(((double)(rng_next() >> 40) + 0.5) * 0x1p-23 - 1.0); }
 
 static float *random_floats(long n)
 {
