@@ -253,6 +253,17 @@ def bench_config(name, args):
     return result
 
 
+def config_names(parser, text):
+    """The comma-separated defconfig names of --configs, each checked to exist."""
+    names = [c for c in text.split(",") if c]
+    if not names:
+        parser.error("--configs names no config")
+    missing = [c for c in names if not os.path.exists(os.path.join(REPO, "configs", f"{c}_defconfig"))]
+    if missing:
+        parser.error("no configs/" + ", configs/".join(f"{c}_defconfig" for c in missing))
+    return names
+
+
 def parse_args():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="directory for the logs and reports")
@@ -263,13 +274,8 @@ def parse_args():
     p.add_argument("--run-timeout", type=int, default=300, help="seconds per staticnn run (default 300)")
     args = p.parse_args()
     args.out = os.path.abspath(args.out)  # the commands run from the repository root
-    args.configs = [c for c in args.configs.split(",") if c]
+    args.configs = config_names(p, args.configs)
     args.modes = [m for m in args.modes.split(",") if m]
-    if not args.configs:
-        p.error("--configs names no config")
-    missing = [c for c in args.configs if not os.path.exists(os.path.join(REPO, "configs", f"{c}_defconfig"))]
-    if missing:
-        p.error("no configs/" + ", configs/".join(f"{c}_defconfig" for c in missing))
     unknown = [m for m in args.modes if m not in MODES]
     if unknown:
         p.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")

@@ -31,8 +31,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import (BUILD_TIMEOUT_S, REPO, fmt_ms, parse_config_h, read_engine_log, run_logged,  # noqa: E402
-                   run_shape, run_torch)
+from bench import (BUILD_TIMEOUT_S, REPO, config_names, fmt_ms, parse_config_h, read_engine_log,  # noqa: E402
+                   run_logged, run_shape, run_torch)
 
 PROG = "bench_mm"
 DEFAULT_CONFIGS = ["h100_mlp784x4_b64", "h100_h1024_b32"]
@@ -232,12 +232,7 @@ def parse_args():
     p.add_argument("--torch-timeout", type=int, default=300, help="seconds for the PyTorch run (default 300)")
     args = p.parse_args()
     args.out = os.path.abspath(args.out)  # the commands run from the repository root
-    args.configs = [c for c in args.configs.split(",") if c]
-    if not args.configs:
-        p.error("--configs names no config")
-    missing = [c for c in args.configs if not os.path.exists(os.path.join(REPO, "configs", f"{c}_defconfig"))]
-    if missing:
-        p.error("no configs/" + ", configs/".join(f"{c}_defconfig" for c in missing))
+    args.configs = config_names(p, args.configs)
     if args.epochs < 2:
         p.error("--epochs must be 2 or more: the first epoch is a warm-up")
     return args
