@@ -117,10 +117,14 @@ ifeq ($(wildcard $(KCONFIG_CONFIG)),)
 $(error no $(KCONFIG_CONFIG): run 'make host_defconfig' (or 'make <board>_defconfig', see 'make help') or 'make menuconfig')
 endif
 
-# Regenerated (only rewritten when it changes) whenever .config or a Kconfig is newer.
-$(AUTOCONF) $(CONFIG_H) &: $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py
+# Regenerated whenever .config or a Kconfig is newer. The header is rewritten
+# only when its contents change, so the objects that depend on it rebuild
+# exactly then; auto.conf is touched every time, so this runs once per change.
+$(AUTOCONF): $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py
 	$(Q)$(KCONFIG) genconfig $(O)
 	$(Q)touch $(AUTOCONF)
+$(CONFIG_H): $(AUTOCONF)
+	$(Q)test -f $@ || $(KCONFIG) genconfig $(O)
 -include $(AUTOCONF)
 
 BUILD := $(O)/build
@@ -138,8 +142,19 @@ $(error nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc)
 endif
 target-cc := $(if $(CONFIG_TARGET_SM75),75,$(if $(CONFIG_TARGET_SM80),80,90))
 target-virt := compute_$(target-cc)$(if $(CONFIG_TARGET_SM90),a)
-ifneq ($(filter-out 0,$(CONFIG_CUDA_ARCH_OVERRIDE)),)
-target-real := sm_$(CONFIG_CUDA_ARCH_OVERRIDE)$(if $(CONFIG_TARGET_SM90),a)
+override-cc := $(filter-out 0,$(CONFIG_CUDA_ARCH_OVERRIDE))
+ifneq ($(override-cc),)
+nvcc-codes := $(shell $(NVCC) --list-gpu-code)
+ifeq ($(filter sm_$(override-cc),$(nvcc-codes)),)
+$(error CONFIG_CUDA_ARCH_OVERRIDE=$(override-cc): this nvcc builds for $(nvcc-codes:sm_%=%) only; change it with 'make menuconfig')
+endif
+ifneq ($(shell test $(override-cc) -ge $(target-cc) && echo ok),ok)
+$(error CONFIG_CUDA_ARCH_OVERRIDE=$(override-cc) is older than the target ($(target-cc)): the target's instructions would not run; change it with 'make menuconfig')
+endif
+ifeq ($(CONFIG_TARGET_SM90)$(filter-out 90,$(override-cc)),y$(override-cc))
+$(error CONFIG_CUDA_ARCH_OVERRIDE=$(override-cc) with the Hopper target: sm_90a code runs on compute capability 9.0 only; use 0 or 90)
+endif
+target-real := sm_$(override-cc)$(if $(CONFIG_TARGET_SM90),a)
 else
 target-real := sm_$(target-cc)$(if $(CONFIG_TARGET_SM90),a)
 endif

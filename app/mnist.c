@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arch/runtime.h"
@@ -64,8 +65,10 @@ static options parse_options(int argc, char **argv)
         case 'm': o.max_steps = parse_count("--max-steps", optarg); break;
         case 'e': o.epochs = parse_count("--epochs", optarg); break;
         case 'h': usage(stdout); exit(0);
-        default:
-            snn_die("unknown or incomplete option '%s' (see mnist --help)", argv[optind - 1]);
+        default: /* inside a cluster like -xy, optind has not moved past it yet */
+            if (strncmp(argv[optind - 1], "--", 2) == 0)
+                snn_die("unknown or incomplete option '%s' (see mnist --help)", argv[optind - 1]);
+            snn_die("unknown option '-%c' (see mnist --help)", optopt);
         }
     }
     if (optind < argc)
@@ -84,18 +87,27 @@ typedef struct {
 
 static out_file out_open(const char *path)
 {
-    out_file o = {NULL, strdup(path), snn_xmalloc(strlen(path) + 32, "file name")};
+    out_file o = {NULL, snn_xmalloc(strlen(path) + 1, "file name"), snn_xmalloc(strlen(path) + 32, "file name")};
+    strcpy(o.path, path);
     sprintf(o.tmp, "%s.tmp.%d", path, (int)getpid());
     o.f = fopen(o.tmp, "wb");
     if (!o.f)
-        snn_die("cannot write %s: %s", o.tmp, strerror(errno));
+        snn_die("cannot write %s: %s", path, strerror(errno));
     return o;
 }
 
+/* Renames the file into place only if every write to it succeeded. */
 static void out_close(out_file *o)
 {
-    if (fclose(o->f) != 0 || rename(o->tmp, o->path) != 0)
-        snn_die("cannot write %s: %s", o->path, strerror(errno));
+    int failed = ferror(o->f), err = errno;
+    if (fclose(o->f) != 0 && !failed)
+        failed = 1, err = errno;
+    if (!failed && rename(o->tmp, o->path) != 0)
+        failed = 1, err = errno;
+    if (failed) {
+        unlink(o->tmp);
+        snn_die("cannot write %s: %s", o->path, strerror(err));
+    }
     free(o->path);
     free(o->tmp);
 }
@@ -103,16 +115,36 @@ static void out_close(out_file *o)
 static void write_binary(const char *path, const void *data, size_t bytes)
 {
     out_file o = out_open(path);
-    if (fwrite(data, 1, bytes, o.f) != bytes)
-        snn_die("cannot write %s: %s", o.tmp, strerror(errno));
+    fwrite(data, 1, bytes, o.f);
     out_close(&o);
+}
+
+/* A JSON string: quoted, with quotes, backslashes and control characters escaped. */
+static void put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void dump_path(char *path, size_t len, const char *dir, const char *name)
+{
+    if ((size_t)snprintf(path, len, "%s/%s", dir, name) >= len)
+        snn_die("path too long: %s/%s", dir, name);
 }
 
 static void write_dump(const char *dir, const char *name, const void *data, size_t bytes)
 {
     char path[4096];
-    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
-        snn_die("path too long: %s/%s", dir, name);
+    dump_path(path, sizeof(path), dir, name);
     write_binary(path, data, bytes);
 }
 
@@ -127,16 +159,22 @@ static void dump_epoch_file(const char *dir, const char *what, int epoch, const 
  * schedule (meta.json), and the initial parameters. */
 static void dump_start(const char *dir, const float *params, const options *o)
 {
-    char meta[1024];
-    int n = snprintf(meta, sizeof(meta), "{\"dims\":[");
+    char path[4096];
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        snn_die("cannot create %s: %s", dir, strerror(errno));
+    dump_path(path, sizeof(path), dir, "meta.json");
+    out_file meta = out_open(path);
+    fprintf(meta.f, "{\"dims\":[");
     for (int l = 0; l <= SNN_LAYERS; l++)
-        n += snprintf(meta + n, sizeof(meta) - n, l ? ",%d" : "%d", SNN_DIM(l));
-    n += snprintf(meta + n, sizeof(meta) - n,
-                  "],\"batch\":%d,\"epochs\":%d,\"steps_per_epoch\":%d,\"lr\":%.9g,\"momentum\":%.9g,"
-                  "\"pixel_mean\":%.9g,\"pixel_std\":%.9g,\"dataset\":\"%s\",\"data_dir\":\"%s\",\"target\":\"%s\"}\n",
-                  SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
-                  (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, o->data_dir, SNN_TARGET_NAME);
-    write_dump(dir, "meta.json", meta, n);
+        fprintf(meta.f, l ? ",%d" : "%d", SNN_DIM(l));
+    fprintf(meta.f,
+            "],\"batch\":%d,\"epochs\":%d,\"steps_per_epoch\":%d,\"lr\":%.9g,\"momentum\":%.9g,"
+            "\"pixel_mean\":%.9g,\"pixel_std\":%.9g,\"dataset\":\"%s\",\"target\":\"%s\",\"data_dir\":",
+            SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
+            (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, SNN_TARGET_NAME);
+    put_json_string(meta.f, o->data_dir);
+    fprintf(meta.f, "}\n");
+    out_close(&meta);
     write_dump(dir, "init.bin", params, SNN_PARAMS * sizeof(float));
 }
 
@@ -226,10 +264,12 @@ int main(int argc, char **argv)
         char shape[256];
         snn_model_shape(shape, sizeof(shape));
         log = out_open(o.log_path);
-        fprintf(log.f, "{\"event\":\"config\",\"target\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
-                       "\"epochs\":%d,\"lr\":%.9g,\"momentum\":%.9g,\"seed\":%d,\"arena_bytes\":%zu}\n",
-                SNN_TARGET_NAME, dev.name, shape, SNN_BATCH, o.epochs, CONFIG_TRAIN_LR_VALUE,
-                CONFIG_TRAIN_MOMENTUM_VALUE, CONFIG_TRAIN_SEED, plan.total);
+        fprintf(log.f, "{\"event\":\"config\",\"target\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
+                       "\"epochs\":%d,\"lr\":%.9g,\"momentum\":%.9g,\"seed\":%d,\"arena_bytes\":%zu,\"device\":",
+                SNN_TARGET_NAME, shape, SNN_BATCH, o.epochs, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
+                CONFIG_TRAIN_SEED, plan.total);
+        put_json_string(log.f, dev.name);
+        fprintf(log.f, "}\n");
     }
 
     int32_t *order = snn_xmalloc(SNN_TRAIN_COUNT * sizeof(int32_t), "sample order");

@@ -29,8 +29,7 @@
 #define SNN_MAX_DIM SNN_MAX2(SNN_MAX2(SNN_INPUT_DIM, SNN_CLASSES), CONFIG_NN_HIDDEN_LAYERS ? SNN_HIDDEN : 0)
 #define SNN_MAX_ROWS SNN_MAX2(SNN_BATCH, SNN_EVAL_BATCH)
 
-/* Parameters of layer l (weights [out][in] as nn.Linear, then bias [out]). */
-#define SNN_LAYER_PARAMS(l) ((long)SNN_DIM((l) + 1) * SNN_DIM(l) + SNN_DIM((l) + 1))
+/* Parameters: per layer, weights [out][in] as nn.Linear, then bias [out]. */
 #define SNN_PARAMS                                                                          \
     (CONFIG_NN_HIDDEN_LAYERS == 0                                                           \
          ? (long)SNN_CLASSES * SNN_INPUT_DIM + SNN_CLASSES                                  \
@@ -72,9 +71,5 @@
 SNN_STATIC_ASSERT(SNN_TEST_COUNT % SNN_EVAL_BATCH == 0,
                   "CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images");
 SNN_STATIC_ASSERT(SNN_BATCH <= SNN_TRAIN_COUNT, "CONFIG_TRAIN_BATCH_SIZE exceeds the 60000 training images");
-#if defined(CONFIG_TARGET_HOST)
-SNN_STATIC_ASSERT(CONFIG_HOST_GEMM_MC % 8 == 0, "CONFIG_HOST_GEMM_MC must be a multiple of 8 (micro-kernel rows)");
-SNN_STATIC_ASSERT(CONFIG_HOST_GEMM_NC % 16 == 0, "CONFIG_HOST_GEMM_NC must be a multiple of 16 (micro-kernel columns)");
-#endif
 
 #endif

@@ -13,6 +13,9 @@ extern "C" {
 #define OP(name) host_##name
 #include "kernels/ops_proto.h"
 #undef OP
+/* Reserves the host GEMM's per-thread packing buffers, so that a host run
+ * allocates nothing after start-up (they are reserved on first use otherwise). */
+void host_kernels_reserve(void);
 
 #ifdef CONFIG_TARGET_CUDA
 #define OP(name) cuda_##name

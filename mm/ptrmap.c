@@ -63,12 +63,6 @@ static size_t find(const snn_ptrmap *m, uintptr_t key)
     return i;
 }
 
-void *snn_ptrmap_get(const snn_ptrmap *m, uintptr_t key)
-{
-    size_t i = find(m, key);
-    return m->keys[i] ? m->values[i] : NULL;
-}
-
 void *snn_ptrmap_take(snn_ptrmap *m, uintptr_t key)
 {
     size_t i = find(m, key);

@@ -16,7 +16,6 @@ typedef struct {
 void snn_ptrmap_init(snn_ptrmap *m);
 void snn_ptrmap_clear(snn_ptrmap *m);                           /* frees the table */
 void snn_ptrmap_put(snn_ptrmap *m, uintptr_t key, void *value); /* key must be absent */
-void *snn_ptrmap_get(const snn_ptrmap *m, uintptr_t key);       /* NULL when absent */
 void *snn_ptrmap_take(snn_ptrmap *m, uintptr_t key);            /* removes it; NULL when absent */
 
 #endif

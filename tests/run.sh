@@ -69,7 +69,9 @@ run() { # run NAME CMD...: a test program or script; a crash is a failure
 }
 
 # make run: configure for this machine (no GPU here: host), build, train.
-if out=$(make --no-print-directory run O="$SNN_TEST_OUT/run" 2>&1) && grep -q '^ *6 .*%' <<<"$out"; then
+if out=$(make --no-print-directory run O="$SNN_TEST_OUT/run" 2>&1) &&
+    epochs=$(sed -n 's/^CONFIG_TRAIN_EPOCHS=//p' "$SNN_TEST_OUT/run/.config") &&
+    grep -q "^ *$epochs .*%" <<<"$out"; then
     echo "ok - make run configures, builds and trains all epochs"
 else echo "not ok - make run: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi | count
 

@@ -11,6 +11,7 @@
 #include <omp.h>
 #endif
 
+#include "kernels/ops.h"
 #include "snn_check.h"
 
 struct snn_mark {
@@ -35,6 +36,22 @@ static void cpu_model_name(char *buf, size_t len)
     fclose(f);
 }
 
+/* Memory the kernel could give us without swapping (MemAvailable counts the
+ * page cache it can drop, which MemFree does not); 0 if unknown. */
+static size_t available_bytes(void)
+{
+    char line[256];
+    unsigned long long kib = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return (size_t)kib * 1024;
+}
+
 void snn_rt_init(snn_device_info *info, size_t plan_bytes)
 {
     memset(info, 0, sizeof(*info));
@@ -44,12 +61,14 @@ void snn_rt_init(snn_device_info *info, size_t plan_bytes)
 #else
     info->units = 1;
 #endif
-    long pages = sysconf(_SC_AVPHYS_PAGES), total = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    info->free_bytes = pages > 0 ? (size_t)pages * page : 0;
+    long total = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->free_bytes = available_bytes();
     info->total_bytes = total > 0 ? (size_t)total * page : 0;
     if (info->free_bytes && plan_bytes > info->free_bytes)
-        snn_die("the memory plan needs %zu bytes but only %zu are free: choose a smaller model or "
-                "batch (make menuconfig)", plan_bytes, info->free_bytes);
+        snn_die("the memory plan needs %zu bytes but only %zu are available: lower CONFIG_NN_HIDDEN_WIDTH, "
+                "CONFIG_NN_HIDDEN_LAYERS, CONFIG_TRAIN_BATCH_SIZE or CONFIG_EVAL_BATCH_SIZE (make menuconfig)",
+                plan_bytes, info->free_bytes);
+    host_kernels_reserve();
 }
 
 void *snn_rt_alloc(size_t bytes)

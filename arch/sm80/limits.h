@@ -3,18 +3,12 @@
 #ifndef SNN_SM80_LIMITS_H
 #define SNN_SM80_LIMITS_H
 
-#define SNN_ARCH_NAME "sm80"
-#define SNN_ARCH_CC 80
 /* Dynamic shared memory one block may opt in to: the A100 allows 166912
  * bytes (163 KB); consumer Ampere (sm_86) only 99 KB, but this target is
  * built as sm_80. */
 #define SNN_ARCH_MAX_SMEM_PER_BLOCK (163 * 1024)
-#define SNN_ARCH_SMEM_PER_SM (164 * 1024)
 #define SNN_ARCH_REGS_PER_SM 65536
-#define SNN_ARCH_MAX_THREADS_PER_SM 2048
 /* cp.async (global -> shared without registers), arch/sm80/cp_async.h. */
 #define SNN_ARCH_HAS_CP_ASYNC 1
-#define SNN_ARCH_HAS_TMA 0
-#define SNN_ARCH_HAS_BF16_MMA 1
 
 #endif

@@ -3,16 +3,10 @@
 #ifndef SNN_SM90_LIMITS_H
 #define SNN_SM90_LIMITS_H
 
-#define SNN_ARCH_NAME "sm90"
-#define SNN_ARCH_CC 90
 /* Dynamic shared memory one block may opt in to: 227 KB (232448 bytes). */
 #define SNN_ARCH_MAX_SMEM_PER_BLOCK (227 * 1024)
-#define SNN_ARCH_SMEM_PER_SM (228 * 1024)
 #define SNN_ARCH_REGS_PER_SM 65536
-#define SNN_ARCH_MAX_THREADS_PER_SM 2048
-/* cp.async as on Ampere (the SIMT FP32 path uses it); TMA for the wgmma path. */
+/* cp.async as on Ampere: the sm90 target runs the Ampere kernels for now. */
 #define SNN_ARCH_HAS_CP_ASYNC 1
-#define SNN_ARCH_HAS_TMA 1
-#define SNN_ARCH_HAS_BF16_MMA 1
 
 #endif

@@ -18,7 +18,7 @@ struct GemmEpiBiasRelu {
         if (b)
             v += b[n];
         if (relu)
-            v = v > 0.0f ? v : 0.0f;
+            v = v < 0.0f ? 0.0f : v; /* as the host: NaN propagates, as torch.relu */
         y[(size_t)m * ld + n] = v;
     }
 };

@@ -94,6 +94,8 @@ static void workspace_reserve(int threads)
     workspace_threads = threads;
 }
 
+void host_kernels_reserve(void) { workspace_reserve(max_threads()); }
+
 static struct workspace workspace_of(int thread)
 {
     float *base = workspace_pool + WORKSPACE_FLOATS * (size_t)thread;

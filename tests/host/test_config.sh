@@ -43,6 +43,17 @@ d=$(with undep 'CONFIG_MM_CUDA_ASYNC=y')
 expect_refusal "a value whose dependency is unmet refused" \
     'CONFIG_MM_CUDA_ASYNC=y cannot be set (it depends on TARGET_CUDA' $M O="$d" defconfig DEFCONFIG="$d/def"
 
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+    d=$(with override 'CONFIG_TARGET_SM80=y' 'CONFIG_CUDA_ARCH_OVERRIDE=75')
+    $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
+    expect_refusal "an override older than the target refused" \
+        'CONFIG_CUDA_ARCH_OVERRIDE=75 is older than the target (80)' $M O="$d"
+    d=$(with override90 'CONFIG_TARGET_SM90=y' 'CONFIG_CUDA_ARCH_OVERRIDE=100')
+    $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
+    expect_refusal "an override of the Hopper target other than 90 refused" \
+        'CONFIG_CUDA_ARCH_OVERRIDE=100 with the Hopper target' $M O="$d"
+else echo "skip - CUDA_ARCH_OVERRIDE checks: skipped: no nvcc"; fi
+
 mkdir -p "$T/none"
 expect_refusal "missing .config stops the build" "run 'make host_defconfig'" $M O="$T/none"
 expect_refusal "missing kconfiglib stops the build" "kconfiglib not found: run 'apt-get install python3-kconfiglib'" \
