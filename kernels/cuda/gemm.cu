@@ -133,8 +133,10 @@ __global__ void __launch_bounds__(GEMM_THREADS)
 /* Bias gradient gb[n] = sum_m dy[m][n], fused with its SGD update. A block
  * holds 32 columns; its 8 row slices sum rows ty, ty+8, ... in order, then
  * one thread adds the 8 partial sums in order: a fixed order for given M. */
-#define BIAS_COLS 32
-#define BIAS_SLICES 8
+#define BIAS_COLS CONFIG_CUDA_BIAS_COLS
+#define BIAS_SLICES CONFIG_CUDA_BIAS_SLICES
+static_assert(BIAS_COLS * BIAS_SLICES <= 1024,
+              "CONFIG_CUDA_BIAS_COLS x CONFIG_CUDA_BIAS_SLICES must be at most 1024 threads");
 __global__ void __launch_bounds__(BIAS_COLS *BIAS_SLICES)
     bias_sgd_kernel(float *b, float *vb, const float *__restrict__ dy, int M, int N, float lr, float mu)
 {

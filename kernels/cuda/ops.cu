@@ -17,7 +17,8 @@
 /* Blocks of GATHER_THREADS pixels of one row (blockIdx.y, striding by
  * gridDim.y): consecutive threads on consecutive pixels, so byte reads and
  * float writes are coalesced. */
-#define GATHER_THREADS 256
+#define GATHER_THREADS CONFIG_CUDA_GATHER_THREADS
+static_assert(GATHER_THREADS % 32 == 0, "CONFIG_CUDA_GATHER_THREADS must be a multiple of 32");
 __global__ void __launch_bounds__(GATHER_THREADS)
     gather_batch_kernel(float *__restrict__ x, uint8_t *__restrict__ y, const uint8_t *__restrict__ images,
                         const uint8_t *__restrict__ labels, const int32_t *__restrict__ order,
@@ -37,7 +38,8 @@ __global__ void __launch_bounds__(GATHER_THREADS)
 /* One block. Thread t takes rows t, t + blockDim, ...: softmax, loss, arg-max
  * and the gradient of each; the per-thread sums are then added in a fixed
  * tree order. */
-#define XENT_THREADS 512
+#define XENT_THREADS CONFIG_CUDA_XENT_THREADS
+static_assert((XENT_THREADS & (XENT_THREADS - 1)) == 0, "CONFIG_CUDA_XENT_THREADS must be a power of two");
 __global__ void __launch_bounds__(XENT_THREADS)
     softmax_xent_kernel(float *__restrict__ dlogits, float *__restrict__ loss, int32_t *__restrict__ correct,
                         const float *__restrict__ logits, const uint8_t *__restrict__ y,

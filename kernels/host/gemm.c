@@ -44,7 +44,7 @@ SNN_STATIC_ASSERT(MC % MR == 0, "CONFIG_HOST_GEMM_MC must be a multiple of 8 (mi
 SNN_STATIC_ASSERT(NC % NR == 0, "CONFIG_HOST_GEMM_NC must be a multiple of 16 (micro-kernel columns)");
 
 /* Below this many flops a call stays on one thread: the fork costs more. */
-#define PARALLEL_MIN_FLOPS (1 << 20)
+#define PARALLEL_MIN_FLOPS (1024.0 * CONFIG_HOST_GEMM_PARALLEL_MIN_KFLOP)
 
 /* A matrix seen through strides: element (r, c) is p[r * rs + c * cs]. */
 struct view {

@@ -14,7 +14,7 @@ void host_gather_batch(float *x, uint8_t *y, const uint8_t *images, const uint8_
                        const int32_t *order, const int32_t *step, int rows, float mean, float std)
 {
     long first = (long)*step * rows;
-    OMP("omp parallel for schedule(static) if (rows >= 256)") /* a training batch is not worth the fork */
+    OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (int i = 0; i < rows; i++) {
         long r = order ? order[first + i] : first + i;
         const uint8_t *px = images + r * SNN_INPUT_DIM;
