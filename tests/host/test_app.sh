@@ -51,6 +51,15 @@ if ls "$T" | grep -q '\.tmp\.'; then echo "not ok - a temporary file was left be
 if grep -q "alignment padding" "$T/a.out" && grep -q "total .* B" "$T/a.out"; then echo "ok - the memory plan is printed"
 else echo "not ok - no memory plan in the output"; fi
 
+# A progress bar on a terminal (script(1) gives the program a pty), plain lines otherwise.
+if command -v script >/dev/null; then
+    tty_out=$(script -qec "$APP --data $DATA --epochs 1 --max-steps 300" /dev/null 2>&1)
+    if grep -q $'epoch 1 \\[=\\+ *\\] *[0-9]*%' <<<"$tty_out"; then echo "ok - a progress bar runs on a terminal"
+    else echo "not ok - no progress bar on a terminal"; fi
+else echo "skip - progress bar: skipped: no script(1)"; fi
+if "$APP" --data "$DATA" --epochs 1 --max-steps 300 | grep -q $'\r'; then echo "not ok - carriage returns in piped output"
+else echo "ok - plain lines when stdout is not a terminal"; fi
+
 # End to end: the whole configured run.
 start=$(date +%s.%N)
 "$APP" --data "$DATA" --log "$T/full.jsonl" >"$T/full.out" 2>&1; rc=$?
