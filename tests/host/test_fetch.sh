@@ -124,16 +124,22 @@ same_as_real() {
     fi
 }
 
+# expect_fetched_from SRC DEST: the last run succeeded from directory SRC and left the real files in DEST.
+expect_fetched_from() {
+    local why=
+    if [[ $rc -eq 0 ]] && has "source: directory $1" && why=$(same_as_real "$2"); then
+        ok "$name"
+    else
+        not_ok "$name" "exit $rc: ${why:-}: $out"
+    fi
+}
+
 name="local directory (raw and gzip)"
 if [[ ! $have_real ]]; then
     skip "$name" "no $real (run 'make data')"
 else
     run --from "$tmp/src" --dest "$tmp/dest" --no-network
-    if [[ $rc -eq 0 ]] && has "source: directory $tmp/src" && why=$(same_as_real "$tmp/dest"); then
-        ok "$name"
-    else
-        not_ok "$name" "exit $rc: ${why:-}: $out"
-    fi
+    expect_fetched_from "$tmp/src" "$tmp/dest"
 fi
 
 name="already present: nothing fetched"
@@ -156,11 +162,7 @@ if [[ ! -f $tmp/dest/${FILES[0]} ]]; then
 else
     printf 'x' >>"$tmp/dest/t10k-labels-idx1-ubyte"
     run --from "$tmp/src" --dest "$tmp/dest" --no-network
-    if [[ $rc -eq 0 ]] && has "source: directory $tmp/src" && why=$(same_as_real "$tmp/dest"); then
-        ok "$name"
-    else
-        not_ok "$name" "exit $rc: ${why:-}: $out"
-    fi
+    expect_fetched_from "$tmp/src" "$tmp/dest"
 fi
 
 # Mirrors: a local server with a wrong file under bad/, nothing under none/,
