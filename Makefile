@@ -194,13 +194,19 @@ $(BUILD)/%.o: %.c $(CONFIG_H)
 	@$(if $(Q),echo '  CC      $<')
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/%.o: %.cu $(CONFIG_H)
+# The wgmma wrappers, written out by a script (one asm operand per accumulator).
+WGMMA_H := $(if $(CONFIG_GEMM_WGMMA),$(O)/include/generated/sm90_wgmma.h)
+$(O)/include/generated/sm90_wgmma.h: tools/gen_sm90_wgmma.py
+	@mkdir -p $(@D)
+	$(Q)$(or $(PYTHON),python3) tools/gen_sm90_wgmma.py $@
+
+$(BUILD)/%.o: %.cu $(CONFIG_H) $(WGMMA_H)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  NVCC    $<')
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c -o $@ $<
 
 # PTX of one CUDA source, to read the instruction forms: make build/kernels/cuda/gemm.ptx
-$(BUILD)/%.ptx: %.cu $(CONFIG_H)
+$(BUILD)/%.ptx: %.cu $(CONFIG_H) $(WGMMA_H)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -ptx -o $@ $<
 

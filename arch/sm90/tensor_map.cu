@@ -1,0 +1,43 @@
+/* Host side of TMA: tensor maps encoded through the driver's
+ * cuTensorMapEncodeTiled, fetched from the runtime (no -lcuda). The
+ * elements are moved as 16-bit words: FP16 and BF16 alike. */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include "arch/cuda/check.h"
+#include "arch/sm90/tma.h"
+#include "snn_check.h"
+
+static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn;
+    if (!fn) {
+        cudaDriverEntryPointQueryResult found;
+        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&fn, 12000, cudaEnableDefault,
+                                                    &found));
+        if (found != cudaDriverEntryPointSuccess || !fn)
+            snn_die("the CUDA driver has no cuTensorMapEncodeTiled (TMA): update the driver (CUDA 12 or later)");
+    }
+    return fn;
+}
+
+void sm90_tensor_map_16bit(CUtensorMap *map, const void *base, long rows, long cols, long ld, int box_rows,
+                           int box_cols, const char *what)
+{
+    if (((uintptr_t)base & 15) || (ld * 2) % 16)
+        snn_die("%s: TMA needs a 16-byte aligned base and a row stride of a multiple of 8 elements "
+                "(base %p, stride %ld)", what, base, ld);
+    if (rows < 1 || cols < 1 || cols > ld)
+        snn_die("%s: a %ld x %ld matrix with row stride %ld cannot be described to TMA", what, rows, cols, ld);
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
+    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
+    const cuuint32_t unit[2] = {1, 1};
+    const CUresult r = encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)base, dims, strides, box,
+                                      unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        snn_die("%s: cuTensorMapEncodeTiled failed (CUresult %d) for %ld x %ld, stride %ld, box %d x %d", what,
+                (int)r, rows, cols, ld, box_rows, box_cols);
+}
