@@ -22,6 +22,7 @@ enum snn_region {
     SNN_R_TEST_LABELS,
     SNN_R_ORDER,         /* this epoch's sample order */
     SNN_R_STEP_STATS,    /* per-step loss and correct count, train and eval, and the step counters */
+    SNN_R_TWINS,         /* 16-bit twins of parameters, activations, gradients (CONFIG_GEMM_WGMMA only) */
     SNN_R_COUNT
 };
 
@@ -30,6 +31,9 @@ enum snn_region {
 #define SNN_STEP_STATS_BYTES \
     ((size_t)(SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * (sizeof(float) + sizeof(int)) + 2 * sizeof(int))
 #define SNN_ARENA_ALIGN 256
+/* The twins region: 16-bit copies of the parameter, activation and
+ * activation-gradient regions, each padded to 128 bytes (kernels/cuda/twin.h). */
+#define SNN_TWIN_PAD(elems) (((size_t)(elems) + 63) / 64 * 64)
 
 typedef struct {
     const char *name;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/cuda/twin.h"
 #include "mm/mm.h"
 
 void snn_model_bind(snn_model *m, void *arena)
@@ -47,6 +48,26 @@ void snn_model_bind(snn_model *m, void *arena)
     m->train_step = m->eval_correct + SNN_EVAL_STEPS;
     m->eval_step = m->train_step + 1;
 #undef AT
+}
+
+void snn_model_bind_twins(snn_model *m)
+{
+#ifdef CONFIG_GEMM_WGMMA
+    uint16_t *twin = snn_plan_at(&m->plan, m->arena, SNN_R_TWINS);
+    const long params = SNN_PARAMS;
+    const long acts = m->plan.region[SNN_R_ACTIVATIONS].bytes / sizeof(float);
+    const long grads = m->plan.region[SNN_R_ACT_GRADS].bytes / sizeof(float);
+    cuda_twin_unbind_all();
+    cuda_twin_bind(m->params, twin, params);
+    twin += SNN_TWIN_PAD(params);
+    cuda_twin_bind(m->act[0], twin, acts);
+    twin += SNN_TWIN_PAD(acts);
+    if (grads)
+        cuda_twin_bind(m->grad[0], twin, grads);
+    cuda_twin_refresh(m->params, params);
+#else
+    (void)m;
+#endif
 }
 
 static inline void draw_uniform(float *x, long n, double bound, snn_rng *rng)

@@ -30,6 +30,10 @@
 #include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_pipeline.cuh"
+#include "kernels/cuda/twin.h"
+#ifdef CONFIG_GEMM_WGMMA
+#include "kernels/cuda/gemm_wgmma.h"
+#endif
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
 #include "kernels/cuda/gemm_mma.h"
@@ -180,6 +184,10 @@ struct GemmF32 {
 template <int LA, int LB, class Epi>
 static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
+#ifdef CONFIG_GEMM_WGMMA
+    if (gemm_wgmma_try<LA, LB>(A, lda, B, ldb, M, N, K, epi))
+        return;
+#endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
     gemm_mma_run<LA, LB>(A, lda, B, ldb, M, N, K, epi);
 #else
@@ -192,7 +200,7 @@ extern "C" void cuda_linear_forward(float *y, const float *x, const float *w, co
                                     int relu)
 {
     /* A = X [M][K], B = W [N][K]: both contiguous along k. */
-    const GemmEpiBiasRelu epi = {y, b, N, relu};
+    const GemmEpiBiasRelu epi = {y, cuda_twin_of(y), b, N, relu};
     gemm_run<GEMM_K_CONTIG, GEMM_K_CONTIG>(x, K, w, K, M, N, K, epi);
 }
 
@@ -200,7 +208,7 @@ extern "C" void cuda_linear_backward_input(float *dx, const float *dy, const flo
                                            int N, int K)
 {
     /* GEMM (m, n, k) = (M, K, N): A = dY [M][N] along k; B = W [N][K] is k x n. */
-    const GemmEpiReluMask epi = {dx, act, K};
+    const GemmEpiReluMask epi = {dx, cuda_twin_of(dx), act, K};
     gemm_run<GEMM_K_CONTIG, GEMM_R_CONTIG>(dy, N, w, K, M, K, N, epi);
 }
 
@@ -209,7 +217,7 @@ extern "C" void cuda_linear_backward_weight_sgd(float *w, float *vw, float *b, f
 {
     /* GEMM (m, n, k) = (N, K, M), the batch reduced: A = dY [M][N] is k x m;
      * B = X [M][K] is k x n. */
-    const GemmEpiSgd epi = {w, vw, K, lr, mu};
+    const GemmEpiSgd epi = {w, cuda_twin_of(w), vw, K, lr, mu};
     gemm_run<GEMM_R_CONTIG, GEMM_R_CONTIG>(dy, N, x, K, N, K, M, epi);
     if (b && N > 0) {
         bias_sgd_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(

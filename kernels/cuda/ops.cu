@@ -1,12 +1,15 @@
 /* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and
  * normalisation, softmax + cross-entropy, the step counter. All on the
- * engine's stream, all deterministic (no atomics). */
+ * engine's stream, all deterministic (no atomics). The gathered batch and
+ * the logits' gradient are GEMM operands: their 16-bit twins, where bound
+ * (kernels/cuda/twin.h), are written beside them. */
 #include <stdint.h>
 
 #include <cuda_runtime.h>
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "kernels/cuda/twin.h"
 #include "kernels/ops.h"
 #include "snn_config.h"
 
@@ -20,7 +23,7 @@
 #define GATHER_THREADS CONFIG_CUDA_GATHER_THREADS
 static_assert(GATHER_THREADS % 32 == 0, "CONFIG_CUDA_GATHER_THREADS must be a multiple of 32");
 __global__ void __launch_bounds__(GATHER_THREADS)
-    gather_batch_kernel(float *__restrict__ x, uint8_t *__restrict__ y, const uint8_t *__restrict__ images,
+    gather_batch_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y, const uint8_t *__restrict__ images,
                         const uint8_t *__restrict__ labels, const int32_t *__restrict__ order,
                         const int32_t *__restrict__ step, int rows, float mean, float std)
 {
@@ -28,8 +31,11 @@ __global__ void __launch_bounds__(GATHER_THREADS)
     const long base = (long)*step * rows;
     for (int i = blockIdx.y; i < rows; i += gridDim.y) {
         const long r = order ? (long)order[base + i] : base + i;
-        if (j < SNN_INPUT_DIM)
-            x[(size_t)i * SNN_INPUT_DIM + j] = ((float)images[r * SNN_INPUT_DIM + j] / 255.0f - mean) / std;
+        if (j < SNN_INPUT_DIM) {
+            const float v = ((float)images[r * SNN_INPUT_DIM + j] / 255.0f - mean) / std;
+            x[(size_t)i * SNN_INPUT_DIM + j] = v;
+            snn_twin_store(x16, (size_t)i * SNN_INPUT_DIM + j, v);
+        }
         if (j == 0)
             y[i] = labels[r];
     }
@@ -41,7 +47,7 @@ __global__ void __launch_bounds__(GATHER_THREADS)
 #define XENT_THREADS CONFIG_CUDA_XENT_THREADS
 static_assert((XENT_THREADS & (XENT_THREADS - 1)) == 0, "CONFIG_CUDA_XENT_THREADS must be a power of two");
 __global__ void __launch_bounds__(XENT_THREADS)
-    softmax_xent_kernel(float *__restrict__ dlogits, float *__restrict__ loss, int32_t *__restrict__ correct,
+    softmax_xent_kernel(float *__restrict__ dlogits, SnnTwin *__restrict__ dlogits16, float *__restrict__ loss, int32_t *__restrict__ correct,
                         const float *__restrict__ logits, const uint8_t *__restrict__ y,
                         const int32_t *__restrict__ step, int rows)
 {
@@ -70,10 +76,13 @@ __global__ void __launch_bounds__(XENT_THREADS)
         my_loss += (double)(logf(sum) - (z[label] - zmax));
         my_correct += arg == label;
         if (dlogits) {
-            float *d = dlogits + (size_t)r * SNN_CLASSES;
+            const size_t d = (size_t)r * SNN_CLASSES;
 #pragma unroll
-            for (int c = 0; c < SNN_CLASSES; ++c)
-                d[c] = (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+            for (int c = 0; c < SNN_CLASSES; ++c) {
+                const float g = (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+                dlogits[d + c] = g;
+                snn_twin_store(dlogits16, d + c, g);
+            }
         }
     }
     s_loss[t] = my_loss;
@@ -107,8 +116,8 @@ extern "C" void cuda_gather_batch(float *x, uint8_t *y, const uint8_t *images, c
     if (rows <= 0)
         return;
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
-    gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, y, images, labels, order, step, rows, mean,
-                                                                   std);
+    gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, cuda_twin_of(x), y, images, labels, order,
+                                                                   step, rows, mean, std);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -117,7 +126,8 @@ extern "C" void cuda_softmax_xent(float *dlogits, float *loss, int32_t *correct,
 {
     if (rows <= 0)
         return;
-    softmax_xent_kernel<<<1, XENT_THREADS, 0, snn_stream()>>>(dlogits, loss, correct, logits, y, step, rows);
+    softmax_xent_kernel<<<1, XENT_THREADS, 0, snn_stream()>>>(dlogits, dlogits ? cuda_twin_of(dlogits) : NULL, loss,
+                                                               correct, logits, y, step, rows);
     CUDA_CHECK_LAUNCH();
 }
 

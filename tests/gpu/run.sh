@@ -105,10 +105,25 @@ precision_variant h100-sm80-fp16 h100 80 FP16
 precision_variant h100-sm80-bf16 h100 80 BF16
 precision_variant rtx2060-fp16 rtx2060 75 FP16
 
+# The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the
+# kernel and step tests exercise it in each role, in BF16 and FP16.
+wgmma_variant() { # NAME PRECISION
+    local name=$1 prec=$2 d=$OUT/gpu-$1
+    if ! usable 90; then echo "skip - gpu $name path: skipped: needs compute capability 90, this GPU is $cc"; return; fi
+    mkdir -p "$d"
+    { grep -v '^CONFIG_PRECISION_' configs/h100_defconfig; echo "CONFIG_PRECISION_$prec=y"
+      echo "CONFIG_GEMM_WGMMA_MIN_K=1"; echo "CONFIG_GEMM_WGMMA_MIN_MFLOP=0"; } >"$d/def"
+    build_variant "$name" "$d" && check_variant "$name" "$d" && prefixed "$name" "$d/tests/bin/gpu/test_wgmma"
+}
+wgmma_variant h100-wgmma-all-bf16 BF16
+wgmma_variant h100-wgmma-all-fp16 FP16
+
 # The memory strategies, on the last board built (h100 on a Hopper card): the
 # static arena with the CUDA graph and without, our pool and cudaMallocAsync
 # (both without the graph, by Kconfig dependency) must train to identical
 # parameters, as the kernels are deterministic; each reports its figures.
+# All four without the wgmma path, which needs the static arena: the same
+# kernels everywhere.
 mm_variant() { # VARIANT: the def line it appends to the board's config
     case $1 in
     static-nograph) echo "# CONFIG_CUDA_GRAPH is not set" ;;
@@ -119,12 +134,9 @@ mm_variant() { # VARIANT: the def line it appends to the board's config
 if [ -n "${mm_board:-}" ]; then
     for v in static-nograph static-graph pool cuda-async; do
         d=$OUT/gpu-$mm_board-mm-$v
-        [ $v = static-graph ] && d=$OUT/gpu-$mm_board # the board's own build
         mkdir -p "$d"
-        if [ $v != static-graph ]; then
-            { cat "$OUT/gpu-$mm_board/def"; mm_variant $v; } >"$d/def"
-            build_variant "$mm_board memory strategy $v" "$d" || continue
-        fi
+        { grep -v '^CONFIG_GEMM_WGMMA' "$OUT/gpu-$mm_board/def"; echo "# CONFIG_GEMM_WGMMA is not set"; mm_variant $v; } >"$d/def"
+        build_variant "$mm_board memory strategy $v" "$d" || continue
         graph=$(grep -c '^#define CONFIG_CUDA_GRAPH 1' "$d/include/generated/config.h")
         if [ "$graph" -ne "$([ $v = static-graph ] && echo 1 || echo 0)" ]; then
             echo "not ok - $mm_board memory strategy $v: CONFIG_CUDA_GRAPH is $graph"; continue

@@ -14,7 +14,12 @@
  * - determinism: each kernel runs twice and must give bitwise-identical
  *   results (the SGD update from the same starting state);
  * - the SGD update compares weights, momentum, bias and bias momentum after
- *   one step from random (nonzero) momentum. */
+ *   one step from random (nonzero) momentum.
+ * With CONFIG_GEMM_WGMMA the GEMM roles run twice: without 16-bit twins (the
+ * mma.sync kernels) and with every buffer twinned (kernels/cuda/twin.h), so
+ * that the roles whose strides TMA can read run on wgmma (the case's name
+ * says which kernel ran); the twins the epilogues write must then equal the
+ * FP32 results rounded. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +32,10 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_config.h"
+#ifdef CONFIG_GEMM_WGMMA
+#include "kernels/cuda/gemm_wgmma.h"
+#endif
+#include "kernels/cuda/twin.h"
 #include "kernels/ops.h"
 #include "snn_check.h"
 #include "tests/test_util.h"
@@ -83,23 +92,84 @@ static float *copy_floats(const float *src, long n)
 /* ---- device buffers (on the engine's stream, so in order with the kernels) ----- */
 
 /* A device copy of n floats; `misalign` shifts it by one float, so that the
- * kernels must take their unaligned (scalar) load path. */
+ * kernels must take their unaligned (scalar) load path. In twin mode it also
+ * has a 16-bit twin, bound and written from it. */
+static int twin_mode;
+
 typedef struct {
     void *base;
     float *p;
+    SnnTwin *twin;
+    long n;
 } dbuf;
+
+static void dev_upload(dbuf d, const float *src)
+{
+    snn_rt_upload(d.p, src, sizeof(float) * (size_t)d.n);
+    if (d.twin)
+        cuda_twin_refresh(d.p, d.n);
+}
 
 static dbuf dev_floats(const float *src, long n, int misalign)
 {
-    dbuf d;
+    dbuf d = {NULL, NULL, NULL, n};
     d.base = snn_rt_alloc(sizeof(float) * (size_t)(n + 1));
     d.p = (float *)d.base + (misalign ? 1 : 0);
+    if (twin_mode) {
+        d.twin = (SnnTwin *)snn_rt_alloc(sizeof(SnnTwin) * (size_t)(n + 1) + 16) + (misalign ? 1 : 0);
+        cuda_twin_bind(d.p, d.twin, n);
+    }
     if (src)
-        snn_rt_upload(d.p, src, sizeof(float) * (size_t)n);
+        dev_upload(d, src);
     return d;
 }
 
-static void dev_free(dbuf d) { snn_rt_free(d.base); }
+static void dev_free(dbuf d)
+{
+    if (d.twin) {
+        cuda_twin_unbind(d.p);
+        snn_rt_free(d.twin - (d.p != d.base));
+    }
+    snn_rt_free(d.base);
+}
+
+/* In twin mode: the twin of an output holds its FP32 values rounded. */
+static void check_twin(char *why, const char *what, dbuf d, const float *values)
+{
+    if (!d.twin)
+        return;
+    SnnTwin *got = (SnnTwin *)snn_xmalloc(sizeof(SnnTwin) * (size_t)(d.n ? d.n : 1), "twin");
+    snn_rt_download(got, d.twin, sizeof(SnnTwin) * (size_t)d.n);
+    for (long i = 0; i < d.n; i++) {
+#if defined(CONFIG_PRECISION_BF16)
+        const SnnTwin want = __float2bfloat16_rn(values[i]);
+#else
+        const SnnTwin want = __float2half_rn(values[i]);
+#endif
+        if (memcmp(&want, &got[i], sizeof want) != 0) {
+            set_why(why, "%s's 16-bit twin [%ld] is not its value %g rounded", what, i, (double)values[i]);
+            break;
+        }
+    }
+    free(got);
+}
+
+/* " wgmma" or " mma.sync" in twin mode: the kernel the last GEMM ran on. */
+static long wgmma_before;
+static const char *path_taken(void)
+{
+#ifdef CONFIG_GEMM_WGMMA
+    if (twin_mode)
+        return gemm_wgmma_count() > wgmma_before ? " (wgmma)" : " (mma.sync: strides TMA cannot read)";
+#endif
+    return "";
+}
+static void path_start(void)
+{
+#ifdef CONFIG_GEMM_WGMMA
+    wgmma_before = gemm_wgmma_count();
+#endif
+}
 
 static void poison(void *p, size_t bytes) /* 0xffffffff: a NaN as float, -1 as int32 */
 {
@@ -159,6 +229,7 @@ static void test_forward(shape s, int bias, int relu, int misalign)
     dbuf dx = dev_floats(x, (long)s.M * s.K, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
     dbuf db = dev_floats(b, s.N, 0), dy = dev_floats(NULL, ny, misalign);
     float *out[2] = {y1, y2};
+    path_start();
     for (int run = 0; run < 2; run++) {
         poison(dy.p, sizeof(float) * (size_t)ny);
         cuda_linear_forward(dy.p, dx.p, dw.p, bias ? db.p : NULL, s.M, s.N, s.K, relu);
@@ -166,6 +237,8 @@ static void test_forward(shape s, int bias, int relu, int misalign)
     }
     compare(why, "y", y1, ref, ny, SNN_TOL_GEMM);
     same_bits(why, "y", y1, y2, sizeof(float) * (size_t)ny);
+    check_twin(why, "y", dy, y1);
+    strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 
     dev_free(dx), dev_free(dw), dev_free(db), dev_free(dy);
@@ -185,6 +258,7 @@ static void test_backward_input(shape s, int mask, int misalign)
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
     dbuf dact = dev_floats(act, nx, 0), ddx = dev_floats(NULL, nx, misalign);
     float *out[2] = {g1, g2};
+    path_start();
     for (int run = 0; run < 2; run++) {
         poison(ddx.p, sizeof(float) * (size_t)nx);
         cuda_linear_backward_input(ddx.p, ddy.p, dw.p, mask ? dact.p : NULL, s.M, s.N, s.K);
@@ -192,6 +266,8 @@ static void test_backward_input(shape s, int mask, int misalign)
     }
     compare(why, "dx", g1, ref, nx, SNN_TOL_GEMM);
     same_bits(why, "dx", g1, g2, sizeof(float) * (size_t)nx);
+    check_twin(why, "dx", ddx, g1);
+    strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 
     dev_free(ddy), dev_free(dw), dev_free(dact), dev_free(ddx);
@@ -217,8 +293,9 @@ static void test_backward_weight_sgd(shape s, int misalign)
     dbuf db = dev_floats(NULL, s.N, 0), dvb = dev_floats(NULL, s.N, 0);
     float *gw[2] = {host_floats(nw), host_floats(nw)}, *gvw[2] = {host_floats(nw), host_floats(nw)};
     float *gb[2] = {host_floats(s.N), host_floats(s.N)}, *gvb[2] = {host_floats(s.N), host_floats(s.N)};
+    path_start();
     for (int run = 0; run < 2; run++) { /* each from the same starting state */
-        snn_rt_upload(dw.p, w0, sizeof(float) * (size_t)nw);
+        dev_upload(dw, w0);
         snn_rt_upload(dvw.p, vw0, sizeof(float) * (size_t)nw);
         snn_rt_upload(db.p, b0, sizeof(float) * (size_t)s.N);
         snn_rt_upload(dvb.p, vb0, sizeof(float) * (size_t)s.N);
@@ -236,6 +313,8 @@ static void test_backward_weight_sgd(shape s, int misalign)
     same_bits(why, "vw", gvw[0], gvw[1], sizeof(float) * (size_t)nw);
     same_bits(why, "b", gb[0], gb[1], sizeof(float) * (size_t)s.N);
     same_bits(why, "vb", gvb[0], gvb[1], sizeof(float) * (size_t)s.N);
+    check_twin(why, "w", dw, gw[1]);
+    strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 
     dev_free(ddy), dev_free(dxx), dev_free(dw), dev_free(dvw), dev_free(db), dev_free(dvb);
@@ -469,6 +548,25 @@ static void test_run_step(void)
     free(images), free(w), free(ref);
 }
 
+/* Every GEMM role on each shape, plus the variants (no bias, no ReLU, no
+ * mask, misaligned operands). */
+static void test_gemm_roles(const shape *shapes, int n)
+{
+    for (int i = 0; i < n; i++)
+        test_forward(shapes[i], 1, 1, 0);
+    test_forward((shape){100, 129, 17}, 0, 1, 0);
+    test_forward((shape){100, 129, 17}, 1, 0, 0);
+    test_forward((shape){64, 256, 784}, 1, 1, 1);
+    for (int i = 0; i < n; i++)
+        test_backward_input(shapes[i], 1, 0);
+    test_backward_input((shape){100, 129, 17}, 0, 0);
+    test_backward_input((shape){64, 10, 256}, 1, 1);
+    for (int i = 0; i < n; i++)
+        test_backward_weight_sgd(shapes[i], 0);
+    test_backward_weight_sgd((shape){64, 256, 784}, 1);
+
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 int main(void)
@@ -502,19 +600,16 @@ int main(void)
     for (size_t i = 0; i < sizeof mlp / sizeof mlp[0]; i++)
         shapes[n++] = mlp[i];
 
-    for (int i = 0; i < n; i++)
-        test_forward(shapes[i], 1, 1, 0);
-    test_forward((shape){100, 129, 17}, 0, 1, 0);
-    test_forward((shape){100, 129, 17}, 1, 0, 0);
-    test_forward((shape){64, 256, 784}, 1, 1, 1);
-    for (int i = 0; i < n; i++)
-        test_backward_input(shapes[i], 1, 0);
-    test_backward_input((shape){100, 129, 17}, 0, 0);
-    test_backward_input((shape){64, 10, 256}, 1, 1);
-    for (int i = 0; i < n; i++)
-        test_backward_weight_sgd(shapes[i], 0);
-    test_backward_weight_sgd((shape){64, 256, 784}, 1);
-
+    test_gemm_roles(shapes, n);
+#ifdef CONFIG_GEMM_WGMMA
+    /* the same with twins: every N and K a multiple of 8 (TMA), M awkward */
+    static const shape tma_shapes[] = {{1, 8, 8},      {17, 136, 104}, {100, 8, 520},   {129, 264, 8},
+                                       {257, 200, 72}, {515, 64, 40},  {64, 256, 784},  {64, 784, 256},
+                                       {1000, 256, 784}, {64, 10, 256}, {32, 1024, 1024}, {600, 1032, 72}};
+    twin_mode = 1;
+    test_gemm_roles(tma_shapes, (int)(sizeof tma_shapes / sizeof tma_shapes[0]));
+    twin_mode = 0;
+#endif
     test_gather(300, 100, 2, 1);
     test_gather(300, 100, 1, 0);
     test_gather(17, 1, 16, 1);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The tensor-core GEMM's instructions, read from its PTX (no GPU needed):
+# The tensor-core GEMMs' instructions, read from their PTX (no GPU needed):
 # the Turing path (sm75) must hold mma.sync m16n8k8 and ldmatrix, the Ampere
-# path (sm80) mma.sync m16n8k16 (m16n8k8 .tf32 for TF32) and cp.async; and
-# ptxas -v must report no spills for any instance of the kernel.
+# path (sm80) mma.sync m16n8k16 (m16n8k8 .tf32 for TF32) and cp.async, the
+# Hopper path (sm90a, the h100 board) wgmma.mma_async, cp.async.bulk.tensor
+# (TMA), mbarrier waits and setmaxnreg; and ptxas -v must report no spills
+# for any instance of the kernel.
 # Skipped where there is no nvcc.
 set -u
 cd "$(dirname "$0")/../.."
@@ -12,20 +14,21 @@ fi
 T=${SNN_TEST_OUT:-build/test}/ptx
 M="make --no-print-directory"
 
-# variant NAME BOARD SM PRECISION PATTERN...: BOARD's defconfig on target SM
-# with CONFIG_PRECISION_<PRECISION>; each PATTERN (grep -E) must occur in the PTX.
+# variant NAME BOARD SM PRECISION SOURCE PATTERN...: BOARD's defconfig on
+# target SM with CONFIG_PRECISION_<PRECISION>; each PATTERN (grep -E) must
+# occur in the PTX of kernels/cuda/SOURCE.cu.
 variant() {
-    local name=$1 board=$2 sm=$3 prec=$4 d=$T/$1 p counts="" n; shift 4
+    local name=$1 board=$2 sm=$3 prec=$4 src=build/kernels/cuda/$5 d=$T/$1 p counts="" n; shift 5
     rm -rf "$d" && mkdir -p "$d"
     { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
       echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; } >"$d/def"
-    if ! { $M O="$d" defconfig DEFCONFIG="$d/def" && $M O="$d" "$d/build/kernels/cuda/gemm_mma.ptx" &&
-        $M O="$d" EXTRA_WARN=-Werror EXTRA_NVCCFLAGS="-Xptxas -v" "$d/build/kernels/cuda/gemm_mma.o"; } \
+    if ! { $M O="$d" defconfig DEFCONFIG="$d/def" && $M O="$d" "$d/$src.ptx" &&
+        $M O="$d" EXTRA_WARN=-Werror EXTRA_NVCCFLAGS="-Xptxas -v" "$d/$src.o"; } \
         >"$d.log" 2>&1; then
         echo "not ok - tensor-core PTX $name: build failed (see $d.log)"; return
     fi
     for p in "$@"; do
-        n=$(grep -cE "$p" "$d/build/kernels/cuda/gemm_mma.ptx")
+        n=$(grep -cE "$p" "$d/$src.ptx")
         if [ "$n" -eq 0 ]; then echo "not ok - tensor-core PTX $name: no '$p'"; return; fi
         counts="$counts, $n x ${p//\\/}"
     done
@@ -39,11 +42,17 @@ variant() {
     else echo "not ok - tensor-core ptxas $name: $spilled of $inst kernel instances spill (see $d.log)"; fi
 }
 
-variant sm75-fp16 rtx2060 75 FP16 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.f16\.f16\.f32' 'ldmatrix\.sync\.aligned\.m8n8\.x4' \
+variant sm75-fp16 rtx2060 75 FP16 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.f16\.f16\.f32' 'ldmatrix\.sync\.aligned\.m8n8\.x4' \
     'ldmatrix\.sync\.aligned\.m8n8\.x2'
-variant sm75-fp16acc16 rtx2060 75 FP16_ACC16 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
+variant sm75-fp16acc16 rtx2060 75 FP16_ACC16 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
     'ldmatrix\.sync\.aligned\.m8n8\.x4'
-variant sm80-bf16 h100 80 BF16 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
+variant sm80-bf16 h100 80 BF16 gemm_mma 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
     'cp\.async\.wait_group'
-variant sm80-tf32 h100 80 TF32 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
+variant sm80-tf32 h100 80 TF32 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
     'cp\.async\.cg\.shared\.global.*16'
+for pt in BF16:bf16 FP16:f16; do # precision : PTX type
+    t=${pt#*:}
+    variant sm90-$t h100 90 ${pt%:*} gemm_wgmma "wgmma\.mma_async\.sync\.aligned\.m64n[0-9]+k16\.f32\.$t\.$t" \
+        'cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes' \
+        'mbarrier\.try_wait\.parity' 'mbarrier\.arrive\.expect_tx' 'setmaxnreg\.(inc|dec)' 'wgmma\.wait_group'
+done

@@ -1,0 +1,226 @@
+/* Hopper GEMM (CONFIG_GEMM_WGMMA): C[m][n] = sum_k A(m,k) B(n,k) on
+ * wgmma.mma_async, 16-bit operands (FP16 or BF16 as CONFIG_PRECISION_*
+ * says) read from memory by TMA, FP32 accumulators, each C element handed
+ * to an epilogue functor epi(m, n, value) as the other GEMM kernels do.
+ *
+ * Block (one tile of BM x BN per block, 1 + CONSUMERS warpgroups):
+ * - warpgroup 0, the producer, gives up registers (setmaxnreg.dec); one of
+ *   its threads walks k in 64-deep tiles: waits for a free stage of the
+ *   ring (its `empty` barrier), announces the stage's bytes on its `full`
+ *   barrier and issues the TMA loads of the A and B tiles.
+ * - warpgroups 1..CONSUMERS take the registers (setmaxnreg.inc); each owns
+ *   BM / CONSUMERS rows: per stage it waits on `full`, issues 4 k16 steps of
+ *   m64nBNk16 per 64 rows, commits them, and once the previous stage's
+ *   wgmmas have finished (wait_group 1) releases that stage to the producer.
+ * Operands: A(m,k) in layout LA, B(n,k) in LB (GEMM_K_CONTIG or
+ * GEMM_R_CONTIG, as gemm_config.h names them); an R_CONTIG operand is
+ * "MN-major" and the wgmma transposes it (arch/sm90/wgmma.h gives the shared
+ * layouts). Any M, N, K: TMA zero-fills outside the matrix, stores are
+ * predicated. Row strides must be multiples of 8 elements (TMA).
+ * Deterministic: one thread owns each C element and sums in k order. */
+#ifndef SNN_GEMM_WGMMA_CUH
+#define SNN_GEMM_WGMMA_CUH
+
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "arch/sm90/tma.h"
+#include "arch/sm90/wgmma.h"
+#include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm_wgmma.h"
+
+/* ---------------------------------------------------------------------------
+ * kernels
+ * ------------------------------------------------------------------------- */
+
+/* acc += A-tile . B-tile over one k16 step, for one m64 slice (m64nNk16). */
+template <int N, int LA, int LB>
+static __device__ __forceinline__ void gemm_wgmma_k16(float (&acc)[N / 2], uint64_t da, uint64_t db)
+{
+    constexpr int TA = LA == GEMM_R_CONTIG, TB = LB == GEMM_R_CONTIG;
+#define GEMM_WGMMA_CASE(NN, T)                                                                             \
+    if constexpr (N == NN)                                                                                 \
+        sm90_wgmma_m64n##NN##k16_f32_##T<TA, TB>(acc, da, db, 1);
+#if defined(CONFIG_PRECISION_BF16)
+    GEMM_WGMMA_CASE(64, bf16) GEMM_WGMMA_CASE(128, bf16) GEMM_WGMMA_CASE(192, bf16) GEMM_WGMMA_CASE(256, bf16)
+#else
+    GEMM_WGMMA_CASE(64, f16) GEMM_WGMMA_CASE(128, f16) GEMM_WGMMA_CASE(192, f16) GEMM_WGMMA_CASE(256, f16)
+#endif
+#undef GEMM_WGMMA_CASE
+}
+
+/* A tile's descriptor: K-major rows advance 32 bytes per k16 step, MN-major
+ * tiles 16 rows of 128 bytes (arch/sm90/wgmma.h). */
+template <int L>
+static __device__ __forceinline__ uint64_t gemm_wgmma_desc(const unsigned char *tile, int k16)
+{
+    if constexpr (L == GEMM_K_CONTIG)
+        return sm90_wgmma_desc_sw128(tile + k16 * 32, 16, 1024);
+    else
+        return sm90_wgmma_desc_sw128(tile + k16 * 2048, GEMM_WG_BLOCK64_BYTES, 1024);
+}
+
+/* The TMA loads of one operand's tile: `rows` rows (of M or N) from r0, k from k0. */
+template <int L, int ROWS>
+static __device__ __forceinline__ void gemm_wgmma_load(unsigned char *dst, const CUtensorMap *map, int r0, int k0,
+                                                       uint64_t *bar)
+{
+    if constexpr (L == GEMM_K_CONTIG)
+        sm90_tma_load_2d(dst, map, k0, r0, bar); /* one box: ROWS rows of 64 k */
+    else
+#pragma unroll
+        for (int j = 0; j < ROWS / 64; ++j) /* boxes of 64 k rows by 64 of M or N */
+            sm90_tma_load_2d(dst + j * GEMM_WG_BLOCK64_BYTES, map, r0 + 64 * j, k0, bar);
+}
+
+/* Tile t of the grid in grouped raster order: down GEMM_WG_GROUP M tiles, then along N. */
+static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int tiles_n, int &tm, int &tn)
+{
+    const int per_group = GEMM_WG_GROUP * tiles_n, group = t / per_group, first = group * GEMM_WG_GROUP;
+    const int rows = min(GEMM_WG_GROUP, tiles_m - first);
+    tm = first + (t % per_group) % rows;
+    tn = (t % per_group) / rows;
+}
+
+template <class Tile, int LA, int LB, class Epi>
+__global__ void __launch_bounds__(Tile::THREADS, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M,
+                      int N, int K, Epi epi)
+{
+    extern __shared__ unsigned char gemm_wgmma_smem[];
+    __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
+    /* 128-byte swizzled tiles must start on 1024-byte boundaries */
+    unsigned char *tiles = gemm_wgmma_smem + ((1024 - (sm90_smem_addr(gemm_wgmma_smem) & 1023)) & 1023);
+
+    const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < Tile::STAGES; ++s) {
+            sm90_mbarrier_init(&full[s], 1);
+            sm90_mbarrier_init(&empty[s], Tile::CONSUMERS * 4); /* one arrival per consumer warp */
+        }
+        sm90_mbarrier_init_fence();
+    }
+    __syncthreads();
+
+    int tm, tn;
+    gemm_wgmma_raster(blockIdx.x, (M + Tile::BM - 1) / Tile::BM, (N + Tile::BN - 1) / Tile::BN, tm, tn);
+    const int m0 = tm * Tile::BM, n0 = tn * Tile::BN, ktiles = (K + GEMM_WG_BK - 1) / GEMM_WG_BK;
+
+    if (wg == 0) {
+        sm90_setmaxnreg_dec<GEMM_WG_PRODUCER_REGS>();
+        if (threadIdx.x == 0)
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % Tile::STAGES;
+                sm90_mbarrier_wait(&empty[s], (kt / Tile::STAGES + 1) & 1);
+                sm90_mbarrier_arrive_expect_tx(&full[s], Tile::STAGE_BYTES);
+                unsigned char *stage = tiles + s * Tile::STAGE_BYTES;
+                gemm_wgmma_load<LA, Tile::BM>(stage, &map_a, m0, kt * GEMM_WG_BK, &full[s]);
+                gemm_wgmma_load<LB, Tile::BN>(stage + Tile::A_BYTES, &map_b, n0, kt * GEMM_WG_BK, &full[s]);
+            }
+        return;
+    }
+
+    sm90_setmaxnreg_inc<Tile::CONSUMER_REGS>();
+    const int c = wg - 1; /* rows c * Tile::WM .. of the tile */
+    float acc[Tile::MTILES][Tile::ACC];
+#pragma unroll
+    for (int i = 0; i < Tile::MTILES; ++i)
+#pragma unroll
+        for (int e = 0; e < Tile::ACC; ++e)
+            acc[i][e] = 0.0f;
+
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % Tile::STAGES;
+        sm90_mbarrier_wait(&full[s], (kt / Tile::STAGES) & 1);
+        const unsigned char *a = tiles + s * Tile::STAGE_BYTES + c * Tile::MTILES * GEMM_WG_BLOCK64_BYTES;
+        const unsigned char *b = tiles + s * Tile::STAGE_BYTES + Tile::A_BYTES;
+#pragma unroll
+        for (int i = 0; i < Tile::MTILES; ++i)
+            sm90_wgmma_fence_regs(acc[i]);
+        sm90_wgmma_fence();
+#pragma unroll
+        for (int k16 = 0; k16 < GEMM_WG_BK / 16; ++k16)
+#pragma unroll
+            for (int i = 0; i < Tile::MTILES; ++i)
+                gemm_wgmma_k16<Tile::BN, LA, LB>(acc[i], gemm_wgmma_desc<LA>(a + i * GEMM_WG_BLOCK64_BYTES, k16),
+                                       gemm_wgmma_desc<LB>(b, k16));
+        sm90_wgmma_commit();
+        sm90_wgmma_wait<1>(); /* the previous stage's wgmmas are done: hand it back */
+#pragma unroll
+        for (int i = 0; i < Tile::MTILES; ++i)
+            sm90_wgmma_fence_regs(acc[i]);
+        if (kt > 0 && lane == 0)
+            sm90_mbarrier_arrive(&empty[(kt - 1) % Tile::STAGES]);
+    }
+    sm90_wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < Tile::MTILES; ++i)
+        sm90_wgmma_fence_regs(acc[i]);
+
+    const int w = (threadIdx.x % 128) / 32;
+#pragma unroll
+    for (int i = 0; i < Tile::MTILES; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = m0 + c * Tile::WM + i * 64 + 16 * w + lane / 4 + 8 * h;
+            if (m >= M)
+                continue;
+#pragma unroll
+            for (int q = 0; q < Tile::BN / 8; ++q)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int n = n0 + 8 * q + 2 * (lane % 4) + e;
+                    if (n < N)
+                        epi(m, n, acc[i][4 * q + 2 * h + e]);
+                }
+        }
+}
+
+/* ---------------------------------------------------------------------------
+ * launchers
+ * ------------------------------------------------------------------------- */
+
+/* The tensor map of an operand of `rows` (M or N) by K in layout L, row stride ld. */
+template <int L, int BOX_ROWS>
+static void gemm_wgmma_map(CUtensorMap *map, const GemmWgmmaElem *p, int ld, int rows, int K, const char *what)
+{
+    if constexpr (L == GEMM_K_CONTIG)
+        sm90_tensor_map_16bit(map, p, rows, K, ld, BOX_ROWS, GEMM_WG_BK, what);
+    else
+        sm90_tensor_map_16bit(map, p, K, rows, ld, GEMM_WG_BK, 64, what);
+}
+
+/* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB; epi(m, n, C[m][n]);
+ * block tile Tile (the config's unless a benchmark picks another). */
+template <int LA, int LB, class Epi, class Tile = GemmWgmmaConfigTile>
+void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int ldb, int M, int N, int K,
+                    const Epi &epi)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    /* K = 0 still needs a describable matrix: one zero-filled k tile */
+    const int k_map = K > 0 ? K : 1;
+    CUtensorMap map_a, map_b;
+    gemm_wgmma_map<LA, Tile::BM>(&map_a, A, lda, M, k_map, "wgmma GEMM operand A");
+    gemm_wgmma_map<LB, Tile::BN>(&map_b, B, ldb, N, k_map, "wgmma GEMM operand B");
+    auto kernel = gemm_wgmma_kernel<Tile, LA, LB, Epi>;
+    static bool opted_in; /* once per kernel instance */
+    if (!opted_in) {
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        Tile::SMEM_BYTES));
+        opted_in = true;
+    }
+    const long tiles = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
+    if (tiles > 0x7fffffffL)
+        snn_die("wgmma GEMM of %d x %d has too many tiles for one grid", M, N);
+    kernel<<<(unsigned)tiles, Tile::THREADS, Tile::SMEM_BYTES, snn_stream()>>>(map_a, map_b, M, N, K, epi);
+    CUDA_CHECK_LAUNCH();
+}
+
+#endif

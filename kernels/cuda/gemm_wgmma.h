@@ -1,0 +1,83 @@
+/* The Hopper GEMM's shape (CONFIG_GEMM_WGMMA_*), derived sizes, and the
+ * compile-time checks Kconfig cannot express; every message names the
+ * symbols to change (make menuconfig, "Kernels"). The kernel is in
+ * gemm_wgmma.cuh. */
+#ifndef SNN_GEMM_WGMMA_H
+#define SNN_GEMM_WGMMA_H
+
+#include "arch/cuda/target.h"
+#include "kernels/cuda/twin.h"
+#include "snn_config.h"
+
+typedef SnnTwin GemmWgmmaElem; /* FP16 or BF16, as CONFIG_PRECISION_* says */
+
+#define GEMM_WG_BK 64 /* one 128-byte swizzle row of 16-bit elements */
+#define GEMM_WG_GROUP CONFIG_GEMM_WGMMA_RASTER_GROUP
+#define GEMM_WG_BLOCK64_BYTES (64 * GEMM_WG_BK * 2) /* 64 rows of a tile */
+/* Registers per thread after setmaxnreg: the producer keeps few, the
+ * consumers take what the SM has left (multiples of 8, at most 256). */
+#define GEMM_WG_PRODUCER_REGS 40
+
+/* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring
+ * of STAGES k tiles; and what follows from it. */
+template <int BM_, int BN_, int CONSUMERS_, int STAGES_>
+struct GemmWgmmaTile {
+    static constexpr int BM = BM_, BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_;
+    static constexpr int THREADS = 128 * (1 + CONSUMERS);
+    static constexpr int WM = BM / CONSUMERS; /* rows per consumer warpgroup */
+    static constexpr int MTILES = WM / 64;    /* m64 instructions per k16 step */
+    static constexpr int ACC = BN / 2;        /* FP32 accumulators per thread per m64 */
+    static constexpr int A_BYTES = BM * GEMM_WG_BK * 2;
+    static constexpr int STAGE_BYTES = (BM + BN) * GEMM_WG_BK * 2;
+    /* the ring, plus up to 1023 bytes to align it (the barriers are static) */
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+    static constexpr int CONSUMER_REGS_FIT = (SNN_ARCH_REGS_PER_SM - 128 * GEMM_WG_PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
+    static constexpr int CONSUMER_REGS = CONSUMER_REGS_FIT < 256 ? CONSUMER_REGS_FIT : 256;
+
+    static_assert(BM % (64 * CONSUMERS) == 0,
+                  "CONFIG_GEMM_WGMMA_BLOCK_M must be a multiple of 64 x CONFIG_GEMM_WGMMA_CONSUMERS: each "
+                  "consumer warpgroup issues m64 instructions");
+    static_assert(BN % 64 == 0 && BN <= 256,
+                  "CONFIG_GEMM_WGMMA_BLOCK_N and _SMALL_BLOCK_N must be 64, 128, 192 or 256 (the N of wgmma "
+                  "m64nNk16, in 64-wide TMA boxes)");
+    static_assert(BM <= 256, "CONFIG_GEMM_WGMMA_BLOCK_M: a TMA box has at most 256 rows");
+    static_assert(MTILES * ACC + 40 <= CONSUMER_REGS,
+                  "wgmma GEMM accumulators do not fit in a consumer's registers: (CONFIG_GEMM_WGMMA_BLOCK_M / "
+                  "CONFIG_GEMM_WGMMA_CONSUMERS / 64) x CONFIG_GEMM_WGMMA_BLOCK_N / 2 FP32 values per thread, "
+                  "plus 40, exceed the registers a consumer warpgroup gets: lower BLOCK_N or BLOCK_M, or add a "
+                  "consumer");
+    static_assert(SMEM_BYTES + 2 * 8 * STAGES <= SNN_ARCH_MAX_SMEM_PER_BLOCK,
+                  "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
+                  "CONFIG_GEMM_WGMMA_BLOCK_N) x 64 x 2 bytes (+1 KB alignment) exceeds the per-block limit "
+                  "(arch/sm90/limits.h): lower the stages or the tile");
+};
+
+/* The most stages of BM x BN that fit in shared memory, at most 8. */
+constexpr int gemm_wgmma_stages_fit(int bm, int bn)
+{
+    return (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_BK * 2) < 8
+               ? (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_BK * 2)
+               : 8;
+}
+
+/* The config's block (CONFIG_GEMM_WGMMA_*), and the small block for GEMMs
+ * that would not fill the GPU with it (the batch-sized ones): 64 rows, one
+ * consumer, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N columns, as many stages as fit. */
+typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONFIG_GEMM_WGMMA_CONSUMERS,
+                      CONFIG_GEMM_WGMMA_STAGES>
+    GemmWgmmaConfigTile;
+typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)>
+    GemmWgmmaSmallTile;
+
+/* The engine's entry (kernels/cuda/gemm.cu): C = A . B^T on wgmma from the
+ * 16-bit twins of the FP32 operands A and B when both have twins TMA can
+ * read (16-byte aligned, row strides multiples of 8) and the GEMM reaches
+ * CONFIG_GEMM_WGMMA_MIN_K and _MIN_MFLOP, and true; false otherwise, for
+ * the caller's mma.sync kernels. The config's block tile, or
+ * the small one where it would give fewer blocks than multiprocessors. */
+template <int LA, int LB, class Epi>
+bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
+/* How many GEMMs gemm_wgmma_try has run: tests tell from it which path a call took. */
+long gemm_wgmma_count(void);
+
+#endif

@@ -1,0 +1,57 @@
+/* 16-bit twins of FP32 tensors, for the Hopper GEMM (CONFIG_GEMM_WGMMA).
+ *
+ * TMA copies GEMM operands from memory as they are, so the wgmma GEMM reads
+ * 16-bit copies ("twins") of the FP32 tensors: the weights, the layer
+ * inputs and the activation gradients. The FP32 tensors stay the masters
+ * (FP32 weights and update); every kernel that writes a tensor with a twin
+ * also writes the twin, rounded to nearest even: the same values the
+ * mma.sync kernels round their FP32 operands to as they stage them.
+ * A twin is bound to a range of FP32 memory once, at start-up; cuda_twin_of
+ * maps an FP32 pointer in a bound range to its twin, NULL elsewhere (the
+ * GEMMs then run on mma.sync from the FP32 tensor). */
+#ifndef SNN_CUDA_TWIN_H
+#define SNN_CUDA_TWIN_H
+
+#include "snn_config.h"
+
+#ifdef __cplusplus
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#if defined(CONFIG_PRECISION_BF16)
+typedef __nv_bfloat16 SnnTwin;
+static __device__ __forceinline__ SnnTwin snn_twin_round(float v) { return __float2bfloat16_rn(v); }
+#else
+typedef __half SnnTwin;
+static __device__ __forceinline__ SnnTwin snn_twin_round(float v) { return __float2half_rn(v); }
+#endif
+
+/* t[i] = v rounded, where there is a twin. */
+static __device__ __forceinline__ void snn_twin_store(SnnTwin *t, size_t i, float v)
+{
+    if (t)
+        t[i] = snn_twin_round(v);
+}
+
+/* The twin of the FP32 element at p, or NULL. */
+SnnTwin *cuda_twin_of(const float *p);
+
+extern "C" {
+#endif
+
+/* Binds elems 16-bit values at twin (device memory) as the twin of the FP32
+ * range f32 (at most 8 ranges). TMA reads only twins 16-byte aligned with
+ * row strides of multiples of 8 elements: the GEMMs on others run on
+ * mma.sync. */
+void cuda_twin_bind(const float *f32, void *twin, long elems);
+/* Forgets the binding of the range starting at f32; or every binding. */
+void cuda_twin_unbind(const float *f32);
+void cuda_twin_unbind_all(void);
+/* Writes the twin of the FP32 range [f32, f32 + elems) from it, on the
+ * engine's stream: after the range was written other than by a kernel. */
+void cuda_twin_refresh(const float *f32, long elems);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

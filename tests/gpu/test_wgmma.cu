@@ -1,0 +1,166 @@
+/* The Hopper GEMM (CONFIG_GEMM_WGMMA, kernels/cuda/gemm_wgmma.cuh) on its
+ * own, for every operand layout (A and B each K- or MN-major: the three
+ * roles of a layer and the fourth combination) and several block tiles
+ * (each wgmma N, one and two m64 slices per consumer), on random 16-bit
+ * operands of awkward sizes with padded row strides. Reference: the exact
+ * products of the same 16-bit values, summed in double on the host. An
+ * element passes when |gpu - ref| <= 1e-5 x sum_k |a b| + 1e-30: FP32
+ * accumulation of exact products, nothing looser. Outputs are poisoned with
+ * NaN first, so an element never written fails; every case runs twice and
+ * must be bitwise identical. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "arch/runtime.h"
+#include "kernels/cuda/gemm_wgmma.cuh"
+#include "snn_check.h"
+#include "tests/test_util.h"
+
+#define TOL 1e-5
+
+struct StoreC {
+    float *c;
+    int ld;
+    __device__ __forceinline__ void operator()(int m, int n, float v) const { c[(size_t)m * ld + n] = v; }
+};
+
+static int n_failed;
+
+static float to_host_float(GemmWgmmaElem x)
+{
+#if defined(CONFIG_PRECISION_BF16)
+    return __bfloat162float(x);
+#else
+    return __half2float(x);
+#endif
+}
+
+static GemmWgmmaElem from_float(float x)
+{
+#if defined(CONFIG_PRECISION_BF16)
+    return __float2bfloat16_rn(x);
+#else
+    return __float2half_rn(x);
+#endif
+}
+
+/* A random operand of `rows` (M or N) by K in layout L, row stride padded past
+ * its width to a multiple of 8 plus 8; the value of (r, k) returned in `val`. */
+struct Operand {
+    std::vector<GemmWgmmaElem> host;
+    std::vector<float> val; /* [rows][K] */
+    int ld;
+    GemmWgmmaElem *dev;
+};
+
+static Operand make_operand(int layout, int rows, int K)
+{
+    Operand o;
+    const int width = layout == GEMM_K_CONTIG ? K : rows, height = layout == GEMM_K_CONTIG ? rows : K;
+    o.ld = (width + 7) / 8 * 8 + 8;
+    o.host.resize((size_t)height * o.ld);
+    o.val.resize((size_t)rows * K);
+    for (size_t i = 0; i < o.host.size(); i++)
+        o.host[i] = from_float(rng_uniform());
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < K; k++)
+            o.val[(size_t)r * K + k] =
+                to_host_float(layout == GEMM_K_CONTIG ? o.host[(size_t)r * o.ld + k] : o.host[(size_t)k * o.ld + r]);
+    CUDA_CHECK(cudaMalloc(&o.dev, o.host.size() * sizeof(GemmWgmmaElem) + 16));
+    CUDA_CHECK(cudaMemcpy(o.dev, o.host.data(), o.host.size() * sizeof(GemmWgmmaElem), cudaMemcpyHostToDevice));
+    return o;
+}
+
+template <class Tile, int LA, int LB>
+static void check(int M, int N, int K)
+{
+    static const char *lname[2] = {"K", "MN"};
+    char name[160], why[256] = "";
+    snprintf(name, sizeof name, "wgmma_%s tile %dx%dx%d s%d c%d A %s-major B %s-major M=%d N=%d K=%d",
+#if defined(CONFIG_PRECISION_BF16)
+             "bf16",
+#else
+             "fp16",
+#endif
+             Tile::BM, Tile::BN, GEMM_WG_BK, Tile::STAGES, Tile::CONSUMERS, lname[LA], lname[LB], M, N, K);
+    Operand a = make_operand(LA, M, K), b = make_operand(LB, N, K);
+    const int ldc = N + 3;
+    const size_t c_elems = (size_t)M * ldc;
+    float *c;
+    CUDA_CHECK(cudaMalloc(&c, c_elems * sizeof(float)));
+    std::vector<float> got[2];
+    for (int run = 0; run < 2; run++) {
+        CUDA_CHECK(cudaMemset(c, 0xff, c_elems * sizeof(float)));
+        gemm_wgmma_run<LA, LB, StoreC, Tile>(a.dev, a.ld, b.dev, b.ld, M, N, K, StoreC{c, ldc});
+        CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
+        got[run].resize(c_elems);
+        CUDA_CHECK(cudaMemcpy(got[run].data(), c, c_elems * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    double worst = 0;
+    for (int m = 0; m < M && !why[0]; m++)
+        for (int n = 0; n < N; n++) {
+            double ref = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)a.val[(size_t)m * K + k] * b.val[(size_t)n * K + k];
+                ref += p;
+                mag += fabs(p);
+            }
+            const float g = got[0][(size_t)m * ldc + n];
+            const double err = fabs(g - ref) / (mag + 1e-30);
+            if (!isfinite(g) || err > TOL) {
+                set_why(why, "C[%d][%d] = %.7g, expected %.7g (error %.1e of sum |ab|)", m, n, g, ref, err);
+                break;
+            }
+            worst = err > worst ? err : worst;
+        }
+    if (!why[0] && memcmp(got[0].data(), got[1].data(), c_elems * sizeof(float)) != 0)
+        set_why(why, "two runs differ");
+    if (why[0]) {
+        printf("not ok - %s: %s\n", name, why);
+        n_failed++;
+    } else
+        printf("ok - %s (error %.1e of sum |ab|)\n", name, worst);
+    fflush(stdout);
+    CUDA_CHECK(cudaFree(a.dev));
+    CUDA_CHECK(cudaFree(b.dev));
+    CUDA_CHECK(cudaFree(c));
+}
+
+template <class Tile, int LA, int LB>
+static void check_sizes(void)
+{
+    static const int sizes[][3] = {{1, 1, 1},     {64, 64, 64},   {130, 70, 100}, {300, 520, 257},
+                                   {257, 129, 1000}, {33, 1000, 40}, {1000, 33, 72}, {5, 7, 0}};
+    for (const auto &s : sizes)
+        check<Tile, LA, LB>(s[0], s[1], s[2]);
+}
+
+template <class Tile>
+static void check_layouts(void)
+{
+    check_sizes<Tile, GEMM_K_CONTIG, GEMM_K_CONTIG>();  /* forward: X, W */
+    check_sizes<Tile, GEMM_K_CONTIG, GEMM_R_CONTIG>();  /* input gradient: dY, W as [K][N] */
+    check_sizes<Tile, GEMM_R_CONTIG, GEMM_R_CONTIG>();  /* weight gradient: dY^T, X */
+    check_sizes<Tile, GEMM_R_CONTIG, GEMM_K_CONTIG>();
+}
+
+int main(void)
+{
+    if (!snn_rt_gpu_present()) {
+        printf("skip - gpu wgmma GEMM: skipped: no GPU\n");
+        return 0;
+    }
+    snn_device_info dev;
+    snn_rt_init(&dev, 0);
+    printf("# wgmma GEMM on %s (cc %d)\n", dev.name, dev.cc);
+    check_layouts<GemmWgmmaConfigTile>();
+    check_layouts<GemmWgmmaSmallTile>();
+    check_layouts<GemmWgmmaTile<64, 192, 1, 2>>();
+    check_layouts<GemmWgmmaTile<256, 128, 2, 4>>(); /* two m64 slices per consumer */
+    return n_failed != 0;
+}
