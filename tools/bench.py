@@ -72,6 +72,8 @@ def run_shape(config):
         "data_dir": config.get("CONFIG_DATA_DIR", "data/mnist"),
         "mean": mean,
         "std": std,
+        "precision": "bf16" if config.get("CONFIG_PRECISION_BF16") else "fp16" if config.get(
+            "CONFIG_PRECISION_FP16") or config.get("CONFIG_PRECISION_FP16_ACC16") else "fp32",
     }
 
 
@@ -109,7 +111,8 @@ def torch_cell(entry):
 def table_row(name, result):
     """The cells of one config's row of bench.md."""
     shape = result.get("shape")
-    label = f"{name} ({'-'.join(map(str, shape['dims']))}, b{shape['batch']})" if shape else name
+    label = (f"{name} ({'-'.join(map(str, shape['dims']))}, b{shape['batch']}, {shape.get('precision', 'fp32')})"
+             if shape else name)
     engine = result.get("staticnn")
     engine_ms = engine["ms_median"] if engine else None
     torch = result.get("torch", {})
@@ -210,7 +213,8 @@ def run_torch(name, shape, mode, out, timeout):
     cmd = [sys.executable, os.path.join(REPO, "tools", "torch_bench.py"), "--dims", ",".join(map(str, shape["dims"])),
            "--batch", str(shape["batch"]), "--lr", str(shape["lr"]), "--momentum", str(shape["momentum"]),
            "--epochs", str(shape["epochs"]), "--modes", mode, "--data", shape["data_dir"],
-           "--mean", str(shape["mean"]), "--std", str(shape["std"]), "--max-memory", "--json", stem + ".json"]
+           "--mean", str(shape["mean"]), "--std", str(shape["std"]), "--precision", shape["precision"],
+           "--max-memory", "--json", stem + ".json"]
     if os.path.exists(stem + ".json"):
         os.remove(stem + ".json")
     error = run_logged(cmd, stem + ".log", timeout)

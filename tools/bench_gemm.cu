@@ -7,8 +7,10 @@
  * FP32 host reference where the host can afford it (relative L2); then
  * timed: CUDA events around each call after warm-up, median of 30, TFLOP/s.
  * Both compute C[M,N] = A[M,K] . B[N,K]^T (the forward role, no bias, no
- * ReLU). Our kernels read FP32 operands and round them as they stage them;
- * cuBLAS gets operands already in its input type (its best case). */
+ * ReLU). The mma.sync kernels read FP32 operands and round them as they
+ * stage them; cuBLAS gets operands already in its input type (its best
+ * case). With CONFIG_GEMM_WGMMA the Hopper kernel is also timed, on the same
+ * 16-bit operands as cuBLAS, at several block tiles (the config's first). */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +25,9 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/ops.h"
+#ifdef CONFIG_GEMM_WGMMA
+#include "kernels/cuda/gemm_wgmma.cuh"
+#endif
 
 #define REPS 30
 #define HOST_CHECK_MAX_MACS 1e10 /* the host reference takes about a second there */
@@ -99,7 +104,10 @@ static void fill_random(float *dev, long n, unsigned seed)
         seed = seed * 1664525u + 1013904223u;
         h[i] = ((seed >> 8) + 0.5f) / 16777216.0f * 2.0f - 1.0f; /* (-1, 1), never zero */
     }
-    CUDA_CHECK(cudaMemcpy(dev, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    /* on the engine's stream, and waited for: a pageable cudaMemcpy may return before its DMA lands,
+     * and the conversion kernels on the (non-blocking) engine stream would read stale data */
+    CUDA_CHECK(cudaMemcpyAsync(dev, h.data(), n * sizeof(float), cudaMemcpyHostToDevice, snn_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
 }
 
 static double median_ms(std::vector<float> &t)
@@ -130,6 +138,7 @@ template <class F> static double time_ms(F call)
     return median_ms(t);
 }
 
+
 static std::vector<float> download(const float *dev, long n)
 {
     std::vector<float> h(n);
@@ -150,6 +159,50 @@ static double rel_l2(const std::vector<float> &a, const std::vector<float> &b)
     return std::sqrt(d / r);
 }
 
+#ifdef CONFIG_GEMM_WGMMA
+struct StoreC {
+    float *c;
+    int ld;
+    __device__ __forceinline__ void operator()(int m, int n, float v) const { c[(size_t)m * ld + n] = v; }
+};
+
+/* One row: the wgmma kernel at block tile Tile on the 16-bit operands, against cuBLAS's result and time. */
+template <class Tile>
+static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, float *c, const std::vector<float> &theirs,
+                        double t_ref)
+{
+    const GemmWgmmaElem *a = (const GemmWgmmaElem *)a_in, *b = (const GemmWgmmaElem *)b_in;
+    auto run = [&] {
+        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_K_CONTIG, StoreC, Tile>(a, s.k, b, s.k, s.m, s.n, s.k, StoreC{c, s.n});
+    };
+    const long nc = (long)s.m * s.n;
+    CUDA_CHECK(cudaMemset(c, 0xff, nc * 4));
+    run();
+    CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
+    const double d = rel_l2(download(c, nc), theirs), t = time_ms(run), flop = 2.0 * s.m * s.n * s.k;
+    printf("| wgmma %dx%dx%d c%d s%d | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | |\n", Tile::BM, Tile::BN, GEMM_WG_BK,
+           Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t / 1e9, flop / t_ref / 1e9, t_ref / t, d);
+    /* the input-gradient role's layout: B read as [K][N] (MN-major); the same bytes, so timed only */
+    auto run_mn = [&] {
+        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_R_CONTIG, StoreC, Tile>(a, s.k, b, s.n, s.m, s.n, s.k, StoreC{c, s.n});
+    };
+    if (s.n % 8 == 0) {
+        const double t_mn = time_ms(run_mn);
+        printf("| wgmma %dx%dx%d c%d s%d, B MN-major | %dx%dx%d | %.1f | %.1f | %.2f | (timed only) | | |\n",
+               Tile::BM, Tile::BN, GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t_mn / 1e9,
+               flop / t_ref / 1e9, t_ref / t_mn);
+    }
+}
+
+/* The block tiles timed, the config's first. */
+template <class... Tiles>
+static void bench_wgmma_tiles(const shape &s, const void *a_in, const void *b_in, float *c,
+                              const std::vector<float> &theirs, double t_ref)
+{
+    (bench_wgmma<Tiles>(s, a_in, b_in, c, theirs, t_ref), ...);
+}
+#endif
+
 int main(void)
 {
     snn_device_info dev;
@@ -165,6 +218,10 @@ int main(void)
     printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | ours vs cuBLAS | "
            "ours vs host | cuBLAS vs host |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
+#ifdef CONFIG_GEMM_WGMMA
+    printf("# staticnn: the mma.sync path (FP32 operands); wgmma rows follow each shape: 16-bit operands as "
+           "cuBLAS, block tile, consumer warpgroups (c) and stages (s) as named\n");
+#endif
     for (const shape &s : shapes) {
         long na = (long)s.m * s.k, nb = (long)s.n * s.k, nc = (long)s.m * s.n;
         float *a, *b, *c_ours, *c_ref;
@@ -215,6 +272,12 @@ int main(void)
         double t_ours = time_ms(ours), t_ref = time_ms(cublas);
         printf("| %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s |\n", s.what, s.m, s.n, s.k,
                flop / t_ours / 1e9, flop / t_ref / 1e9, t_ref / t_ours, diff, vs_host[0], vs_host[1]);
+#ifdef CONFIG_GEMM_WGMMA
+        if (IN_TYPE != CUDA_R_32F) {
+            bench_wgmma_tiles<GemmWgmmaConfigTile, GemmWgmmaSmallTile, GemmWgmmaTile<256, 128, 2, 4>,
+                              GemmWgmmaTile<64, 128, 1, 8>>(s, a_in, b_in, c_ours, theirs, t_ref);
+        }
+#endif
         fflush(stdout);
         for (void *p : {(void *)a, (void *)b, (void *)c_ours, (void *)c_ref, a_in, b_in, c_in})
             CUDA_CHECK(cudaFree(p));

@@ -4,9 +4,12 @@
     tools/torch_bench.py --dims 784,128,10 --batch 64 --lr 0.02 --momentum 0.9 --epochs 4
                          [--modes eager,compile,graph] [--json OUT] [--max-memory]
                          [--data DIR] [--mean 0.1307 --std 0.3081] [--seed 1] [--device cuda|cpu]
+                         [--precision fp32|bf16|fp16]
 
 Trains Linear/ReLU/.../Linear with mean cross-entropy and torch.optim.SGD
-(momentum), float32 with TF32 off. As in staticnn, the training images stay on
+(momentum), float32 with TF32 off; or, with --precision bf16/fp16, the forward
+and loss under torch.autocast to that type (FP32 master weights and update,
+as staticnn's 16-bit modes; no loss scaling, as staticnn). As in staticnn, the training images stay on
 the device as uint8; each step gathers its batch through the epoch's random
 permutation and normalises it on the device, x = (imgs[idx].float()/255 -
 mean)/std, inside the timed step; the permutation is drawn before the epoch's
@@ -97,10 +100,15 @@ def build(args, device):
     return model, torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
 
 
+AUTOCAST = None  # the 16-bit type of --precision, or None for FP32
+
+
 def train_step(model, opt, data, idx):
     """Gather, forward, loss, backward, SGD step; the gradients must be None on entry."""
     x, y = data.batch(idx)
-    loss = F.cross_entropy(model(x), y)
+    # no cast cache: a cached cast of the weights would outlive a graph replay's update
+    with torch.autocast("cuda", dtype=AUTOCAST or torch.float32, enabled=AUTOCAST is not None, cache_enabled=False):
+        loss = F.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
     return loss.detach()
@@ -280,6 +288,8 @@ def parse_args():
     p.add_argument("--std", type=float, default=0.3081, help="pixel std for normalisation (MNIST's)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="fp32 (TF32 off), or autocast of the forward and loss to bf16 or fp16")
     args = p.parse_args()
     try:
         args.dims = [int(d) for d in args.dims.split(",")]
@@ -299,7 +309,7 @@ def parse_args():
 def print_table(results, device_name, args):
     shape = "-".join(str(d) for d in args.dims)
     timed = f"median of epochs 2..{args.epochs}" if args.epochs > 1 else "the one epoch, no warm-up"
-    print(f"PyTorch {torch.__version__} on {device_name}: MLP {shape}, batch {args.batch}, "
+    print(f"PyTorch {torch.__version__} on {device_name}: MLP {shape}, {args.precision}, batch {args.batch}, "
           f"{args.epochs} epochs (ms/epoch: {timed})")
     print(f"{'mode':8} {'ms/epoch':>10} {'final loss':>10} {'peak MiB':>9}  note")
     for mode, r in results.items():
@@ -310,10 +320,12 @@ def print_table(results, device_name, args):
 
 
 def main():
+    global AUTOCAST
     args = parse_args()
     device = args.device
     if device == "cuda":
         disable_tf32(torch)
+    AUTOCAST = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
     try:
         data = Data(args.data, args.mean, args.std, device)
     except DataError as e:
@@ -324,7 +336,8 @@ def main():
     results = {mode: run_mode(mode, args, data, device) for mode in args.modes}
     print_table(results, device_name, args)
     if args.json:
-        settings = {k: getattr(args, k) for k in ("dims", "batch", "lr", "momentum", "epochs", "seed", "mean", "std")}
+        settings = {k: getattr(args, k) for k in ("dims", "batch", "lr", "momentum", "epochs", "seed", "mean", "std",
+                                                  "precision")}
         with open(args.json, "w") as f:
             json.dump({"device": device_name, "torch": torch.__version__, "settings": settings, **results}, f,
                       indent=1)
