@@ -51,9 +51,11 @@ if [ $tests -eq 1 ]; then
 fi
 
 if [ $parity -eq 1 ]; then
-    say "== parity (h100_defconfig, FP32, against PyTorch)"
+    say "== parity (h100_defconfig shapes in FP32, against PyTorch)"
     d=build/parity
-    { make --no-print-directory O=$d h100_defconfig && make --no-print-directory O=$d -j"$(nproc)" $d/app/mnist; } >"$L/parity-build.log" 2>&1
+    mkdir -p $d
+    { grep -v '^CONFIG_PRECISION_' configs/h100_defconfig; echo CONFIG_PRECISION_FP32=y; } >$d/def
+    { make --no-print-directory O=$d defconfig DEFCONFIG=$d/def && make --no-print-directory O=$d -j"$(nproc)" $d/app/mnist; } >"$L/parity-build.log" 2>&1
     rm -rf "$d/dump"; mkdir -p "$d/dump"
     $d/app/mnist --epochs 1 --dump $d/dump --log "$L/parity-run.jsonl" >"$L/parity-run.txt" 2>&1
     python3 tools/torch_parity.py $d/dump --png "$OUT/parity.png" >"$L/parity.txt" 2>&1
