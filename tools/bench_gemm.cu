@@ -26,6 +26,7 @@
 #include "arch/runtime.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_WGMMA
+#include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_wgmma.cuh"
 #endif
 
@@ -160,12 +161,6 @@ static double rel_l2(const std::vector<float> &a, const std::vector<float> &b)
 }
 
 #ifdef CONFIG_GEMM_WGMMA
-struct StoreC {
-    float *c;
-    int ld;
-    __device__ __forceinline__ void operator()(int m, int n, float v) const { c[(size_t)m * ld + n] = v; }
-};
-
 /* One row: the wgmma kernel at block tile Tile on the 16-bit operands, against cuBLAS's result and time. */
 template <class Tile>
 static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, float *c, const std::vector<float> &theirs,
@@ -173,7 +168,7 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
 {
     const GemmWgmmaElem *a = (const GemmWgmmaElem *)a_in, *b = (const GemmWgmmaElem *)b_in;
     auto run = [&] {
-        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_K_CONTIG, StoreC, Tile>(a, s.k, b, s.k, s.m, s.n, s.k, StoreC{c, s.n});
+        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_K_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.k, s.m, s.n, s.k, GemmEpiStore{c, s.n});
     };
     const long nc = (long)s.m * s.n;
     CUDA_CHECK(cudaMemset(c, 0xff, nc * 4));
@@ -184,7 +179,7 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
            Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t / 1e9, flop / t_ref / 1e9, t_ref / t, d);
     /* the input-gradient role's layout: B read as [K][N] (MN-major); the same bytes, so timed only */
     auto run_mn = [&] {
-        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_R_CONTIG, StoreC, Tile>(a, s.k, b, s.n, s.m, s.n, s.k, StoreC{c, s.n});
+        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_R_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.n, s.m, s.n, s.k, GemmEpiStore{c, s.n});
     };
     if (s.n % 8 == 0) {
         const double t_mn = time_ms(run_mn);

@@ -90,7 +90,7 @@ static __device__ __forceinline__ void gemm_stage_fma(float (&acc)[GEMM_TM][GEMM
     }
 }
 
-/* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N; epi(m, n, C[m][n]) for each. */
+/* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the epilogue epi. */
 template <int LA, int LB, int VA, int VB, class Epi>
 __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_f32_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
@@ -119,18 +119,24 @@ __global__ void __launch_bounds__(GEMM_THREADS)
         gemm_stage_fma<OpA::kStride, OpB::kStride>(acc, As + a_off, Bs + b_off);
     });
 
+    /* the epilogue's two phases (gemm_epilogue.cuh) one row at a time: the row's loads, then its stores */
 #pragma unroll
     for (int i = 0; i < GEMM_TM; ++i) {
         const int m = m0 + wm * GEMM_WM + (i / GEMM_VM) * (GEMM_LANES_M * GEMM_VM) + lm * GEMM_VM + i % GEMM_VM;
-        if (m >= M)
-            continue;
+        typename Epi::In in[GEMM_TN];
 #pragma unroll
-        for (int j = 0; j < GEMM_TN; ++j) {
-            const int n =
-                n0 + wn * GEMM_WN + (j / GEMM_VN) * (GEMM_LANES_N * GEMM_VN) + ln * GEMM_VN + j % GEMM_VN;
-            if (n < N)
-                epi(m, n, acc[i][j]);
-        }
+        for (int phase = 0; phase < 2; ++phase)
+#pragma unroll
+            for (int j = 0; j < GEMM_TN; ++j) {
+                const int n =
+                    n0 + wn * GEMM_WN + (j / GEMM_VN) * (GEMM_LANES_N * GEMM_VN) + ln * GEMM_VN + j % GEMM_VN;
+                if (m < M && n < N) {
+                    if (phase == 0)
+                        in[j] = epi.load(m, n);
+                    else
+                        gemm_epi_one(epi, m, n, acc[i][j], in[j]);
+                }
+            }
     }
 }
 

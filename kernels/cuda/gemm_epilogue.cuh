@@ -1,7 +1,16 @@
 /* The epilogues of the three GEMM roles: each C element, in FP32, goes
  * through one of these functors, in the SIMT and the tensor-core kernels.
  * Each also writes the 16-bit twin of what it writes, where there is one
- * (kernels/cuda/twin.h; NULL otherwise). */
+ * (kernels/cuda/twin.h; NULL otherwise).
+ *
+ * Two phases: a kernel first calls in = epi.load(m, n) for a batch of its
+ * elements, then gemm_epi_one (or gemm_epi_pair for n, n + 1) for each:
+ * epi.apply(m, n, value, in) writes the element and returns what its twin
+ * (epi.twin) gets. load reads what the element
+ * needs from memory (the mask's activation; the SGD update's momentum and
+ * weight). The compiler cannot prove a later element's loads free of the
+ * earlier elements' stores, so one load-and-store per element would cost a
+ * memory round trip per element: with the loads first, a batch costs one. */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
@@ -11,56 +20,103 @@
 
 #include "kernels/cuda/twin.h"
 
+/* What an epilogue that reads nothing per element loads. */
+struct GemmEpiNothing {
+};
+
+/* Plain C[m][n] = v (the GEMM benchmarks and kernel tests). */
+struct GemmEpiStore {
+    float *c;
+    int ld;
+    static constexpr SnnTwin *twin = nullptr;
+    typedef GemmEpiNothing In;
+    __device__ __forceinline__ In load(int, int) const { return {}; }
+    __device__ __forceinline__ float apply(int m, int n, float v, In) const
+    {
+        c[(size_t)m * ld + n] = v;
+        return v;
+    }
+};
+
 /* Forward: y = v (+ b[n]), then ReLU if relu. */
 struct GemmEpiBiasRelu {
     float *y;
-    SnnTwin *y16;
+    SnnTwin *twin; /* of y */
     const float *b;
     int ld;
     int relu;
-    __device__ __forceinline__ void operator()(int m, int n, float v) const
+    typedef GemmEpiNothing In;
+    __device__ __forceinline__ In load(int, int) const { return {}; }
+    __device__ __forceinline__ float apply(int m, int n, float v, In) const
     {
         if (b)
             v += b[n];
         if (relu)
             v = v < 0.0f ? 0.0f : v; /* as the host: NaN propagates, as torch.relu */
         y[(size_t)m * ld + n] = v;
-        snn_twin_store(y16, (size_t)m * ld + n, v);
+        return v;
     }
 };
 
 /* Input gradient: dx = v where the layer's input was positive (all if no act). */
 struct GemmEpiReluMask {
     float *dx;
-    SnnTwin *dx16;
+    SnnTwin *twin; /* of dx */
     const float *act;
     int ld;
-    __device__ __forceinline__ void operator()(int m, int n, float v) const
+    typedef float In; /* the activation, 1 where there is no mask */
+    __device__ __forceinline__ In load(int m, int n) const { return act ? act[(size_t)m * ld + n] : 1.0f; }
+    __device__ __forceinline__ float apply(int m, int n, float v, In a) const
     {
-        const size_t i = (size_t)m * ld + n;
-        if (act && !(act[i] > 0.0f))
+        if (!(a > 0.0f))
             v = 0.0f;
-        dx[i] = v;
-        snn_twin_store(dx16, i, v);
+        dx[(size_t)m * ld + n] = v;
+        return v;
     }
 };
 
 /* Weight gradient v = gW[m][n] -> SGD with momentum: vw = mu*vw + g; w -= lr*vw. */
 struct GemmEpiSgd {
     float *w;
-    SnnTwin *w16;
+    SnnTwin *twin; /* of w */
     float *vw;
     int ld;
     float lr, mu;
-    __device__ __forceinline__ void operator()(int m, int n, float g) const
+    struct In {
+        float vw, w;
+    };
+    __device__ __forceinline__ In load(int m, int n) const
     {
         const size_t i = (size_t)m * ld + n;
-        const float v = mu * vw[i] + g;
+        return {vw[i], w[i]};
+    }
+    __device__ __forceinline__ float apply(int m, int n, float g, In in) const
+    {
+        const size_t i = (size_t)m * ld + n;
+        const float v = mu * in.vw + g;
         vw[i] = v;
-        const float wn = w[i] - lr * v;
+        const float wn = in.w - lr * v;
         w[i] = wn;
-        snn_twin_store(w16, i, wn);
+        return wn;
     }
 };
+
+/* Element (m, n) of C = v through epi, and its twin where there is one. */
+template <class Epi>
+static __device__ __forceinline__ void gemm_epi_one(const Epi &epi, int m, int n, float v, typename Epi::In in)
+{
+    const float out = epi.apply(m, n, v, in);
+    snn_twin_store(epi.twin, (size_t)m * epi.ld + n, out);
+}
+
+/* Elements (m, n) and (m, n + 1): their twins in one 4-byte store where it
+ * is aligned (half the stores, each a quarter of the sectors touched). */
+template <class Epi>
+static __device__ __forceinline__ void gemm_epi_pair(const Epi &epi, int m, int n, float v0, float v1,
+                                                     typename Epi::In in0, typename Epi::In in1)
+{
+    const float out0 = epi.apply(m, n, v0, in0), out1 = epi.apply(m, n + 1, v1, in1);
+    snn_twin_store2(epi.twin, (size_t)m * epi.ld + n, out0, out1);
+}
 
 #endif

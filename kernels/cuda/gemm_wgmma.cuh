@@ -1,7 +1,7 @@
 /* Hopper GEMM (CONFIG_GEMM_WGMMA): C[m][n] = sum_k A(m,k) B(n,k) on
  * wgmma.mma_async, 16-bit operands (FP16 or BF16 as CONFIG_PRECISION_*
  * says) read from memory by TMA, FP32 accumulators, each C element handed
- * to an epilogue functor epi(m, n, value) as the other GEMM kernels do.
+ * to an epilogue functor (gemm_epilogue.cuh) as the other GEMM kernels do.
  *
  * Block (one tile of BM x BN per block, 1 + CONSUMERS warpgroups):
  * - warpgroup 0, the producer, gives up registers (setmaxnreg.dec); one of
@@ -33,6 +33,7 @@
 #include "arch/sm90/tma.h"
 #include "arch/sm90/wgmma.h"
 #include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_wgmma.h"
 
 /* ---------------------------------------------------------------------------
@@ -163,22 +164,33 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     for (int i = 0; i < Tile::MTILES; ++i)
         sm90_wgmma_fence_regs(acc[i]);
 
+    /* the epilogue's two phases (gemm_epilogue.cuh), 16 elements at a time: their loads, then their stores */
     const int w = (threadIdx.x % 128) / 32;
+    constexpr int QS = 8; /* 8-column groups per batch */
 #pragma unroll
     for (int i = 0; i < Tile::MTILES; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int m = m0 + c * Tile::WM + i * 64 + 16 * w + lane / 4 + 8 * h;
-            if (m >= M)
-                continue;
 #pragma unroll
-            for (int q = 0; q < Tile::BN / 8; ++q)
+            for (int q0 = 0; q0 < Tile::BN / 8; q0 += QS) {
+                typename Epi::In in[QS][2];
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int n = n0 + 8 * q + 2 * (lane % 4) + e;
-                    if (n < N)
-                        epi(m, n, acc[i][4 * q + 2 * h + e]);
+                for (int q = q0; q < q0 + QS; ++q)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (m < M && n0 + 8 * q + 2 * (lane % 4) + e < N)
+                            in[q - q0][e] = epi.load(m, n0 + 8 * q + 2 * (lane % 4) + e);
+#pragma unroll
+                for (int q = q0; q < q0 + QS; ++q) { /* columns n, n + 1 of one lane */
+                    const int n = n0 + 8 * q + 2 * (lane % 4);
+                    const float v0 = acc[i][4 * q + 2 * h], v1 = acc[i][4 * q + 2 * h + 1];
+                    if (m < M && n + 1 < N)
+                        gemm_epi_pair(epi, m, n, v0, v1, in[q - q0][0], in[q - q0][1]);
+                    else if (m < M && n < N)
+                        gemm_epi_one(epi, m, n, v0, in[q - q0][0]);
                 }
+            }
         }
 }
 
@@ -196,7 +208,7 @@ static void gemm_wgmma_map(CUtensorMap *map, const GemmWgmmaElem *p, int ld, int
         sm90_tensor_map_16bit(map, p, K, rows, ld, GEMM_WG_BK, 64, what);
 }
 
-/* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB; epi(m, n, C[m][n]);
+/* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB; epi(m, n, C[m][n], in);
  * block tile Tile (the config's unless a benchmark picks another). */
 template <int LA, int LB, class Epi, class Tile = GemmWgmmaConfigTile>
 void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int ldb, int M, int N, int K,

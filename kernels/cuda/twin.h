@@ -15,6 +15,8 @@
 #include "snn_config.h"
 
 #ifdef __cplusplus
+#include <stdint.h>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -31,6 +33,23 @@ static __device__ __forceinline__ void snn_twin_store(SnnTwin *t, size_t i, floa
 {
     if (t)
         t[i] = snn_twin_round(v);
+}
+
+/* t[i], t[i + 1] = v0, v1 rounded, where there is a twin: one 4-byte store if aligned. */
+static __device__ __forceinline__ void snn_twin_store2(SnnTwin *t, size_t i, float v0, float v1)
+{
+    if (!t)
+        return;
+    SnnTwin *p = t + i;
+    if (((uintptr_t)p & 3) == 0) {
+        struct alignas(4) Pair {
+            SnnTwin lo, hi;
+        };
+        *reinterpret_cast<Pair *>(p) = Pair{snn_twin_round(v0), snn_twin_round(v1)};
+    } else {
+        p[0] = snn_twin_round(v0);
+        p[1] = snn_twin_round(v1);
+    }
 }
 
 /* The twin of the FP32 element at p, or NULL. */

@@ -17,17 +17,12 @@
 #include <vector>
 
 #include "arch/runtime.h"
+#include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_wgmma.cuh"
 #include "snn_check.h"
 #include "tests/test_util.h"
 
 #define TOL 1e-5
-
-struct StoreC {
-    float *c;
-    int ld;
-    __device__ __forceinline__ void operator()(int m, int n, float v) const { c[(size_t)m * ld + n] = v; }
-};
 
 static int n_failed;
 
@@ -96,7 +91,7 @@ static void check(int M, int N, int K)
     std::vector<float> got[2];
     for (int run = 0; run < 2; run++) {
         CUDA_CHECK(cudaMemset(c, 0xff, c_elems * sizeof(float)));
-        gemm_wgmma_run<LA, LB, StoreC, Tile>(a.dev, a.ld, b.dev, b.ld, M, N, K, StoreC{c, ldc});
+        gemm_wgmma_run<LA, LB, GemmEpiStore, Tile>(a.dev, a.ld, b.dev, b.ld, M, N, K, GemmEpiStore{c, ldc});
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
         got[run].resize(c_elems);
         CUDA_CHECK(cudaMemcpy(got[run].data(), c, c_elems * sizeof(float), cudaMemcpyDeviceToHost));

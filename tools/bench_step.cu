@@ -1,0 +1,176 @@
+/* Where a training step's time goes: the configured model's step (the
+ * schedule of nn/train.c) with every kernel call bracketed by CUDA events,
+ * on random parameters and data.
+ *
+ *   make O=DIR <board>_defconfig && make O=DIR && DIR/tools/bin/bench_step
+ *
+ * Each call of the step is one row: the op, its shape, the path it took (for
+ * the GEMMs: wgmma or mma.sync), the median over STEPS steps after WARMUP,
+ * and its share of the summed medians. Events between kernels add a little
+ * to each; the graph-replayed step (./app/mnist) has no such gaps, so the
+ * sum is above the app's step time, and the rows say where it goes. */
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "arch/runtime.h"
+#include "kernels/ops.h"
+extern "C" { /* the nn headers are C */
+#include "nn/model.h"
+#include "nn/train.h"
+}
+#ifdef CONFIG_GEMM_WGMMA
+#include "kernels/cuda/gemm_wgmma.h"
+#endif
+
+#define WARMUP 5
+#define STEPS 30
+
+#if defined(CONFIG_PRECISION_TF32)
+#define PRECISION "tf32"
+#elif defined(CONFIG_PRECISION_FP16) || defined(CONFIG_PRECISION_FP16_ACC16)
+#define PRECISION "fp16"
+#elif defined(CONFIG_PRECISION_BF16)
+#define PRECISION "bf16"
+#else
+#define PRECISION "fp32"
+#endif
+
+struct Call {
+    std::string what;
+    std::vector<float> ms;
+};
+static std::vector<Call> calls;
+static size_t next_call;
+static bool timing;
+
+/* Runs f between two events, as call number next_call of the step. */
+template <class F> static void timed(const std::string &what, F f)
+{
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    CUDA_CHECK(cudaEventRecord(a, snn_stream()));
+#ifdef CONFIG_GEMM_WGMMA
+    const long before = gemm_wgmma_count();
+#endif
+    f();
+    CUDA_CHECK(cudaEventRecord(b, snn_stream()));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    CUDA_CHECK(cudaEventDestroy(a));
+    CUDA_CHECK(cudaEventDestroy(b));
+    std::string name = what;
+#ifdef CONFIG_GEMM_WGMMA
+    if (what.rfind("linear", 0) == 0)
+        name += gemm_wgmma_count() > before ? " [wgmma]" : " [mma.sync]";
+#endif
+    if (next_call == calls.size())
+        calls.push_back({name, {}});
+    if (timing)
+        calls[next_call].ms.push_back(ms);
+    next_call++;
+}
+
+static std::string dims(int M, int N, int K)
+{
+    char s[64];
+    snprintf(s, sizeof s, " %dx%dx%d", M, N, K);
+    return s;
+}
+
+extern "C" {
+static void t_forward(float *y, const float *x, const float *w, const float *b, int M, int N, int K, int relu)
+{
+    timed("linear_forward" + dims(M, N, K), [&] { cuda_linear_forward(y, x, w, b, M, N, K, relu); });
+}
+static void t_backward_input(float *dx, const float *dy, const float *w, const float *act, int M, int N, int K)
+{
+    timed("linear_backward_input" + dims(M, K, N), [&] { cuda_linear_backward_input(dx, dy, w, act, M, N, K); });
+}
+static void t_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy, const float *x, int M,
+                                  int N, int K, float lr, float mu)
+{
+    timed("linear_backward_weight_sgd" + dims(N, K, M),
+          [&] { cuda_linear_backward_weight_sgd(w, vw, b, vb, dy, x, M, N, K, lr, mu); });
+}
+static void t_gather(float *x, uint8_t *y, const uint8_t *images, const uint8_t *labels, const int32_t *order,
+                     const int32_t *step, int rows, float mean, float std)
+{
+    timed("gather_batch", [&] { cuda_gather_batch(x, y, images, labels, order, step, rows, mean, std); });
+}
+static void t_xent(float *dlogits, float *loss, int32_t *correct, const float *logits, const uint8_t *y,
+                   const int32_t *step, int rows)
+{
+    timed("softmax_xent", [&] { cuda_softmax_xent(dlogits, loss, correct, logits, y, step, rows); });
+}
+static void t_advance(int32_t *step) { timed("step_advance", [&] { cuda_step_advance(step); }); }
+}
+
+static const snn_kernels timed_kernels = {
+    .linear_forward = t_forward,
+    .linear_backward_input = t_backward_input,
+    .linear_backward_weight_sgd = t_backward_weight_sgd,
+    .gather_batch = t_gather,
+    .softmax_xent = t_xent,
+    .step_advance = t_advance,
+};
+
+int main(void)
+{
+    snn_plan plan;
+    snn_device_info dev;
+    snn_model m;
+    snn_plan_make(&plan);
+    snn_rt_init(&dev, plan.total);
+    void *arena = snn_rt_alloc(plan.total);
+    snn_model_bind(&m, arena);
+    /* random parameters and images (the arena as bytes: any values train), zero momentum and order */
+    std::vector<unsigned char> host(plan.total);
+    unsigned seed = 1;
+    for (auto &c : host)
+        c = (unsigned char)((seed = seed * 1664525u + 1013904223u) >> 24);
+    snn_rt_upload(arena, host.data(), plan.total);
+    std::vector<float> params(SNN_PARAMS);
+    snn_rng rng;
+    snn_rng_seed(&rng, 1);
+    snn_model_draw_params(params.data(), &rng);
+    snn_rt_upload(m.params, params.data(), SNN_PARAMS * sizeof(float));
+    CUDA_CHECK(cudaMemset(m.momentum, 0, SNN_PARAMS * sizeof(float)));
+    CUDA_CHECK(cudaMemset(m.train_labels, 0, SNN_TRAIN_COUNT));
+    CUDA_CHECK(cudaMemset(m.order, 0, SNN_TRAIN_COUNT * sizeof(int32_t)));
+    CUDA_CHECK(cudaMemset(m.train_step, 0, sizeof(int32_t)));
+    snn_model_bind_twins(&m);
+    m.kernels = &timed_kernels;
+
+    for (int s = 0; s < WARMUP + STEPS; s++) {
+        timing = s >= WARMUP;
+        next_call = 0;
+        snn_train_step(&m);
+        CUDA_CHECK(cudaMemset(m.train_step, 0, sizeof(int32_t))); /* stay on the first batch */
+    }
+    char shape[128];
+    snn_model_shape(shape, sizeof shape);
+    printf("# one training step of %s, batch %d, %s GEMMs, on %s: median of %d steps (ms)\n", shape, SNN_BATCH,
+           PRECISION, dev.name, STEPS);
+    double total = 0;
+    std::vector<double> med;
+    for (auto &c : calls) {
+        std::sort(c.ms.begin(), c.ms.end());
+        med.push_back(c.ms[c.ms.size() / 2]);
+        total += med.back();
+    }
+    printf("| call | ms | share |\n|---|---|---|\n");
+    for (size_t i = 0; i < calls.size(); i++)
+        printf("| %s | %.4f | %.1f %% |\n", calls[i].what.c_str(), med[i], 100 * med[i] / total);
+    printf("| sum | %.4f | |\n", total);
+    snn_rt_free(arena);
+    return 0;
+}
