@@ -6,11 +6,12 @@
  * Two phases: a kernel first calls in = epi.load(m, n) for a batch of its
  * elements, then gemm_epi_one (or gemm_epi_pair for n, n + 1) for each:
  * epi.apply(m, n, value, in) writes the element and returns what its twin
- * (epi.twin) gets. load reads what the element
- * needs from memory (the mask's activation; the SGD update's momentum and
- * weight). The compiler cannot prove a later element's loads free of the
- * earlier elements' stores, so one load-and-store per element would cost a
- * memory round trip per element: with the loads first, a batch costs one. */
+ * (epi.twin) gets. load reads what the element needs from memory (the
+ * mask's activation; the SGD update's momentum and weight). The compiler
+ * cannot prove a later element's loads free of the earlier elements'
+ * stores, so one load-and-store per element would cost a memory round trip
+ * per element: with the loads first, a batch costs one. The tensor-core
+ * kernels hand over a row of their fragment at a time (gemm_epi_row_pairs). */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
@@ -117,6 +118,32 @@ static __device__ __forceinline__ void gemm_epi_pair(const Epi &epi, int m, int 
 {
     const float out0 = epi.apply(m, n, v0, in0), out1 = epi.apply(m, n + 1, v1, in1);
     snn_twin_store2(epi.twin, (size_t)m * epi.ld + n, out0, out1);
+}
+
+/* Row m of a lane's share of C, as the tensor-core fragments hold it: P
+ * pairs of columns n[p], n[p] + 1 with values v[p][0], v[p][1], each
+ * element inside M x N through epi, in the two phases (all the row's loads,
+ * then its stores). */
+template <int P, class Epi>
+static __device__ __forceinline__ void gemm_epi_row_pairs(const Epi &epi, int m, int M, int N, const int (&n)[P],
+                                                          const float (&v)[P][2])
+{
+    if (m >= M)
+        return;
+    typename Epi::In in[P][2];
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+            if (n[p] + e < N)
+                in[p][e] = epi.load(m, n[p] + e);
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+        if (n[p] + 1 < N)
+            gemm_epi_pair(epi, m, n[p], v[p][0], v[p][1], in[p][0], in[p][1]);
+        else if (n[p] < N)
+            gemm_epi_one(epi, m, n[p], v[p][0], in[p][0]);
+    }
 }
 
 #endif

@@ -214,30 +214,22 @@ __global__ void __launch_bounds__(GEMM_THREADS)
                                 }
                             });
 
-    /* the epilogue's two phases (gemm_epilogue.cuh) one row of the warp tile at a time: the row's loads,
-     * then its stores (a whole tile's inputs would not fit in registers beside the accumulators) */
+    /* the epilogue one row of the warp tile at a time (a whole tile's inputs would not fit in registers
+     * beside the accumulators) */
     const int m0 = blockIdx.y * GEMM_BM + wm + lane / 4, n0 = blockIdx.x * GEMM_BN + wn + 2 * (lane % 4);
 #pragma unroll
     for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int m = m0 + i * GEMM_MMA_M + h * 8;
-            typename Epi::In in[GEMM_MMA_TILES_N][2];
+            int n[GEMM_MMA_TILES_N];
+            float v[GEMM_MMA_TILES_N][2];
 #pragma unroll
-            for (int j = 0; j < GEMM_MMA_TILES_N; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    if (m < M && n0 + j * GEMM_MMA_N + e < N)
-                        in[j][e] = epi.load(m, n0 + j * GEMM_MMA_N + e);
-#pragma unroll
-            for (int j = 0; j < GEMM_MMA_TILES_N; ++j) { /* columns n, n + 1 of one lane */
-                const int n = n0 + j * GEMM_MMA_N;
-                const float v0 = gemm_mma_acc(acc[i][j], 2 * h), v1 = gemm_mma_acc(acc[i][j], 2 * h + 1);
-                if (m < M && n + 1 < N)
-                    gemm_epi_pair(epi, m, n, v0, v1, in[j][0], in[j][1]);
-                else if (m < M && n < N)
-                    gemm_epi_one(epi, m, n, v0, in[j][0]);
+            for (int j = 0; j < GEMM_MMA_TILES_N; ++j) {
+                n[j] = n0 + j * GEMM_MMA_N;
+                v[j][0] = gemm_mma_acc(acc[i][j], 2 * h);
+                v[j][1] = gemm_mma_acc(acc[i][j], 2 * h + 1);
             }
+            gemm_epi_row_pairs(epi, m0 + i * GEMM_MMA_M + h * 8, M, N, n, v);
         }
 }
 

@@ -164,34 +164,25 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     for (int i = 0; i < Tile::MTILES; ++i)
         sm90_wgmma_fence_regs(acc[i]);
 
-    /* the epilogue's two phases (gemm_epilogue.cuh), 16 elements at a time: their loads, then their stores */
+    /* the epilogue 16 elements of a row at a time (all 128 inputs would not fit beside the accumulators) */
     const int w = (threadIdx.x % 128) / 32;
     constexpr int QS = 8; /* 8-column groups per batch */
 #pragma unroll
     for (int i = 0; i < Tile::MTILES; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int m = m0 + c * Tile::WM + i * 64 + 16 * w + lane / 4 + 8 * h;
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
             for (int q0 = 0; q0 < Tile::BN / 8; q0 += QS) {
-                typename Epi::In in[QS][2];
+                int n[QS];
+                float v[QS][2];
 #pragma unroll
-                for (int q = q0; q < q0 + QS; ++q)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (m < M && n0 + 8 * q + 2 * (lane % 4) + e < N)
-                            in[q - q0][e] = epi.load(m, n0 + 8 * q + 2 * (lane % 4) + e);
-#pragma unroll
-                for (int q = q0; q < q0 + QS; ++q) { /* columns n, n + 1 of one lane */
-                    const int n = n0 + 8 * q + 2 * (lane % 4);
-                    const float v0 = acc[i][4 * q + 2 * h], v1 = acc[i][4 * q + 2 * h + 1];
-                    if (m < M && n + 1 < N)
-                        gemm_epi_pair(epi, m, n, v0, v1, in[q - q0][0], in[q - q0][1]);
-                    else if (m < M && n < N)
-                        gemm_epi_one(epi, m, n, v0, in[q - q0][0]);
+                for (int q = 0; q < QS; ++q) {
+                    n[q] = n0 + 8 * (q0 + q) + 2 * (lane % 4);
+                    v[q][0] = acc[i][4 * (q0 + q) + 2 * h];
+                    v[q][1] = acc[i][4 * (q0 + q) + 2 * h + 1];
                 }
+                gemm_epi_row_pairs(epi, m0 + c * Tile::WM + i * 64 + 16 * w + lane / 4 + 8 * h, M, N, n, v);
             }
-        }
 }
 
 /* ---------------------------------------------------------------------------

@@ -22,10 +22,14 @@
 
 #if defined(CONFIG_PRECISION_BF16)
 typedef __nv_bfloat16 SnnTwin;
+typedef __nv_bfloat162 SnnTwin2;
 static __device__ __forceinline__ SnnTwin snn_twin_round(float v) { return __float2bfloat16_rn(v); }
+static __device__ __forceinline__ SnnTwin2 snn_twin_round2(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
 #else
 typedef __half SnnTwin;
+typedef __half2 SnnTwin2;
 static __device__ __forceinline__ SnnTwin snn_twin_round(float v) { return __float2half_rn(v); }
+static __device__ __forceinline__ SnnTwin2 snn_twin_round2(float lo, float hi) { return __floats2half2_rn(lo, hi); }
 #endif
 
 /* t[i] = v rounded, where there is a twin. */
@@ -40,15 +44,11 @@ static __device__ __forceinline__ void snn_twin_store2(SnnTwin *t, size_t i, flo
 {
     if (!t)
         return;
-    SnnTwin *p = t + i;
-    if (((uintptr_t)p & 3) == 0) {
-        struct alignas(4) Pair {
-            SnnTwin lo, hi;
-        };
-        *reinterpret_cast<Pair *>(p) = Pair{snn_twin_round(v0), snn_twin_round(v1)};
-    } else {
-        p[0] = snn_twin_round(v0);
-        p[1] = snn_twin_round(v1);
+    if (((uintptr_t)(t + i) & 3) == 0)
+        *reinterpret_cast<SnnTwin2 *>(t + i) = snn_twin_round2(v0, v1);
+    else {
+        t[i] = snn_twin_round(v0);
+        t[i + 1] = snn_twin_round(v1);
     }
 }
 
