@@ -59,6 +59,22 @@ check_variant() {
     else echo "not ok - $name: the epoch run failed"; tail -n 5 "$d/epoch.out"; fi
 }
 
+# sanitize NAME DIR: compute-sanitizer memcheck and racecheck over a short training run
+sanitize() {
+    local name=$1 d=$2 tool log rc
+    if ! command -v compute-sanitizer >/dev/null; then
+        echo "skip - $name: compute-sanitizer: skipped: not installed"; return
+    fi
+    for tool in memcheck racecheck; do
+        log=$d/sanitizer-$tool.log
+        compute-sanitizer --tool $tool --error-exitcode 3 "$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 10 >"$log" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$log"; then
+            echo "ok - $name: compute-sanitizer $tool over a short training run: 0 errors"
+        else echo "not ok - $name: compute-sanitizer $tool (status $rc): $(grep -m1 'SUMMARY' "$log")"; fi
+    done
+}
+
 for board in rtx2060 a100 h100; do
     want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "configs/${board}_defconfig")
     if ! usable "$want"; then
@@ -77,28 +93,19 @@ for board in rtx2060 a100 h100; do
         cmp -s "$d/a.bin" "$d/b.bin"; then echo "ok - $board: two runs with one seed give identical parameters"
     else echo "not ok - $board: two runs with one seed differ"; fi
 
-    if command -v compute-sanitizer >/dev/null; then
-        for tool in memcheck racecheck; do
-            log=$d/sanitizer-$tool.log
-            compute-sanitizer --tool $tool --error-exitcode 3 "$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 10 >"$log" 2>&1
-            rc=$?
-            if [ $rc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$log"; then
-                echo "ok - $board: compute-sanitizer $tool over a short training run: 0 errors"
-            else echo "not ok - $board: compute-sanitizer $tool (status $rc): $(grep -m1 'SUMMARY' "$log")"; fi
-        done
-    else echo "skip - $board: compute-sanitizer: skipped: not installed"; fi
+    sanitize "$board" "$d"
 done
 
 # The tensor-core precisions the boards' defconfigs do not select: the h100
 # board's shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32)
-# and the rtx2060 board with FP32 accumulation. No sanitizer runs here.
+# and the rtx2060 board with FP32 accumulation, each under the sanitizer too.
 precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig on target SM with CONFIG_PRECISION_<PRECISION>
     local name=$1 board=$2 sm=$3 prec=$4 d=$OUT/gpu-$1
     if ! usable "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
     mkdir -p "$d"
     { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
       echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
-    build_variant "$name" "$d" && check_variant "$name" "$d"
+    build_variant "$name" "$d" && check_variant "$name" "$d" && sanitize "$name" "$d"
 }
 precision_variant h100-sm80-tf32 h100 80 TF32
 precision_variant h100-sm80-fp16 h100 80 FP16
