@@ -111,7 +111,7 @@ ifneq ($(build-goals)$(if $(MAKECMDGOALS),,all),)
 
 AUTOCONF := $(O)/include/config/auto.conf
 CONFIG_H := $(O)/include/generated/config.h
-KCONFIG_FILES := Kconfig $(wildcard */Kconfig)
+KCONFIG_FILES := Kconfig $(wildcard */Kconfig */Kconfig.*)
 
 ifeq ($(wildcard $(KCONFIG_CONFIG)),)
 $(error no $(KCONFIG_CONFIG): run 'make host_defconfig' (or 'make <board>_defconfig', see 'make help') or 'make menuconfig')

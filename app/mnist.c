@@ -252,7 +252,7 @@ int main(int argc, char **argv)
     float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "initial parameters");
     snn_model_draw_params(params, &rng);
     snn_rt_upload(m.params, params, SNN_PARAMS * sizeof(float));
-    snn_model_bind_twins(&m);
+    snn_model_bind_gemm_buffers(&m);
     float *zeros = calloc(SNN_PARAMS, sizeof(float));
     SNN_CHECK_SYS(zeros, "allocating the momentum's initial zeros");
     snn_rt_upload(m.momentum, zeros, SNN_PARAMS * sizeof(float));

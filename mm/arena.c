@@ -2,6 +2,7 @@
 
 #include <stdint.h>
 
+#include "kernels/cuda/gemm_split_k.h"
 #include "mm/mm.h"
 
 #define F sizeof(float)
@@ -38,6 +39,7 @@ static const snn_plan_entry size_table[SNN_R_COUNT] = {
     [SNN_R_ORDER] = {"sample order", SNN_TRAIN_COUNT * sizeof(int32_t), 0},
     [SNN_R_STEP_STATS] = {"step statistics", SNN_STEP_STATS_BYTES, 0},
     [SNN_R_TWINS] = {"16-bit twins (wgmma)", ARENA_TWIN_BYTES, 0},
+    [SNN_R_SPLIT_K] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
 };
 
 void snn_plan_make(snn_plan *plan)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
 #include "mm/mm.h"
 
@@ -50,8 +51,13 @@ void snn_model_bind(snn_model *m, void *arena)
 #undef AT
 }
 
-void snn_model_bind_twins(snn_model *m)
+void snn_model_bind_gemm_buffers(snn_model *m)
 {
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    const snn_plan_entry *ws = &m->plan.region[SNN_R_SPLIT_K];
+    cuda_gemm_split_k_bind(ws->bytes ? snn_plan_at(&m->plan, m->arena, SNN_R_SPLIT_K) : NULL,
+                           (long)(ws->bytes / sizeof(float)));
+#endif
 #ifdef CONFIG_GEMM_WGMMA
     uint16_t *twin = snn_plan_at(&m->plan, m->arena, SNN_R_TWINS);
     const long params = SNN_PARAMS;
@@ -65,9 +71,8 @@ void snn_model_bind_twins(snn_model *m)
     if (grads)
         cuda_twin_bind(m->grad[0], twin, grads);
     cuda_twin_refresh(m->params, params);
-#else
-    (void)m;
 #endif
+    (void)m;
 }
 
 static inline void draw_uniform(float *x, long n, double bound, snn_rng *rng)

@@ -37,11 +37,13 @@ typedef struct {
  * selects the target's kernels. */
 void snn_model_bind(snn_model *m, void *arena);
 
-/* Binds the 16-bit twins of the parameters, activations and activation
- * gradients (CONFIG_GEMM_WGMMA; kernels/cuda/twin.h) and writes the
- * parameters' twin from the parameters: call once the parameters are in
- * place on the device. Does nothing in other builds. */
-void snn_model_bind_twins(snn_model *m);
+/* Hands the GEMMs their buffers in the arena: the split-K workspace
+ * (tensor-core builds; kernels/cuda/gemm_split_k.h) and the 16-bit twins of
+ * the parameters, activations and activation gradients (CONFIG_GEMM_WGMMA;
+ * kernels/cuda/twin.h), writing the parameters' twin from the parameters:
+ * call once the parameters are in place on the device. Does nothing in host
+ * builds. */
+void snn_model_bind_gemm_buffers(snn_model *m);
 
 /* Draws the initial parameters (the configured scheme) into params_host,
  * SNN_PARAMS floats in the arena's layout: W0, b0, W1, b1, ... */

@@ -9,7 +9,8 @@
  * Both compute C[M,N] = A[M,K] . B[N,K]^T (the forward role, no bias, no
  * ReLU). The mma.sync kernels read FP32 operands and round them as they
  * stage them; cuBLAS gets operands already in its input type (its best
- * case). With CONFIG_GEMM_WGMMA the Hopper kernel is also timed, on the same
+ * case). Tensor-core builds get a split-K workspace (16 Mi floats, more than
+ * any config's), so the small shapes split as in the engine. With CONFIG_GEMM_WGMMA the Hopper kernel is also timed, on the same
  * 16-bit operands as cuBLAS, at several block tiles (the config's first). */
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,8 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
+#include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm_split_k.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm_epilogue.cuh"
@@ -205,11 +208,17 @@ int main(void)
     cublasHandle_t h;
     CUBLAS_CHECK(cublasCreate(&h));
     CUBLAS_CHECK(cublasSetStream(h, snn_stream()));
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    const long ws_floats = 16L << 20;
+    float *ws;
+    CUDA_CHECK(cudaMalloc(&ws, ws_floats * sizeof(float)));
+    cuda_gemm_split_k_bind(ws, ws_floats);
+#endif
     CUBLAS_CHECK(cublasSetMathMode(h, COMPUTE == CUBLAS_COMPUTE_32F && IN_TYPE == CUDA_R_32F
                                           ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
-    printf("# GEMM %s, %s path, block %dx%dx%d warp %dx%dx%d stages %d, on %s\n", PRECISION, SNN_TARGET_NAME,
-           CONFIG_GEMM_BLOCK_M, CONFIG_GEMM_BLOCK_N, CONFIG_GEMM_BLOCK_K, CONFIG_GEMM_WARP_M, CONFIG_GEMM_WARP_N,
-           CONFIG_GEMM_WARP_K, CONFIG_GEMM_STAGES, dev.name);
+    typedef GemmTileFwd T;
+    printf("# GEMM %s, %s path, forward tile: block %dx%dx%d warp %dx%dx%d stages %d, on %s\n", PRECISION,
+           SNN_TARGET_NAME, T::BM, T::BN, T::BK, T::WM, T::WN, T::WK, CONFIG_GEMM_STAGES, dev.name);
     printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | ours vs cuBLAS | "
            "ours vs host | cuBLAS vs host |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
@@ -251,7 +260,15 @@ int main(void)
         cublas();
         to_float<<<(nc + 255) / 256, 256, 0, snn_stream()>>>(c_ref, c_in, nc);
         CUDA_CHECK_LAUNCH();
+        char split[32] = "";
+#ifdef CONFIG_GEMM_TENSOR_CORES
+        const long splits_before = cuda_gemm_split_k_count();
         ours();
+        if (cuda_gemm_split_k_count() > splits_before)
+            snprintf(split, sizeof split, ", split-K %d", cuda_gemm_split_k_last_slices());
+#else
+        ours();
+#endif
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
         std::vector<float> got = download(c_ours, nc), theirs = download(c_ref, nc);
         double diff = rel_l2(got, theirs);
@@ -265,7 +282,7 @@ int main(void)
 
         double flop = 2.0 * s.m * s.n * s.k;
         double t_ours = time_ms(ours), t_ref = time_ms(cublas);
-        printf("| %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s |\n", s.what, s.m, s.n, s.k,
+        printf("| %s%s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s |\n", s.what, split, s.m, s.n, s.k,
                flop / t_ours / 1e9, flop / t_ref / 1e9, t_ref / t_ours, diff, vs_host[0], vs_host[1]);
 #ifdef CONFIG_GEMM_WGMMA
         if (IN_TYPE != CUDA_R_32F) {
@@ -278,5 +295,9 @@ int main(void)
             CUDA_CHECK(cudaFree(p));
     }
     CUBLAS_CHECK(cublasDestroy(h));
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    cuda_gemm_split_k_bind(NULL, 0);
+    CUDA_CHECK(cudaFree(ws));
+#endif
     return 0;
 }

@@ -5,10 +5,11 @@
  *   make O=DIR <board>_defconfig && make O=DIR && DIR/tools/bin/bench_step
  *
  * Each call of the step is one row: the op, its shape, the path it took (for
- * the GEMMs: wgmma or mma.sync), the median over STEPS steps after WARMUP,
- * and its share of the summed medians. Events between kernels add a little
- * to each; the graph-replayed step (./app/mnist) has no such gaps, so the
- * sum is above the app's step time, and the rows say where it goes. */
+ * the GEMMs: wgmma or mma.sync, and split-K slices), the median over STEPS
+ * steps after WARMUP, and its share of the summed medians. Events between
+ * kernels add a little to each; the graph-replayed step (./app/mnist) has
+ * no such gaps, so the sum is above the app's step time, and the rows say
+ * where it goes. */
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
+#include "kernels/cuda/gemm_split_k.h"
 #include "kernels/ops.h"
 extern "C" { /* the nn headers are C */
 #include "nn/model.h"
@@ -60,6 +62,9 @@ template <class F> static void timed(const std::string &what, F f)
 #ifdef CONFIG_GEMM_WGMMA
     const long before = gemm_wgmma_count();
 #endif
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    const long splits_before = cuda_gemm_split_k_count();
+#endif
     f();
     CUDA_CHECK(cudaEventRecord(b, snn_stream()));
     CUDA_CHECK(cudaEventSynchronize(b));
@@ -71,6 +76,10 @@ template <class F> static void timed(const std::string &what, F f)
 #ifdef CONFIG_GEMM_WGMMA
     if (what.rfind("linear", 0) == 0)
         name += gemm_wgmma_count() > before ? " [wgmma]" : " [mma.sync]";
+#endif
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    if (cuda_gemm_split_k_count() > splits_before)
+        name += " [split-K " + std::to_string(cuda_gemm_split_k_last_slices()) + "]";
 #endif
     if (next_call == calls.size())
         calls.push_back({name, {}});
@@ -147,7 +156,7 @@ int main(void)
     CUDA_CHECK(cudaMemset(m.train_labels, 0, SNN_TRAIN_COUNT));
     CUDA_CHECK(cudaMemset(m.order, 0, SNN_TRAIN_COUNT * sizeof(int32_t)));
     CUDA_CHECK(cudaMemset(m.train_step, 0, sizeof(int32_t)));
-    snn_model_bind_twins(&m);
+    snn_model_bind_gemm_buffers(&m);
     m.kernels = &timed_kernels;
 
     for (int s = 0; s < WARMUP + STEPS; s++) {

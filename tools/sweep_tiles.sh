@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # Tile sweep on a GPU machine: each benchmark config built with each GEMM tile
-# shape, ms per epoch (median of the epochs after the first) in a table.
-#   tools/sweep_tiles.sh OUT_DIR [CONFIG...]
+# shape for the roles named (all three by default: FWD, DGRAD, WGRAD), ms
+# per epoch (median of the epochs after the first) in a table.
+#   tools/sweep_tiles.sh OUT_DIR [--roles FWD,DGRAD,WGRAD] [CONFIG...]
 set -u
 cd "$(dirname "$0")/.."
-OUT=${1:?usage: tools/sweep_tiles.sh OUT_DIR [CONFIG...]}; shift
+usage="usage: tools/sweep_tiles.sh OUT_DIR [--roles FWD,DGRAD,WGRAD] [CONFIG...]"
+OUT=${1:?$usage}; shift
+roles="FWD DGRAD WGRAD"
+if [ "${1:-}" = --roles ]; then
+    roles=${2:?$usage}; roles=${roles//,/ }; shift 2
+    for r in $roles; do
+        case $r in FWD|DGRAD|WGRAD) ;; *) echo "sweep_tiles: unknown role '$r' (FWD, DGRAD, WGRAD)" >&2; exit 2 ;; esac
+    done
+fi
 configs=${*:-h100_mlp128_b64 h100_mlp784x4_b64 h100_h1024_b32 h100_h8192_b32}
 # block M N K / warp M N K
 tiles=("64 64 16 32 32 16" "32 32 32 16 16 32" "32 64 32 16 32 32" "64 64 32 32 32 32")
 mkdir -p "$OUT"
-header="| config |" rule="|---|"
+header="| config ($roles) |" rule="|---|"
 for t in "${tiles[@]}"; do
     set -- $t
     header="$header block $1x$2x$3, warp $4x$5x$6 |" rule="$rule---|"
@@ -19,10 +28,12 @@ for c in $configs; do
     row="| $c |"
     for t in "${tiles[@]}"; do
         set -- $t
-        d=build/sweep/$c-${t// /-}
+        d=build/sweep/$c-${roles// /-}-${t// /-}
         mkdir -p "$d"
         { cat "configs/${c}_defconfig"
-          printf 'CONFIG_GEMM_BLOCK_M=%s\nCONFIG_GEMM_BLOCK_N=%s\nCONFIG_GEMM_BLOCK_K=%s\nCONFIG_GEMM_WARP_M=%s\nCONFIG_GEMM_WARP_N=%s\nCONFIG_GEMM_WARP_K=%s\n' "$@"
+          for r in $roles; do
+              printf "CONFIG_GEMM_${r}_%s\n" "BLOCK_M=$1" "BLOCK_N=$2" "BLOCK_K=$3" "WARP_M=$4" "WARP_N=$5" "WARP_K=$6"
+          done
         } | awk -F= '{v[$1]=$0} END {for (k in v) print v[k]}' >"$d/def"
         if make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" >"$d.log" 2>&1 &&
             make --no-print-directory O="$d" -j"$(nproc)" "$d/app/mnist" >>"$d.log" 2>&1 &&

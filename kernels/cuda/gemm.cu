@@ -6,10 +6,10 @@
  *
  * One tiled kernel, gemm_f32_kernel, computes C[m][n] = sum_k A(m,k) B(n,k)
  * and hands every C element to an epilogue functor. The template arguments
- * are the operand layouts (GEMM_K_CONTIG / GEMM_R_CONTIG, gemm_config.h),
- * their global load widths (1 or 4 floats, picked at launch from alignment)
- * and the epilogue. The shape (block, warp and lane tiles, stages) comes from
- * the config through kernels/cuda/gemm_config.h. With a tensor-core
+ * are the role's tile (block, warp and lane tiles: CONFIG_GEMM_<ROLE>_*,
+ * kernels/cuda/gemm_config.h), the operand layouts (GEMM_K_CONTIG /
+ * GEMM_R_CONTIG), their global load widths (1 or 4 floats, picked at launch
+ * from alignment) and the epilogue. With a tensor-core
  * precision (CONFIG_GEMM_TENSOR_CORES) the roles run gemm_mma.cu's kernel
  * instead, with the same layouts and epilogues.
  *
@@ -44,8 +44,8 @@
  * ------------------------------------------------------------------------- */
 
 /* The FP32 kernel's operands: k-major float tiles. */
-template <int L, int ROWS, int VEC>
-using GemmF32Operand = GemmOperand<L, ROWS, VEC, true, gemm_smem_stride(ROWS, L == GEMM_K_CONTIG)>;
+template <class Tile, int L, int ROWS, int VEC>
+using GemmF32Operand = GemmOperand<Tile, L, ROWS, VEC, true, gemm_smem_stride(ROWS, L == GEMM_K_CONTIG)>;
 
 template <int V>
 static __device__ __forceinline__ void gemm_lds(float *d, const float *p)
@@ -66,70 +66,69 @@ static __device__ __forceinline__ void gemm_lds(float *d, const float *p)
 }
 
 /* acc += the lane's share of one shared stage: BK deep, WK k per unrolled step. */
-template <int SA, int SB>
-static __device__ __forceinline__ void gemm_stage_fma(float (&acc)[GEMM_TM][GEMM_TN], const float *As,
-                                                      const float *Bs)
+template <class T, int SA, int SB>
+static __device__ __forceinline__ void gemm_stage_fma(float (&acc)[T::TM][T::TN], const float *As, const float *Bs)
 {
 #pragma unroll 1
-    for (int kk = 0; kk < GEMM_BK; kk += GEMM_WK) {
+    for (int kk = 0; kk < T::BK; kk += T::WK) {
 #pragma unroll
-        for (int k = 0; k < GEMM_WK; ++k) {
-            float a[GEMM_TM], b[GEMM_TN];
+        for (int k = 0; k < T::WK; ++k) {
+            float a[T::TM], b[T::TN];
 #pragma unroll
-            for (int i = 0; i < GEMM_TM / GEMM_VM; ++i)
-                gemm_lds<GEMM_VM>(a + i * GEMM_VM, As + (kk + k) * SA + i * GEMM_LANES_M * GEMM_VM);
+            for (int i = 0; i < T::TM / T::VM; ++i)
+                gemm_lds<T::VM>(a + i * T::VM, As + (kk + k) * SA + i * T::LANES_M * T::VM);
 #pragma unroll
-            for (int j = 0; j < GEMM_TN / GEMM_VN; ++j)
-                gemm_lds<GEMM_VN>(b + j * GEMM_VN, Bs + (kk + k) * SB + j * GEMM_LANES_N * GEMM_VN);
+            for (int j = 0; j < T::TN / T::VN; ++j)
+                gemm_lds<T::VN>(b + j * T::VN, Bs + (kk + k) * SB + j * T::LANES_N * T::VN);
 #pragma unroll
-            for (int i = 0; i < GEMM_TM; ++i)
+            for (int i = 0; i < T::TM; ++i)
 #pragma unroll
-                for (int j = 0; j < GEMM_TN; ++j)
+                for (int j = 0; j < T::TN; ++j)
                     acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
     }
 }
 
 /* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the epilogue epi. */
-template <int LA, int LB, int VA, int VB, class Epi>
-__global__ void __launch_bounds__(GEMM_THREADS)
+template <class T, int LA, int LB, int VA, int VB, class Epi>
+__global__ void __launch_bounds__(T::THREADS)
     gemm_f32_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
                     Epi epi)
 {
-    using OpA = GemmF32Operand<LA, GEMM_BM, VA>;
-    using OpB = GemmF32Operand<LB, GEMM_BN, VB>;
+    using OpA = GemmF32Operand<T, LA, T::BM, VA>;
+    using OpB = GemmF32Operand<T, LB, T::BN, VB>;
     extern __shared__ __align__(16) float gemm_smem[];
 
     const int tid = threadIdx.x;
     const int warp = tid / SNN_CUDA_WARP, lane = tid % SNN_CUDA_WARP;
-    const int wm = warp / GEMM_WARPS_N, wn = warp % GEMM_WARPS_N;
-    const int lm = lane / GEMM_LANES_N, ln = lane % GEMM_LANES_N;
-    const int m0 = blockIdx.y * GEMM_BM, n0 = blockIdx.x * GEMM_BN;
-    const int a_off = wm * GEMM_WM + lm * GEMM_VM;
-    const int b_off = wn * GEMM_WN + ln * GEMM_VN;
+    const int wm = warp / T::WARPS_N, wn = warp % T::WARPS_N;
+    const int lm = lane / T::LANES_N, ln = lane % T::LANES_N;
+    const int m0 = blockIdx.y * T::BM, n0 = blockIdx.x * T::BN;
+    const int a_off = wm * T::WM + lm * T::VM;
+    const int b_off = wn * T::WN + ln * T::VN;
 
-    float acc[GEMM_TM][GEMM_TN];
+    float acc[T::TM][T::TN];
 #pragma unroll
-    for (int i = 0; i < GEMM_TM; ++i)
+    for (int i = 0; i < T::TM; ++i)
 #pragma unroll
-        for (int j = 0; j < GEMM_TN; ++j)
+        for (int j = 0; j < T::TN; ++j)
             acc[i][j] = 0.0f;
 
-    gemm_mainloop<OpA, OpB>(gemm_smem, A, lda, B, ldb, M, N, K, [&](const float *As, const float *Bs) {
-        gemm_stage_fma<OpA::kStride, OpB::kStride>(acc, As + a_off, Bs + b_off);
-    });
+    gemm_mainloop<T, OpA, OpB>(gemm_smem, A, lda, B, ldb, M, N, K, 0, (K + T::BK - 1) / T::BK,
+                               [&](const float *As, const float *Bs) {
+                                   gemm_stage_fma<T, OpA::kStride, OpB::kStride>(acc, As + a_off, Bs + b_off);
+                               });
 
     /* the epilogue's two phases (gemm_epilogue.cuh) one row at a time: the row's loads, then its stores */
 #pragma unroll
-    for (int i = 0; i < GEMM_TM; ++i) {
-        const int m = m0 + wm * GEMM_WM + (i / GEMM_VM) * (GEMM_LANES_M * GEMM_VM) + lm * GEMM_VM + i % GEMM_VM;
-        typename Epi::In in[GEMM_TN];
+    for (int i = 0; i < T::TM; ++i) {
+        const int m = m0 + wm * T::WM + (i / T::VM) * (T::LANES_M * T::VM) + lm * T::VM + i % T::VM;
+        typename Epi::In in[T::TN];
 #pragma unroll
         for (int phase = 0; phase < 2; ++phase)
 #pragma unroll
-            for (int j = 0; j < GEMM_TN; ++j) {
-                const int n =
-                    n0 + wn * GEMM_WN + (j / GEMM_VN) * (GEMM_LANES_N * GEMM_VN) + ln * GEMM_VN + j % GEMM_VN;
+            for (int j = 0; j < T::TN; ++j) {
+                const int n = n0 + wn * T::WN + (j / T::VN) * (T::LANES_N * T::VN) + ln * T::VN + j % T::VN;
                 if (m < M && n < N) {
                     if (phase == 0)
                         in[j] = epi.load(m, n);
@@ -175,19 +174,21 @@ __global__ void __launch_bounds__(BIAS_COLS *BIAS_SLICES)
  * ------------------------------------------------------------------------- */
 
 /* The FP32 kernel for gemm_dispatch. */
-template <int LA, int LB>
+template <class T, int LA, int LB>
 struct GemmF32 {
+    typedef T Tile;
     template <int VA, int VB, class Epi>
     static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
     {
-        gemm_launch<gemm_f32_kernel<LA, LB, VA, VB, Epi>,
-                    gemm_smem_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(M, N, A, lda, B, ldb, M, N, K, epi);
+        gemm_launch<T, gemm_f32_kernel<T, LA, LB, VA, VB, Epi>,
+                    T::smem_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(M, N, 1, (K + T::BK - 1) / T::BK, A, lda,
+                                                                             B, ldb, M, N, K, epi);
     }
 };
 
 /* C[M,N] = A . B^T with A: M x K and B: N x K in the given layouts, on the
- * configured precision's kernel. */
-template <int LA, int LB, class Epi>
+ * configured precision's kernel at the role's tile T. */
+template <class T, int LA, int LB, class Epi>
 static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
 #ifdef CONFIG_GEMM_WGMMA
@@ -195,9 +196,9 @@ static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, in
         return;
 #endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    gemm_mma_run<LA, LB>(A, lda, B, ldb, M, N, K, epi);
+    gemm_mma_run<T, LA, LB>(A, lda, B, ldb, M, N, K, epi);
 #else
-    gemm_dispatch<GemmF32<LA, LB>, gemm_vec_allowed<LA, GEMM_BM, true>(), gemm_vec_allowed<LB, GEMM_BN, true>()>(
+    gemm_dispatch<GemmF32<T, LA, LB>, gemm_vec_allowed<T, LA, T::BM, true>(), gemm_vec_allowed<T, LB, T::BN, true>()>(
         A, lda, B, ldb, M, N, K, epi);
 #endif
 }
@@ -207,7 +208,7 @@ extern "C" void cuda_linear_forward(float *y, const float *x, const float *w, co
 {
     /* A = X [M][K], B = W [N][K]: both contiguous along k. */
     const GemmEpiBiasRelu epi = {y, cuda_twin_of(y), b, N, relu};
-    gemm_run<GEMM_K_CONTIG, GEMM_K_CONTIG>(x, K, w, K, M, N, K, epi);
+    gemm_run<GemmTileFwd, GEMM_K_CONTIG, GEMM_K_CONTIG>(x, K, w, K, M, N, K, epi);
 }
 
 extern "C" void cuda_linear_backward_input(float *dx, const float *dy, const float *w, const float *act, int M,
@@ -215,7 +216,7 @@ extern "C" void cuda_linear_backward_input(float *dx, const float *dy, const flo
 {
     /* GEMM (m, n, k) = (M, K, N): A = dY [M][N] along k; B = W [N][K] is k x n. */
     const GemmEpiReluMask epi = {dx, cuda_twin_of(dx), act, K};
-    gemm_run<GEMM_K_CONTIG, GEMM_R_CONTIG>(dy, N, w, K, M, K, N, epi);
+    gemm_run<GemmTileDgrad, GEMM_K_CONTIG, GEMM_R_CONTIG>(dy, N, w, K, M, K, N, epi);
 }
 
 extern "C" void cuda_linear_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy,
@@ -224,7 +225,7 @@ extern "C" void cuda_linear_backward_weight_sgd(float *w, float *vw, float *b, f
     /* GEMM (m, n, k) = (N, K, M), the batch reduced: A = dY [M][N] is k x m;
      * B = X [M][K] is k x n. */
     const GemmEpiSgd epi = {w, cuda_twin_of(w), vw, K, lr, mu};
-    gemm_run<GEMM_R_CONTIG, GEMM_R_CONTIG>(dy, N, x, K, N, K, M, epi);
+    gemm_run<GemmTileWgrad, GEMM_R_CONTIG, GEMM_R_CONTIG>(dy, N, x, K, N, K, M, epi);
     if (b && N > 0) {
         bias_sgd_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(
             b, vb, dy, M, N, lr, mu);

@@ -1,7 +1,8 @@
 /* Launching a GEMM kernel, shared by the SIMT and the tensor-core kernels:
  * the global load width of each operand (4 floats where its layout and
- * alignment allow, else 1) picked at run time, the grid over M x N, and the
- * opt-in to more than the default 48 KB of dynamic shared memory. */
+ * alignment allow, else 1) picked at run time, the grid over the role's
+ * tiles of M x N (and split-K slices), and the opt-in to more than the
+ * default 48 KB of dynamic shared memory. */
 #ifndef SNN_GEMM_LAUNCH_CUH
 #define SNN_GEMM_LAUNCH_CUH
 
@@ -17,10 +18,10 @@
 /* Whether an operand of layout L can be loaded 4 floats at a time: R_CONTIG
  * when the tile's rows come in fours, K_CONTIG when BK does, unless the
  * kernel transposes it with cp.async (which cannot transpose 16 bytes)... */
-template <int L, int ROWS, bool TRANSPOSED>
+template <class Tile, int L, int ROWS, bool TRANSPOSED>
 static constexpr bool gemm_vec_allowed()
 {
-    return L == GEMM_R_CONTIG ? ROWS % 4 == 0 : !(TRANSPOSED && SNN_ARCH_HAS_CP_ASYNC) && GEMM_BK % 4 == 0;
+    return L == GEMM_R_CONTIG ? ROWS % 4 == 0 : !(TRANSPOSED && SNN_ARCH_HAS_CP_ASYNC) && Tile::BK % 4 == 0;
 }
 /* ...and whether this operand is aligned for it. */
 static inline bool gemm_vec_aligned(const float *p, int ld)
@@ -28,9 +29,25 @@ static inline bool gemm_vec_aligned(const float *p, int ld)
     return ld % 4 == 0 && ((uintptr_t)p & 15) == 0;
 }
 
-/* KERNEL<<<blocks over M x N, GEMM_THREADS, SMEM>>>(args...) on the engine's stream. */
-template <auto KERNEL, int SMEM, class... Args>
-static void gemm_launch(int M, int N, const Args &...args)
+/* The GPU's multiprocessors. */
+static inline int gemm_sm_count(void)
+{
+    static int n;
+    if (!n) {
+        int dev;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    }
+    return n;
+}
+
+/* KERNEL<<<Tile's blocks over M x N (x slices of k), Tile::THREADS, smem>>>(args...)
+ * on the engine's stream. SMEM is the shared memory of a full ring of
+ * GEMM_SMEM_STAGES tiles; a block that loads fewer k tiles (a short k, as
+ * the weight gradient's batch, or a split-K slice) gets only the stages it
+ * fills: more blocks fit on an SM. */
+template <class Tile, auto KERNEL, int SMEM, class... Args>
+static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Args &...args)
 {
     if constexpr (SMEM > SNN_CUDA_SMEM_DEFAULT) {
         static bool opted_in; /* once per kernel instance */
@@ -39,32 +56,35 @@ static void gemm_launch(int M, int N, const Args &...args)
             opted_in = true;
         }
     }
-    const dim3 grid((N + GEMM_BN - 1) / GEMM_BN, (M + GEMM_BM - 1) / GEMM_BM);
-    KERNEL<<<grid, GEMM_THREADS, SMEM, snn_stream()>>>(args...);
+    const int stages = ktiles_per_block < GEMM_SMEM_STAGES ? (ktiles_per_block > 1 ? ktiles_per_block : 1)
+                                                            : GEMM_SMEM_STAGES;
+    const dim3 grid((N + Tile::BN - 1) / Tile::BN, (M + Tile::BM - 1) / Tile::BM, slices);
+    KERNEL<<<grid, Tile::THREADS, SMEM / GEMM_SMEM_STAGES * stages, snn_stream()>>>(args...);
     CUDA_CHECK_LAUNCH();
 }
 
 /* C[M,N] = A . B^T (A: M x K, B: N x K in layouts LA, LB) through
- * Kernel::launch<VA, VB>(A, lda, B, ldb, M, N, K, epi), with the widest
+ * Kernel::launch<VA, VB>(A, lda, B, ldb, M, N, K, rest...), with the widest
  * loads (VA, VB) that CAN_A, CAN_B and the operands' alignment allow. */
-template <class Kernel, bool CAN_A, bool CAN_B, class Epi>
-static void gemm_dispatch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+template <class Kernel, bool CAN_A, bool CAN_B, class... Rest>
+static void gemm_dispatch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Rest &...rest)
 {
+    typedef typename Kernel::Tile Tile;
     if (M <= 0 || N <= 0)
         return;
-    if ((M + GEMM_BM - 1) / GEMM_BM > 65535)
-        snn_die("GEMM with %d rows exceeds the grid's 65535 x CONFIG_GEMM_BLOCK_M (%d) rows", M, GEMM_BM);
+    if ((M + Tile::BM - 1) / Tile::BM > 65535)
+        snn_die("GEMM with %d rows exceeds the grid's 65535 x %d (its role's block tile M) rows", M, Tile::BM);
     const bool va = CAN_A && gemm_vec_aligned(A, lda), vb = CAN_B && gemm_vec_aligned(B, ldb);
     if constexpr (CAN_A && CAN_B)
         if (va && vb)
-            return Kernel::template launch<4, 4>(A, lda, B, ldb, M, N, K, epi);
+            return Kernel::template launch<4, 4>(A, lda, B, ldb, M, N, K, rest...);
     if constexpr (CAN_A)
         if (va)
-            return Kernel::template launch<4, 1>(A, lda, B, ldb, M, N, K, epi);
+            return Kernel::template launch<4, 1>(A, lda, B, ldb, M, N, K, rest...);
     if constexpr (CAN_B)
         if (vb)
-            return Kernel::template launch<1, 4>(A, lda, B, ldb, M, N, K, epi);
-    Kernel::template launch<1, 1>(A, lda, B, ldb, M, N, K, epi);
+            return Kernel::template launch<1, 4>(A, lda, B, ldb, M, N, K, rest...);
+    Kernel::template launch<1, 1>(A, lda, B, ldb, M, N, K, rest...);
 }
 
 #endif

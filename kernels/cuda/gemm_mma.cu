@@ -11,8 +11,9 @@
  * vanish in), no separate conversion kernels or half-precision copies of
  * the activations are needed, and the other kernels are those of FP32.
  *
- * Shape (gemm_mma.h): block tile CONFIG_GEMM_BLOCK_M/N/K, warp tile
- * CONFIG_GEMM_WARP_M/N/K in 16 x 8 instruction tiles. Each operand tile keeps
+ * Shape (gemm_mma.h): the role's block and warp tiles
+ * (CONFIG_GEMM_<ROLE>_BLOCK_* and _WARP_*), the warp tile in 16 x 8
+ * instruction tiles. Each operand tile keeps
  * its global layout in shared memory (X, dY as rows along k; W, dY^T in the
  * weight gradient as k lines of rows), so global loads are wide and
  * coalesced and need no transposition; the fragment loads handle both.
@@ -25,7 +26,8 @@
  *   m16n8k16, or m16n8k8 for TF32.
  * mma.sync sums in a fixed order, and each C element is owned by one lane:
  * deterministic, no atomics. Any M, N, K: zero-filled loads, predicated
- * stores. */
+ * stores. Where the tiles leave SMs idle the k range is split
+ * (gemm_split_k.h); the slices' partial sums are added in slice order. */
 #include <stdint.h>
 
 #include <cuda_runtime.h>
@@ -34,6 +36,7 @@
 #include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_mma.h"
 #include "kernels/cuda/gemm_pipeline.cuh"
+#include "kernels/cuda/gemm_split_k.cuh"
 #if GEMM_MMA_TURING
 #include "arch/sm75/mma.h"
 #else
@@ -51,10 +54,10 @@ typedef float GemmMmaElem;
 #endif
 
 /* An operand as this kernel stages it: kept in its global layout. */
-template <int L, int ROWS, int VEC>
+template <class T, int L, int ROWS, int VEC>
 using GemmMmaOperand =
-    GemmOperand<L, ROWS, VEC, L == GEMM_R_CONTIG,
-                gemm_mma_stride(L == GEMM_R_CONTIG ? ROWS : GEMM_BK, L == GEMM_R_CONTIG), GemmMmaElem>;
+    GemmOperand<T, L, ROWS, VEC, L == GEMM_R_CONTIG,
+                gemm_mma_stride(L == GEMM_R_CONTIG ? ROWS : T::BK, L == GEMM_R_CONTIG), GemmMmaElem>;
 
 /* Fragments of one k step (GEMM_MMA_KSTEP) from a shared tile whose element
  * (r, k) lies at s[k * S + r] (KMAJOR) or s[r * S + k]; r0, k0: the
@@ -166,65 +169,68 @@ static __device__ __forceinline__ float gemm_mma_acc(const GemmMmaAcc (&c)[GEMM_
 #endif
 }
 
-/* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the epilogue epi. */
-template <int LA, int LB, int VA, int VB, class Epi>
-__global__ void __launch_bounds__(GEMM_THREADS)
+/* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the
+ * epilogue epi; over k tiles [z per, (z + 1) per) in the block's slice z. */
+template <class T, int LA, int LB, int VA, int VB, class Epi>
+__global__ void __launch_bounds__(T::THREADS)
     gemm_mma_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
-                    Epi epi)
+                    int per, Epi epi)
 {
-    using OpA = GemmMmaOperand<LA, GEMM_BM, VA>;
-    using OpB = GemmMmaOperand<LB, GEMM_BN, VB>;
+    constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
+    using OpA = GemmMmaOperand<T, LA, T::BM, VA>;
+    using OpB = GemmMmaOperand<T, LB, T::BN, VB>;
     using FragA = GemmMmaFrag<OpA::kKMajor, OpA::kStride>;
     using FragB = GemmMmaFrag<OpB::kKMajor, OpB::kStride>;
     extern __shared__ __align__(16) unsigned char gemm_mma_smem[];
 
     const int warp = threadIdx.x / SNN_CUDA_WARP, lane = threadIdx.x % SNN_CUDA_WARP;
-    const int wm = (warp / GEMM_WARPS_N) * GEMM_WM, wn = (warp % GEMM_WARPS_N) * GEMM_WN;
+    const int wm = (warp / T::WARPS_N) * T::WM, wn = (warp % T::WARPS_N) * T::WN;
+    const int kt_begin = blockIdx.z * per, kt_end = min(kt_begin + per, (K + T::BK - 1) / T::BK);
 
-    GemmMmaAcc acc[GEMM_MMA_TILES_M][GEMM_MMA_TILES_N][GEMM_MMA_ACC_REGS];
+    GemmMmaAcc acc[TILES_M][TILES_N][GEMM_MMA_ACC_REGS];
 #pragma unroll
-    for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
+    for (int i = 0; i < TILES_M; ++i)
 #pragma unroll
-        for (int j = 0; j < GEMM_MMA_TILES_N; ++j)
+        for (int j = 0; j < TILES_N; ++j)
 #pragma unroll
             for (int e = 0; e < GEMM_MMA_ACC_REGS; ++e)
                 acc[i][j][e] = 0;
 
-    gemm_mainloop<OpA, OpB>(reinterpret_cast<GemmMmaElem *>(gemm_mma_smem), A, lda, B, ldb, M, N, K,
-                            [&](const GemmMmaElem *As, const GemmMmaElem *Bs) {
+    gemm_mainloop<T, OpA, OpB>(reinterpret_cast<GemmMmaElem *>(gemm_mma_smem), A, lda, B, ldb, M, N, K, kt_begin,
+                               kt_end, [&](const GemmMmaElem *As, const GemmMmaElem *Bs) {
 #pragma unroll 1
-                                for (int kk = 0; kk < GEMM_BK; kk += GEMM_WK) {
+                                   for (int kk = 0; kk < T::BK; kk += T::WK) {
 #pragma unroll
-                                    for (int k = kk; k < kk + GEMM_WK; k += GEMM_MMA_KSTEP) {
-                                        /* all of A's fragments, then B's one n tile at a time:
-                                         * fewer live registers beside the accumulators */
-                                        uint32_t a[GEMM_MMA_TILES_M][4];
+                                       for (int k = kk; k < kk + T::WK; k += GEMM_MMA_KSTEP) {
+                                           /* all of A's fragments, then B's one n tile at a time:
+                                            * fewer live registers beside the accumulators */
+                                           uint32_t a[TILES_M][4];
 #pragma unroll
-                                        for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
-                                            FragA::load_a(a[i], As, wm + i * GEMM_MMA_M, k, lane);
+                                           for (int i = 0; i < TILES_M; ++i)
+                                               FragA::load_a(a[i], As, wm + i * GEMM_MMA_M, k, lane);
 #pragma unroll
-                                        for (int j = 0; j < GEMM_MMA_TILES_N; ++j) {
-                                            uint32_t b[2];
-                                            FragB::load_b(b, Bs, wn + j * GEMM_MMA_N, k, lane);
+                                           for (int j = 0; j < TILES_N; ++j) {
+                                               uint32_t b[2];
+                                               FragB::load_b(b, Bs, wn + j * GEMM_MMA_N, k, lane);
 #pragma unroll
-                                            for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
-                                                gemm_mma(acc[i][j], a[i], b);
-                                        }
-                                    }
-                                }
-                            });
+                                               for (int i = 0; i < TILES_M; ++i)
+                                                   gemm_mma(acc[i][j], a[i], b);
+                                           }
+                                       }
+                                   }
+                               });
 
     /* the epilogue one row of the warp tile at a time (a whole tile's inputs would not fit in registers
      * beside the accumulators) */
-    const int m0 = blockIdx.y * GEMM_BM + wm + lane / 4, n0 = blockIdx.x * GEMM_BN + wn + 2 * (lane % 4);
+    const int m0 = blockIdx.y * T::BM + wm + lane / 4, n0 = blockIdx.x * T::BN + wn + 2 * (lane % 4);
 #pragma unroll
-    for (int i = 0; i < GEMM_MMA_TILES_M; ++i)
+    for (int i = 0; i < TILES_M; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            int n[GEMM_MMA_TILES_N];
-            float v[GEMM_MMA_TILES_N][2];
+            int n[TILES_N];
+            float v[TILES_N][2];
 #pragma unroll
-            for (int j = 0; j < GEMM_MMA_TILES_N; ++j) {
+            for (int j = 0; j < TILES_N; ++j) {
                 n[j] = n0 + j * GEMM_MMA_N;
                 v[j][0] = gemm_mma_acc(acc[i][j], 2 * h);
                 v[j][1] = gemm_mma_acc(acc[i][j], 2 * h + 1);
@@ -237,28 +243,53 @@ __global__ void __launch_bounds__(GEMM_THREADS)
  * launchers
  * ------------------------------------------------------------------------- */
 
-template <int LA, int LB>
+GemmSplitK gemm_split_k;
+
+extern "C" void cuda_gemm_split_k_bind(float *ws, long elems)
+{
+    gemm_split_k.ws = ws;
+    gemm_split_k.elems = ws ? elems : 0;
+}
+extern "C" long cuda_gemm_split_k_count(void) { return gemm_split_k.count; }
+extern "C" int cuda_gemm_split_k_last_slices(void) { return gemm_split_k.last; }
+
+template <class T, int LA, int LB>
 struct GemmMma {
+    typedef T Tile;
     template <int VA, int VB, class Epi>
-    static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+    static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, GemmSplit split,
+                       const Epi &epi)
     {
-        gemm_launch<gemm_mma_kernel<LA, LB, VA, VB, Epi>,
-                    gemm_mma_smem_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(M, N, A, lda, B, ldb, M, N, K,
-                                                                                   epi);
+        gemm_launch<T, gemm_mma_kernel<T, LA, LB, VA, VB, Epi>,
+                    gemm_mma_smem_bytes<T>(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(
+            M, N, split.slices, split.per, A, lda, B, ldb, M, N, K, split.per, epi);
     }
 };
 
-template <int LA, int LB, class Epi>
+template <class T, int LA, int LB, class Epi>
 void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
-    gemm_dispatch<GemmMma<LA, LB>, gemm_vec_allowed<LA, GEMM_BM, false>(), gemm_vec_allowed<LB, GEMM_BN, false>()>(
-        A, lda, B, ldb, M, N, K, epi);
+    typedef GemmMma<T, LA, LB> Kernel;
+    constexpr bool can_a = gemm_vec_allowed<T, LA, T::BM, false>(), can_b = gemm_vec_allowed<T, LB, T::BN, false>();
+    if (M <= 0 || N <= 0)
+        return;
+    const GemmSplit split = gemm_split_k_plan<T>(M, N, K, gemm_sm_count());
+    if (split.slices == 1)
+        return gemm_dispatch<Kernel, can_a, can_b>(A, lda, B, ldb, M, N, K, split, epi);
+    const GemmEpiPartial partial = {gemm_split_k.ws, N, (size_t)M * N};
+    gemm_dispatch<Kernel, can_a, can_b>(A, lda, B, ldb, M, N, K, split, partial);
+    const size_t mn = (size_t)M * N;
+    gemm_split_k_reduce<<<(unsigned)((mn + 255) / 256), 256, 0, snn_stream()>>>(gemm_split_k.ws, split.slices, M, N,
+                                                                               epi);
+    CUDA_CHECK_LAUNCH();
+    gemm_split_k.count++;
+    gemm_split_k.last = split.slices;
 }
 
 /* The three roles' instances (kernels/cuda/gemm.cu). */
-template void gemm_mma_run<GEMM_K_CONTIG, GEMM_K_CONTIG>(const float *, int, const float *, int, int, int, int,
-                                                         const GemmEpiBiasRelu &);
-template void gemm_mma_run<GEMM_K_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int, int, int,
-                                                         const GemmEpiReluMask &);
-template void gemm_mma_run<GEMM_R_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int, int, int,
-                                                         const GemmEpiSgd &);
+template void gemm_mma_run<GemmTileFwd, GEMM_K_CONTIG, GEMM_K_CONTIG>(const float *, int, const float *, int, int,
+                                                                      int, int, const GemmEpiBiasRelu &);
+template void gemm_mma_run<GemmTileDgrad, GEMM_K_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int,
+                                                                        int, int, const GemmEpiReluMask &);
+template void gemm_mma_run<GemmTileWgrad, GEMM_R_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int,
+                                                                        int, int, const GemmEpiSgd &);

@@ -8,7 +8,8 @@
  *             wgmma path): FP32 shared tiles filled by cp.async, operands
  *             rounded as fragments are built, mma.sync m16n8k16 (FP16,
  *             BF16) or m16n8k8 (TF32).
- * Warp tile   WM x WN in (WM/16) x (WN/8) instruction tiles; a fragment
+ * Warp tile   WM x WN of the role's tile (gemm_config.h) in (WM/16) x
+ *             (WN/8) instruction tiles; a fragment
  *             step covers GEMM_MMA_KSTEP of k: two m16n8k8 on Turing (one
  *             ldmatrix.x4 of A), one m16n8k16, or one m16n8k8 for TF32.
  * Shared rows Padded so that the reads of fragments are conflict-free:
@@ -31,8 +32,6 @@
 #define GEMM_MMA_K 16
 #define GEMM_MMA_KSTEP 16
 #endif
-#define GEMM_MMA_TILES_M (GEMM_WM / GEMM_MMA_M)
-#define GEMM_MMA_TILES_N (GEMM_WN / GEMM_MMA_N)
 /* Accumulator registers per instruction tile: four FP32, or two f16x2. */
 #if defined(CONFIG_PRECISION_FP16_ACC16)
 #define GEMM_MMA_ACC_REGS 2
@@ -69,50 +68,63 @@ GEMM_HD constexpr int gemm_mma_stride(int extent, bool k_major)
 
 /* Elements of one operand's shared tile: R_CONTIG operands are k-major
  * (BK lines of rows), K_CONTIG ones row-major (rows lines of BK). */
-GEMM_HD constexpr int gemm_mma_tile_elems(int rows, bool k_contig)
+GEMM_HD constexpr int gemm_mma_tile_elems(int rows, int bk, bool k_contig)
 {
-    return k_contig ? rows * gemm_mma_stride(GEMM_BK, false) : GEMM_BK * gemm_mma_stride(rows, true);
+    return k_contig ? rows * gemm_mma_stride(bk, false) : bk * gemm_mma_stride(rows, true);
 }
 
+template <class T>
 GEMM_HD constexpr int gemm_mma_smem_bytes(bool a_k_contig, bool b_k_contig)
 {
     return GEMM_SMEM_STAGES * GEMM_MMA_ELEM_BYTES *
-           (gemm_mma_tile_elems(GEMM_BM, a_k_contig) + gemm_mma_tile_elems(GEMM_BN, b_k_contig));
+           (gemm_mma_tile_elems(T::BM, T::BK, a_k_contig) + gemm_mma_tile_elems(T::BN, T::BK, b_k_contig));
 }
+template <class T>
 GEMM_HD constexpr int gemm_mma_smem_bytes_max(void)
 {
     int m = 0;
     for (int l = 0; l < 4; l++)
-        m = gemm_mma_smem_bytes(l & 1, l & 2) > m ? gemm_mma_smem_bytes(l & 1, l & 2) : m;
+        m = gemm_mma_smem_bytes<T>(l & 1, l & 2) > m ? gemm_mma_smem_bytes<T>(l & 1, l & 2) : m;
     return m;
+}
+
+/* Registers a lane needs: accumulators, one k step's fragments and (Turing)
+ * the next tile in registers, plus addressing. */
+template <class T>
+GEMM_HD constexpr int gemm_mma_regs(void)
+{
+    return (T::WM / GEMM_MMA_M) * (T::WN / GEMM_MMA_N) * GEMM_MMA_ACC_REGS + 4 * (T::WM / GEMM_MMA_M) +
+           2 * (T::WN / GEMM_MMA_N) + (GEMM_MMA_TURING ? (T::BM + T::BN) * T::BK / T::THREADS : 0) + 24;
 }
 
 /* ---- checks ---------------------------------------------------------------- */
 
-static_assert(GEMM_WM % GEMM_MMA_M == 0,
-              "CONFIG_GEMM_WARP_M must be a multiple of the tensor-core instruction's M, 16");
-static_assert(GEMM_WN % GEMM_MMA_N == 0,
-              "CONFIG_GEMM_WARP_N must be a multiple of the tensor-core instruction's N, 8");
-static_assert(GEMM_WK % GEMM_MMA_KSTEP == 0,
-              "CONFIG_GEMM_WARP_K must be a multiple of the tensor-core fragment step: 16 for FP16/BF16 "
-              "(m16n8k16, or two m16n8k8 per ldmatrix.x4 on Turing), 8 for TF32 (m16n8k8)");
-static_assert(gemm_mma_smem_bytes_max() <= SNN_ARCH_MAX_SMEM_PER_BLOCK,
-              "tensor-core GEMM shared memory (stages x CONFIG_GEMM_BLOCK_K x (CONFIG_GEMM_BLOCK_M + "
-              "CONFIG_GEMM_BLOCK_N + padding) x 2 bytes on sm75 (one stage), 4 bytes on sm80/sm90 "
-              "(CONFIG_GEMM_STAGES)) exceeds the target's per-block limit (arch/<target>/limits.h): lower "
-              "CONFIG_GEMM_STAGES, CONFIG_GEMM_BLOCK_K or CONFIG_GEMM_BLOCK_M/N");
-/* Accumulators, one k step's fragments and (Turing) the next tile in registers, plus addressing. */
-static_assert(GEMM_MMA_TILES_M * GEMM_MMA_TILES_N * GEMM_MMA_ACC_REGS + 4 * GEMM_MMA_TILES_M +
-                      2 * GEMM_MMA_TILES_N + (GEMM_MMA_TURING ? (GEMM_BM + GEMM_BN) * GEMM_BK / GEMM_THREADS : 0) +
-                      24 <=
-                  GEMM_MAX_REGS,
-              "tensor-core GEMM registers: accumulators (CONFIG_GEMM_WARP_M x CONFIG_GEMM_WARP_N / 32, per "
-              "lane), fragments and, on sm75, the next (CONFIG_GEMM_BLOCK_M + CONFIG_GEMM_BLOCK_N) x "
-              "CONFIG_GEMM_BLOCK_K tile exceed min(255, 65536 / threads per block): shrink the warp or block tile");
+#define GEMM_CHECK_MMA_TILE(T, R)                                                                                  \
+    static_assert(T::WM % GEMM_MMA_M == 0,                                                                        \
+                  "CONFIG_GEMM_" #R "_WARP_M must be a multiple of the tensor-core instruction's M, 16");          \
+    static_assert(T::WN % GEMM_MMA_N == 0,                                                                        \
+                  "CONFIG_GEMM_" #R "_WARP_N must be a multiple of the tensor-core instruction's N, 8");           \
+    static_assert(T::WK % GEMM_MMA_KSTEP == 0,                                                                    \
+                  "CONFIG_GEMM_" #R "_WARP_K must be a multiple of the tensor-core fragment step: 16 for "         \
+                  "FP16/BF16 (m16n8k16, or two m16n8k8 per ldmatrix.x4 on Turing), 8 for TF32 (m16n8k8)");      \
+    static_assert(gemm_mma_smem_bytes_max<T>() <= SNN_ARCH_MAX_SMEM_PER_BLOCK,                                     \
+                  "tensor-core GEMM shared memory (stages x CONFIG_GEMM_" #R "_BLOCK_K x (CONFIG_GEMM_" #R         \
+                  "_BLOCK_M + _BLOCK_N + padding) x 2 bytes on sm75 (one stage), 4 bytes on sm80/sm90 "            \
+                  "(CONFIG_GEMM_STAGES)) exceeds the target's per-block limit (arch/<target>/limits.h): lower "    \
+                  "CONFIG_GEMM_STAGES or the block tile");                                                         \
+    static_assert(gemm_mma_regs<T>() <= T::MAX_REGS,                                                               \
+                  "tensor-core GEMM registers: accumulators (CONFIG_GEMM_" #R "_WARP_M x _WARP_N / 32, per "       \
+                  "lane), fragments and, on sm75, the next (CONFIG_GEMM_" #R "_BLOCK_M + _BLOCK_N) x _BLOCK_K "   \
+                  "tile exceed min(255, 65536 / threads per block): shrink the warp or block tile")
 
-/* C[M,N] = A . B^T (A: M x K, B: N x K in layouts LA, LB), each C element
- * through epi, on the tensor cores; asynchronous on the engine's stream. */
-template <int LA, int LB, class Epi>
+GEMM_CHECK_MMA_TILE(GemmTileFwd, FWD);
+GEMM_CHECK_MMA_TILE(GemmTileDgrad, DGRAD);
+GEMM_CHECK_MMA_TILE(GemmTileWgrad, WGRAD);
+
+/* C[M,N] = A . B^T (A: M x K, B: N x K in layouts LA, LB) at tile T, each C
+ * element through epi, on the tensor cores, split-K where the tiles leave
+ * SMs idle (gemm_split_k.h); asynchronous on the engine's stream. */
+template <class T, int LA, int LB, class Epi>
 void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
 
 #endif

@@ -36,7 +36,7 @@ static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
     }
 }
 
-/* One operand's tile, ROWS rows (BM for A, BN for B) by BK deep, loaded VEC
+/* One operand's tile, ROWS rows (Tile::BM for A, BN for B) by BK deep, loaded VEC
  * floats at a time into a shared tile of element type T (float, or __half:
  * rounded on the way in). The shared tile is k-major, s[k][r] (KMAJOR), or
  * row-major, s[r][k]; STRIDE elements between its k (or r) lines. An
@@ -55,17 +55,18 @@ static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
  *   (VEC = 4), so a warp reads 8 consecutive floats of each of 4 rows (two
  *   float4 of each of 16 rows): whole 32-byte sectors. With the stride an
  *   odd multiple of 4 floats, the 32 lanes' shared stores hit 32 banks. */
-template <int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float>
+template <class Tile, int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float>
 struct GemmOperand {
+    static constexpr int BK = Tile::BK, THREADS = Tile::THREADS;
     static constexpr bool kKContig = LAYOUT == GEMM_K_CONTIG;
     static constexpr bool kKMajor = KMAJOR;
     static constexpr bool kTranspose = kKContig && KMAJOR;
     static constexpr int kStride = STRIDE;
-    static constexpr int kSmemElems = (KMAJOR ? GEMM_BK : ROWS) * STRIDE;
-    static constexpr int kF = kKContig ? GEMM_BK / VEC : ROWS / VEC;
-    static constexpr int kS = kKContig ? ROWS : GEMM_BK;
-    static constexpr int kTF = kTranspose ? gemm_gcd(kF, VEC == 1 ? 8 : 2) : gemm_gcd(kF, GEMM_THREADS);
-    static constexpr int kTS = GEMM_THREADS / kTF;
+    static constexpr int kSmemElems = (KMAJOR ? BK : ROWS) * STRIDE;
+    static constexpr int kF = kKContig ? BK / VEC : ROWS / VEC;
+    static constexpr int kS = kKContig ? ROWS : BK;
+    static constexpr int kTF = kTranspose ? gemm_gcd(kF, VEC == 1 ? 8 : 2) : gemm_gcd(kF, THREADS);
+    static constexpr int kTS = THREADS / kTF;
     static constexpr int kP = kF / kTF;
     static constexpr int kQ = (kS + kTS - 1) / kTS;
     static constexpr int kRegs = kP * kQ * VEC;
@@ -73,8 +74,8 @@ struct GemmOperand {
     static constexpr int kSmemF = kTranspose ? VEC * STRIDE : VEC;
     static constexpr int kSmemS = kTranspose ? 1 : STRIDE;
     static_assert(VEC == 1 || VEC == 4, "GemmOperand: VEC is 1 or 4");
-    static_assert(kKContig ? GEMM_BK % VEC == 0 : ROWS % VEC == 0, "GemmOperand: VEC must divide the tile");
-    static_assert(GEMM_THREADS % kTF == 0, "GemmOperand: thread grid");
+    static_assert(kKContig ? BK % VEC == 0 : ROWS % VEC == 0, "GemmOperand: VEC must divide the tile");
+    static_assert(THREADS % kTF == 0, "GemmOperand: thread grid");
     static_assert(KMAJOR || kKContig, "GemmOperand: an R_CONTIG operand is stored k-major");
     /* Whether slow index q of this thread lies in the tile (it may not when kTS does not divide kS). */
     static __device__ __forceinline__ bool in_tile(int ts, int q) { return kS % kTS == 0 || ts + q * kTS < kS; }

@@ -1,23 +1,26 @@
 /* The K loop of a tiled GEMM block, shared by the SIMT and the tensor-core
- * kernels: it stages the k tiles of A and B (GemmOperand types OpA, OpB)
- * into shared memory and calls compute(As, Bs) on each, in k order.
+ * kernels: it stages the k tiles kt_begin .. kt_end - 1 (of Tile::BK each) of
+ * A and B (GemmOperand types OpA, OpB) into shared memory and calls
+ * compute(As, Bs) on each, in k order. A split-K slice is such a range.
  *
  * On targets with cp.async (sm80, sm90) a ring of CONFIG_GEMM_STAGES shared
- * tiles; on sm75 one shared tile while the next is loaded into registers. */
+ * tiles, of which a range of fewer k tiles touches only the first ones
+ * (gemm_launch sizes shared memory so); on sm75 one shared tile while the
+ * next is loaded into registers. */
 #ifndef SNN_GEMM_PIPELINE_CUH
 #define SNN_GEMM_PIPELINE_CUH
 
 #include "kernels/cuda/gemm_operand.cuh"
 
-template <class OpA, class OpB, class T, class Compute>
+template <class Tile, class OpA, class OpB, class T, class Compute>
 static __device__ __forceinline__ void gemm_mainloop(T *smem, const float *__restrict__ A, int lda,
                                                      const float *__restrict__ B, int ldb, int M, int N, int K,
-                                                     Compute &&compute)
+                                                     int kt_begin, int kt_end, Compute &&compute)
 {
-    constexpr int kStage = OpA::kSmemElems + OpB::kSmemElems;
+    constexpr int kStage = OpA::kSmemElems + OpB::kSmemElems, BK = Tile::BK;
     const int tid = threadIdx.x;
-    const int m0 = blockIdx.y * GEMM_BM, n0 = blockIdx.x * GEMM_BN;
-    const int ktiles = (K + GEMM_BK - 1) / GEMM_BK;
+    const int m0 = blockIdx.y * Tile::BM, n0 = blockIdx.x * Tile::BN;
+    const int ktiles = kt_end - kt_begin;
 
 #if SNN_ARCH_HAS_CP_ASYNC
     /* Ring of STAGES tiles: tiles kt+1 .. kt+STAGES-1 in flight while kt is used. */
@@ -25,8 +28,8 @@ static __device__ __forceinline__ void gemm_mainloop(T *smem, const float *__res
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
         if (s < ktiles) {
-            OpA::issue(smem + s * kStage, A, lda, M, K, m0, s * GEMM_BK, tid);
-            OpB::issue(smem + s * kStage + OpA::kSmemElems, B, ldb, N, K, n0, s * GEMM_BK, tid);
+            OpA::issue(smem + s * kStage, A, lda, M, K, m0, (kt_begin + s) * BK, tid);
+            OpB::issue(smem + s * kStage + OpA::kSmemElems, B, ldb, N, K, n0, (kt_begin + s) * BK, tid);
         }
         sm80_cp_async_commit(); /* empty groups keep the count uniform */
     }
@@ -36,8 +39,8 @@ static __device__ __forceinline__ void gemm_mainloop(T *smem, const float *__res
         const int next = kt + S - 1;
         if (next < ktiles) {
             T *st = smem + (next % S) * kStage;
-            OpA::issue(st, A, lda, M, K, m0, next * GEMM_BK, tid);
-            OpB::issue(st + OpA::kSmemElems, B, ldb, N, K, n0, next * GEMM_BK, tid);
+            OpA::issue(st, A, lda, M, K, m0, (kt_begin + next) * BK, tid);
+            OpB::issue(st + OpA::kSmemElems, B, ldb, N, K, n0, (kt_begin + next) * BK, tid);
         }
         sm80_cp_async_commit();
         const T *st = smem + (kt % S) * kStage;
@@ -49,8 +52,8 @@ static __device__ __forceinline__ void gemm_mainloop(T *smem, const float *__res
     float ra[OpA::kRegs], rb[OpB::kRegs];
     T *As = smem, *Bs = smem + OpA::kSmemElems;
     if (ktiles > 0) {
-        OpA::fetch(ra, A, lda, M, K, m0, 0, tid);
-        OpB::fetch(rb, B, ldb, N, K, n0, 0, tid);
+        OpA::fetch(ra, A, lda, M, K, m0, kt_begin * BK, tid);
+        OpB::fetch(rb, B, ldb, N, K, n0, kt_begin * BK, tid);
         OpA::store(As, ra, tid);
         OpB::store(Bs, rb, tid);
     }
@@ -58,8 +61,8 @@ static __device__ __forceinline__ void gemm_mainloop(T *smem, const float *__res
     for (int kt = 0; kt < ktiles; ++kt) {
         const bool more = kt + 1 < ktiles;
         if (more) {
-            OpA::fetch(ra, A, lda, M, K, m0, (kt + 1) * GEMM_BK, tid);
-            OpB::fetch(rb, B, ldb, N, K, n0, (kt + 1) * GEMM_BK, tid);
+            OpA::fetch(ra, A, lda, M, K, m0, (kt_begin + kt + 1) * BK, tid);
+            OpB::fetch(rb, B, ldb, N, K, n0, (kt_begin + kt + 1) * BK, tid);
         }
         compute(As, Bs);
         if (more) {

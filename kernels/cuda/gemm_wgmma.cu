@@ -3,18 +3,8 @@
 #include <stdint.h>
 
 #include "kernels/cuda/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_wgmma.cuh"
-
-static int sm_count(void)
-{
-    static int n;
-    if (!n) {
-        int dev;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    }
-    return n;
-}
 
 static long runs;
 
@@ -31,7 +21,7 @@ bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int
     if (!tma_readable(a, lda) || !tma_readable(b, ldb))
         return false;
     typedef GemmWgmmaConfigTile T;
-    if ((long)((M + T::BM - 1) / T::BM) * ((N + T::BN - 1) / T::BN) < sm_count())
+    if ((long)((M + T::BM - 1) / T::BM) * ((N + T::BN - 1) / T::BN) < gemm_sm_count())
         gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallTile>(a, lda, b, ldb, M, N, K, epi);
     else
         gemm_wgmma_run<LA, LB, Epi, T>(a, lda, b, ldb, M, N, K, epi);

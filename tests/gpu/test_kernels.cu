@@ -19,7 +19,10 @@
  * mma.sync kernels) and with every buffer twinned (kernels/cuda/twin.h), so
  * that the roles whose strides TMA can read run on wgmma (the case's name
  * says which kernel ran); the twins the epilogues write must then equal the
- * FP32 results rounded. */
+ * FP32 results rounded. Tensor-core builds bind a split-K workspace, as the
+ * engine does, so the GEMMs whose tiles leave SMs idle split their k range
+ * (the case's name says into how many slices); the shapes include some that
+ * split in every role. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +35,7 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm_split_k.h"
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm_wgmma.h"
 #endif
@@ -48,7 +52,10 @@
 
 static int n_failed;
 static double case_err = -1.0; /* the largest relative error of the current case (-1: none) */
-static char tile_name[96]; /* the configured GEMM tile, in every GEMM case's name */
+/* each role's configured GEMM tile, in its cases' names */
+static char tile_fwd[64], tile_dgrad[64], tile_wgrad[64];
+#define TILE_NAME(buf, T)                                                                                          \
+    snprintf(buf, sizeof buf, "b%dx%dx%d_w%dx%dx%d_s%d", T::BM, T::BN, T::BK, T::WM, T::WN, T::WK, CONFIG_GEMM_STAGES)
 
 /* ---- reporting --------------------------------------------------------------- */
 
@@ -154,20 +161,36 @@ static void check_twin(char *why, const char *what, dbuf d, const float *values)
     free(got);
 }
 
-/* " wgmma" or " mma.sync" in twin mode: the kernel the last GEMM ran on. */
+/* What the last GEMM ran on: " (wgmma)" or " (mma.sync...)" in twin mode,
+ * and " split-K N slices" when it split its k range. */
+#ifdef CONFIG_GEMM_WGMMA
 static long wgmma_before;
+#endif
+#ifdef CONFIG_GEMM_TENSOR_CORES
+static long split_before;
+#endif
 static const char *path_taken(void)
 {
+    static char path[96];
+    path[0] = 0;
 #ifdef CONFIG_GEMM_WGMMA
     if (twin_mode)
-        return gemm_wgmma_count() > wgmma_before ? " (wgmma)" : " (mma.sync: strides TMA cannot read)";
+        strcat(path, gemm_wgmma_count() > wgmma_before ? " (wgmma)" : " (mma.sync: strides TMA cannot read)");
 #endif
-    return "";
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    if (cuda_gemm_split_k_count() > split_before)
+        snprintf(path + strlen(path), sizeof path - strlen(path), " split-K %d slices",
+                 cuda_gemm_split_k_last_slices());
+#endif
+    return path;
 }
 static void path_start(void)
 {
 #ifdef CONFIG_GEMM_WGMMA
     wgmma_before = gemm_wgmma_count();
+#endif
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    split_before = cuda_gemm_split_k_count();
 #endif
 }
 
@@ -219,7 +242,7 @@ typedef struct {
 static void test_forward(shape s, int bias, int relu, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_forward M=%d N=%d K=%d%s%s%s", SNN_GEMM_PRECISION, tile_name,
+    snprintf(name, sizeof name, "gemm_%s %s linear_forward M=%d N=%d K=%d%s%s%s", SNN_GEMM_PRECISION, tile_fwd,
              s.M, s.N, s.K, bias ? " bias" : "", relu ? " relu" : "", misalign ? " misaligned" : "");
     long ny = (long)s.M * s.N;
     float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
@@ -249,7 +272,7 @@ static void test_backward_input(shape s, int mask, int misalign)
 {
     char name[256], why[256] = "";
     snprintf(name, sizeof name, "gemm_%s %s linear_backward_input M=%d N=%d K=%d%s%s", SNN_GEMM_PRECISION,
-             tile_name, s.M, s.N, s.K, mask ? " mask" : "", misalign ? " misaligned" : "");
+             tile_dgrad, s.M, s.N, s.K, mask ? " mask" : "", misalign ? " misaligned" : "");
     long nx = (long)s.M * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *act = random_floats(nx, 1.0f), *ref = host_floats(nx), *g1 = host_floats(nx), *g2 = host_floats(nx);
@@ -278,7 +301,7 @@ static void test_backward_weight_sgd(shape s, int misalign)
 {
     char name[256], why[256] = "";
     snprintf(name, sizeof name, "gemm_%s %s linear_backward_weight_sgd M=%d N=%d K=%d%s", SNN_GEMM_PRECISION,
-             tile_name, s.M, s.N, s.K, misalign ? " misaligned" : "");
+             tile_wgrad, s.M, s.N, s.K, misalign ? " misaligned" : "");
     long nw = (long)s.N * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
     float *w0 = random_floats(nw, 1.0f), *vw0 = random_floats(nw, 1.0f);
@@ -564,6 +587,14 @@ static void test_gemm_roles(const shape *shapes, int n)
     for (int i = 0; i < n; i++)
         test_backward_weight_sgd(shapes[i], 0);
     test_backward_weight_sgd((shape){64, 256, 784}, 1);
+    /* a GEMM k long and M x N small, which splits k in tensor-core builds: (M, N, K) = (3, 10, 4100) and
+     * (33, 100, 2600) in each role's GEMM, misaligned too */
+    test_forward((shape){3, 10, 4100}, 1, 1, 0);
+    test_forward((shape){33, 100, 2600}, 1, 1, 1);
+    test_backward_input((shape){3, 4100, 10}, 1, 0);
+    test_backward_input((shape){33, 2600, 100}, 1, 1);
+    test_backward_weight_sgd((shape){4100, 3, 10}, 0);
+    test_backward_weight_sgd((shape){2600, 33, 100}, 1);
 
 }
 
@@ -577,11 +608,19 @@ int main(void)
     }
     snn_device_info info;
     snn_rt_init(&info, 0);
-    snprintf(tile_name, sizeof tile_name, "b%dx%dx%d_w%dx%dx%d_s%d", GEMM_BM, GEMM_BN, GEMM_BK, GEMM_WM, GEMM_WN,
-             GEMM_WK, CONFIG_GEMM_STAGES);
-    printf("# %s on %s (cc %d.%d), GEMM tile %s, %s GEMMs: tolerance %.0e (relative, L2; %.0e for the rest)\n",
-           SNN_TARGET_NAME, info.name, info.cc / 10, info.cc % 10, tile_name, SNN_GEMM_PRECISION, SNN_TOL_GEMM,
-           TOL_FP32);
+    TILE_NAME(tile_fwd, GemmTileFwd);
+    TILE_NAME(tile_dgrad, GemmTileDgrad);
+    TILE_NAME(tile_wgrad, GemmTileWgrad);
+    printf("# %s on %s (cc %d.%d), GEMM tiles forward %s, input gradient %s, weight gradient %s, %s GEMMs: "
+           "tolerance %.0e (relative, L2; %.0e for the rest)\n",
+           SNN_TARGET_NAME, info.name, info.cc / 10, info.cc % 10, tile_fwd, tile_dgrad, tile_wgrad,
+           SNN_GEMM_PRECISION, SNN_TOL_GEMM, TOL_FP32);
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    /* a split-K workspace as the engine's: the GEMMs whose tiles leave SMs idle split their k range */
+    const long ws_floats = 16L << 20;
+    float *ws = (float *)snn_rt_alloc(sizeof(float) * (size_t)ws_floats);
+    cuda_gemm_split_k_bind(ws, ws_floats);
+#endif
 
     /* Shapes: every size cubed; each dimension swept with the others awkward;
      * the MLP's own (batch 64 and 1000, 784 -> 256 -> 10). */
@@ -621,5 +660,9 @@ int main(void)
     test_softmax_xent(1000, 0);
     test_step_advance();
     test_run_step();
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    cuda_gemm_split_k_bind(NULL, 0);
+    snn_rt_free(ws);
+#endif
     return n_failed ? 1 : 0;
 }

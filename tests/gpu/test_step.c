@@ -79,7 +79,7 @@ int main(void)
     *host.train_step = 0;
     /* The whole arena (parameters, data, order, counters) goes up as it is. */
     snn_rt_upload(gpu.arena, host.arena, plan.total);
-    snn_model_bind_twins(&gpu);
+    snn_model_bind_gemm_buffers(&gpu);
 
     snn_train_step(&gpu);
     snn_train_step(&host);

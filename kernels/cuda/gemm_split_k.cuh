@@ -1,0 +1,77 @@
+/* The device side of split-K (gemm_split_k.h): the slice count of a GEMM,
+ * the epilogue that stores a slice's partial sums, and the kernel that adds
+ * the slices in order and applies the role's epilogue. Deterministic: the
+ * slices are fixed by the shape and summed in slice order. */
+#ifndef SNN_GEMM_SPLIT_K_CUH
+#define SNN_GEMM_SPLIT_K_CUH
+
+#include <stddef.h>
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm_split_k.h"
+
+/* How the k tiles of a GEMM are cut: `slices` slices of `per` tiles each (the last may be shorter). */
+struct GemmSplit {
+    int slices, per;
+};
+
+/* The workspace, bound by cuda_gemm_split_k_bind. */
+struct GemmSplitK {
+    float *ws;
+    long elems;
+    long count;
+    int last;
+};
+extern GemmSplitK gemm_split_k;
+
+/* Slice count 1 unless the tiles leave SMs idle: then as many slices as fill
+ * them, each at least CONFIG_GEMM_SPLIT_K_MIN_K deep, at most
+ * CONFIG_GEMM_SPLIT_K_MAX and as many as the workspace holds. */
+template <class Tile>
+static GemmSplit gemm_split_k_plan(int M, int N, int K, int sms)
+{
+    const int ktiles = (K + Tile::BK - 1) / Tile::BK;
+    const long blocks = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
+    long s = blocks < sms ? (sms + blocks - 1) / blocks : 1;
+    s = s < CONFIG_GEMM_SPLIT_K_MAX ? s : CONFIG_GEMM_SPLIT_K_MAX;
+    s = s < K / CONFIG_GEMM_SPLIT_K_MIN_K ? s : K / CONFIG_GEMM_SPLIT_K_MIN_K;
+    s = s < gemm_split_k.elems / ((long)M * N) ? s : gemm_split_k.elems / ((long)M * N);
+    if (s < 2)
+        return {1, ktiles};
+    const int per = (int)((ktiles + s - 1) / s);
+    return {(ktiles + per - 1) / per, per}; /* no empty slice */
+}
+
+/* A slice's partial sums: ws[z][m][n] for the block's slice z, slices of M x N. */
+struct GemmEpiPartial {
+    float *ws;
+    int ld;
+    size_t slice;
+    static constexpr SnnTwin *twin = nullptr;
+    typedef GemmEpiNothing In;
+    __device__ __forceinline__ In load(int, int) const { return {}; }
+    __device__ __forceinline__ float apply(int m, int n, float v, In) const
+    {
+        ws[blockIdx.z * slice + (size_t)m * ld + n] = v;
+        return v;
+    }
+};
+
+/* C[m][n] = the sum of the slices' partials, in slice order, through epi. */
+template <class Epi>
+__global__ void gemm_split_k_reduce(const float *__restrict__ ws, int slices, int M, int N, Epi epi)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, mn = (size_t)M * N;
+    if (i >= mn)
+        return;
+    const int m = (int)(i / N), n = (int)(i % N);
+    const typename Epi::In in = epi.load(m, n);
+    float v = ws[i];
+    for (int z = 1; z < slices; ++z)
+        v += ws[z * mn + i];
+    gemm_epi_one(epi, m, n, v, in);
+}
+
+#endif

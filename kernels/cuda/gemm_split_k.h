@@ -1,0 +1,34 @@
+/* Split-K for the tensor-core GEMM (CONFIG_GEMM_SPLIT_K_MAX): a GEMM whose
+ * M x N block tiles leave multiprocessors idle splits its k range into
+ * slices, one block per tile and slice; each slice writes its partial sums
+ * to a workspace, and a second kernel adds the slices in order and applies
+ * the role's epilogue (gemm_split_k.cuh). The workspace is a region of the
+ * static arena, bound once at start-up. */
+#ifndef SNN_GEMM_SPLIT_K_H
+#define SNN_GEMM_SPLIT_K_H
+
+#include "snn_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Partial sums the engine's workspace holds: every slice of the widest
+ * batch-sized GEMM (a GEMM too big for it does not split). */
+#if defined(CONFIG_GEMM_TENSOR_CORES) && CONFIG_GEMM_SPLIT_K_MAX > 1
+#define SNN_SPLIT_K_FLOATS ((size_t)CONFIG_GEMM_SPLIT_K_MAX * SNN_BATCH * SNN_MAX_DIM)
+#else
+#define SNN_SPLIT_K_FLOATS ((size_t)0)
+#endif
+
+/* Binds floats (device memory, elems of them) as the workspace; NULL unbinds
+ * (no GEMM splits then). */
+void cuda_gemm_split_k_bind(float *ws, long elems);
+/* GEMMs that ran split so far, and the slices of the last of them (tests, benchmarks). */
+long cuda_gemm_split_k_count(void);
+int cuda_gemm_split_k_last_slices(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
