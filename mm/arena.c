@@ -14,7 +14,7 @@
 #define ARENA_ACT_WIDTHS SNN_ACT_WIDTHS
 #define ARENA_GRAD_BYTES (2 * (size_t)SNN_BATCH * SNN_GRAD_DIM * F)
 #endif
-#ifdef CONFIG_GEMM_WGMMA
+#ifdef CONFIG_GEMM_TWINS
 #define ARENA_TWIN_BYTES                                                                                   \
     (2 * (SNN_TWIN_PAD(SNN_PARAMS) + SNN_TWIN_PAD((size_t)SNN_MAX_ROWS * ARENA_ACT_WIDTHS) +               \
           SNN_TWIN_PAD(ARENA_GRAD_BYTES / F)))
@@ -38,7 +38,7 @@ static const snn_plan_entry size_table[SNN_R_COUNT] = {
     [SNN_R_TEST_LABELS] = {"test labels", SNN_TEST_COUNT, 0},
     [SNN_R_ORDER] = {"sample order", SNN_TRAIN_COUNT * sizeof(int32_t), 0},
     [SNN_R_STEP_STATS] = {"step statistics", SNN_STEP_STATS_BYTES, 0},
-    [SNN_R_TWINS] = {"16-bit twins (wgmma)", ARENA_TWIN_BYTES, 0},
+    [SNN_R_TWINS] = {"16-bit twins", ARENA_TWIN_BYTES, 0},
     [SNN_R_SPLIT_K] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
 };
 

@@ -22,7 +22,7 @@ enum snn_region {
     SNN_R_TEST_LABELS,
     SNN_R_ORDER,         /* this epoch's sample order */
     SNN_R_STEP_STATS,    /* per-step loss and correct count, train and eval, and the step counters */
-    SNN_R_TWINS,         /* 16-bit twins of parameters, activations, gradients (CONFIG_GEMM_WGMMA only) */
+    SNN_R_TWINS,         /* 16-bit twins of parameters, activations, gradients (CONFIG_GEMM_TWINS only) */
     SNN_R_SPLIT_K,       /* split-K partial sums of the tensor-core GEMMs (kernels/cuda/gemm_split_k.h) */
     SNN_R_COUNT
 };

@@ -58,7 +58,7 @@ void snn_model_bind_gemm_buffers(snn_model *m)
     cuda_gemm_split_k_bind(ws->bytes ? snn_plan_at(&m->plan, m->arena, SNN_R_SPLIT_K) : NULL,
                            (long)(ws->bytes / sizeof(float)));
 #endif
-#ifdef CONFIG_GEMM_WGMMA
+#ifdef CONFIG_GEMM_TWINS
     uint16_t *twin = snn_plan_at(&m->plan, m->arena, SNN_R_TWINS);
     const long params = SNN_PARAMS;
     const long acts = m->plan.region[SNN_R_ACTIVATIONS].bytes / sizeof(float);

@@ -39,7 +39,7 @@ void snn_model_bind(snn_model *m, void *arena);
 
 /* Hands the GEMMs their buffers in the arena: the split-K workspace
  * (tensor-core builds; kernels/cuda/gemm_split_k.h) and the 16-bit twins of
- * the parameters, activations and activation gradients (CONFIG_GEMM_WGMMA;
+ * the parameters, activations and activation gradients (CONFIG_GEMM_TWINS;
  * kernels/cuda/twin.h), writing the parameters' twin from the parameters:
  * call once the parameters are in place on the device. Does nothing in host
  * builds. */

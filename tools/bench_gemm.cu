@@ -6,12 +6,15 @@
  * Each shape is first checked: staticnn against cuBLAS, and both against the
  * FP32 host reference where the host can afford it (relative L2); then
  * timed: CUDA events around each call after warm-up, median of 30, TFLOP/s.
- * Both compute C[M,N] = A[M,K] . B[N,K]^T (the forward role, no bias, no
- * ReLU). The mma.sync kernels read FP32 operands and round them as they
- * stage them; cuBLAS gets operands already in its input type (its best
- * case). Tensor-core builds get a split-K workspace (16 Mi floats, more than
- * any config's), so the small shapes split as in the engine. With CONFIG_GEMM_WGMMA the Hopper kernel is also timed, on the same
- * 16-bit operands as cuBLAS, at several block tiles (the config's first). */
+ * Both compute C[M,N] = A[M,K] . B[N,K]^T (the forward role at the
+ * config's forward tile, no bias, no ReLU); cuBLAS gets operands already in
+ * its input type (its best case). The mma.sync kernel reads FP32 operands
+ * and rounds them as it stages them, or, in builds with 16-bit twins
+ * (CONFIG_GEMM_TWINS) and no wgmma, the same 16-bit operands as cuBLAS, as
+ * twins. Tensor-core builds get a split-K workspace (16 Mi floats, more
+ * than any config's), so the small shapes split as in the engine. With
+ * CONFIG_GEMM_WGMMA the Hopper kernel is also timed, on the same 16-bit
+ * operands as cuBLAS, at several block tiles (the config's first). */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +30,7 @@
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_config.h"
 #include "kernels/cuda/gemm_split_k.h"
+#include "kernels/cuda/twin.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm_epilogue.cuh"
@@ -254,6 +258,11 @@ int main(void)
             CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, alpha, b_in, IN_TYPE, s.k, a_in,
                                       IN_TYPE, s.k, beta, c_in, out_type, s.n, COMPUTE, CUBLAS_GEMM_DEFAULT));
         };
+#if defined(CONFIG_GEMM_TWINS) && !defined(CONFIG_GEMM_WGMMA)
+        /* the Ampere path on the 16-bit operands cuBLAS gets, as the twins the engine keeps */
+        cuda_twin_bind(a, a_in, na);
+        cuda_twin_bind(b, b_in, nb);
+#endif
         auto ours = [&] {
             cuda_linear_forward(c_ours, a, b, NULL, s.m, s.n, s.k, 0);
         };
@@ -291,6 +300,7 @@ int main(void)
         }
 #endif
         fflush(stdout);
+        cuda_twin_unbind_all();
         for (void *p : {(void *)a, (void *)b, (void *)c_ours, (void *)c_ref, a_in, b_in, c_in})
             CUDA_CHECK(cudaFree(p));
     }

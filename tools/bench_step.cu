@@ -22,6 +22,9 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_split_k.h"
+#ifdef CONFIG_GEMM_TENSOR_CORES
+#include "kernels/cuda/gemm_mma.h"
+#endif
 #include "kernels/ops.h"
 extern "C" { /* the nn headers are C */
 #include "nn/model.h"
@@ -63,7 +66,7 @@ template <class F> static void timed(const std::string &what, F f)
     const long before = gemm_wgmma_count();
 #endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    const long splits_before = cuda_gemm_split_k_count();
+    const long splits_before = cuda_gemm_split_k_count(), twins_before = gemm_mma_twin_count();
 #endif
     f();
     CUDA_CHECK(cudaEventRecord(b, snn_stream()));
@@ -74,10 +77,14 @@ template <class F> static void timed(const std::string &what, F f)
     CUDA_CHECK(cudaEventDestroy(b));
     std::string name = what;
 #ifdef CONFIG_GEMM_WGMMA
-    if (what.rfind("linear", 0) == 0)
-        name += gemm_wgmma_count() > before ? " [wgmma]" : " [mma.sync]";
+    if (gemm_wgmma_count() > before)
+        name += " [wgmma]";
 #endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
+    if (gemm_mma_twin_count() > twins_before)
+        name += " [mma.sync, twins]";
+    else if (what.rfind("linear", 0) == 0 && name.find("[wgmma]") == std::string::npos)
+        name += " [mma.sync]";
     if (cuda_gemm_split_k_count() > splits_before)
         name += " [split-K " + std::to_string(cuda_gemm_split_k_last_slices()) + "]";
 #endif

@@ -56,6 +56,8 @@ static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Ar
             opted_in = true;
         }
     }
+    if ((M + Tile::BM - 1) / Tile::BM > 65535)
+        snn_die("GEMM with %d rows exceeds the grid's 65535 x %d (its role's block tile M) rows", M, Tile::BM);
     const int stages = ktiles_per_block < GEMM_SMEM_STAGES ? (ktiles_per_block > 1 ? ktiles_per_block : 1)
                                                             : GEMM_SMEM_STAGES;
     const dim3 grid((N + Tile::BN - 1) / Tile::BN, (M + Tile::BM - 1) / Tile::BM, slices);
@@ -69,11 +71,8 @@ static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Ar
 template <class Kernel, bool CAN_A, bool CAN_B, class... Rest>
 static void gemm_dispatch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Rest &...rest)
 {
-    typedef typename Kernel::Tile Tile;
     if (M <= 0 || N <= 0)
         return;
-    if ((M + Tile::BM - 1) / Tile::BM > 65535)
-        snn_die("GEMM with %d rows exceeds the grid's 65535 x %d (its role's block tile M) rows", M, Tile::BM);
     const bool va = CAN_A && gemm_vec_aligned(A, lda), vb = CAN_B && gemm_vec_aligned(B, ldb);
     if constexpr (CAN_A && CAN_B)
         if (va && vb)

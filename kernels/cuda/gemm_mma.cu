@@ -3,32 +3,36 @@
  * same C[m][n] = sum_k A(m,k) B(n,k), operand layouts and epilogues as the
  * FP32 kernel (gemm.cu), on mma.sync.
  *
- * Design: activations, weights and momentum stay FP32 in memory, and only
- * this kernel sees the reduced precision: it rounds its operands as it
- * stages them and hands FP32 results to the FP32 epilogues. So the weights
- * are their own FP32 master copy, the SGD update in the weight-gradient
- * epilogue is exact FP32 (no FP16 weight update that small steps would
- * vanish in), no separate conversion kernels or half-precision copies of
- * the activations are needed, and the other kernels are those of FP32.
+ * Design: activations, weights and momentum stay FP32 in memory, the
+ * masters, and the FP32 epilogues take FP32 results: the SGD update in the
+ * weight-gradient epilogue is exact FP32 (no FP16 weight update that small
+ * steps would vanish in). The operands are rounded to the precision either
+ * by this kernel, as it stages FP32 tensors, or, with CONFIG_GEMM_TWINS, by
+ * the kernels that write them, into 16-bit twins (kernels/cuda/twin.h) that
+ * this kernel then reads at half the bytes. Both round to nearest even: the
+ * same products either way.
  *
  * Shape (gemm_mma.h): the role's block and warp tiles
  * (CONFIG_GEMM_<ROLE>_BLOCK_* and _WARP_*), the warp tile in 16 x 8
- * instruction tiles. Each operand tile keeps
- * its global layout in shared memory (X, dY as rows along k; W, dY^T in the
- * weight gradient as k lines of rows), so global loads are wide and
- * coalesced and need no transposition; the fragment loads handle both.
+ * instruction tiles. Each operand tile keeps its global layout in shared
+ * memory (X, dY as rows along k; W, dY^T in the weight gradient as k lines
+ * of rows), so global loads are wide and coalesced and need no
+ * transposition; the fragment loads handle both.
  * - Turing (sm75): global -> registers (FP32) -> FP16 -> shared, the next
  *   tile in registers while the current one is used (gemm_pipeline.cuh);
  *   fragments by ldmatrix (.trans for k-major tiles); mma.sync m16n8k8.
- * - Ampere (sm80; sm90 until its wgmma path): cp.async ring of
- *   CONFIG_GEMM_STAGES FP32 tiles; fragments read from shared memory and
- *   rounded in registers (f16x2, bf16x2, or tf32 by cvt.rna); mma.sync
- *   m16n8k16, or m16n8k8 for TF32.
+ * - Ampere (sm80; sm90 where wgmma does not run): cp.async ring of
+ *   CONFIG_GEMM_STAGES tiles. From FP32 operands, FP32 tiles whose
+ *   fragments are read from shared memory and rounded in registers (f16x2,
+ *   bf16x2, or tf32 by cvt.rna); from twins, 16-bit tiles and ldmatrix, as
+ *   on Turing. mma.sync m16n8k16, or m16n8k8 for TF32.
  * mma.sync sums in a fixed order, and each C element is owned by one lane:
  * deterministic, no atomics. Any M, N, K: zero-filled loads, predicated
  * stores. Where the tiles leave SMs idle the k range is split
  * (gemm_split_k.h); the slices' partial sums are added in slice order. */
 #include <stdint.h>
+
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -47,42 +51,59 @@
  * kernels
  * ------------------------------------------------------------------------- */
 
-#if GEMM_MMA_TURING
-typedef __half GemmMmaElem;
-#else
-typedef float GemmMmaElem;
-#endif
+/* The shared element for global elements G: 16-bit twins as they are;
+ * FP32 rounded to FP16 on Turing, kept on Ampere. */
+template <class G>
+using GemmMmaElem = std::conditional_t<sizeof(G) == 2, G, std::conditional_t<GEMM_MMA_TURING, __half, float>>;
 
-/* An operand as this kernel stages it: kept in its global layout. */
-template <class T, int L, int ROWS, int VEC>
-using GemmMmaOperand =
-    GemmOperand<T, L, ROWS, VEC, L == GEMM_R_CONTIG,
-                gemm_mma_stride(L == GEMM_R_CONTIG ? ROWS : T::BK, L == GEMM_R_CONTIG), GemmMmaElem>;
+/* An operand as this kernel stages it from global elements G: kept in its global layout. */
+template <class T, int L, int ROWS, int VEC, class G>
+using GemmMmaOperand = GemmOperand<T, L, ROWS, VEC, L == GEMM_R_CONTIG,
+                                   gemm_mma_stride(L == GEMM_R_CONTIG ? ROWS : T::BK, L == GEMM_R_CONTIG,
+                                                   (int)sizeof(GemmMmaElem<G>)),
+                                   GemmMmaElem<G>, G>;
 
-/* Fragments of one k step (GEMM_MMA_KSTEP) from a shared tile whose element
- * (r, k) lies at s[k * S + r] (KMAJOR) or s[r * S + k]; r0, k0: the
- * instruction tile's origin. A fragments are four registers (Turing: two
- * m16n8k8 A fragments, k and k + 8), B fragments two (Turing: k and k + 8). */
+/* Fragments of one k step (GEMM_MMA_KSTEP) from a shared tile of E whose
+ * element (r, k) lies at s[k * S + r] (KMAJOR) or s[r * S + k]; r0, k0: the
+ * instruction tile's origin. A fragments are four registers (a0, a1: rows
+ * g, g + 8 at k; a2, a3: at k + 8), B fragments two (k, k + 8): one
+ * m16n8k16, or two m16n8k8 on Turing. */
+template <bool KMAJOR, int S, class E>
+struct GemmMmaFrag;
+
+/* 16-bit tiles: ldmatrix (.trans for k-major tiles). */
 template <bool KMAJOR, int S>
-struct GemmMmaFrag {
-#if GEMM_MMA_TURING
-    static __device__ __forceinline__ void load_a(uint32_t (&a)[4], const GemmMmaElem *s, int r0, int k0, int lane)
+struct GemmMmaFragLdmatrix {
+    static __device__ __forceinline__ void load_a(uint32_t (&a)[4], const void *tile, int r0, int k0, int lane)
     {
+        const uint16_t *s = static_cast<const uint16_t *>(tile);
         const int i = lane / 8, j = lane % 8;
         if constexpr (KMAJOR)
             sm75_ldmatrix_x4_trans(a, s + (k0 + (i / 2) * 8 + j) * S + r0 + (i % 2) * 8);
         else
             sm75_ldmatrix_x4(a, s + (r0 + (i % 2) * 8 + j) * S + k0 + (i / 2) * 8);
     }
-    static __device__ __forceinline__ void load_b(uint32_t (&b)[2], const GemmMmaElem *s, int n0, int k0, int lane)
+    static __device__ __forceinline__ void load_b(uint32_t (&b)[2], const void *tile, int n0, int k0, int lane)
     {
+        const uint16_t *s = static_cast<const uint16_t *>(tile);
         const int i = lane / 8 % 2, j = lane % 8;
         if constexpr (KMAJOR)
             sm75_ldmatrix_x2_trans(b, s + (k0 + i * 8 + j) * S + n0);
         else
             sm75_ldmatrix_x2(b, s + (n0 + j) * S + k0 + i * 8);
     }
-#else
+};
+template <bool KMAJOR, int S>
+struct GemmMmaFrag<KMAJOR, S, __half> : GemmMmaFragLdmatrix<KMAJOR, S> {
+};
+template <bool KMAJOR, int S>
+struct GemmMmaFrag<KMAJOR, S, __nv_bfloat16> : GemmMmaFragLdmatrix<KMAJOR, S> {
+};
+
+#if !GEMM_MMA_TURING
+/* FP32 tiles (Ampere): elements read and rounded as the fragments are built. */
+template <bool KMAJOR, int S>
+struct GemmMmaFrag<KMAJOR, S, float> {
     static __device__ __forceinline__ float at(const float *s, int r, int k) { return s[KMAJOR ? k * S + r : r * S + k]; }
 #if defined(CONFIG_PRECISION_TF32)
     static __device__ __forceinline__ uint32_t word(const float *s, int r, int k) { return sm80_cvt_tf32(at(s, r, k)); }
@@ -130,8 +151,8 @@ struct GemmMmaFrag {
         b[1] = word(s, n0 + g, k0 + 2 * t + 8);
     }
 #endif
-#endif
 };
+#endif
 
 #if defined(CONFIG_PRECISION_FP16_ACC16)
 typedef uint32_t GemmMmaAcc;
@@ -171,16 +192,17 @@ static __device__ __forceinline__ float gemm_mma_acc(const GemmMmaAcc (&c)[GEMM_
 
 /* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the
  * epilogue epi; over k tiles [z per, (z + 1) per) in the block's slice z. */
-template <class T, int LA, int LB, int VA, int VB, class Epi>
+template <class T, class G, int LA, int LB, int VA, int VB, class Epi>
 __global__ void __launch_bounds__(T::THREADS)
-    gemm_mma_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
-                    int per, Epi epi)
+    gemm_mma_kernel(const G *__restrict__ A, int lda, const G *__restrict__ B, int ldb, int M, int N, int K, int per,
+                    Epi epi)
 {
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
-    using OpA = GemmMmaOperand<T, LA, T::BM, VA>;
-    using OpB = GemmMmaOperand<T, LB, T::BN, VB>;
-    using FragA = GemmMmaFrag<OpA::kKMajor, OpA::kStride>;
-    using FragB = GemmMmaFrag<OpB::kKMajor, OpB::kStride>;
+    typedef GemmMmaElem<G> E;
+    using OpA = GemmMmaOperand<T, LA, T::BM, VA, G>;
+    using OpB = GemmMmaOperand<T, LB, T::BN, VB, G>;
+    using FragA = GemmMmaFrag<OpA::kKMajor, OpA::kStride, E>;
+    using FragB = GemmMmaFrag<OpB::kKMajor, OpB::kStride, E>;
     extern __shared__ __align__(16) unsigned char gemm_mma_smem[];
 
     const int warp = threadIdx.x / SNN_CUDA_WARP, lane = threadIdx.x % SNN_CUDA_WARP;
@@ -196,8 +218,8 @@ __global__ void __launch_bounds__(T::THREADS)
             for (int e = 0; e < GEMM_MMA_ACC_REGS; ++e)
                 acc[i][j][e] = 0;
 
-    gemm_mainloop<T, OpA, OpB>(reinterpret_cast<GemmMmaElem *>(gemm_mma_smem), A, lda, B, ldb, M, N, K, kt_begin,
-                               kt_end, [&](const GemmMmaElem *As, const GemmMmaElem *Bs) {
+    gemm_mainloop<T, OpA, OpB>(reinterpret_cast<E *>(gemm_mma_smem), A, lda, B, ldb, M, N, K, kt_begin, kt_end,
+                               [&](const E *As, const E *Bs) {
 #pragma unroll 1
                                    for (int kk = 0; kk < T::BK; kk += T::WK) {
 #pragma unroll
@@ -255,35 +277,55 @@ extern "C" int cuda_gemm_split_k_last_slices(void) { return gemm_split_k.last; }
 
 template <class T, int LA, int LB>
 struct GemmMma {
-    typedef T Tile;
-    template <int VA, int VB, class Epi>
-    static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, GemmSplit split,
+    template <int VA, int VB, class G, class Epi>
+    static void launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
                        const Epi &epi)
     {
-        gemm_launch<T, gemm_mma_kernel<T, LA, LB, VA, VB, Epi>,
-                    gemm_mma_smem_bytes<T>(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(
+        gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, Epi>,
+                    gemm_mma_smem_bytes<T>(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG, sizeof(GemmMmaElem<G>))>(
             M, N, split.slices, split.per, A, lda, B, ldb, M, N, K, split.per, epi);
     }
 };
 
-template <class T, int LA, int LB, class Epi>
-void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+static long twin_runs;
+long gemm_mma_twin_count(void) { return twin_runs; }
+
+/* launch(e) with the epilogue epi; split, with the partial-sum epilogue,
+ * then the sum of the slices in order through epi. */
+template <class Epi, class Launch>
+static void gemm_mma_split_k(int M, int N, GemmSplit split, const Epi &epi, Launch &&launch)
 {
-    typedef GemmMma<T, LA, LB> Kernel;
-    constexpr bool can_a = gemm_vec_allowed<T, LA, T::BM, false>(), can_b = gemm_vec_allowed<T, LB, T::BN, false>();
-    if (M <= 0 || N <= 0)
-        return;
-    const GemmSplit split = gemm_split_k_plan<T>(M, N, K, gemm_sm_count());
     if (split.slices == 1)
-        return gemm_dispatch<Kernel, can_a, can_b>(A, lda, B, ldb, M, N, K, split, epi);
-    const GemmEpiPartial partial = {gemm_split_k.ws, N, (size_t)M * N};
-    gemm_dispatch<Kernel, can_a, can_b>(A, lda, B, ldb, M, N, K, split, partial);
+        return launch(epi);
+    launch(GemmEpiPartial{gemm_split_k.ws, N, (size_t)M * N});
     const size_t mn = (size_t)M * N;
     gemm_split_k_reduce<<<(unsigned)((mn + 255) / 256), 256, 0, snn_stream()>>>(gemm_split_k.ws, split.slices, M, N,
                                                                                epi);
     CUDA_CHECK_LAUNCH();
     gemm_split_k.count++;
     gemm_split_k.last = split.slices;
+}
+
+template <class T, int LA, int LB, class Epi>
+void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+{
+    typedef GemmMma<T, LA, LB> Kernel;
+    if (M <= 0 || N <= 0)
+        return;
+    const GemmSplit split = gemm_split_k_plan<T>(M, N, K, gemm_sm_count());
+#ifdef CONFIG_GEMM_TWINS
+    const SnnTwin *ta = cuda_twin_of(A), *tb = cuda_twin_of(B);
+    if (snn_twin_rows_aligned(ta, lda) && snn_twin_rows_aligned(tb, ldb)) {
+        twin_runs++;
+        return gemm_mma_split_k(M, N, split, epi, [&](const auto &e) {
+            Kernel::template launch<8, 8>(ta, lda, tb, ldb, M, N, K, split, e);
+        });
+    }
+#endif
+    constexpr bool can_a = gemm_vec_allowed<T, LA, T::BM, false>(), can_b = gemm_vec_allowed<T, LB, T::BN, false>();
+    gemm_mma_split_k(M, N, split, epi, [&](const auto &e) {
+        gemm_dispatch<Kernel, can_a, can_b>(A, lda, B, ldb, M, N, K, split, e);
+    });
 }
 
 /* The three roles' instances (kernels/cuda/gemm.cu). */

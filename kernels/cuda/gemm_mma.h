@@ -4,10 +4,12 @@
  * change (make menuconfig, "Kernels").
  *
  * Path        Turing (sm75, no cp.async): 16-bit shared tiles, ldmatrix,
- *             mma.sync m16n8k8. Ampere (sm80, and sm90 until it has its
- *             wgmma path): FP32 shared tiles filled by cp.async, operands
+ *             mma.sync m16n8k8. Ampere (sm80, and sm90 where wgmma does
+ *             not run): FP32 shared tiles filled by cp.async, operands
  *             rounded as fragments are built, mma.sync m16n8k16 (FP16,
- *             BF16) or m16n8k8 (TF32).
+ *             BF16) or m16n8k8 (TF32); or, from the operands' 16-bit
+ *             twins (CONFIG_GEMM_TWINS), 16-bit shared tiles filled by
+ *             cp.async and ldmatrix, as on Turing.
  * Warp tile   WM x WN of the role's tile (gemm_config.h) in (WM/16) x
  *             (WN/8) instruction tiles; a fragment
  *             step covers GEMM_MMA_KSTEP of k: two m16n8k8 on Turing (one
@@ -38,46 +40,47 @@
 #else
 #define GEMM_MMA_ACC_REGS 4
 #endif
-/* Bytes per shared element: FP16 on Turing, FP32 (cp.async) on Ampere. */
+/* Bytes per shared element: FP16 on Turing, FP32 (cp.async) on Ampere; 2
+ * on Ampere too when the operands are 16-bit twins (CONFIG_GEMM_TWINS). */
 #define GEMM_MMA_ELEM_BYTES (GEMM_MMA_TURING ? 2 : 4)
 
-/* Padding unit of a shared line (elements). Turing: ldmatrix reads 8 lines
- * of 16 bytes; an odd multiple of 8 halves puts them in 8 distinct 16-byte
- * bank groups. Ampere (FP32 tiles): the lanes (g, t) of a warp read element
- * (g, c t) of a fragment, c = 2 for 16-bit pairs and 1 for TF32; k-major
- * tiles (stride along k) need c x stride = 8 mod 16 words, row-major tiles
- * (pairs as one 8-byte load per half-warp, TF32 as single words) need
- * stride = 8 resp. 4 mod 8 words. */
-GEMM_HD constexpr int gemm_mma_pad(bool k_major)
+/* Padding unit of a shared line (elements) of `bytes`-byte elements. 16-bit
+ * tiles (Turing; twins): ldmatrix reads 8 lines of 16 bytes; an odd
+ * multiple of 8 halves puts them in 8 distinct 16-byte bank groups. FP32
+ * tiles (Ampere): the lanes (g, t) of a warp read element (g, c t) of a
+ * fragment, c = 2 for 16-bit pairs and 1 for TF32; k-major tiles (stride
+ * along k) need c x stride = 8 mod 16 words, row-major tiles (pairs as one
+ * 8-byte load per half-warp, TF32 as single words) need stride = 8 resp.
+ * 4 mod 8 words. */
+GEMM_HD constexpr int gemm_mma_pad(bool k_major, int bytes)
 {
-#if GEMM_MMA_TURING
-    (void)k_major;
-    return 8;
-#elif defined(CONFIG_PRECISION_TF32)
-    return k_major ? 8 : 4;
+#if defined(CONFIG_PRECISION_TF32)
+    return bytes == 2 ? 8 : k_major ? 8 : 4;
 #else
-    return k_major ? 4 : 8;
+    return bytes == 2 ? 8 : k_major ? 4 : 8;
 #endif
 }
 
 /* Stride of a shared line holding `extent` elements: an odd multiple of the pad. */
-GEMM_HD constexpr int gemm_mma_stride(int extent, bool k_major)
+GEMM_HD constexpr int gemm_mma_stride(int extent, bool k_major, int bytes)
 {
-    return ((extent + gemm_mma_pad(k_major) - 1) / gemm_mma_pad(k_major) | 1) * gemm_mma_pad(k_major);
+    return ((extent + gemm_mma_pad(k_major, bytes) - 1) / gemm_mma_pad(k_major, bytes) | 1) *
+           gemm_mma_pad(k_major, bytes);
 }
 
 /* Elements of one operand's shared tile: R_CONTIG operands are k-major
  * (BK lines of rows), K_CONTIG ones row-major (rows lines of BK). */
-GEMM_HD constexpr int gemm_mma_tile_elems(int rows, int bk, bool k_contig)
+GEMM_HD constexpr int gemm_mma_tile_elems(int rows, int bk, bool k_contig, int bytes)
 {
-    return k_contig ? rows * gemm_mma_stride(bk, false) : bk * gemm_mma_stride(rows, true);
+    return k_contig ? rows * gemm_mma_stride(bk, false, bytes) : bk * gemm_mma_stride(rows, true, bytes);
 }
 
 template <class T>
-GEMM_HD constexpr int gemm_mma_smem_bytes(bool a_k_contig, bool b_k_contig)
+GEMM_HD constexpr int gemm_mma_smem_bytes(bool a_k_contig, bool b_k_contig, int bytes = GEMM_MMA_ELEM_BYTES)
 {
-    return GEMM_SMEM_STAGES * GEMM_MMA_ELEM_BYTES *
-           (gemm_mma_tile_elems(T::BM, T::BK, a_k_contig) + gemm_mma_tile_elems(T::BN, T::BK, b_k_contig));
+    return GEMM_SMEM_STAGES * bytes *
+           (gemm_mma_tile_elems(T::BM, T::BK, a_k_contig, bytes) +
+            gemm_mma_tile_elems(T::BN, T::BK, b_k_contig, bytes));
 }
 template <class T>
 GEMM_HD constexpr int gemm_mma_smem_bytes_max(void)
@@ -126,5 +129,8 @@ GEMM_CHECK_MMA_TILE(GemmTileWgrad, WGRAD);
  * SMs idle (gemm_split_k.h); asynchronous on the engine's stream. */
 template <class T, int LA, int LB, class Epi>
 void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
+
+/* GEMMs that ran on the operands' 16-bit twins so far (tests, benchmarks). */
+long gemm_mma_twin_count(void);
 
 #endif

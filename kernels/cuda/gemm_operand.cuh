@@ -36,16 +36,18 @@ static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
     }
 }
 
-/* One operand's tile, ROWS rows (Tile::BM for A, BN for B) by BK deep, loaded VEC
- * floats at a time into a shared tile of element type T (float, or __half:
- * rounded on the way in). The shared tile is k-major, s[k][r] (KMAJOR), or
- * row-major, s[r][k]; STRIDE elements between its k (or r) lines. An
+/* One operand's tile, ROWS rows (Tile::BM for A, BN for B) by BK deep, loaded
+ * VEC elements at a time from global memory of element type G (float, or a
+ * 16-bit twin: kernels/cuda/twin.h) into a shared tile of element type T
+ * (float, or __half: rounded on the way in; a twin's own type: copied).
+ * The shared tile is k-major, s[k][r] (KMAJOR), or row-major, s[r][k];
+ * STRIDE elements between its k (or r) lines. An
  * R_CONTIG operand is always k-major; a K_CONTIG one is either transposed
  * (KMAJOR) or kept as it lies in global memory.
  *
  * The tile is seen along its two directions in global memory: "fast", the
  * contiguous one (k for GEMM_K_CONTIG, rows for GEMM_R_CONTIG), in kF items
- * of VEC floats, and "slow", the other, kS long. The threads form a kTF x kTS
+ * of VEC elements, and "slow", the other, kS long. The threads form a kTF x kTS
  * grid over it (fast index tid % kTF): each thread loads the kP x kQ items
  * (tf + p*kTF, ts + q*kTS), a lattice, so its addresses are one pointer plus
  * constant steps and its predicates a few compares.
@@ -55,7 +57,7 @@ static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
  *   (VEC = 4), so a warp reads 8 consecutive floats of each of 4 rows (two
  *   float4 of each of 16 rows): whole 32-byte sectors. With the stride an
  *   odd multiple of 4 floats, the 32 lanes' shared stores hit 32 banks. */
-template <class Tile, int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float>
+template <class Tile, int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float, class G = float>
 struct GemmOperand {
     static constexpr int BK = Tile::BK, THREADS = Tile::THREADS;
     static constexpr bool kKContig = LAYOUT == GEMM_K_CONTIG;
@@ -73,7 +75,7 @@ struct GemmOperand {
     /* shared-tile steps of one fast item and of one slow index */
     static constexpr int kSmemF = kTranspose ? VEC * STRIDE : VEC;
     static constexpr int kSmemS = kTranspose ? 1 : STRIDE;
-    static_assert(VEC == 1 || VEC == 4, "GemmOperand: VEC is 1 or 4");
+    static_assert(VEC == 1 || VEC * sizeof(G) == 16, "GemmOperand: VEC is 1 element or 16 bytes");
     static_assert(kKContig ? BK % VEC == 0 : ROWS % VEC == 0, "GemmOperand: VEC must divide the tile");
     static_assert(THREADS % kTF == 0, "GemmOperand: thread grid");
     static_assert(KMAJOR || kKContig, "GemmOperand: an R_CONTIG operand is stored k-major");
@@ -94,16 +96,16 @@ struct GemmOperand {
 
 #if SNN_ARCH_HAS_CP_ASYNC
     /* cp.async the tile at (r0, k0) of g (R rows, Kd deep) into s; zeros outside. */
-    static __device__ __forceinline__ void issue(T *s, const float *g, int ld, int R, int Kd, int r0, int k0,
-                                                 int tid)
+    static __device__ __forceinline__ void issue(T *s, const G *g, int ld, int R, int Kd, int r0, int k0, int tid)
     {
         static_assert(VEC == 1 || !kTranspose, "cp.async cannot transpose: transposed operands load 1 float");
-        static_assert(sizeof(T) == 4, "cp.async copies floats");
+        static_assert(sizeof(T) == sizeof(G), "cp.async copies as is");
+        static_assert(VEC > 1 || sizeof(G) == 4, "cp.async copies 16-bit elements 16 bytes at a time");
         int fast0, slow0, F, S;
         origin(r0, k0, R, Kd, fast0, slow0, F, S);
         const int tf = tid % kTF, ts = tid / kTF;
         const int f = fast0 + tf * VEC, sl = slow0 + ts;
-        const float *gp = g + (size_t)sl * ld + f;
+        const G *gp = g + (size_t)sl * ld + f;
         T *sp = s + tf * kSmemF + ts * kSmemS;
 #pragma unroll
         for (int q = 0; q < kQ; ++q) {
@@ -113,14 +115,14 @@ struct GemmOperand {
 #pragma unroll
             for (int p = 0; p < kP; ++p) {
                 const int fp = f + p * kTF * VEC;
-                const float *src = gp + (size_t)q * kTS * ld + p * kTF * VEC;
+                const G *src = gp + (size_t)q * kTS * ld + p * kTF * VEC;
                 T *dst = sp + p * kTF * kSmemF + q * kTS * kSmemS;
                 if constexpr (VEC == 1) {
                     const bool ok = s_ok && fp < F;
                     sm80_cp_async_ca_4(dst, ok ? src : g, ok ? 4 : 0);
                 } else {
-                    const int n = s_ok ? min(max(F - fp, 0), 4) : 0;
-                    sm80_cp_async_cg_16(dst, n ? src : g, n * 4);
+                    const int n = s_ok ? min(max(F - fp, 0), VEC) : 0;
+                    sm80_cp_async_cg_16(dst, n ? src : g, n * (int)sizeof(G));
                 }
             }
         }

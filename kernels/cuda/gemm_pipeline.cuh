@@ -12,9 +12,9 @@
 
 #include "kernels/cuda/gemm_operand.cuh"
 
-template <class Tile, class OpA, class OpB, class T, class Compute>
-static __device__ __forceinline__ void gemm_mainloop(T *smem, const float *__restrict__ A, int lda,
-                                                     const float *__restrict__ B, int ldb, int M, int N, int K,
+template <class Tile, class OpA, class OpB, class T, class G, class Compute>
+static __device__ __forceinline__ void gemm_mainloop(T *smem, const G *__restrict__ A, int lda,
+                                                     const G *__restrict__ B, int ldb, int M, int N, int K,
                                                      int kt_begin, int kt_end, Compute &&compute)
 {
     constexpr int kStage = OpA::kSmemElems + OpB::kSmemElems, BK = Tile::BK;

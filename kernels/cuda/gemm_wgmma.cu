@@ -10,15 +10,13 @@ static long runs;
 
 long gemm_wgmma_count(void) { return runs; }
 
-static bool tma_readable(const GemmWgmmaElem *p, int ld) { return p && ld % 8 == 0 && (uintptr_t)p % 16 == 0; }
-
 template <int LA, int LB, class Epi>
 bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
     if (K < CONFIG_GEMM_WGMMA_MIN_K || 2.0 * M * N * K < CONFIG_GEMM_WGMMA_MIN_MFLOP * 1e6)
         return false;
     const GemmWgmmaElem *a = cuda_twin_of(A), *b = cuda_twin_of(B);
-    if (!tma_readable(a, lda) || !tma_readable(b, ldb))
+    if (!snn_twin_rows_aligned(a, lda) || !snn_twin_rows_aligned(b, ldb))
         return false;
     typedef GemmWgmmaConfigTile T;
     if ((long)((M + T::BM - 1) / T::BM) * ((N + T::BN - 1) / T::BN) < gemm_sm_count())

@@ -1,14 +1,15 @@
-/* 16-bit twins of FP32 tensors, for the Hopper GEMM (CONFIG_GEMM_WGMMA).
+/* 16-bit twins of FP32 tensors, the GEMMs' operands (CONFIG_GEMM_TWINS).
  *
- * TMA copies GEMM operands from memory as they are, so the wgmma GEMM reads
- * 16-bit copies ("twins") of the FP32 tensors: the weights, the layer
- * inputs and the activation gradients. The FP32 tensors stay the masters
- * (FP32 weights and update); every kernel that writes a tensor with a twin
- * also writes the twin, rounded to nearest even: the same values the
- * mma.sync kernels round their FP32 operands to as they stage them.
- * A twin is bound to a range of FP32 memory once, at start-up; cuda_twin_of
- * maps an FP32 pointer in a bound range to its twin, NULL elsewhere (the
- * GEMMs then run on mma.sync from the FP32 tensor). */
+ * The GEMMs read 16-bit copies ("twins") of the FP32 tensors they take as
+ * operands, the weights, the layer inputs and the activation gradients: at
+ * half the bytes, and as TMA needs them on the wgmma path (TMA copies as
+ * is). The FP32 tensors stay the masters (FP32 weights and update); every
+ * kernel that writes a tensor with a twin also writes the twin, rounded to
+ * nearest even: the same values the mma.sync kernels round FP32 operands
+ * to as they stage them. A twin is bound to a range of FP32 memory once,
+ * at start-up; cuda_twin_of maps an FP32 pointer in a bound range to its
+ * twin, NULL elsewhere (the GEMMs then run on mma.sync from the FP32
+ * tensor). */
 #ifndef SNN_CUDA_TWIN_H
 #define SNN_CUDA_TWIN_H
 
@@ -54,6 +55,13 @@ static __device__ __forceinline__ void snn_twin_store2(SnnTwin *t, size_t i, flo
 
 /* The twin of the FP32 element at p, or NULL. */
 SnnTwin *cuda_twin_of(const float *p);
+
+/* Whether a twin's rows (ld elements apart) are whole 16-byte chunks from
+ * p on: what TMA and 16-byte cp.async can read. */
+static inline bool snn_twin_rows_aligned(const SnnTwin *p, int ld)
+{
+    return p && ld % 8 == 0 && (uintptr_t)p % 16 == 0;
+}
 
 extern "C" {
 #endif

@@ -129,8 +129,8 @@ wgmma_variant h100-wgmma-all-fp16 FP16
 # static arena with the CUDA graph and without, our pool and cudaMallocAsync
 # (both without the graph, by Kconfig dependency) must train to identical
 # parameters, as the kernels are deterministic; each reports its figures.
-# All four without the wgmma path, which needs the static arena: the same
-# kernels everywhere.
+# All four without the 16-bit twins (and so without wgmma), which need the
+# static arena: the same kernels everywhere.
 mm_variant() { # VARIANT: the def line it appends to the board's config
     case $1 in
     static-nograph) echo "# CONFIG_CUDA_GRAPH is not set" ;;
@@ -142,7 +142,7 @@ if [ -n "${mm_board:-}" ]; then
     for v in static-nograph static-graph pool cuda-async; do
         d=$OUT/gpu-$mm_board-mm-$v
         mkdir -p "$d"
-        { grep -v '^CONFIG_GEMM_WGMMA' "$OUT/gpu-$mm_board/def"; echo "# CONFIG_GEMM_WGMMA is not set"; mm_variant $v; } >"$d/def"
+        { cat "$OUT/gpu-$mm_board/def"; echo "# CONFIG_GEMM_TWINS is not set"; mm_variant $v; } >"$d/def"
         build_variant "$mm_board memory strategy $v" "$d" || continue
         graph=$(grep -c '^#define CONFIG_CUDA_GRAPH 1' "$d/include/generated/config.h")
         if [ "$graph" -ne "$([ $v = static-graph ] && echo 1 || echo 0)" ]; then

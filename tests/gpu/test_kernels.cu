@@ -15,9 +15,10 @@
  *   results (the SGD update from the same starting state);
  * - the SGD update compares weights, momentum, bias and bias momentum after
  *   one step from random (nonzero) momentum.
- * With CONFIG_GEMM_WGMMA the GEMM roles run twice: without 16-bit twins (the
- * mma.sync kernels) and with every buffer twinned (kernels/cuda/twin.h), so
- * that the roles whose strides TMA can read run on wgmma (the case's name
+ * With CONFIG_GEMM_TWINS the GEMM roles run twice: without 16-bit twins (the
+ * mma.sync kernels on FP32 operands) and with every buffer twinned
+ * (kernels/cuda/twin.h), so that the roles whose strides the twins serve
+ * run on them: on wgmma (CONFIG_GEMM_WGMMA) or mma.sync (the case's name
  * says which kernel ran); the twins the epilogues write must then equal the
  * FP32 results rounded. Tensor-core builds bind a split-K workspace, as the
  * engine does, so the GEMMs whose tiles leave SMs idle split their k range
@@ -35,6 +36,9 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_config.h"
+#ifdef CONFIG_GEMM_TENSOR_CORES
+#include "kernels/cuda/gemm_mma.h"
+#endif
 #include "kernels/cuda/gemm_split_k.h"
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm_wgmma.h"
@@ -161,21 +165,31 @@ static void check_twin(char *why, const char *what, dbuf d, const float *values)
     free(got);
 }
 
-/* What the last GEMM ran on: " (wgmma)" or " (mma.sync...)" in twin mode,
+/* What the last GEMM ran on: " (wgmma)" or " (mma.sync ...)" in twin mode,
  * and " split-K N slices" when it split its k range. */
 #ifdef CONFIG_GEMM_WGMMA
 static long wgmma_before;
+#endif
+#ifdef CONFIG_GEMM_TWINS
+static long twin_before;
 #endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
 static long split_before;
 #endif
 static const char *path_taken(void)
 {
-    static char path[96];
+    static char path[128];
     path[0] = 0;
+#ifdef CONFIG_GEMM_TWINS
+    if (twin_mode) {
+        const char *on = gemm_mma_twin_count() > twin_before ? " (mma.sync on twins)"
+                                                             : " (mma.sync on FP32: strides the twins cannot serve)";
 #ifdef CONFIG_GEMM_WGMMA
-    if (twin_mode)
-        strcat(path, gemm_wgmma_count() > wgmma_before ? " (wgmma)" : " (mma.sync: strides TMA cannot read)");
+        if (gemm_wgmma_count() > wgmma_before)
+            on = " (wgmma)";
+#endif
+        strcat(path, on);
+    }
 #endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
     if (cuda_gemm_split_k_count() > split_before)
@@ -188,6 +202,9 @@ static void path_start(void)
 {
 #ifdef CONFIG_GEMM_WGMMA
     wgmma_before = gemm_wgmma_count();
+#endif
+#ifdef CONFIG_GEMM_TWINS
+    twin_before = gemm_mma_twin_count();
 #endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
     split_before = cuda_gemm_split_k_count();
@@ -640,8 +657,8 @@ int main(void)
         shapes[n++] = mlp[i];
 
     test_gemm_roles(shapes, n);
-#ifdef CONFIG_GEMM_WGMMA
-    /* the same with twins: every N and K a multiple of 8 (TMA), M awkward */
+#ifdef CONFIG_GEMM_TWINS
+    /* the same with twins: every N and K a multiple of 8 (16-byte rows), M awkward */
     static const shape tma_shapes[] = {{1, 8, 8},      {17, 136, 104}, {100, 8, 520},   {129, 264, 8},
                                        {257, 200, 72}, {515, 64, 40},  {64, 256, 784},  {64, 784, 256},
                                        {1000, 256, 784}, {64, 10, 256}, {32, 1024, 1024}, {600, 1032, 72}};

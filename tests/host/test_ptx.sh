@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tensor-core GEMMs' instructions, read from their PTX (no GPU needed):
 # the Turing path (sm75) must hold mma.sync m16n8k8 and ldmatrix, the Ampere
-# path (sm80) mma.sync m16n8k16 (m16n8k8 .tf32 for TF32) and cp.async, the
+# path (sm80) mma.sync m16n8k16 (m16n8k8 .tf32 for TF32), cp.async and (its
+# kernel on 16-bit twins) ldmatrix, the
 # Hopper path (sm90a, the h100 board) wgmma.mma_async, cp.async.bulk.tensor
 # (TMA), mbarrier waits and setmaxnreg; and ptxas -v must report no spills
 # for any instance of the kernel.
@@ -47,7 +48,7 @@ variant sm75-fp16 rtx2060 75 FP16 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.co
 variant sm75-fp16acc16 rtx2060 75 FP16_ACC16 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
     'ldmatrix\.sync\.aligned\.m8n8\.x4'
 variant sm80-bf16 h100 80 BF16 gemm_mma 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
-    'cp\.async\.wait_group'
+    'cp\.async\.wait_group' 'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans' # ldmatrix: the kernel on 16-bit twins
 variant sm80-tf32 h100 80 TF32 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
     'cp\.async\.cg\.shared\.global.*16'
 for pt in BF16:bf16 FP16:f16; do # precision : PTX type
