@@ -80,6 +80,9 @@ run "gradient check" "$S/tests/bin/host/test_gradcheck" | count
 run "pool allocator" "$H/tests/bin/host/test_pool" | count
 run "memory strategies" tests/host/test_strategies.sh "$H" "$P" | count
 run "memory benchmark tables" tests/host/test_bench_mm.py | count
+# the first python3 with numpy (Debian's python3-numpy is under /usr/bin/python3)
+NUMPY_PYTHON=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && command -v "$p" && break; done)
+run "torch_parity numerics" "${NUMPY_PYTHON:-$(command -v python3)}" tests/host/test_torch_parity.py "$H/app/mnist" | count
 run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load" | count
 run "fetch" tests/host/test_fetch.sh | count
 run "config" tests/host/test_config.sh | count

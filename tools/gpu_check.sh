@@ -2,10 +2,11 @@
 # Everything a GPU machine can check, in one invocation:
 #   tools/gpu_check.sh OUT_DIR [--data-from DIR] [--skip-tests] [--skip-bench] [--skip-parity]
 # builds each board's code path for the card present, runs the whole test
-# suite (host and GPU tests, compute-sanitizer), the PyTorch parity check and
-# the benchmark against PyTorch, dumps the SASS and ptxas reports, and writes
-# every log under OUT_DIR: summary.txt (the verdicts and tables), parity.png,
-# and logs.tar.gz (everything else).
+# suite (host and GPU tests, compute-sanitizer), the PyTorch parity check in
+# every precision and the benchmark against PyTorch, dumps the SASS and ptxas
+# reports, and writes every log under OUT_DIR: summary.txt (the verdicts and
+# tables), parity-NAME.png (one per precision and code path), and logs.tar.gz
+# (everything else).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${1:?usage: tools/gpu_check.sh OUT_DIR [--data-from DIR] [--skip-tests] [--skip-bench] [--skip-parity]}
@@ -26,6 +27,7 @@ L=$OUT/logs; mkdir -p "$L"
 S=$OUT/summary.txt
 export PYTHONUNBUFFERED=1 SNN_TEST_OUT=build/test
 say() { echo "$*" | tee -a "$S"; }
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -dc '0-9')
 
 say "== gpu_check $(date -u +%FT%TZ)"
 nvidia-smi >"$L/nvidia-smi.txt" 2>&1
@@ -50,16 +52,63 @@ if [ $tests -eq 1 ]; then
     done
 fi
 
+ACC_POINTS=0.3 # how far a precision's final validation accuracy may be from FP32's
+fp32_acc=
+
+val_acc() { # the last epoch's validation accuracy (%) in a --log file
+    python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"val_acc\"' in l][-1]['val_acc']))" "$1" 2>/dev/null
+}
+
+accuracy_verdict() { # PRECISION ACC: the final validation accuracy against the FP32 run's
+    if [ -z "$2" ]; then echo "no validation accuracy in the run's log"
+    elif [ "$1" = FP32 ]; then echo "val acc $2% (the FP32 baseline)"
+    elif [ -z "$fp32_acc" ]; then echo "val acc $2% (no FP32 run to compare with)"
+    elif python3 -c "import sys; sys.exit(abs($2 - $fp32_acc) > $ACC_POINTS)"; then
+        echo "val acc $2% (FP32 $fp32_acc%, within $ACC_POINTS points: ok)"
+    else echo "val acc $2% (FP32 $fp32_acc%, more than $ACC_POINTS points apart: NOT OK)"; fi
+}
+
+# parity_run NAME BOARD SM PRECISION: BOARD's defconfig on target SM (that
+# code path, built for this card) in CONFIG_PRECISION_<PRECISION>, trained
+# for its configured epochs with --dump, then tools/torch_parity.py on every
+# epoch of the dump: parity-NAME.png and one summary line, with the final
+# validation accuracy against the FP32 run's (run that one first).
+parity_run() {
+    local name=$1 board=$2 sm=$3 prec=$4 d=build/parity-$1 line acc
+    if [ "${cc:-0}" -lt "$sm" ] || { [ "$sm" -eq 90 ] && [ "$cc" -ne 90 ]; }; then
+        say "$name: skipped: needs compute capability $sm, this GPU is ${cc:-unknown}"; return
+    fi
+    mkdir -p "$d"
+    { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
+      echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
+    if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
+        make --no-print-directory O="$d" -j"$(nproc)" "$d/app/mnist"; } >"$L/parity-$name-build.log" 2>&1; then
+        say "$name: build failed (see parity-$name-build.log)"; return
+    fi
+    if ! grep -q "^CONFIG_PRECISION_$prec=y" "$d/.config"; then
+        say "$name: the config dropped CONFIG_PRECISION_$prec ($(grep -o 'CONFIG_PRECISION_[A-Z0-9_]*=y' "$d/.config"))"; return
+    fi
+    rm -rf "$d/dump"
+    if ! "$d/app/mnist" --dump "$d/dump" --log "$L/parity-$name-run.jsonl" >"$L/parity-$name-run.txt" 2>&1; then
+        say "$name: the run failed: $(tail -n 1 "$L/parity-$name-run.txt")"; return
+    fi
+    python3 tools/torch_parity.py "$d/dump" --precision "${prec,,}" --epochs 0 --png "$OUT/parity-$name.png" \
+        >"$L/parity-$name.txt" 2>&1
+    line=$(grep '^parity ' "$L/parity-$name.txt" || echo "torch_parity failed: $(tail -n 1 "$L/parity-$name.txt")")
+    acc=$(val_acc "$L/parity-$name-run.jsonl")
+    [ "$prec" = FP32 ] && fp32_acc=$acc
+    say "$name: $line; $(accuracy_verdict "$prec" "$acc")"
+}
+
 if [ $parity -eq 1 ]; then
-    say "== parity (h100_defconfig shapes in FP32, against PyTorch)"
-    d=build/parity
-    mkdir -p $d
-    { grep -v '^CONFIG_PRECISION_' configs/h100_defconfig; echo CONFIG_PRECISION_FP32=y; } >$d/def
-    { make --no-print-directory O=$d defconfig DEFCONFIG=$d/def && make --no-print-directory O=$d -j"$(nproc)" $d/app/mnist; } >"$L/parity-build.log" 2>&1
-    rm -rf "$d/dump"; mkdir -p "$d/dump"
-    $d/app/mnist --epochs 1 --dump $d/dump --log "$L/parity-run.jsonl" >"$L/parity-run.txt" 2>&1
-    python3 tools/torch_parity.py $d/dump --png "$OUT/parity.png" >"$L/parity.txt" 2>&1
-    tail -n 3 "$L/parity.txt" | tee -a "$S"
+    say "== parity (h100_defconfig shapes in each precision, against PyTorch with the same GEMM rounding)"
+    parity_run sm80-fp32 h100 80 FP32
+    parity_run sm80-tf32 h100 80 TF32
+    parity_run sm80-fp16 h100 80 FP16
+    parity_run sm80-bf16 h100 80 BF16
+    parity_run h100-bf16 h100 90 BF16 # the board as it is: the wgmma path
+    parity_run h100-fp16 h100 90 FP16
+    parity_run rtx2060-fp16_acc16 rtx2060 75 FP16_ACC16 # the only board of FP16 accumulation: its tiles, same model
 fi
 
 if [ $bench -eq 1 ]; then

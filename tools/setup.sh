@@ -8,6 +8,7 @@ for cmd_pkg in make:make gcc:gcc tmux:tmux bc:bc curl:curl npm:npm gzip:gzip pyt
     command -v "${cmd_pkg%%:*}" >/dev/null || need+=("${cmd_pkg#*:}")
 done
 have_py_kconfiglib || need+=(python3-kconfiglib)
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy) # tools/torch_parity.py's numpy backend and its test
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -2,7 +2,8 @@
 """Step-by-step loss parity of a staticnn run against an independent trainer.
 
     ./app/mnist --dump DUMP_DIR
-    tools/torch_parity.py DUMP_DIR [--epochs N] [--png FILE] [--tol 1e-3] [--judge-steps 50]
+    tools/torch_parity.py DUMP_DIR [--precision fp32|tf32|fp16|fp16_acc16|bf16] [--epochs N]
+                          [--png FILE] [--judge-steps N] [--tol T] [--mean-tol T]
                           [--backend torch|numpy] [--device cuda|cpu] [--data DIR]
 
 Rebuilds the run from the dump (meta.json: shape and schedule; init.bin: the
@@ -13,13 +14,36 @@ w -= lr*v) in that order, and compares each step's loss with losses-E.bin.
 Inputs are normalised exactly as the engine does, (pixel/255 - mean)/std in
 float32.
 
-Backends: torch (default; float32 with TF32 off, on CUDA when there is one) or
-numpy (a float32 forward/backward/SGD of its own, for machines without
-PyTorch). Prints the max and median relative difference |ours-ref|/|ref| per
-epoch and the first step over the tolerance, plots both curves and the
-difference when --png is given, and ends with one summary line on the judged
-steps: the first --judge-steps of epoch 1 (0: all of it), and on the mean loss
-of epoch 1. Exits 1 when one of them exceeds the tolerance.
+Precision (--precision, else meta.json's "precision", else fp32) is the
+build's CONFIG_PRECISION_*, and the trainer computes as the engine does in it.
+Activations, gradients, weights and momentum are float32 in every precision,
+and so are the bias gradient, the loss, the ReLU mask and the SGD update. What
+changes is the three GEMMs of each layer (Y = X W^T, dX = dY W, dW = dY^T X):
+each rounds both of its operands and sums the products in float32; tf32
+rounds to 10 mantissa bits, to nearest with ties away from zero (cvt.rna);
+fp16 and bf16 to nearest even. fp16_acc16 rounds to fp16 and sums in an FP16
+register that mma.sync m16n8k8 rounds after each k chunk of 8: the emulation
+adds each chunk's float32 sum to the FP16 running sum and rounds, in k order.
+That is an approximation: how the tensor core rounds inside one instruction
+is not documented, and where the engine splits a GEMM's k range over blocks
+(split-K, by the GPU's SM count and the tiles, neither in the dump) each
+slice has an FP16 sum of its own and the slices are added in float32, which
+the emulation does not follow. The torch backend computes the GEMMs in a
+torch.autograd.Function of its own (float32 matmuls of the rounded operands,
+TF32 off), except in fp32, where it is PyTorch's F.linear; the numpy backend
+rounds alike (bf16 and tf32 on the uint32 view of the float32 bits).
+
+With the torch backend and a 16-bit precision, PyTorch's own mixed precision
+is trained too, as a second reference that is drawn and summarised but not
+judged: torch.autocast to bf16 (fp16 for fp16 and fp16_acc16), FP32 master
+weights, no loss scaling (the engine has none).
+
+Backends: torch (default; on CUDA when there is one) or numpy (for machines
+without PyTorch). Prints the max and median relative difference
+|ours-ref|/|ref| per epoch and the first step over the tolerance, plots the
+curves and the difference when --png is given, and ends with one summary line
+on the judged steps: the first --judge-steps of epoch 1 (0: all of it), and on
+the mean loss of epoch 1. Exits 1 when one of them exceeds its tolerance.
 
 Why not the whole epoch: two float32 trainings that differ only in summation
 order (the host engine and numpy here) agree to ~1e-7 until a hidden unit's
@@ -31,9 +55,38 @@ PyTorch (1.13, CPU) and at step 730 against numpy, so a 937-step epoch fails
 any fixed tolerance by chance, while a real bug shows at step 1 (forward) or 2
 (update). The per-epoch lines and the plot show the whole run.
 
+Tolerances (the defaults per precision, VERDICT below; --judge-steps, --tol
+and --mean-tol override them). fp32: steps 1-50 and the epoch mean within
+1e-3, from the measurements above (the means of trajectories that had parted
+differed by up to 8.9e-4).
+
+In the rounded precisions the same summation-order noise now and then moves a
+GEMM operand across a boundary of the coarser grid, a change of 2^-8 (bf16)
+or 2^-11 of it instead of 2^-24, so the trajectories part within 10-20 steps
+rather than hundreds. Measured with the numpy backend against itself, same
+rounding, another float32 summation order (k summed in two halves, or in
+float64), 784-256-10, batch 64, the host run's initial weights, 60 sample
+orders: steps 1-5 within 8e-6 in tf32, fp16 and bf16 (1.6e-5 in fp16_acc16,
+chunks summed in float64), but steps 1-10 up to 6e-5 and 1-20 up to 4e-4; the
+epoch means differed by up to 1.8e-3 (15 runs). GEMMs computed in another
+precision than the emulated one differ over steps 1-5 by 2e-5 or more
+(medians of 20 orders: fp32, tf32 and fp16 among themselves 3e-5, bf16
+against any of them 1e-4, fp16 against fp16_acc16 5e-5); a wrong forward,
+gradient or update by far more, at step 1 or 2. Hence steps 1-5 within 5e-5,
+six times the noise measured, which leaves room for the tensor cores' own
+FP32 summation (not that of IEEE float32 additions), and the epoch mean
+within 5e-3: a bug fails, bf16 is told from the others, but tf32 from fp16
+(10 mantissa bits both) and either from fp32 not reliably. fp16_acc16: steps
+1-5 within 1e-3. Its emulation rounds the FP16 running sum to nearest; an
+emulation that rounds it toward zero differs from it by 1.4e-3 to 2.1e-3 by
+step 5, so a tensor core that truncates fails here, and the emulation would
+have to follow it.
+
 Also a small library for tools/torch_bench.py: load_train_set, disable_tf32.
 """
 import argparse
+import collections
+import contextlib
 import gzip
 import json
 import os
@@ -170,6 +223,132 @@ def dumped_epochs(dump):
     return n
 
 
+# ---- the engine's GEMM numerics -----------------------------------------------
+
+PRECISIONS = ("fp32", "tf32", "fp16", "fp16_acc16", "bf16")
+# The verdict's defaults: the steps of epoch 1 judged, their tolerance, and the epoch mean's ("Tolerances" above).
+Verdict = collections.namedtuple("Verdict", "judge_steps tol mean_tol")
+VERDICT = {
+    "fp32": Verdict(50, 1e-3, 1e-3),
+    "tf32": Verdict(5, 5e-5, 5e-3),
+    "fp16": Verdict(5, 5e-5, 5e-3),
+    "fp16_acc16": Verdict(5, 1e-3, 5e-3),
+    "bf16": Verdict(5, 5e-5, 5e-3),
+}
+ACC16_CHUNK = 8  # k of one mma.sync m16n8k8: the FP16 accumulator is rounded after each
+AUTOCAST_DTYPE = {"fp16": "float16", "fp16_acc16": "float16", "bf16": "bfloat16"}
+NUMERICS = {
+    "fp32": "float32",
+    "tf32": "float32 GEMMs of TF32-rounded operands",
+    "fp16": "float32 GEMMs of FP16-rounded operands",
+    "fp16_acc16": "FP16-accumulated GEMMs (emulated) of FP16-rounded operands",
+    "bf16": "float32 GEMMs of BF16-rounded operands",
+}
+
+
+def round_bf16(x):
+    """float32 array x rounded to bfloat16 (to nearest, ties to even), as float32; Inf and NaN kept."""
+    bits = x.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(np.isfinite(x), rounded.view(np.float32), x)
+
+
+def round_tf32(x):
+    """float32 array x rounded to TF32 (10 mantissa bits; to nearest, ties away from zero, as
+    cvt.rna.tf32.f32), as float32; Inf and NaN kept."""
+    rounded = (x.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    return np.where(np.isfinite(x), rounded.view(np.float32), x)
+
+
+def round_fp16(x):
+    """float32 array x rounded to half (to nearest, ties to even; subnormals, overflow to Inf), as float32."""
+    with np.errstate(over="ignore"):  # Inf is the rounding's answer, as __float2half_rn's
+        return x.astype(np.float16).astype(np.float32)
+
+
+NUMPY_ROUNDING = {"fp32": lambda x: x, "tf32": round_tf32, "fp16": round_fp16, "fp16_acc16": round_fp16,
+                  "bf16": round_bf16}
+
+
+def acc16_chunks(k):
+    """How many k chunks of ACC16_CHUNK cover k, and the zeros that pad k to them."""
+    chunks = -(-k // ACC16_CHUNK)
+    return chunks, chunks * ACC16_CHUNK - k
+
+
+def matmul_acc16(a, b):
+    """a @ b (float32 arrays holding halves) summed in an FP16 running sum, rounded after each k chunk."""
+    (m, k), n = a.shape, b.shape[1]
+    chunks, pad = acc16_chunks(k)
+    a = np.pad(a, ((0, 0), (0, pad))).reshape(m, chunks, ACC16_CHUNK).transpose(1, 0, 2)
+    b = np.pad(b, ((0, pad), (0, 0))).reshape(chunks, ACC16_CHUNK, n)
+    acc = np.zeros((m, n), dtype=np.float16)
+    with np.errstate(over="ignore"):
+        for partial in a @ b:
+            acc = (acc.astype(np.float32) + partial).astype(np.float16)
+    return acc.astype(np.float32)
+
+
+def numpy_gemm(precision):
+    """(a, b) -> a @ b as the engine's GEMMs compute it in precision."""
+    rnd = NUMPY_ROUNDING[precision]
+    if precision == "fp16_acc16":
+        return lambda a, b: matmul_acc16(rnd(a), rnd(b))
+    return lambda a, b: rnd(a) @ rnd(b)
+
+
+def torch_rounding(torch, precision):
+    """The operand rounding of precision, for a float32 tensor (as round_bf16 and co)."""
+    if precision == "bf16":
+        return lambda x: x.to(torch.bfloat16).float()
+    if precision in ("fp16", "fp16_acc16"):
+        return lambda x: x.half().float()
+    if precision == "tf32":
+        def round_tf32_tensor(x):
+            rounded = ((x.contiguous().view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
+            return torch.where(torch.isfinite(x), rounded, x)
+        return round_tf32_tensor
+    return lambda x: x
+
+
+def torch_matmul_acc16(torch, a, b):
+    """matmul_acc16 on tensors."""
+    (m, k), n = a.shape, b.shape[1]
+    chunks, pad = acc16_chunks(k)
+    a = torch.nn.functional.pad(a, (0, pad)).reshape(m, chunks, ACC16_CHUNK).transpose(0, 1)
+    b = torch.nn.functional.pad(b, (0, 0, 0, pad)).reshape(chunks, ACC16_CHUNK, n)
+    acc = torch.zeros(m, n, dtype=torch.float16, device=a.device)
+    for partial in torch.bmm(a, b):
+        acc = (acc.float() + partial).half()
+    return acc.float()
+
+
+def torch_engine_linear(torch, precision):
+    """F.linear(x, w, b) with its forward and both backward GEMMs computed as the engine's in precision
+    (bias and bias gradient in float32)."""
+    rnd = torch_rounding(torch, precision)
+    if precision == "fp16_acc16":
+        def gemm(a, b):
+            return torch_matmul_acc16(torch, rnd(a), rnd(b))
+    else:
+        def gemm(a, b):
+            return rnd(a) @ rnd(b)
+
+    class EngineLinear(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w)
+            return gemm(x, w.t()) + b
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, w = ctx.saved_tensors
+            dx = gemm(dy, w) if ctx.needs_input_grad[0] else None
+            return dx, gemm(dy.t(), x), dy.sum(dim=0)
+
+    return EngineLinear.apply
+
+
 # ---- trainers ----------------------------------------------------------------
 
 
@@ -187,28 +366,29 @@ def softmax_xent(z, y):
 
 
 class NumpyTrainer:
-    """The MLP in float32 numpy: forward, backward, SGD with momentum."""
+    """The MLP in float32 numpy: forward, backward, SGD with momentum; GEMMs as the engine's in precision."""
 
-    def __init__(self, params, lr, momentum, x, y):
+    def __init__(self, params, lr, momentum, x, y, precision):
         self.w = [w.copy() for w, _ in params]
         self.b = [b.copy() for _, b in params]
         self.vw = [np.zeros_like(w) for w in self.w]
         self.vb = [np.zeros_like(b) for b in self.b]
         self.lr, self.mu = np.float32(lr), np.float32(momentum)
         self.x, self.y = x, y.astype(np.int64)
-        self.name = "numpy float32"
+        self.gemm = numpy_gemm(precision)
+        self.name = f"numpy, {NUMERICS[precision]}"
 
     def step(self, idx):
         acts = [self.x[idx]]
         last = len(self.w) - 1
         for layer, (w, b) in enumerate(zip(self.w, self.b)):
-            z = acts[-1] @ w.T + b
+            z = self.gemm(acts[-1], w.T) + b
             acts.append(z if layer == last else np.maximum(z, np.float32(0.0)))
         loss, dz = softmax_xent(acts[-1], self.y[idx])
         for layer in range(last, -1, -1):
-            gw, gb = dz.T @ acts[layer], dz.sum(axis=0)
+            gw, gb = self.gemm(dz.T, acts[layer]), dz.sum(axis=0)
             if layer > 0:  # with the weights before their update, as the engine
-                dz = (dz @ self.w[layer]) * (acts[layer] > 0)
+                dz = self.gemm(dz, self.w[layer]) * (acts[layer] > 0)
             self.sgd(self.w[layer], self.vw[layer], gw)
             self.sgd(self.b[layer], self.vb[layer], gb)
         return loss
@@ -237,40 +417,60 @@ def disable_tf32(torch):
 
 
 class TorchTrainer:
-    """The MLP as torch.nn.Linear/ReLU layers, F.cross_entropy and torch.optim.SGD."""
+    """The MLP in PyTorch: float32 parameters, F.cross_entropy, torch.optim.SGD; each layer through
+    linear (F.linear or torch_engine_linear), all of the forward under autocast to autocast_dtype if given."""
 
-    def __init__(self, params, lr, momentum, x, y, device):
-        import torch
-        import torch.nn.functional as F
+    def __init__(self, torch, params, lr, momentum, data, linear, autocast_dtype, name):
+        self.torch, self.linear, self.autocast_dtype, self.name = torch, linear, autocast_dtype, name
+        self.x, self.y = data
+        device = self.x.device
+        # copies: both trainers start from the same arrays
+        self.params = [tuple(torch.tensor(p, device=device, requires_grad=True) for p in layer) for layer in params]
+        self.opt = torch.optim.SGD([p for pair in self.params for p in pair], lr=lr, momentum=momentum)
 
-        disable_tf32(torch)
-        self.torch, self.F = torch, F
-        layers = []
-        for w, b in params:
-            linear = torch.nn.Linear(w.shape[1], w.shape[0])
-            with torch.no_grad():
-                linear.weight.copy_(torch.from_numpy(w))
-                linear.bias.copy_(torch.from_numpy(b))
-            layers += [linear, torch.nn.ReLU()]
-        self.model = torch.nn.Sequential(*layers[:-1]).to(device)
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=momentum)
-        self.x = torch.from_numpy(x).to(device)
-        self.y = torch.from_numpy(y.astype(np.int64)).to(device)
-        self.device = device
-        where = torch.cuda.get_device_name(device) if device.startswith("cuda") else "CPU"
-        self.name = f"PyTorch {torch.__version__} float32 on {where}"
+    def forward(self, h):
+        for layer, (w, b) in enumerate(self.params):
+            h = self.linear(h, w, b)
+            if layer + 1 < len(self.params):
+                h = self.torch.relu(h)
+        return h
+
+    def autocast(self):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return self.torch.autocast(self.x.device.type, dtype=self.autocast_dtype)
 
     def run_epoch(self, order, steps, batch):
         torch = self.torch
-        idx = torch.from_numpy(order[: steps * batch]).to(self.device).view(steps, batch)
-        losses = torch.empty(steps, device=self.device)
+        idx = torch.from_numpy(order[: steps * batch]).to(self.x.device).view(steps, batch)
+        losses = torch.empty(steps, device=self.x.device)
         for s in range(steps):
             self.opt.zero_grad(set_to_none=True)
-            loss = self.F.cross_entropy(self.model(self.x[idx[s]]), self.y[idx[s]])
+            with self.autocast():
+                loss = torch.nn.functional.cross_entropy(self.forward(self.x[idx[s]]), self.y[idx[s]])
             loss.backward()
             self.opt.step()
             losses[s] = loss.detach()
         return losses.cpu().numpy()
+
+
+def torch_trainers(device, params, lr, momentum, x, y, precision):
+    """The trainer to judge (the engine's numerics), and PyTorch's own mixed precision for a 16-bit
+    precision (else None)."""
+    import torch
+
+    disable_tf32(torch)
+    where = torch.cuda.get_device_name(device) if device.startswith("cuda") else "CPU"
+    data = (torch.from_numpy(x).to(device), torch.from_numpy(y.astype(np.int64)).to(device))
+    linear = torch.nn.functional.linear if precision == "fp32" else torch_engine_linear(torch, precision)
+    judged = TorchTrainer(torch, params, lr, momentum, data, linear, None,
+                          f"PyTorch {torch.__version__}, {NUMERICS[precision]}, on {where}")
+    if precision not in AUTOCAST_DTYPE:
+        return judged, None
+    dtype = AUTOCAST_DTYPE[precision]
+    mixed = TorchTrainer(torch, params, lr, momentum, data, torch.nn.functional.linear, getattr(torch, dtype),
+                         f"PyTorch autocast {dtype}, FP32 master weights (reference, not judged)")
+    return judged, mixed
 
 
 def torch_device(requested):
@@ -289,6 +489,8 @@ def torch_device(requested):
 
 
 # ---- comparison and report ---------------------------------------------------
+
+EARLY_STEPS = 50  # the plot's close-up of where the trajectories part
 
 
 def relative_difference(ours, ref):
@@ -315,38 +517,63 @@ def describe(epoch, steps, stats, tol):
             f"median {stats['median']:.2e}, {first} ({tol:.0e})")
 
 
-def plot(path, meta, ref, ours, rel, steps, judged, tol, trainer_name):
+def mean_relative_difference(ours, ref):
+    """The means of two loss arrays, and |ours - ref| / |ref| between them."""
+    mean_ours, mean_ref = float(np.mean(ours, dtype=np.float64)), float(np.mean(ref, dtype=np.float64))
+    return mean_ours, mean_ref, abs(mean_ours - mean_ref) / abs(mean_ref)
+
+
+def plot_difference(axis, rel, steps_shown, tol, judged):
+    """The relative difference of the first steps_shown steps, the tolerance and the judged steps."""
+    x = np.arange(1, steps_shown + 1)
+    rel = rel[:steps_shown]
+    exact = rel == 0
+    axis.plot(x[~exact], rel[~exact], ".", ms=2, color="tab:red",
+              label=f"|judged - staticnn| / |staticnn| ({exact.sum()} steps equal, not drawn)")
+    axis.axhline(tol, color="k", ls=":", lw=1, label=f"tolerance {tol:.0e}")
+    axis.axvspan(0.5, judged + 0.5, color="tab:green", alpha=0.12, label=f"judged: steps 1-{judged}")
+    axis.set_yscale("log")
+    finite = rel[np.isfinite(rel)]
+    axis.set_ylim(top=max(tol, finite.max() if finite.size else tol) * 300)  # room for the legend
+    axis.set_xlabel("step")
+    axis.grid(True, which="major", alpha=0.3)
+
+
+def plot(path, meta, precision, ref, judged_curve, reference_curve, steps, judged, tol):
+    """The staticnn curve, the judged trainer's (name, losses) and PyTorch's mixed precision
+    (name, losses, or None) on top; below, the judged trainer's relative difference over the run and
+    over its first EARLY_STEPS steps."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    name, ours = judged_curve
+    rel = relative_difference(ours, ref)
+    fig, ax = plt.subplot_mosaic([["top", "top"], ["run", "early"]], figsize=(12, 7),
+                                 gridspec_kw={"height_ratios": [3, 2], "width_ratios": [3, 1]})
+    top, run, early = ax["top"], ax["run"], ax["early"]
+    run.sharex(top)
     x = np.arange(1, len(ref) + 1)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True,
-                                      gridspec_kw={"height_ratios": [3, 2]})
-    top.plot(x, ref, lw=1.2, label=f"staticnn ({meta.get('target', '?')})")
-    top.plot(x, ours, lw=0.8, ls="--", label=trainer_name)
+    top.plot(x, ref, lw=1.2, label=f"staticnn ({meta.get('target', '?')}, {precision})")
+    top.plot(x, ours, lw=0.8, ls="--", label=f"{name} (judged)")
+    if reference_curve:
+        top.plot(x, reference_curve[1], lw=0.8, ls=":", color="tab:grey", label=reference_curve[0])
     top.set_yscale("log")
     top.set_ylabel("training loss (per step)")
-    top.legend()
+    top.legend(fontsize="small")
+    top.grid(True, which="major", alpha=0.3)
     shape = "-".join(str(d) for d in meta["dims"])
     top.set_title(f"{meta.get('dataset', 'MNIST')} MLP {shape}, batch {meta['batch']}, "
-                  f"SGD lr {meta['lr']} momentum {meta['momentum']}")
-    exact = rel == 0
-    bottom.plot(x[~exact], rel[~exact], ".", ms=2, color="tab:red",
-                label=f"|ours - staticnn| / |staticnn| ({exact.sum()} steps equal, not drawn)")
-    bottom.axhline(tol, color="k", ls=":", lw=1, label=f"tolerance {tol:.0e}")
-    bottom.axvspan(0.5, judged + 0.5, color="tab:green", alpha=0.12, label=f"judged: steps 1-{judged}")
-    bottom.set_yscale("log")
-    finite = rel[np.isfinite(rel)]
-    bottom.set_ylim(top=max(tol, finite.max() if finite.size else tol) * 300)  # room for the legend
-    bottom.set_ylabel("relative difference")
-    bottom.set_xlabel("step")
-    bottom.legend(loc="upper left", fontsize="small", ncol=3)
-    for axis in (top, bottom):
+                  f"SGD lr {meta['lr']} momentum {meta['momentum']}, GEMMs in {precision}")
+    plot_difference(run, rel, len(rel), tol, judged)
+    run.set_ylabel("relative difference")
+    run.legend(loc="upper left", fontsize="small", ncol=3)
+    for axis in (top, run):
         for boundary in range(steps, len(ref), steps):
             axis.axvline(boundary + 0.5, color="grey", lw=0.6, alpha=0.5)
-        axis.grid(True, which="major", alpha=0.3)
+    plot_difference(early, rel, min(EARLY_STEPS, len(rel)), tol, judged)
+    early.set_title(f"steps 1-{min(EARLY_STEPS, len(rel))}", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -358,74 +585,115 @@ def plot(path, meta, ref, ours, rel, steps, judged, tol, trainer_name):
 def parse_args():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("dump", metavar="DUMP_DIR", help="directory written by ./app/mnist --dump")
-    p.add_argument("--epochs", type=int, default=1, help="epochs to train and compare (default 1)")
+    p.add_argument("--precision", choices=PRECISIONS,
+                   help="the build's CONFIG_PRECISION_* (default: the dump's, else fp32)")
+    p.add_argument("--epochs", type=int, default=1,
+                   help="epochs to train and compare (default 1; 0: every epoch the dump has)")
     p.add_argument("--png", help="plot the loss curves and their difference to this file")
-    p.add_argument("--tol", type=float, default=1e-3, help="relative tolerance (default 1e-3, FP32)")
-    p.add_argument("--judge-steps", type=int, default=50,
-                   help="steps of epoch 1 the verdict covers (default 50; 0: the whole epoch)")
+    p.add_argument("--judge-steps", type=int,
+                   help="steps of epoch 1 the verdict covers (0: the whole epoch; default per precision: "
+                        + ", ".join(f"{k} {v.judge_steps}" for k, v in VERDICT.items()) + ")")
+    p.add_argument("--tol", type=float,
+                   help="relative tolerance of those steps' losses (default per precision: "
+                        + ", ".join(f"{k} {v.tol:.0e}" for k, v in VERDICT.items()) + ")")
+    p.add_argument("--mean-tol", type=float,
+                   help="relative tolerance of epoch 1's mean loss (default per precision: "
+                        + ", ".join(f"{k} {v.mean_tol:.0e}" for k, v in VERDICT.items()) + ")")
     p.add_argument("--backend", choices=("torch", "numpy"), default="torch")
     p.add_argument("--device", choices=("cuda", "cpu"), help="torch device (default: cuda when there is one)")
     p.add_argument("--data", help="dataset directory (default: the dump's data_dir)")
     args = p.parse_args()
-    if args.epochs < 1 or args.judge_steps < 0:
-        p.error("--epochs wants a positive number, --judge-steps one >= 0")
+    if args.epochs < 0 or (args.judge_steps or 0) < 0:
+        p.error("--epochs and --judge-steps want a number >= 0")
+    if any(t is not None and not t > 0 for t in (args.tol, args.mean_tol)):
+        p.error("--tol and --mean-tol want a positive number")
     return args
 
 
-def make_trainer(args, meta, params):
+def verdict_settings(args, precision):
+    """The precision's Verdict, with what the command line set instead."""
+    given = Verdict(args.judge_steps, args.tol, args.mean_tol)
+    return Verdict(*(default if value is None else value for default, value in zip(VERDICT[precision], given)))
+
+
+def resolve_precision(requested, meta, dump):
+    """--precision, else the dump's, else fp32; a --precision the dump contradicts is refused."""
+    recorded = meta.get("precision")
+    if recorded is not None and recorded not in PRECISIONS:
+        raise DataError(f"{dump}/meta.json: precision '{recorded}' is none of {', '.join(PRECISIONS)}")
+    if requested and recorded and requested != recorded:
+        raise DataError(f"--precision {requested}, but {dump}/meta.json says the run computed in {recorded}")
+    return requested or recorded or "fp32"
+
+
+def make_trainers(args, meta, params, precision):
+    """The trainer to judge, and PyTorch's mixed precision as an unjudged reference (or None)."""
     device = torch_device(args.device) if args.backend == "torch" else None
     images, labels = load_train_set(find_data_dir(meta.get("data_dir", "data/mnist"), args.data))
     x = normalise(images, meta["pixel_mean"], meta["pixel_std"])
     if device is None:
-        return NumpyTrainer(params, meta["lr"], meta["momentum"], x, labels)
-    return TorchTrainer(params, meta["lr"], meta["momentum"], x, labels, device)
+        return NumpyTrainer(params, meta["lr"], meta["momentum"], x, labels, precision), None
+    return torch_trainers(device, params, meta["lr"], meta["momentum"], x, labels, precision)
+
+
+def train_reference(trainer, orders, refs, steps, batch):
+    """PyTorch's mixed precision over the epochs, each epoch's mean loss printed beside the engine's."""
+    losses = []
+    for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
+        losses.append(trainer.run_epoch(order, steps, batch))
+        mean, mean_ref, rel = mean_relative_difference(losses[-1], ref)
+        print(f"  reference, epoch {epoch}: mean loss {mean:.6f} vs staticnn {mean_ref:.6f}, rel diff {rel:.1e} "
+              f"({trainer.name})")
+    return np.concatenate(losses)
 
 
 def main():
     args = parse_args()
     try:
         meta = read_meta(args.dump)
+        precision = resolve_precision(args.precision, meta, args.dump)
         params = read_params(args.dump, meta["dims"])
         available = dumped_epochs(args.dump)
         if available == 0:
             raise DataError(f"no losses-1.bin in {args.dump}")
-        epochs = min(args.epochs, available)
+        epochs = min(args.epochs or available, available)
         if epochs < args.epochs:
             print(f"{PROG}: the dump has the losses of {available} epoch(s): comparing {epochs}")
         steps, batch = meta["steps_per_epoch"], meta["batch"]
         refs = [read_float32(os.path.join(args.dump, f"losses-{e}.bin"), steps) for e in range(1, epochs + 1)]
         orders = [read_order(args.dump, e) for e in range(1, epochs + 1)]
-        trainer = make_trainer(args, meta, params)
+        trainer, mixed = make_trainers(args, meta, params, precision)
     except DataError as e:
         sys.exit(f"{PROG}: error: {e}")
+    settings = verdict_settings(args, precision)
+    tol = settings.tol
 
     shape = "-".join(str(d) for d in meta["dims"])
     print(f"{PROG}: MLP {shape}, batch {batch}, {steps} steps per epoch, lr {meta['lr']}, "
-          f"momentum {meta['momentum']}; staticnn ({meta.get('target', '?')}) vs {trainer.name}")
+          f"momentum {meta['momentum']}; staticnn ({meta.get('target', '?')}, {precision}) vs {trainer.name}")
     ours, stats = [], []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
         start = time.perf_counter()
         ours.append(trainer.run_epoch(order, steps, batch))
-        stats.append(summarise(relative_difference(ours[-1], ref), args.tol))
-        print(f"  {describe(epoch, steps, stats[-1], args.tol)} [{time.perf_counter() - start:.1f} s]")
+        stats.append(summarise(relative_difference(ours[-1], ref), tol))
+        print(f"  {describe(epoch, steps, stats[-1], tol)} [{time.perf_counter() - start:.1f} s]")
+    reference = train_reference(mixed, orders, refs, steps, batch) if mixed else None
 
-    judged = min(args.judge_steps or steps, steps)
+    judged = min(settings.judge_steps or steps, steps)
     if args.png:
-        ref_all, ours_all = np.concatenate(refs), np.concatenate(ours)
-        plot(args.png, meta, ref_all, ours_all, relative_difference(ours_all, ref_all), steps, judged, args.tol,
-             trainer.name)
+        plot(args.png, meta, precision, np.concatenate(refs), (trainer.name, np.concatenate(ours)),
+             (mixed.name, reference) if mixed else None, steps, judged, tol)
         print(f"  plot: {args.png}")
 
-    verdict = summarise(relative_difference(ours[0][:judged], refs[0][:judged]), args.tol)
+    verdict = summarise(relative_difference(ours[0][:judged], refs[0][:judged]), tol)
     # The epoch's mean loss is judged whole: trajectories that part at a ReLU
     # flip still train alike, and their means agree.
-    mean_ours, mean_ref = float(np.mean(ours[0], dtype=np.float64)), float(np.mean(refs[0], dtype=np.float64))
-    mean_rel = abs(mean_ours - mean_ref) / abs(mean_ref)
-    passed = verdict["max"] <= args.tol and mean_rel <= args.tol
+    mean_ours, mean_ref, mean_rel = mean_relative_difference(ours[0], refs[0])
+    passed = verdict["max"] <= tol and mean_rel <= settings.mean_tol
     window = f"{steps} steps" if judged == steps else f"steps 1-{judged} of {steps}"
-    print(f"parity: epoch 1, {window}, max rel diff {verdict['max']:.1e}, median {verdict['median']:.1e}; "
-          f"epoch mean loss {mean_ours:.6f} vs {mean_ref:.6f}, rel diff {mean_rel:.1e} "
-          f"(tol {args.tol:.0e}): {'PASS' if passed else 'FAIL'}")
+    print(f"parity ({precision}): epoch 1, {window}, max rel diff {verdict['max']:.1e}, "
+          f"median {verdict['median']:.1e} (tol {tol:.0e}); epoch mean loss {mean_ours:.6f} vs {mean_ref:.6f}, "
+          f"rel diff {mean_rel:.1e} (tol {settings.mean_tol:.0e}): {'PASS' if passed else 'FAIL'}")
     return 0 if passed else 1
 
 
