@@ -76,15 +76,15 @@ template <class F> static void timed(const std::string &what, F f)
     CUDA_CHECK(cudaEventDestroy(a));
     CUDA_CHECK(cudaEventDestroy(b));
     std::string name = what;
-#ifdef CONFIG_GEMM_WGMMA
-    if (gemm_wgmma_count() > before)
-        name += " [wgmma]";
-#endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    if (gemm_mma_twin_count() > twins_before)
-        name += " [mma.sync, twins]";
-    else if (what.rfind("linear", 0) == 0 && name.find("[wgmma]") == std::string::npos)
-        name += " [mma.sync]";
+    if (what.rfind("linear", 0) == 0) {
+        const char *path = gemm_mma_twin_count() > twins_before ? " [mma.sync, twins]" : " [mma.sync]";
+#ifdef CONFIG_GEMM_WGMMA
+        if (gemm_wgmma_count() > before)
+            path = " [wgmma]";
+#endif
+        name += path;
+    }
     if (cuda_gemm_split_k_count() > splits_before)
         name += " [split-K " + std::to_string(cuda_gemm_split_k_last_slices()) + "]";
 #endif

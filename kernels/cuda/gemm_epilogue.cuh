@@ -25,16 +25,18 @@
 struct GemmEpiNothing {
 };
 
-/* Plain C[m][n] = v (the GEMM benchmarks and kernel tests). */
+/* Plain C[m][n] = v (the GEMM benchmarks and kernel tests), at c + z slice
+ * in the block's split-K slice z (a slice's partial sums: gemm_split_k.cuh). */
 struct GemmEpiStore {
     float *c;
     int ld;
+    size_t slice = 0;
     static constexpr SnnTwin *twin = nullptr;
     typedef GemmEpiNothing In;
     __device__ __forceinline__ In load(int, int) const { return {}; }
     __device__ __forceinline__ float apply(int m, int n, float v, In) const
     {
-        c[(size_t)m * ld + n] = v;
+        c[blockIdx.z * slice + (size_t)m * ld + n] = v;
         return v;
     }
 };

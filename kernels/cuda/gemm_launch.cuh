@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include <algorithm>
+
 #include <cuda_runtime.h>
 
 #include "arch/cuda/check.h"
@@ -58,8 +60,7 @@ static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Ar
     }
     if ((M + Tile::BM - 1) / Tile::BM > 65535)
         snn_die("GEMM with %d rows exceeds the grid's 65535 x %d (its role's block tile M) rows", M, Tile::BM);
-    const int stages = ktiles_per_block < GEMM_SMEM_STAGES ? (ktiles_per_block > 1 ? ktiles_per_block : 1)
-                                                            : GEMM_SMEM_STAGES;
+    const int stages = std::max(1, std::min(ktiles_per_block, GEMM_SMEM_STAGES));
     const dim3 grid((N + Tile::BN - 1) / Tile::BN, (M + Tile::BM - 1) / Tile::BM, slices);
     KERNEL<<<grid, Tile::THREADS, SMEM / GEMM_SMEM_STAGES * stages, snn_stream()>>>(args...);
     CUDA_CHECK_LAUNCH();

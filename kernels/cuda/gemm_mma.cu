@@ -297,7 +297,7 @@ static void gemm_mma_split_k(int M, int N, GemmSplit split, const Epi &epi, Laun
 {
     if (split.slices == 1)
         return launch(epi);
-    launch(GemmEpiPartial{gemm_split_k.ws, N, (size_t)M * N});
+    launch(GemmEpiStore{gemm_split_k.ws, N, (size_t)M * N});
     const size_t mn = (size_t)M * N;
     gemm_split_k_reduce<<<(unsigned)((mn + 255) / 256), 256, 0, snn_stream()>>>(gemm_split_k.ws, split.slices, M, N,
                                                                                epi);

@@ -40,8 +40,8 @@
 #else
 #define GEMM_MMA_ACC_REGS 4
 #endif
-/* Bytes per shared element: FP16 on Turing, FP32 (cp.async) on Ampere; 2
- * on Ampere too when the operands are 16-bit twins (CONFIG_GEMM_TWINS). */
+/* Bytes per shared element from FP32 operands: FP16 on Turing, FP32
+ * (cp.async) on Ampere. The kernel on 16-bit twins has 2-byte tiles. */
 #define GEMM_MMA_ELEM_BYTES (GEMM_MMA_TURING ? 2 : 4)
 
 /* Padding unit of a shared line (elements) of `bytes`-byte elements. 16-bit

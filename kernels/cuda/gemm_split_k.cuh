@@ -1,6 +1,6 @@
-/* The device side of split-K (gemm_split_k.h): the slice count of a GEMM,
- * the epilogue that stores a slice's partial sums, and the kernel that adds
- * the slices in order and applies the role's epilogue. Deterministic: the
+/* The device side of split-K (gemm_split_k.h): the slice count of a GEMM
+ * and the kernel that adds the slices' partial sums (stored by GemmEpiStore
+ * with a slice stride) in order and applies the role's epilogue. Deterministic: the
  * slices are fixed by the shape and summed in slice order. */
 #ifndef SNN_GEMM_SPLIT_K_CUH
 #define SNN_GEMM_SPLIT_K_CUH
@@ -43,21 +43,6 @@ static GemmSplit gemm_split_k_plan(int M, int N, int K, int sms)
     const int per = (int)((ktiles + s - 1) / s);
     return {(ktiles + per - 1) / per, per}; /* no empty slice */
 }
-
-/* A slice's partial sums: ws[z][m][n] for the block's slice z, slices of M x N. */
-struct GemmEpiPartial {
-    float *ws;
-    int ld;
-    size_t slice;
-    static constexpr SnnTwin *twin = nullptr;
-    typedef GemmEpiNothing In;
-    __device__ __forceinline__ In load(int, int) const { return {}; }
-    __device__ __forceinline__ float apply(int m, int n, float v, In) const
-    {
-        ws[blockIdx.z * slice + (size_t)m * ld + n] = v;
-        return v;
-    }
-};
 
 /* C[m][n] = the sum of the slices' partials, in slice order, through epi. */
 template <class Epi>
