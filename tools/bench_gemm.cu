@@ -14,7 +14,13 @@
  * twins. Tensor-core builds get a split-K workspace (16 Mi floats, more
  * than any config's), so the small shapes split as in the engine. With
  * CONFIG_GEMM_WGMMA the Hopper kernel is also timed, on the same 16-bit
- * operands as cuBLAS, at several block tiles (the config's first). */
+ * (TF32: FP32) operands as cuBLAS, at several block tiles (the config's
+ * first); in TF32 the engine's forward itself runs on it where it can.
+ * Tensor-core builds first measure the mma.sync ceiling of the GEMM's
+ * instruction on this GPU (a kernel of register operands only, which no
+ * GEMM on mma.sync can beat) and give each staticnn row's fraction of it:
+ * on Hopper, where cuBLAS runs on wgmma, the ratio that says how good an
+ * mma.sync kernel is. */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +38,10 @@
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
 #include "kernels/ops.h"
+#ifdef CONFIG_GEMM_TENSOR_CORES
+#include "kernels/cuda/gemm_launch.cuh"
+#include "kernels/cuda/gemm_mma_inst.cuh"
+#endif
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_wgmma.cuh"
@@ -167,6 +177,59 @@ static double rel_l2(const std::vector<float> &a, const std::vector<float> &b)
     return std::sqrt(d / r);
 }
 
+#ifdef CONFIG_GEMM_TENSOR_CORES
+/* The mma.sync ceiling: every warp issues the GEMM's instruction (gemm_mma_inst.cuh) on register
+ * operands, CHAINS independent accumulations, ITERS times; no memory traffic, no fragment loads. */
+#define CEILING_ITERS 2048
+#define CEILING_THREADS 256
+template <int CHAINS>
+__global__ void __launch_bounds__(CEILING_THREADS) mma_ceiling_kernel(float *sink)
+{
+    uint32_t a[4], b[2];
+    for (int i = 0; i < 4; i++)
+        a[i] = threadIdx.x + i; /* small values; they do not change the rate */
+    b[0] = threadIdx.x;
+    b[1] = threadIdx.x + 1;
+    GemmMmaAcc acc[CHAINS][GEMM_MMA_ACC_REGS] = {};
+    for (int it = 0; it < CEILING_ITERS; ++it)
+#pragma unroll
+        for (int c = 0; c < CHAINS; ++c)
+            gemm_mma(acc[c], a, b);
+    float sum = 0;
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            sum += gemm_mma_acc(acc[c], e);
+    sink[blockIdx.x * CEILING_THREADS + threadIdx.x] = sum;
+}
+
+/* TFLOP/s of mma_ceiling_kernel<CHAINS> with `per_sm` blocks of 8 warps per SM. */
+template <int CHAINS>
+static double mma_ceiling_at(int per_sm, float *sink)
+{
+    const int blocks = per_sm * gemm_sm_count();
+    const double t = time_ms([&] {
+        mma_ceiling_kernel<CHAINS><<<blocks, CEILING_THREADS, 0, snn_stream()>>>(sink);
+        CUDA_CHECK_LAUNCH();
+    });
+    return 2.0 * GEMM_MMA_M * GEMM_MMA_N * GEMM_MMA_KSTEP * CHAINS * CEILING_ITERS *
+           ((double)blocks * CEILING_THREADS / 32) / t / 1e9;
+}
+
+/* The best rate over 4 and 8 chains and 1, 2 and 4 blocks per SM. */
+static double mma_ceiling(void)
+{
+    float *sink;
+    CUDA_CHECK(cudaMalloc(&sink, (size_t)4 * gemm_sm_count() * CEILING_THREADS * sizeof(float)));
+    double best = 0;
+    for (int per_sm : {1, 2, 4})
+        best = std::max({best, mma_ceiling_at<4>(per_sm, sink), mma_ceiling_at<8>(per_sm, sink)});
+    CUDA_CHECK(cudaFree(sink));
+    return best;
+}
+#endif
+
 #ifdef CONFIG_GEMM_WGMMA
 /* One row: the wgmma kernel at block tile Tile on the 16-bit operands, against cuBLAS's result and time. */
 template <class Tile>
@@ -182,18 +245,19 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
     run();
     CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
     const double d = rel_l2(download(c, nc), theirs), t = time_ms(run), flop = 2.0 * s.m * s.n * s.k;
-    printf("| wgmma %dx%dx%d c%d s%d | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | |\n", Tile::BM, Tile::BN, GEMM_WG_BK,
+    printf("| wgmma %dx%dx%d c%d s%d | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | | |\n", Tile::BM, Tile::BN, GEMM_WG_BK,
            Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t / 1e9, flop / t_ref / 1e9, t_ref / t, d);
-    /* the input-gradient role's layout: B read as [K][N] (MN-major); the same bytes, so timed only */
-    auto run_mn = [&] {
-        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_R_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.n, s.m, s.n, s.k, GemmEpiStore{c, s.n});
-    };
-    if (s.n % 8 == 0) {
-        const double t_mn = time_ms(run_mn);
-        printf("| wgmma %dx%dx%d c%d s%d, B MN-major | %dx%dx%d | %.1f | %.1f | %.2f | (timed only) | | |\n",
-               Tile::BM, Tile::BN, GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t_mn / 1e9,
-               flop / t_ref / 1e9, t_ref / t_mn);
-    }
+    /* the input-gradient role's layout: B read as [K][N] (MN-major; not in TF32); the same bytes, so timed only */
+    if constexpr (!GEMM_WG_K_MAJOR_ONLY)
+        if (s.n % 8 == 0) {
+            const double t_mn = time_ms([&] {
+                gemm_wgmma_run<GEMM_K_CONTIG, GEMM_R_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.n, s.m, s.n, s.k,
+                                                                                 GemmEpiStore{c, s.n});
+            });
+            printf("| wgmma %dx%dx%d c%d s%d, B MN-major | %dx%dx%d | %.1f | %.1f | %.2f | (timed only) | | | |\n",
+                   Tile::BM, Tile::BN, GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t_mn / 1e9,
+                   flop / t_ref / 1e9, t_ref / t_mn);
+        }
 }
 
 /* The block tiles timed, the config's first. */
@@ -223,12 +287,19 @@ int main(void)
     typedef GemmTileFwd T;
     printf("# GEMM %s, %s path, forward tile: block %dx%dx%d warp %dx%dx%d stages %d, on %s\n", PRECISION,
            SNN_TARGET_NAME, T::BM, T::BN, T::BK, T::WM, T::WN, T::WK, CONFIG_GEMM_STAGES, dev.name);
+    double ceiling = 0; /* TFLOP/s; 0: not a tensor-core build */
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    ceiling = mma_ceiling();
+    printf("# mma.sync ceiling: %.1f TFLOP/s (m16n8k%d, register operands only: best of 4 and 8 chains per warp, "
+           "1, 2 and 4 blocks of 8 warps per SM)\n", ceiling, GEMM_MMA_KSTEP);
+#endif
     printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | ours vs cuBLAS | "
-           "ours vs host | cuBLAS vs host |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+           "ours vs host | cuBLAS vs host | staticnn / mma.sync ceiling |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
 #ifdef CONFIG_GEMM_WGMMA
-    printf("# staticnn: the mma.sync path (FP32 operands); wgmma rows follow each shape: 16-bit operands as "
-           "cuBLAS, block tile, consumer warpgroups (c) and stages (s) as named\n");
+    printf("# staticnn: the engine's forward on FP32 operands: mma.sync, or in TF32 wgmma where it takes it "
+           "(\"on wgmma\"); wgmma rows follow each shape: the operands cuBLAS gets, block tile, consumer "
+           "warpgroups (c) and stages (s) as named\n");
 #endif
     for (const shape &s : shapes) {
         long na = (long)s.m * s.k, nb = (long)s.n * s.k, nc = (long)s.m * s.n;
@@ -270,11 +341,20 @@ int main(void)
         to_float<<<(nc + 255) / 256, 256, 0, snn_stream()>>>(c_ref, c_in, nc);
         CUDA_CHECK_LAUNCH();
         char split[32] = "";
+        bool on_wgmma = false; /* the engine's forward took the wgmma kernel (TF32 builds) */
 #ifdef CONFIG_GEMM_TENSOR_CORES
         const long splits_before = cuda_gemm_split_k_count();
+#ifdef CONFIG_GEMM_WGMMA
+        const long wgmma_before = gemm_wgmma_count();
+#endif
         ours();
         if (cuda_gemm_split_k_count() > splits_before)
             snprintf(split, sizeof split, ", split-K %d", cuda_gemm_split_k_last_slices());
+#ifdef CONFIG_GEMM_WGMMA
+        on_wgmma = gemm_wgmma_count() > wgmma_before;
+        if (on_wgmma)
+            snprintf(split, sizeof split, ", on wgmma");
+#endif
 #else
         ours();
 #endif
@@ -291,13 +371,14 @@ int main(void)
 
         double flop = 2.0 * s.m * s.n * s.k;
         double t_ours = time_ms(ours), t_ref = time_ms(cublas);
-        printf("| %s%s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s |\n", s.what, split, s.m, s.n, s.k,
-               flop / t_ours / 1e9, flop / t_ref / 1e9, t_ref / t_ours, diff, vs_host[0], vs_host[1]);
+        char of_ceiling[16] = "-";
+        if (ceiling > 0 && !on_wgmma)
+            snprintf(of_ceiling, sizeof of_ceiling, "%.2f", flop / t_ours / 1e9 / ceiling);
+        printf("| %s%s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s | %s |\n", s.what, split, s.m, s.n, s.k,
+               flop / t_ours / 1e9, flop / t_ref / 1e9, t_ref / t_ours, diff, vs_host[0], vs_host[1], of_ceiling);
 #ifdef CONFIG_GEMM_WGMMA
-        if (IN_TYPE != CUDA_R_32F) {
-            bench_wgmma_tiles<GemmWgmmaConfigTile, GemmWgmmaSmallTile, GemmWgmmaTile<256, 128, 2, 4>,
-                              GemmWgmmaTile<64, 128, 1, 8>>(s, a_in, b_in, c_ours, theirs, t_ref);
-        }
+        bench_wgmma_tiles<GemmWgmmaConfigTile, GemmWgmmaSmallTile, GemmWgmmaTile<256, 128, 2, 4>,
+                          GemmWgmmaTile<64, 128, 1, 8>>(s, a_in, b_in, c_ours, theirs, t_ref);
 #endif
         fflush(stdout);
         cuda_twin_unbind_all();

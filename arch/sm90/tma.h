@@ -23,11 +23,12 @@ static __device__ __forceinline__ void sm90_tma_load_2d(void *dst, const CUtenso
                  : "memory");
 }
 
-/* Host: a tensor map over a row-major matrix of 16-bit elements (rows x cols,
- * row stride ld elements), loaded in boxes of box_rows x box_cols with the
- * 128-byte swizzle (box_cols x 2 bytes must be 128). Dies with a message
- * naming `what` when the matrix cannot be described (alignment, strides). */
-void sm90_tensor_map_16bit(CUtensorMap *map, const void *base, long rows, long cols, long ld, int box_rows,
-                           int box_cols, const char *what);
+/* Host: a tensor map over a row-major matrix of `elem_bytes`-byte elements
+ * (2: FP16/BF16, 4: FP32; rows x cols, row stride ld elements), loaded in
+ * boxes of box_rows x box_cols with the 128-byte swizzle (box_cols x
+ * elem_bytes must be 128). Dies with a message naming `what` when the
+ * matrix cannot be described (alignment, strides). */
+void sm90_tensor_map(CUtensorMap *map, const void *base, int elem_bytes, long rows, long cols, long ld, int box_rows,
+                     int box_cols, const char *what);
 
 #endif

@@ -1,16 +1,18 @@
-/* Hopper (sm_90a) warpgroup MMA: wgmma.mma_async m64nNk16 with FP32
- * accumulators, both operands read from shared memory through matrix
- * descriptors, and the register reallocation between warpgroups
- * (setmaxnreg). Device code only.
+/* Hopper (sm_90a) warpgroup MMA: wgmma.mma_async m64nNk16 (FP16, BF16) and
+ * m64nNk8 (TF32) with FP32 accumulators, both operands read from shared
+ * memory through matrix descriptors, and the register reallocation between
+ * warpgroups (setmaxnreg). Device code only.
  *
  * Operand tiles are laid out by TMA with the 128-byte swizzle, in rows of
- * 64 16-bit elements (128 bytes), 8 rows (1024 bytes) per swizzle atom:
+ * 128 bytes (64 16-bit elements, 32 FP32), 8 rows (1024 bytes) per swizzle
+ * atom:
  * - K-major (the row runs along k): the descriptor's stride between 8-row
- *   groups (SBO) is 1024 bytes; a k16 step moves the start 32 bytes.
- * - MN-major (the row runs along m or n; "transposed"): a tile of 64 rows of
- *   k per 64 elements of m or n; 8-k-row groups 1024 bytes apart (SBO), the
- *   64-element blocks of m or n `lbo` bytes apart (LBO); a k16 step moves
- *   the start 2048 bytes.
+ *   groups (SBO) is 1024 bytes; a k step (k16, or k8 for TF32: 32 bytes)
+ *   moves the start 32 bytes.
+ * - MN-major (the row runs along m or n; "transposed", 16-bit only): a tile
+ *   of 64 rows of k per 64 elements of m or n; 8-k-row groups 1024 bytes
+ *   apart (SBO), the 64-element blocks of m or n `lbo` bytes apart (LBO); a
+ *   k16 step moves the start 2048 bytes.
  * Tiles start on 1024-byte boundaries (the descriptor's base offset is 0).
  *
  * Accumulator fragment of m64nN (warp w of the warpgroup, lane l):

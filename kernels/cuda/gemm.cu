@@ -180,9 +180,9 @@ struct GemmF32 {
     template <int VA, int VB, class Epi>
     static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
     {
-        gemm_launch<T, gemm_f32_kernel<T, LA, LB, VA, VB, Epi>,
-                    T::smem_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG)>(M, N, 1, (K + T::BK - 1) / T::BK, A, lda,
-                                                                             B, ldb, M, N, K, epi);
+        constexpr int stage_bytes = T::stage_bytes(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG);
+        gemm_launch<T, gemm_f32_kernel<T, LA, LB, VA, VB, Epi>, stage_bytes, GEMM_SMEM_STAGES>(
+            M, N, 1, (K + T::BK - 1) / T::BK, A, lda, B, ldb, M, N, K, epi);
     }
 };
 

@@ -85,10 +85,10 @@ struct GemmTile {
     static constexpr int TN = LANES_N ? WN / LANES_N : 1;
     static constexpr int VM = gemm_vec(TM);
     static constexpr int VN = gemm_vec(TN);
-    /* Bytes of the SIMT kernel's shared memory for the layouts (a, b). */
-    __host__ __device__ static constexpr int smem_bytes(bool a_k_contig, bool b_k_contig)
+    /* Bytes of one stage of the SIMT kernel's shared tiles for the layouts (a, b). */
+    __host__ __device__ static constexpr int stage_bytes(bool a_k_contig, bool b_k_contig)
     {
-        return GEMM_SMEM_STAGES * BK * (gemm_smem_stride(BM, a_k_contig) + gemm_smem_stride(BN, b_k_contig)) * 4;
+        return BK * (gemm_smem_stride(BM, a_k_contig) + gemm_smem_stride(BN, b_k_contig)) * 4;
     }
 };
 
@@ -133,7 +133,7 @@ static_assert(SNN_ARCH_HAS_CP_ASYNC || CONFIG_GEMM_STAGES == 2,
                   "GEMM accumulators do not fit in registers: CONFIG_GEMM_" #R "_WARP_M x _WARP_N / 32 "          \
                   "accumulators per lane, plus operands, exceed min(255, 65536 / threads per block): shrink the "  \
                   "warp tile or use fewer warps per block (CONFIG_GEMM_" #R "_BLOCK_M/N)");                        \
-    static_assert(T::smem_bytes(true, true) <= SNN_ARCH_MAX_SMEM_PER_BLOCK,                                        \
+    static_assert(GEMM_SMEM_STAGES * T::stage_bytes(true, true) <= SNN_ARCH_MAX_SMEM_PER_BLOCK,                    \
                   "GEMM shared memory (stages x CONFIG_GEMM_" #R "_BLOCK_K x (CONFIG_GEMM_" #R "_BLOCK_M + "       \
                   "CONFIG_GEMM_" #R "_BLOCK_N + padding) x 4 bytes; one stage on sm75, CONFIG_GEMM_STAGES on "     \
                   "sm80/sm90) exceeds the target's per-block limit (arch/<target>/limits.h): lower "               \

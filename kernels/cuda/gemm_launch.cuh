@@ -44,13 +44,14 @@ static inline int gemm_sm_count(void)
 }
 
 /* KERNEL<<<Tile's blocks over M x N (x slices of k), Tile::THREADS, smem>>>(args...)
- * on the engine's stream. SMEM is the shared memory of a full ring of
- * GEMM_SMEM_STAGES tiles; a block that loads fewer k tiles (a short k, as
- * the weight gradient's batch, or a split-K slice) gets only the stages it
- * fills: more blocks fit on an SM. */
-template <class Tile, auto KERNEL, int SMEM, class... Args>
+ * on the engine's stream. The kernel's ring has STAGES shared tiles of
+ * STAGE_BYTES; a block that loads fewer k tiles (a short k, as the weight
+ * gradient's batch, or a split-K slice) gets only the stages it fills: more
+ * blocks fit on an SM. */
+template <class Tile, auto KERNEL, int STAGE_BYTES, int STAGES, class... Args>
 static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Args &...args)
 {
+    constexpr int SMEM = STAGE_BYTES * STAGES;
     if constexpr (SMEM > SNN_CUDA_SMEM_DEFAULT) {
         static bool opted_in; /* once per kernel instance */
         if (!opted_in) {
@@ -60,9 +61,9 @@ static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Ar
     }
     if ((M + Tile::BM - 1) / Tile::BM > 65535)
         snn_die("GEMM with %d rows exceeds the grid's 65535 x %d (its role's block tile M) rows", M, Tile::BM);
-    const int stages = std::max(1, std::min(ktiles_per_block, GEMM_SMEM_STAGES));
+    const int stages = std::max(1, std::min(ktiles_per_block, STAGES));
     const dim3 grid((N + Tile::BN - 1) / Tile::BN, (M + Tile::BM - 1) / Tile::BM, slices);
-    KERNEL<<<grid, Tile::THREADS, SMEM / GEMM_SMEM_STAGES * stages, snn_stream()>>>(args...);
+    KERNEL<<<grid, Tile::THREADS, STAGE_BYTES * stages, snn_stream()>>>(args...);
     CUDA_CHECK_LAUNCH();
 }
 

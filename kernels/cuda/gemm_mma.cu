@@ -39,13 +39,9 @@
 #include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_mma.h"
+#include "kernels/cuda/gemm_mma_inst.cuh"
 #include "kernels/cuda/gemm_pipeline.cuh"
 #include "kernels/cuda/gemm_split_k.cuh"
-#if GEMM_MMA_TURING
-#include "arch/sm75/mma.h"
-#else
-#include "arch/sm80/mma.h"
-#endif
 
 /* ---------------------------------------------------------------------------
  * kernels
@@ -92,6 +88,21 @@ struct GemmMmaFragLdmatrix {
         else
             sm75_ldmatrix_x2(b, s + (n0 + j) * S + k0 + i * 8);
     }
+    /* Those of the n tiles n0 and n0 + 8, by one ldmatrix.x4. */
+    static __device__ __forceinline__ void load_b2(uint32_t (&b)[2][2], const void *tile, int n0, int k0, int lane)
+    {
+        const uint16_t *s = static_cast<const uint16_t *>(tile);
+        const int i = lane / 8, j = lane % 8;
+        uint32_t r[4];
+        if constexpr (KMAJOR)
+            sm75_ldmatrix_x4_trans(r, s + (k0 + (i % 2) * 8 + j) * S + n0 + (i / 2) * 8);
+        else
+            sm75_ldmatrix_x4(r, s + (n0 + (i / 2) * 8 + j) * S + k0 + (i % 2) * 8);
+        b[0][0] = r[0];
+        b[0][1] = r[1];
+        b[1][0] = r[2];
+        b[1][1] = r[3];
+    }
 };
 template <bool KMAJOR, int S>
 struct GemmMmaFrag<KMAJOR, S, __half> : GemmMmaFragLdmatrix<KMAJOR, S> {
@@ -105,6 +116,11 @@ struct GemmMmaFrag<KMAJOR, S, __nv_bfloat16> : GemmMmaFragLdmatrix<KMAJOR, S> {
 template <bool KMAJOR, int S>
 struct GemmMmaFrag<KMAJOR, S, float> {
     static __device__ __forceinline__ float at(const float *s, int r, int k) { return s[KMAJOR ? k * S + r : r * S + k]; }
+    static __device__ __forceinline__ void load_b2(uint32_t (&b)[2][2], const float *s, int n0, int k0, int lane)
+    {
+        load_b(b[0], s, n0, k0, lane);
+        load_b(b[1], s, n0 + GEMM_MMA_N, k0, lane);
+    }
 #if defined(CONFIG_PRECISION_TF32)
     static __device__ __forceinline__ uint32_t word(const float *s, int r, int k) { return sm80_cvt_tf32(at(s, r, k)); }
     static __device__ __forceinline__ void load_a(uint32_t (&a)[4], const float *s, int r0, int k0, int lane)
@@ -154,40 +170,39 @@ struct GemmMmaFrag<KMAJOR, S, float> {
 };
 #endif
 
-#if defined(CONFIG_PRECISION_FP16_ACC16)
-typedef uint32_t GemmMmaAcc;
-#else
-typedef float GemmMmaAcc;
-#endif
-
-/* c += a . b over one k step. */
-static __device__ __forceinline__ void gemm_mma(GemmMmaAcc (&c)[GEMM_MMA_ACC_REGS], const uint32_t (&a)[4],
-                                                const uint32_t (&b)[2])
+/* acc += the warp tile at (wm, wn) over one stage's shared tiles As, Bs. */
+template <class T, class FragA, class FragB, class E>
+static __device__ __forceinline__ void
+    gemm_mma_stage(GemmMmaAcc (&acc)[T::WM / GEMM_MMA_M][T::WN / GEMM_MMA_N][GEMM_MMA_ACC_REGS], const E *As,
+                   const E *Bs, int wm, int wn, int lane)
 {
-#if defined(CONFIG_PRECISION_FP16_ACC16)
-    sm75_mma_16x8x8_f16_f16(c, a[0], a[1], b[0]);
-    sm75_mma_16x8x8_f16_f16(c, a[2], a[3], b[1]);
-#elif GEMM_MMA_TURING
-    sm75_mma_16x8x8_f32_f16(c, a[0], a[1], b[0]);
-    sm75_mma_16x8x8_f32_f16(c, a[2], a[3], b[1]);
-#elif defined(CONFIG_PRECISION_TF32)
-    sm80_mma_16x8x8_f32_tf32(c, a, b);
-#elif defined(CONFIG_PRECISION_BF16)
-    sm80_mma_16x8x16_f32_bf16(c, a, b);
-#else
-    sm80_mma_16x8x16_f32_f16(c, a, b);
-#endif
-}
-
-/* Element e of an accumulator tile as FP32: e = 0, 1: (g, 2t + e); 2, 3: (g + 8, 2t + e - 2). */
-static __device__ __forceinline__ float gemm_mma_acc(const GemmMmaAcc (&c)[GEMM_MMA_ACC_REGS], int e)
-{
-#if defined(CONFIG_PRECISION_FP16_ACC16)
-    const float2 v = sm75_unpack_f16x2(c[e / 2]);
-    return e % 2 ? v.y : v.x;
-#else
-    return c[e];
-#endif
+    constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
+    constexpr int NB = TILES_N % 2 ? 1 : 2; /* n tiles per B fragment load */
+#pragma unroll 1
+    for (int kk = 0; kk < T::BK; kk += T::WK) {
+#pragma unroll
+        for (int k = kk; k < kk + T::WK; k += GEMM_MMA_KSTEP) {
+            /* all of A's fragments, then B's two n tiles at a time: fewer live registers beside the
+             * accumulators */
+            uint32_t a[TILES_M][4];
+#pragma unroll
+            for (int i = 0; i < TILES_M; ++i)
+                FragA::load_a(a[i], As, wm + i * GEMM_MMA_M, k, lane);
+#pragma unroll
+            for (int j = 0; j < TILES_N; j += NB) {
+                uint32_t b[NB][2];
+                if constexpr (NB == 2)
+                    FragB::load_b2(b, Bs, wn + j * GEMM_MMA_N, k, lane);
+                else
+                    FragB::load_b(b[0], Bs, wn + j * GEMM_MMA_N, k, lane);
+#pragma unroll
+                for (int jj = 0; jj < NB; ++jj)
+#pragma unroll
+                    for (int i = 0; i < TILES_M; ++i)
+                        gemm_mma(acc[i][j + jj], a[i], b[jj]);
+            }
+        }
+    }
 }
 
 /* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the
@@ -199,6 +214,7 @@ __global__ void __launch_bounds__(T::THREADS)
 {
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
     typedef GemmMmaElem<G> E;
+    constexpr int STAGES = gemm_mma_stages<T>(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG, sizeof(E));
     using OpA = GemmMmaOperand<T, LA, T::BM, VA, G>;
     using OpB = GemmMmaOperand<T, LB, T::BN, VB, G>;
     using FragA = GemmMmaFrag<OpA::kKMajor, OpA::kStride, E>;
@@ -218,29 +234,10 @@ __global__ void __launch_bounds__(T::THREADS)
             for (int e = 0; e < GEMM_MMA_ACC_REGS; ++e)
                 acc[i][j][e] = 0;
 
-    gemm_mainloop<T, OpA, OpB>(reinterpret_cast<E *>(gemm_mma_smem), A, lda, B, ldb, M, N, K, kt_begin, kt_end,
-                               [&](const E *As, const E *Bs) {
-#pragma unroll 1
-                                   for (int kk = 0; kk < T::BK; kk += T::WK) {
-#pragma unroll
-                                       for (int k = kk; k < kk + T::WK; k += GEMM_MMA_KSTEP) {
-                                           /* all of A's fragments, then B's one n tile at a time:
-                                            * fewer live registers beside the accumulators */
-                                           uint32_t a[TILES_M][4];
-#pragma unroll
-                                           for (int i = 0; i < TILES_M; ++i)
-                                               FragA::load_a(a[i], As, wm + i * GEMM_MMA_M, k, lane);
-#pragma unroll
-                                           for (int j = 0; j < TILES_N; ++j) {
-                                               uint32_t b[2];
-                                               FragB::load_b(b, Bs, wn + j * GEMM_MMA_N, k, lane);
-#pragma unroll
-                                               for (int i = 0; i < TILES_M; ++i)
-                                                   gemm_mma(acc[i][j], a[i], b);
-                                           }
-                                       }
-                                   }
-                               });
+    gemm_mainloop<T, OpA, OpB, STAGES>(reinterpret_cast<E *>(gemm_mma_smem), A, lda, B, ldb, M, N, K, kt_begin, kt_end,
+                                       [&](const E *As, const E *Bs) {
+                                           gemm_mma_stage<T, FragA, FragB>(acc, As, Bs, wm, wn, lane);
+                                       });
 
     /* the epilogue one row of the warp tile at a time (a whole tile's inputs would not fit in registers
      * beside the accumulators) */
@@ -281,9 +278,11 @@ struct GemmMma {
     static void launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
                        const Epi &epi)
     {
-        gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, Epi>,
-                    gemm_mma_smem_bytes<T>(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG, sizeof(GemmMmaElem<G>))>(
-            M, N, split.slices, split.per, A, lda, B, ldb, M, N, K, split.per, epi);
+        constexpr bool a = LA == GEMM_K_CONTIG, b = LB == GEMM_K_CONTIG;
+        constexpr int bytes = sizeof(GemmMmaElem<G>);
+        gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, Epi>, gemm_mma_stage_bytes<T>(a, b, bytes),
+                    gemm_mma_stages<T>(a, b, bytes)>(M, N, split.slices, split.per, A, lda, B, ldb, M, N, K,
+                                                     split.per, epi);
     }
 };
 

@@ -75,19 +75,43 @@ GEMM_HD constexpr int gemm_mma_tile_elems(int rows, int bk, bool k_contig, int b
     return k_contig ? rows * gemm_mma_stride(bk, false, bytes) : bk * gemm_mma_stride(rows, true, bytes);
 }
 
+/* Bytes of one stage (A's and B's tiles) of `bytes`-byte elements. */
 template <class T>
-GEMM_HD constexpr int gemm_mma_smem_bytes(bool a_k_contig, bool b_k_contig, int bytes = GEMM_MMA_ELEM_BYTES)
+GEMM_HD constexpr int gemm_mma_stage_bytes(bool a_k_contig, bool b_k_contig, int bytes)
 {
-    return GEMM_SMEM_STAGES * bytes *
-           (gemm_mma_tile_elems(T::BM, T::BK, a_k_contig, bytes) +
-            gemm_mma_tile_elems(T::BN, T::BK, b_k_contig, bytes));
+    return bytes * (gemm_mma_tile_elems(T::BM, T::BK, a_k_contig, bytes) +
+                    gemm_mma_tile_elems(T::BN, T::BK, b_k_contig, bytes));
 }
+
+/* Stages of an instance's ring: CONFIG_GEMM_STAGES (one on Turing). In a
+ * build with twins the 16-bit instances are the path the engine takes and
+ * the stage count is sized for them; the FP32-operand instances, for
+ * operands without twins, take as many of those stages as fit, at least 2:
+ * their tiles are twice the bytes. */
+template <class T>
+GEMM_HD constexpr int gemm_mma_stages(bool a_k_contig, bool b_k_contig, int bytes)
+{
+    int s = GEMM_SMEM_STAGES;
+#ifdef CONFIG_GEMM_TWINS
+    while (bytes == 4 && s > 2 &&
+           s * gemm_mma_stage_bytes<T>(a_k_contig, b_k_contig, bytes) > SNN_ARCH_MAX_SMEM_PER_BLOCK)
+        s--;
+#endif
+    return s;
+}
+
+/* The largest ring of any instance: each layout pair, with FP32 tiles
+ * (16-bit on Turing) and 16-bit ones (twins). */
 template <class T>
 GEMM_HD constexpr int gemm_mma_smem_bytes_max(void)
 {
     int m = 0;
-    for (int l = 0; l < 4; l++)
-        m = gemm_mma_smem_bytes<T>(l & 1, l & 2) > m ? gemm_mma_smem_bytes<T>(l & 1, l & 2) : m;
+    for (int l = 0; l < 8; l++) {
+        const bool a = l & 1, b = l & 2;
+        const int bytes = l & 4 ? 2 : GEMM_MMA_ELEM_BYTES;
+        const int ring = gemm_mma_stages<T>(a, b, bytes) * gemm_mma_stage_bytes<T>(a, b, bytes);
+        m = ring > m ? ring : m;
+    }
     return m;
 }
 
@@ -112,9 +136,9 @@ GEMM_HD constexpr int gemm_mma_regs(void)
                   "FP16/BF16 (m16n8k16, or two m16n8k8 per ldmatrix.x4 on Turing), 8 for TF32 (m16n8k8)");      \
     static_assert(gemm_mma_smem_bytes_max<T>() <= SNN_ARCH_MAX_SMEM_PER_BLOCK,                                     \
                   "tensor-core GEMM shared memory (stages x CONFIG_GEMM_" #R "_BLOCK_K x (CONFIG_GEMM_" #R         \
-                  "_BLOCK_M + _BLOCK_N + padding) x 2 bytes on sm75 (one stage), 4 bytes on sm80/sm90 "            \
-                  "(CONFIG_GEMM_STAGES)) exceeds the target's per-block limit (arch/<target>/limits.h): lower "    \
-                  "CONFIG_GEMM_STAGES or the block tile");                                                         \
+                  "_BLOCK_M + _BLOCK_N + padding) x 2 bytes on sm75 (one stage) and from twins, 4 bytes on "       \
+                  "sm80/sm90 (CONFIG_GEMM_STAGES; with twins as many as fit, at least 2)) exceeds the target's "   \
+                  "per-block limit (arch/<target>/limits.h): lower CONFIG_GEMM_STAGES or the block tile");        \
     static_assert(gemm_mma_regs<T>() <= T::MAX_REGS,                                                               \
                   "tensor-core GEMM registers: accumulators (CONFIG_GEMM_" #R "_WARP_M x _WARP_N / 32, per "       \
                   "lane), fragments and, on sm75, the next (CONFIG_GEMM_" #R "_BLOCK_M + _BLOCK_N) x _BLOCK_K "   \

@@ -3,16 +3,16 @@
  * A and B (GemmOperand types OpA, OpB) into shared memory and calls
  * compute(As, Bs) on each, in k order. A split-K slice is such a range.
  *
- * On targets with cp.async (sm80, sm90) a ring of CONFIG_GEMM_STAGES shared
- * tiles, of which a range of fewer k tiles touches only the first ones
- * (gemm_launch sizes shared memory so); on sm75 one shared tile while the
- * next is loaded into registers. */
+ * On targets with cp.async (sm80, sm90) a ring of STAGES shared tiles
+ * (CONFIG_GEMM_STAGES unless the kernel says otherwise), of which a range of
+ * fewer k tiles touches only the first ones (gemm_launch sizes shared memory
+ * so); on sm75 one shared tile while the next is loaded into registers. */
 #ifndef SNN_GEMM_PIPELINE_CUH
 #define SNN_GEMM_PIPELINE_CUH
 
 #include "kernels/cuda/gemm_operand.cuh"
 
-template <class Tile, class OpA, class OpB, class T, class G, class Compute>
+template <class Tile, class OpA, class OpB, int STAGES = GEMM_SMEM_STAGES, class T, class G, class Compute>
 static __device__ __forceinline__ void gemm_mainloop(T *smem, const G *__restrict__ A, int lda,
                                                      const G *__restrict__ B, int ldb, int M, int N, int K,
                                                      int kt_begin, int kt_end, Compute &&compute)
@@ -23,8 +23,9 @@ static __device__ __forceinline__ void gemm_mainloop(T *smem, const G *__restric
     const int ktiles = kt_end - kt_begin;
 
 #if SNN_ARCH_HAS_CP_ASYNC
-    /* Ring of STAGES tiles: tiles kt+1 .. kt+STAGES-1 in flight while kt is used. */
-    constexpr int S = CONFIG_GEMM_STAGES;
+    /* Ring of S tiles: tiles kt+1 .. kt+S-1 in flight while kt is used. */
+    constexpr int S = STAGES;
+    static_assert(S >= 2, "gemm_mainloop: a ring has at least two stages");
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
         if (s < ktiles) {

@@ -1,5 +1,6 @@
 /* The engine's three GEMM roles on the Hopper kernel (gemm_wgmma.cuh), from
- * the 16-bit twins of their FP32 operands (kernels/cuda/twin.h). */
+ * the 16-bit twins of their FP32 operands (kernels/cuda/twin.h), or in TF32
+ * from the FP32 operands themselves (the forward role only: gemm_wgmma.h). */
 #include <stdint.h>
 
 #include "kernels/cuda/gemm_epilogue.cuh"
@@ -8,15 +9,28 @@
 
 static long runs;
 
+/* What TMA reads for the FP32 operand p: its twin, or in TF32 p itself; NULL if it cannot (no twin, or
+ * rows not in whole 16-byte chunks). */
+static const GemmWgmmaElem *gemm_wgmma_operand(const float *p, int ld)
+{
+#if defined(CONFIG_PRECISION_TF32)
+    return ld % 4 == 0 && (uintptr_t)p % 16 == 0 ? p : NULL;
+#else
+    const GemmWgmmaElem *t = cuda_twin_of(p);
+    return snn_twin_rows_aligned(t, ld) ? t : NULL;
+#endif
+}
+
 long gemm_wgmma_count(void) { return runs; }
 
+/* The GEMM on wgmma if it reaches the thresholds and TMA can read both operands. */
 template <int LA, int LB, class Epi>
-bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+static bool gemm_wgmma_take(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
     if (K < CONFIG_GEMM_WGMMA_MIN_K || 2.0 * M * N * K < CONFIG_GEMM_WGMMA_MIN_MFLOP * 1e6)
         return false;
-    const GemmWgmmaElem *a = cuda_twin_of(A), *b = cuda_twin_of(B);
-    if (!snn_twin_rows_aligned(a, lda) || !snn_twin_rows_aligned(b, ldb))
+    const GemmWgmmaElem *a = gemm_wgmma_operand(A, lda), *b = gemm_wgmma_operand(B, ldb);
+    if (!a || !b)
         return false;
     typedef GemmWgmmaConfigTile T;
     if ((long)((M + T::BM - 1) / T::BM) * ((N + T::BN - 1) / T::BN) < gemm_sm_count())
@@ -25,6 +39,15 @@ bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int
         gemm_wgmma_run<LA, LB, Epi, T>(a, lda, b, ldb, M, N, K, epi);
     runs++;
     return true;
+}
+
+template <int LA, int LB, class Epi>
+bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+{
+    if constexpr (GEMM_WG_K_MAJOR_ONLY && (LA != GEMM_K_CONTIG || LB != GEMM_K_CONTIG))
+        return false; /* TF32 has no transposed operands */
+    else
+        return gemm_wgmma_take<LA, LB>(A, lda, B, ldb, M, N, K, epi);
 }
 
 /* The three roles' instances (kernels/cuda/gemm.cu). */

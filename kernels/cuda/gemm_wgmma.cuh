@@ -1,22 +1,26 @@
 /* Hopper GEMM (CONFIG_GEMM_WGMMA): C[m][n] = sum_k A(m,k) B(n,k) on
  * wgmma.mma_async, 16-bit operands (FP16 or BF16 as CONFIG_PRECISION_*
- * says) read from memory by TMA, FP32 accumulators, each C element handed
- * to an epilogue functor (gemm_epilogue.cuh) as the other GEMM kernels do.
+ * says) or FP32 words read as TF32 (gemm_wgmma.h), loaded by TMA, FP32
+ * accumulators, each C element handed to an epilogue functor
+ * (gemm_epilogue.cuh) as the other GEMM kernels do.
  *
  * Block (one tile of BM x BN per block, 1 + CONSUMERS warpgroups):
  * - warpgroup 0, the producer, gives up registers (setmaxnreg.dec); one of
- *   its threads walks k in 64-deep tiles: waits for a free stage of the
- *   ring (its `empty` barrier), announces the stage's bytes on its `full`
- *   barrier and issues the TMA loads of the A and B tiles.
+ *   its threads walks k in tiles of 128-byte rows (GEMM_WG_BK deep): waits
+ *   for a free stage of the ring (its `empty` barrier), announces the
+ *   stage's bytes on its `full` barrier and issues the TMA loads of the A
+ *   and B tiles.
  * - warpgroups 1..CONSUMERS take the registers (setmaxnreg.inc); each owns
- *   BM / CONSUMERS rows: per stage it waits on `full`, issues 4 k16 steps of
- *   m64nBNk16 per 64 rows, commits them, and once the previous stage's
- *   wgmmas have finished (wait_group 1) releases that stage to the producer.
+ *   BM / CONSUMERS rows: per stage it waits on `full`, issues 4 k steps of
+ *   m64nBNk16 (m64nBNk8 for TF32) per 64 rows, commits them, and once the
+ *   previous stage's wgmmas have finished (wait_group 1) releases that stage
+ *   to the producer.
  * Operands: A(m,k) in layout LA, B(n,k) in LB (GEMM_K_CONTIG or
  * GEMM_R_CONTIG, as gemm_config.h names them); an R_CONTIG operand is
  * "MN-major" and the wgmma transposes it (arch/sm90/wgmma.h gives the shared
- * layouts). Any M, N, K: TMA zero-fills outside the matrix, stores are
- * predicated. Row strides must be multiples of 8 elements (TMA).
+ * layouts; TF32 has no transpose). Any M, N, K: TMA zero-fills outside the
+ * matrix, stores are predicated. Row strides must be multiples of 16 bytes
+ * (TMA).
  * Deterministic: one thread owns each C element and sums in k order. */
 #ifndef SNN_GEMM_WGMMA_CUH
 #define SNN_GEMM_WGMMA_CUH
@@ -40,31 +44,36 @@
  * kernels
  * ------------------------------------------------------------------------- */
 
-/* acc += A-tile . B-tile over one k16 step, for one m64 slice (m64nNk16). */
+/* acc += A-tile . B-tile over one k step (32 bytes of k), for one m64 slice. */
 template <int N, int LA, int LB>
-static __device__ __forceinline__ void gemm_wgmma_k16(float (&acc)[N / 2], uint64_t da, uint64_t db)
+static __device__ __forceinline__ void gemm_wgmma_kstep(float (&acc)[N / 2], uint64_t da, uint64_t db)
 {
     constexpr int TA = LA == GEMM_R_CONTIG, TB = LB == GEMM_R_CONTIG;
-#define GEMM_WGMMA_CASE(NN, T)                                                                             \
+#define GEMM_WGMMA_CASE(NN, K, T)                                                                          \
     if constexpr (N == NN)                                                                                 \
-        sm90_wgmma_m64n##NN##k16_f32_##T<TA, TB>(acc, da, db, 1);
-#if defined(CONFIG_PRECISION_BF16)
-    GEMM_WGMMA_CASE(64, bf16) GEMM_WGMMA_CASE(128, bf16) GEMM_WGMMA_CASE(192, bf16) GEMM_WGMMA_CASE(256, bf16)
+        sm90_wgmma_m64n##NN##k##K##_f32_##T<TA, TB>(acc, da, db, 1);
+#if defined(CONFIG_PRECISION_TF32)
+    GEMM_WGMMA_CASE(64, 8, tf32) GEMM_WGMMA_CASE(128, 8, tf32) GEMM_WGMMA_CASE(192, 8, tf32)
+    GEMM_WGMMA_CASE(256, 8, tf32)
+#elif defined(CONFIG_PRECISION_BF16)
+    GEMM_WGMMA_CASE(64, 16, bf16) GEMM_WGMMA_CASE(128, 16, bf16) GEMM_WGMMA_CASE(192, 16, bf16)
+    GEMM_WGMMA_CASE(256, 16, bf16)
 #else
-    GEMM_WGMMA_CASE(64, f16) GEMM_WGMMA_CASE(128, f16) GEMM_WGMMA_CASE(192, f16) GEMM_WGMMA_CASE(256, f16)
+    GEMM_WGMMA_CASE(64, 16, f16) GEMM_WGMMA_CASE(128, 16, f16) GEMM_WGMMA_CASE(192, 16, f16)
+    GEMM_WGMMA_CASE(256, 16, f16)
 #endif
 #undef GEMM_WGMMA_CASE
 }
 
-/* A tile's descriptor: K-major rows advance 32 bytes per k16 step, MN-major
- * tiles 16 rows of 128 bytes (arch/sm90/wgmma.h). */
+/* A tile's descriptor at k step ks: K-major rows advance 32 bytes per step,
+ * MN-major tiles 16 rows of 128 bytes (arch/sm90/wgmma.h). */
 template <int L>
-static __device__ __forceinline__ uint64_t gemm_wgmma_desc(const unsigned char *tile, int k16)
+static __device__ __forceinline__ uint64_t gemm_wgmma_desc(const unsigned char *tile, int ks)
 {
     if constexpr (L == GEMM_K_CONTIG)
-        return sm90_wgmma_desc_sw128(tile + k16 * 32, 16, 1024);
+        return sm90_wgmma_desc_sw128(tile + ks * 32, 16, 1024);
     else
-        return sm90_wgmma_desc_sw128(tile + k16 * 2048, GEMM_WG_BLOCK64_BYTES, 1024);
+        return sm90_wgmma_desc_sw128(tile + ks * 2048, GEMM_WG_BLOCK64_BYTES, 1024);
 }
 
 /* The TMA loads of one operand's tile: `rows` rows (of M or N) from r0, k from k0. */
@@ -73,10 +82,10 @@ static __device__ __forceinline__ void gemm_wgmma_load(unsigned char *dst, const
                                                        uint64_t *bar)
 {
     if constexpr (L == GEMM_K_CONTIG)
-        sm90_tma_load_2d(dst, map, k0, r0, bar); /* one box: ROWS rows of 64 k */
+        sm90_tma_load_2d(dst, map, k0, r0, bar); /* one box: ROWS rows of GEMM_WG_BK k */
     else
 #pragma unroll
-        for (int j = 0; j < ROWS / 64; ++j) /* boxes of 64 k rows by 64 of M or N */
+        for (int j = 0; j < ROWS / 64; ++j) /* boxes of 64 k rows by 64 of M or N (16-bit) */
             sm90_tma_load_2d(dst + j * GEMM_WG_BLOCK64_BYTES, map, r0 + 64 * j, k0, bar);
 }
 
@@ -94,6 +103,8 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M,
                       int N, int K, Epi epi)
 {
+    static_assert(!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_CONTIG && LB == GEMM_K_CONTIG),
+                  "wgmma in TF32 reads both operands K-major (gemm_wgmma.h)");
     extern __shared__ unsigned char gemm_wgmma_smem[];
     __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
     /* 128-byte swizzled tiles must start on 1024-byte boundaries */
@@ -146,11 +157,11 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
             sm90_wgmma_fence_regs(acc[i]);
         sm90_wgmma_fence();
 #pragma unroll
-        for (int k16 = 0; k16 < GEMM_WG_BK / 16; ++k16)
+        for (int ks = 0; ks < GEMM_WG_BK / GEMM_WG_KSTEP; ++ks)
 #pragma unroll
             for (int i = 0; i < Tile::MTILES; ++i)
-                gemm_wgmma_k16<Tile::BN, LA, LB>(acc[i], gemm_wgmma_desc<LA>(a + i * GEMM_WG_BLOCK64_BYTES, k16),
-                                       gemm_wgmma_desc<LB>(b, k16));
+                gemm_wgmma_kstep<Tile::BN, LA, LB>(acc[i], gemm_wgmma_desc<LA>(a + i * GEMM_WG_BLOCK64_BYTES, ks),
+                                                   gemm_wgmma_desc<LB>(b, ks));
         sm90_wgmma_commit();
         sm90_wgmma_wait<1>(); /* the previous stage's wgmmas are done: hand it back */
 #pragma unroll
@@ -193,10 +204,11 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
 template <int L, int BOX_ROWS>
 static void gemm_wgmma_map(CUtensorMap *map, const GemmWgmmaElem *p, int ld, int rows, int K, const char *what)
 {
+    constexpr int bytes = sizeof(GemmWgmmaElem);
     if constexpr (L == GEMM_K_CONTIG)
-        sm90_tensor_map_16bit(map, p, rows, K, ld, BOX_ROWS, GEMM_WG_BK, what);
+        sm90_tensor_map(map, p, bytes, rows, K, ld, BOX_ROWS, GEMM_WG_BK, what);
     else
-        sm90_tensor_map_16bit(map, p, K, rows, ld, GEMM_WG_BK, 64, what);
+        sm90_tensor_map(map, p, bytes, K, rows, ld, GEMM_WG_BK, GEMM_WG_ROW_BYTES / bytes, what);
 }
 
 /* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB; epi(m, n, C[m][n], in);

@@ -9,11 +9,25 @@
 #include "kernels/cuda/twin.h"
 #include "snn_config.h"
 
-typedef SnnTwin GemmWgmmaElem; /* FP16 or BF16, as CONFIG_PRECISION_* says */
+/* The operands' element: the 16-bit twins (FP16 or BF16, as CONFIG_PRECISION_*
+ * says), or for TF32 the FP32 tensors themselves. wgmma reads TF32 from the
+ * FP32 words and ignores their 13 low mantissa bits: truncation, where the
+ * mma.sync kernels round to nearest (cvt.rna); and TF32 has no transposed
+ * operands: only GEMMs whose operands are both K-major run on wgmma in TF32
+ * (the forward role). */
+#if defined(CONFIG_PRECISION_TF32)
+typedef float GemmWgmmaElem;
+#define GEMM_WG_K_MAJOR_ONLY 1
+#else
+typedef SnnTwin GemmWgmmaElem;
+#define GEMM_WG_K_MAJOR_ONLY 0
+#endif
 
-#define GEMM_WG_BK 64 /* one 128-byte swizzle row of 16-bit elements */
+#define GEMM_WG_ROW_BYTES 128 /* one swizzle row: a tile's k depth per stage */
+#define GEMM_WG_BK (GEMM_WG_ROW_BYTES / (int)sizeof(GemmWgmmaElem)) /* 64 16-bit elements, 32 FP32 */
+#define GEMM_WG_KSTEP (32 / (int)sizeof(GemmWgmmaElem)) /* k of one instruction: 32 bytes, k16 or k8 (TF32) */
 #define GEMM_WG_GROUP CONFIG_GEMM_WGMMA_RASTER_GROUP
-#define GEMM_WG_BLOCK64_BYTES (64 * GEMM_WG_BK * 2) /* 64 rows of a tile */
+#define GEMM_WG_BLOCK64_BYTES (64 * GEMM_WG_ROW_BYTES) /* 64 rows of a tile */
 /* Registers per thread after setmaxnreg: the producer keeps few, the
  * consumers take what the SM has left (multiples of 8, at most 256). */
 #define GEMM_WG_PRODUCER_REGS 40
@@ -27,8 +41,8 @@ struct GemmWgmmaTile {
     static constexpr int WM = BM / CONSUMERS; /* rows per consumer warpgroup */
     static constexpr int MTILES = WM / 64;    /* m64 instructions per k16 step */
     static constexpr int ACC = BN / 2;        /* FP32 accumulators per thread per m64 */
-    static constexpr int A_BYTES = BM * GEMM_WG_BK * 2;
-    static constexpr int STAGE_BYTES = (BM + BN) * GEMM_WG_BK * 2;
+    static constexpr int A_BYTES = BM * GEMM_WG_ROW_BYTES;
+    static constexpr int STAGE_BYTES = (BM + BN) * GEMM_WG_ROW_BYTES;
     /* the ring, plus up to 1023 bytes to align it (the barriers are static) */
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
     static constexpr int CONSUMER_REGS_FIT = (SNN_ARCH_REGS_PER_SM - 128 * GEMM_WG_PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
@@ -48,15 +62,15 @@ struct GemmWgmmaTile {
                   "consumer");
     static_assert(SMEM_BYTES + 2 * 8 * STAGES <= SNN_ARCH_MAX_SMEM_PER_BLOCK,
                   "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
-                  "CONFIG_GEMM_WGMMA_BLOCK_N) x 64 x 2 bytes (+1 KB alignment) exceeds the per-block limit "
+                  "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes (+1 KB alignment) exceeds the per-block limit "
                   "(arch/sm90/limits.h): lower the stages or the tile");
 };
 
 /* The most stages of BM x BN that fit in shared memory, at most 8. */
 constexpr int gemm_wgmma_stages_fit(int bm, int bn)
 {
-    return (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_BK * 2) < 8
-               ? (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_BK * 2)
+    return (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES) < 8
+               ? (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES)
                : 8;
 }
 
@@ -71,10 +85,11 @@ typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_
 
 /* The engine's entry (kernels/cuda/gemm.cu): C = A . B^T on wgmma from the
  * 16-bit twins of the FP32 operands A and B when both have twins TMA can
- * read (16-byte aligned, row strides multiples of 8) and the GEMM reaches
- * CONFIG_GEMM_WGMMA_MIN_K and _MIN_MFLOP, and true; false otherwise, for
- * the caller's mma.sync kernels. The config's block tile, or
- * the small one where it would give fewer blocks than multiprocessors. */
+ * read (16-byte aligned, row strides multiples of 16 bytes), or in TF32
+ * from A and B themselves when both are K-major and so aligned, and the
+ * GEMM reaches CONFIG_GEMM_WGMMA_MIN_K and _MIN_MFLOP, and true; false
+ * otherwise, for the caller's mma.sync kernels. The config's block tile,
+ * or the small one where it would give fewer blocks than multiprocessors. */
 template <int LA, int LB, class Epi>
 bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
 /* How many GEMMs gemm_wgmma_try has run: tests tell from it which path a call took. */

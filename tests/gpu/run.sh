@@ -113,7 +113,8 @@ precision_variant h100-sm80-bf16 h100 80 BF16
 precision_variant rtx2060-fp16 rtx2060 75 FP16
 
 # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the
-# kernel and step tests exercise it in each role, in BF16 and FP16.
+# kernel and step tests exercise it in each role, in BF16 and FP16; in TF32
+# (the forward role only, on the FP32 tensors), under the sanitizer too.
 wgmma_variant() { # NAME PRECISION
     local name=$1 prec=$2 d=$OUT/gpu-$1
     if ! usable 90; then echo "skip - gpu $name path: skipped: needs compute capability 90, this GPU is $cc"; return; fi
@@ -124,6 +125,7 @@ wgmma_variant() { # NAME PRECISION
 }
 wgmma_variant h100-wgmma-all-bf16 BF16
 wgmma_variant h100-wgmma-all-fp16 FP16
+wgmma_variant h100-wgmma-all-tf32 TF32 && sanitize h100-wgmma-all-tf32 "$OUT/gpu-h100-wgmma-all-tf32"
 
 # The memory strategies, on the last board built (h100 on a Hopper card): the
 # static arena with the CUDA graph and without, our pool and cudaMallocAsync

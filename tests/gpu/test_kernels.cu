@@ -19,8 +19,9 @@
  * mma.sync kernels on FP32 operands) and with every buffer twinned
  * (kernels/cuda/twin.h), so that the roles whose strides the twins serve
  * run on them: on wgmma (CONFIG_GEMM_WGMMA) or mma.sync (the case's name
- * says which kernel ran); the twins the epilogues write must then equal the
- * FP32 results rounded. Tensor-core builds bind a split-K workspace, as the
+ * says which kernel ran; in TF32, wgmma reads the FP32 operands and the
+ * forward cases it takes say so too); the twins the epilogues write must
+ * then equal the FP32 results rounded. Tensor-core builds bind a split-K workspace, as the
  * engine does, so the GEMMs whose tiles leave SMs idle split their k range
  * (the case's name says into how many slices); the shapes include some that
  * split in every role. */
@@ -181,15 +182,13 @@ static const char *path_taken(void)
     static char path[128];
     path[0] = 0;
 #ifdef CONFIG_GEMM_TWINS
-    if (twin_mode) {
-        const char *on = gemm_mma_twin_count() > twin_before ? " (mma.sync on twins)"
-                                                             : " (mma.sync on FP32: strides the twins cannot serve)";
-#ifdef CONFIG_GEMM_WGMMA
-        if (gemm_wgmma_count() > wgmma_before)
-            on = " (wgmma)";
+    if (twin_mode)
+        strcat(path, gemm_mma_twin_count() > twin_before ? " (mma.sync on twins)"
+                                                         : " (mma.sync on FP32: strides the twins cannot serve)");
 #endif
-        strcat(path, on);
-    }
+#ifdef CONFIG_GEMM_WGMMA /* with twins, or in TF32 on the FP32 operands */
+    if (gemm_wgmma_count() > wgmma_before)
+        strcpy(path, " (wgmma)");
 #endif
 #ifdef CONFIG_GEMM_TENSOR_CORES
     if (cuda_gemm_split_k_count() > split_before)

@@ -1,9 +1,12 @@
 /* The Hopper GEMM (CONFIG_GEMM_WGMMA, kernels/cuda/gemm_wgmma.cuh) on its
  * own, for every operand layout (A and B each K- or MN-major: the three
- * roles of a layer and the fourth combination) and several block tiles
- * (each wgmma N, one and two m64 slices per consumer), on random 16-bit
- * operands of awkward sizes with padded row strides. Reference: the exact
- * products of the same 16-bit values, summed in double on the host. An
+ * roles of a layer and the fourth combination; TF32: both K-major, the
+ * only layout it has) and several block tiles (each wgmma N, one and two
+ * m64 slices per consumer), on random 16-bit (TF32: FP32) operands of
+ * awkward sizes with padded row strides. Reference: the exact products of
+ * the same 16-bit values (TF32: of the FP32 values with their 13 low
+ * mantissa bits cleared, which is what the tensor cores read, so a wgmma
+ * that rounded instead would fail), summed in double on the host. An
  * element passes when |gpu - ref| <= 1e-5 x sum_k |a b| + 1e-30: FP32
  * accumulation of exact products, nothing looser. Outputs are poisoned with
  * NaN first, so an element never written fails; every case runs twice and
@@ -26,9 +29,16 @@
 
 static int n_failed;
 
+/* The value the tensor cores take from an element. */
 static float to_host_float(GemmWgmmaElem x)
 {
-#if defined(CONFIG_PRECISION_BF16)
+#if defined(CONFIG_PRECISION_TF32)
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u &= ~0x1fffu;
+    memcpy(&x, &u, 4);
+    return x;
+#elif defined(CONFIG_PRECISION_BF16)
     return __bfloat162float(x);
 #else
     return __half2float(x);
@@ -37,7 +47,9 @@ static float to_host_float(GemmWgmmaElem x)
 
 static GemmWgmmaElem from_float(float x)
 {
-#if defined(CONFIG_PRECISION_BF16)
+#if defined(CONFIG_PRECISION_TF32)
+    return x;
+#elif defined(CONFIG_PRECISION_BF16)
     return __float2bfloat16_rn(x);
 #else
     return __float2half_rn(x);
@@ -45,7 +57,8 @@ static GemmWgmmaElem from_float(float x)
 }
 
 /* A random operand of `rows` (M or N) by K in layout L, row stride padded past
- * its width to a multiple of 8 plus 8; the value of (r, k) returned in `val`. */
+ * its width to a multiple of 8 plus 8; the value the tensor cores take of
+ * (r, k) in `val`. */
 struct Operand {
     std::vector<GemmWgmmaElem> host;
     std::vector<float> val; /* [rows][K] */
@@ -77,7 +90,9 @@ static void check(int M, int N, int K)
     static const char *lname[2] = {"K", "MN"};
     char name[160], why[256] = "";
     snprintf(name, sizeof name, "wgmma_%s tile %dx%dx%d s%d c%d A %s-major B %s-major M=%d N=%d K=%d",
-#if defined(CONFIG_PRECISION_BF16)
+#if defined(CONFIG_PRECISION_TF32)
+             "tf32",
+#elif defined(CONFIG_PRECISION_BF16)
              "bf16",
 #else
              "fp16",
@@ -138,10 +153,12 @@ static void check_sizes(void)
 template <class Tile>
 static void check_layouts(void)
 {
-    check_sizes<Tile, GEMM_K_CONTIG, GEMM_K_CONTIG>();  /* forward: X, W */
-    check_sizes<Tile, GEMM_K_CONTIG, GEMM_R_CONTIG>();  /* input gradient: dY, W as [K][N] */
-    check_sizes<Tile, GEMM_R_CONTIG, GEMM_R_CONTIG>();  /* weight gradient: dY^T, X */
+    check_sizes<Tile, GEMM_K_CONTIG, GEMM_K_CONTIG>(); /* forward: X, W */
+#if !GEMM_WG_K_MAJOR_ONLY
+    check_sizes<Tile, GEMM_K_CONTIG, GEMM_R_CONTIG>(); /* input gradient: dY, W as [K][N] */
+    check_sizes<Tile, GEMM_R_CONTIG, GEMM_R_CONTIG>(); /* weight gradient: dY^T, X */
     check_sizes<Tile, GEMM_R_CONTIG, GEMM_K_CONTIG>();
+#endif
 }
 
 int main(void)

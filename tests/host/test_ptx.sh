@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The tensor-core GEMMs' instructions, read from their PTX (no GPU needed):
-# the Turing path (sm75) must hold mma.sync m16n8k8 and ldmatrix, the Ampere
-# path (sm80) mma.sync m16n8k16 (m16n8k8 .tf32 for TF32), cp.async and (its
-# kernel on 16-bit twins) ldmatrix, the
-# Hopper path (sm90a, the h100 board) wgmma.mma_async, cp.async.bulk.tensor
-# (TMA), mbarrier waits and setmaxnreg; and ptxas -v must report no spills
-# for any instance of the kernel.
+# the Turing path (sm75) must hold mma.sync m16n8k8 and ldmatrix (.trans
+# too), the Ampere path (sm80) mma.sync m16n8k16 (m16n8k8 .tf32 for TF32),
+# cp.async and (its kernel on 16-bit twins) ldmatrix, the Hopper path
+# (sm90a, the h100 board) wgmma.mma_async (m64nNk8 .tf32 in TF32),
+# cp.async.bulk.tensor (TMA), mbarrier waits and setmaxnreg; and ptxas -v
+# must report no spills for any instance of the kernel.
 # Skipped where there is no nvcc.
 set -u
 cd "$(dirname "$0")/../.."
@@ -44,16 +44,16 @@ variant() {
 }
 
 variant sm75-fp16 rtx2060 75 FP16 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.f16\.f16\.f32' 'ldmatrix\.sync\.aligned\.m8n8\.x4' \
-    'ldmatrix\.sync\.aligned\.m8n8\.x2'
+    'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans'
 variant sm75-fp16acc16 rtx2060 75 FP16_ACC16 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
     'ldmatrix\.sync\.aligned\.m8n8\.x4'
 variant sm80-bf16 h100 80 BF16 gemm_mma 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
     'cp\.async\.wait_group' 'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans' # ldmatrix: the kernel on 16-bit twins
 variant sm80-tf32 h100 80 TF32 gemm_mma 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
     'cp\.async\.cg\.shared\.global.*16'
-for pt in BF16:bf16 FP16:f16; do # precision : PTX type
-    t=${pt#*:}
-    variant sm90-$t h100 90 ${pt%:*} gemm_wgmma "wgmma\.mma_async\.sync\.aligned\.m64n[0-9]+k16\.f32\.$t\.$t" \
+for pt in BF16:bf16:16 FP16:f16:16 TF32:tf32:8; do # precision : PTX type : instruction k
+    IFS=: read -r p t k <<<"$pt"
+    variant sm90-$t h100 90 "$p" gemm_wgmma "wgmma\.mma_async\.sync\.aligned\.m64n[0-9]+k$k\.f32\.$t\.$t" \
         'cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes' \
         'mbarrier\.try_wait\.parity' 'mbarrier\.arrive\.expect_tx' 'setmaxnreg\.(inc|dec)' 'wgmma\.wait_group'
 done
