@@ -68,19 +68,23 @@ accuracy_verdict() { # PRECISION ACC: the final validation accuracy against the 
     else echo "val acc $2% (FP32 $fp32_acc%, more than $ACC_POINTS points apart: NOT OK)"; fi
 }
 
-# parity_run NAME BOARD SM PRECISION: BOARD's defconfig on target SM (that
-# code path, built for this card) in CONFIG_PRECISION_<PRECISION>, trained
-# for its configured epochs with --dump, then tools/torch_parity.py on every
-# epoch of the dump: parity-NAME.png and one summary line, with the final
-# validation accuracy against the FP32 run's (run that one first).
+# parity_run NAME BOARD SM PRECISION [NUMERICS [CONFIG_LINE...]]: BOARD's
+# defconfig on target SM (that code path, built for this card) in
+# CONFIG_PRECISION_<PRECISION>, plus the config lines given, trained for its
+# configured epochs with --dump, then tools/torch_parity.py --precision
+# NUMERICS (default: PRECISION in lower case) on every epoch of the dump:
+# parity-NAME.png and one summary line, with the final validation accuracy
+# against the FP32 run's (run that one first).
 parity_run() {
-    local name=$1 board=$2 sm=$3 prec=$4 d=build/parity-$1 line acc
+    local name=$1 board=$2 sm=$3 prec=$4 numerics=${5:-${4,,}} d=build/parity-$1 line acc
+    shift 4; [ $# -gt 0 ] && shift
     if [ "${cc:-0}" -lt "$sm" ] || { [ "$sm" -eq 90 ] && [ "$cc" -ne 90 ]; }; then
         say "$name: skipped: needs compute capability $sm, this GPU is ${cc:-unknown}"; return
     fi
     mkdir -p "$d"
     { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
-      echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
+      echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"
+      printf '%s\n' "$@"; } >"$d/def"
     if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
         make --no-print-directory O="$d" -j"$(nproc)" "$d/app/mnist"; } >"$L/parity-$name-build.log" 2>&1; then
         say "$name: build failed (see parity-$name-build.log)"; return
@@ -92,7 +96,7 @@ parity_run() {
     if ! "$d/app/mnist" --dump "$d/dump" --log "$L/parity-$name-run.jsonl" >"$L/parity-$name-run.txt" 2>&1; then
         say "$name: the run failed: $(tail -n 1 "$L/parity-$name-run.txt")"; return
     fi
-    python3 tools/torch_parity.py "$d/dump" --precision "${prec,,}" --epochs 0 --png "$OUT/parity-$name.png" \
+    python3 tools/torch_parity.py "$d/dump" --precision "$numerics" --epochs 0 --png "$OUT/parity-$name.png" \
         >"$L/parity-$name.txt" 2>&1
     line=$(grep '^parity ' "$L/parity-$name.txt" || echo "torch_parity failed: $(tail -n 1 "$L/parity-$name.txt")")
     acc=$(val_acc "$L/parity-$name-run.jsonl")
@@ -108,6 +112,8 @@ if [ $parity -eq 1 ]; then
     parity_run sm80-bf16 h100 80 BF16
     parity_run h100-bf16 h100 90 BF16 # the board as it is: the wgmma path
     parity_run h100-fp16 h100 90 FP16
+    # TF32 on the Hopper path: every forward GEMM on wgmma, which truncates its operands
+    parity_run h100-tf32-wgmma h100 90 TF32 tf32_wgmma CONFIG_GEMM_WGMMA_MIN_K=1 CONFIG_GEMM_WGMMA_MIN_MFLOP=0
     parity_run rtx2060-fp16_acc16 rtx2060 75 FP16_ACC16 # the only board of FP16 accumulation: its tiles, same model
 fi
 

@@ -2,7 +2,7 @@
 """Step-by-step loss parity of a staticnn run against an independent trainer.
 
     ./app/mnist --dump DUMP_DIR
-    tools/torch_parity.py DUMP_DIR [--precision fp32|tf32|fp16|fp16_acc16|bf16] [--epochs N]
+    tools/torch_parity.py DUMP_DIR [--precision fp32|tf32|tf32_wgmma|fp16|fp16_acc16|bf16] [--epochs N]
                           [--png FILE] [--judge-steps N] [--tol T] [--mean-tol T]
                           [--backend torch|numpy] [--device cuda|cpu] [--data DIR]
 
@@ -21,7 +21,11 @@ and so are the bias gradient, the loss, the ReLU mask and the SGD update. What
 changes is the three GEMMs of each layer (Y = X W^T, dX = dY W, dW = dY^T X):
 each rounds both of its operands and sums the products in float32; tf32
 rounds to 10 mantissa bits, to nearest with ties away from zero (cvt.rna);
-fp16 and bf16 to nearest even. fp16_acc16 rounds to fp16 and sums in an FP16
+fp16 and bf16 to nearest even. tf32_wgmma is the TF32 build on the Hopper
+path with every forward GEMM on wgmma (CONFIG_GEMM_WGMMA_MIN_K=1,
+_MIN_MFLOP=0): wgmma reads TF32 from the float32 words by dropping the 13
+low mantissa bits, so the forward GEMMs truncate both operands, the two
+backward ones round as tf32 (mma.sync). fp16_acc16 rounds to fp16 and sums in an FP16
 register that mma.sync m16n8k8 rounds after each k chunk of 8: the emulation
 adds each chunk's float32 sum to the FP16 running sum and rounds, in k order.
 That is an approximation: how the tensor core rounds inside one instruction
@@ -225,12 +229,13 @@ def dumped_epochs(dump):
 
 # ---- the engine's GEMM numerics -----------------------------------------------
 
-PRECISIONS = ("fp32", "tf32", "fp16", "fp16_acc16", "bf16")
+PRECISIONS = ("fp32", "tf32", "tf32_wgmma", "fp16", "fp16_acc16", "bf16")
 # The verdict's defaults: the steps of epoch 1 judged, their tolerance, and the epoch mean's ("Tolerances" above).
 Verdict = collections.namedtuple("Verdict", "judge_steps tol mean_tol")
 VERDICT = {
     "fp32": Verdict(50, 1e-3, 1e-3),
     "tf32": Verdict(5, 5e-5, 5e-3),
+    "tf32_wgmma": Verdict(5, 5e-5, 5e-3),
     "fp16": Verdict(5, 5e-5, 5e-3),
     "fp16_acc16": Verdict(5, 1e-3, 5e-3),
     "bf16": Verdict(5, 5e-5, 5e-3),
@@ -240,6 +245,7 @@ AUTOCAST_DTYPE = {"fp16": "float16", "fp16_acc16": "float16", "bf16": "bfloat16"
 NUMERICS = {
     "fp32": "float32",
     "tf32": "float32 GEMMs of TF32-rounded operands",
+    "tf32_wgmma": "float32 GEMMs of TF32 operands, truncated in the forward GEMMs (wgmma), rounded in the backward ones",
     "fp16": "float32 GEMMs of FP16-rounded operands",
     "fp16_acc16": "FP16-accumulated GEMMs (emulated) of FP16-rounded operands",
     "bf16": "float32 GEMMs of BF16-rounded operands",
@@ -260,14 +266,23 @@ def round_tf32(x):
     return np.where(np.isfinite(x), rounded.view(np.float32), x)
 
 
+def truncate_tf32(x):
+    """float32 array x with its 13 low mantissa bits cleared (TF32 toward zero, as wgmma reads float32
+    words), as float32; Inf and NaN kept."""
+    truncated = x.view(np.uint32) & np.uint32(0xFFFFE000)
+    return np.where(np.isfinite(x), truncated.view(np.float32), x)
+
+
 def round_fp16(x):
     """float32 array x rounded to half (to nearest, ties to even; subnormals, overflow to Inf), as float32."""
     with np.errstate(over="ignore"):  # Inf is the rounding's answer, as __float2half_rn's
         return x.astype(np.float16).astype(np.float32)
 
 
-NUMPY_ROUNDING = {"fp32": lambda x: x, "tf32": round_tf32, "fp16": round_fp16, "fp16_acc16": round_fp16,
-                  "bf16": round_bf16}
+NUMPY_ROUNDING = {"fp32": lambda x: x, "tf32": round_tf32, "tf32_wgmma": round_tf32, "fp16": round_fp16,
+                  "fp16_acc16": round_fp16, "bf16": round_bf16}
+# where the forward GEMMs' operands are rounded otherwise than the backward ones'
+NUMPY_FORWARD_ROUNDING = {"tf32_wgmma": truncate_tf32}
 
 
 def acc16_chunks(k):
@@ -289,21 +304,27 @@ def matmul_acc16(a, b):
     return acc.astype(np.float32)
 
 
-def numpy_gemm(precision):
-    """(a, b) -> a @ b as the engine's GEMMs compute it in precision."""
-    rnd = NUMPY_ROUNDING[precision]
+def numpy_gemm(precision, forward=False):
+    """(a, b) -> a @ b as the engine's GEMMs (its forward GEMMs, if forward) compute it in precision."""
+    rnd = NUMPY_FORWARD_ROUNDING.get(precision, NUMPY_ROUNDING[precision]) if forward else NUMPY_ROUNDING[precision]
     if precision == "fp16_acc16":
         return lambda a, b: matmul_acc16(rnd(a), rnd(b))
     return lambda a, b: rnd(a) @ rnd(b)
 
 
-def torch_rounding(torch, precision):
-    """The operand rounding of precision, for a float32 tensor (as round_bf16 and co)."""
+def torch_rounding(torch, precision, forward=False):
+    """The operand rounding of precision (of its forward GEMMs, if forward), for a float32 tensor (as
+    round_bf16 and co)."""
+    if forward and precision == "tf32_wgmma":
+        def truncate_tf32_tensor(x):
+            truncated = (x.contiguous().view(torch.int32) & -0x2000).view(torch.float32)
+            return torch.where(torch.isfinite(x), truncated, x)
+        return truncate_tf32_tensor
     if precision == "bf16":
         return lambda x: x.to(torch.bfloat16).float()
     if precision in ("fp16", "fp16_acc16"):
         return lambda x: x.half().float()
-    if precision == "tf32":
+    if precision in ("tf32", "tf32_wgmma"):
         def round_tf32_tensor(x):
             rounded = ((x.contiguous().view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
             return torch.where(torch.isfinite(x), rounded, x)
@@ -326,19 +347,18 @@ def torch_matmul_acc16(torch, a, b):
 def torch_engine_linear(torch, precision):
     """F.linear(x, w, b) with its forward and both backward GEMMs computed as the engine's in precision
     (bias and bias gradient in float32)."""
-    rnd = torch_rounding(torch, precision)
-    if precision == "fp16_acc16":
-        def gemm(a, b):
-            return torch_matmul_acc16(torch, rnd(a), rnd(b))
-    else:
-        def gemm(a, b):
-            return rnd(a) @ rnd(b)
+    def gemm_rounding(rnd):
+        if precision == "fp16_acc16":
+            return lambda a, b: torch_matmul_acc16(torch, rnd(a), rnd(b))
+        return lambda a, b: rnd(a) @ rnd(b)
+
+    gemm, gemm_fwd = (gemm_rounding(torch_rounding(torch, precision, forward)) for forward in (False, True))
 
     class EngineLinear(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, w, b):
             ctx.save_for_backward(x, w)
-            return gemm(x, w.t()) + b
+            return gemm_fwd(x, w.t()) + b
 
         @staticmethod
         def backward(ctx, dy):
@@ -375,14 +395,14 @@ class NumpyTrainer:
         self.vb = [np.zeros_like(b) for b in self.b]
         self.lr, self.mu = np.float32(lr), np.float32(momentum)
         self.x, self.y = x, y.astype(np.int64)
-        self.gemm = numpy_gemm(precision)
+        self.gemm, self.gemm_fwd = numpy_gemm(precision), numpy_gemm(precision, forward=True)
         self.name = f"numpy, {NUMERICS[precision]}"
 
     def step(self, idx):
         acts = [self.x[idx]]
         last = len(self.w) - 1
         for layer, (w, b) in enumerate(zip(self.w, self.b)):
-            z = self.gemm(acts[-1], w.T) + b
+            z = self.gemm_fwd(acts[-1], w.T) + b
             acts.append(z if layer == last else np.maximum(z, np.float32(0.0)))
         loss, dz = softmax_xent(acts[-1], self.y[idx])
         for layer in range(last, -1, -1):

@@ -88,10 +88,21 @@ FP16_CASES = [  # half: 10 mantissa bits, so ties at 0x1000 above 1.0
 ]
 
 
+TF32_TRUNCATE_CASES = [  # float32 bits in, the bits wgmma computes with
+    (0x3F800FFF, 0x3F800000),  # 1 + 4095 * 2^-23: below the rounding's tie, dropped
+    (0x3F801FFF, 0x3F800000),  # 1 + 8191 * 2^-23: rounding would carry to 1 + 2^-10; truncation drops it
+    (0xBF801FFF, 0xBF800000),  # negative: toward zero
+    (0x7F7FFFFF, 0x7F7FE000),  # FLT_MAX stays finite
+    (0x7F800000, 0x7F800000),  # Inf
+    (0x00001FFF, 0x00000000),  # a subnormal below TF32's resolution: zero
+]
+
+
 def test_rounding():
     check_rounding("bf16 rounds to nearest even (ties, carries, FLT_MAX, NaN, Inf)", tp.round_bf16, BF16_CASES)
     check_rounding("tf32 rounds to nearest, ties away from zero, as cvt.rna", tp.round_tf32, TF32_CASES)
     check_rounding("fp16 rounds to nearest even (ties, overflow to Inf, subnormals)", tp.round_fp16, FP16_CASES)
+    check_rounding("tf32 as wgmma reads it: truncated", tp.truncate_tf32, TF32_TRUNCATE_CASES)
     x = np.random.default_rng(1).standard_normal((37, 53)).astype(np.float32)
     ok = all(same_bits(tp.NUMPY_ROUNDING[p](x.T), tp.NUMPY_ROUNDING[p](x).T) for p in tp.PRECISIONS)
     verdict(ok, "rounding a transposed view rounds the same values")
@@ -103,6 +114,10 @@ def test_gemm():
     verdict(same_bits(tp.numpy_gemm("fp32")(a, b), a @ b), "fp32 GEMM is the plain float32 matmul")
     want = tp.round_bf16(a) @ tp.round_bf16(b)
     verdict(same_bits(tp.numpy_gemm("bf16")(a, b), want), "bf16 GEMM: both operands rounded, float32 products")
+    fwd, bwd = tp.numpy_gemm("tf32_wgmma", forward=True)(a, b), tp.numpy_gemm("tf32_wgmma")(a, b)
+    ok = (same_bits(fwd, tp.truncate_tf32(a) @ tp.truncate_tf32(b))
+          and same_bits(bwd, tp.round_tf32(a) @ tp.round_tf32(b)) and not same_bits(fwd, bwd))
+    verdict(ok, "tf32_wgmma: forward GEMMs truncate their operands, backward ones round them")
 
     # 2048 + seven 1s: the first k chunk sums to 2055 in float32, which rounds to 2056 in half (a tie, spacing
     # 2); the second chunk adds 8 exactly. An FP16 sum rounded after every product would stay at 2048, a
