@@ -11,11 +11,21 @@
  * cannot prove a later element's loads free of the earlier elements'
  * stores, so one load-and-store per element would cost a memory round trip
  * per element: with the loads first, a batch costs one. The tensor-core
- * kernels hand over a row of their fragment at a time (gemm_epi_row_pairs). */
+ * kernels hand over a row of their fragment at a time (gemm_epi_row_pairs).
+ *
+ * The fragments hold elements in pairs (m, n), (m, n + 1), n even. An
+ * epilogue with pair methods (In2, load2, apply2, pairs_aligned: the SGD
+ * update and the plain store) reads and writes a pair with 8-byte accesses
+ * where its arrays allow (even row stride, 8-byte aligned): half the memory
+ * instructions of one element at a time. The weight-gradient GEMM of a wide
+ * layer, whose k is the batch, spends its time there. */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -37,6 +47,17 @@ struct GemmEpiStore {
     __device__ __forceinline__ float apply(int m, int n, float v, In) const
     {
         c[blockIdx.z * slice + (size_t)m * ld + n] = v;
+        return v;
+    }
+    typedef GemmEpiNothing In2;
+    __device__ __forceinline__ bool pairs_aligned() const
+    {
+        return ld % 2 == 0 && slice % 2 == 0 && (uintptr_t)c % 8 == 0;
+    }
+    __device__ __forceinline__ In2 load2(int, int) const { return {}; }
+    __device__ __forceinline__ float2 apply2(int m, int n, float2 v, In2) const
+    {
+        *reinterpret_cast<float2 *>(c + blockIdx.z * slice + (size_t)m * ld + n) = v;
         return v;
     }
 };
@@ -93,15 +114,51 @@ struct GemmEpiSgd {
         const size_t i = (size_t)m * ld + n;
         return {vw[i], w[i]};
     }
+    /* the update of one weight: its new momentum to v, its new value returned */
+    __device__ __forceinline__ float step(float g, In in, float &v) const
+    {
+        v = mu * in.vw + g;
+        return in.w - lr * v;
+    }
     __device__ __forceinline__ float apply(int m, int n, float g, In in) const
     {
         const size_t i = (size_t)m * ld + n;
-        const float v = mu * in.vw + g;
+        float v;
+        const float wn = step(g, in, v);
         vw[i] = v;
-        const float wn = in.w - lr * v;
         w[i] = wn;
         return wn;
     }
+    struct In2 {
+        float2 vw, w;
+    };
+    __device__ __forceinline__ bool pairs_aligned() const
+    {
+        return ld % 2 == 0 && (uintptr_t)w % 8 == 0 && (uintptr_t)vw % 8 == 0;
+    }
+    __device__ __forceinline__ In2 load2(int m, int n) const
+    {
+        const size_t i = (size_t)m * ld + n;
+        return {*reinterpret_cast<const float2 *>(vw + i), *reinterpret_cast<const float2 *>(w + i)};
+    }
+    __device__ __forceinline__ float2 apply2(int m, int n, float2 g, In2 in) const
+    {
+        const size_t i = (size_t)m * ld + n;
+        float2 v, wn;
+        wn.x = step(g.x, {in.vw.x, in.w.x}, v.x);
+        wn.y = step(g.y, {in.vw.y, in.w.y}, v.y);
+        *reinterpret_cast<float2 *>(vw + i) = v;
+        *reinterpret_cast<float2 *>(w + i) = wn;
+        return wn;
+    }
+};
+
+/* Whether an epilogue has the pair methods. */
+template <class Epi, class = void>
+struct GemmEpiHasPairs : std::false_type {
+};
+template <class Epi>
+struct GemmEpiHasPairs<Epi, std::void_t<typename Epi::In2>> : std::true_type {
 };
 
 /* Element (m, n) of C = v through epi, and its twin where there is one. */
@@ -132,6 +189,19 @@ static __device__ __forceinline__ void gemm_epi_row_pairs(const Epi &epi, int m,
 {
     if (m >= M)
         return;
+    if constexpr (GemmEpiHasPairs<Epi>::value)
+        if (epi.pairs_aligned() && n[P - 1] + 1 < N) { /* every pair whole (n[] ascend); 8-byte accesses */
+            typename Epi::In2 in[P];
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+                in[p] = epi.load2(m, n[p]);
+#pragma unroll
+            for (int p = 0; p < P; ++p) {
+                const float2 out = epi.apply2(m, n[p], make_float2(v[p][0], v[p][1]), in[p]);
+                snn_twin_store2(epi.twin, (size_t)m * epi.ld + n[p], out.x, out.y);
+            }
+            return;
+        }
     typename Epi::In in[P][2];
 #pragma unroll
     for (int p = 0; p < P; ++p)
