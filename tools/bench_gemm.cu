@@ -231,7 +231,8 @@ static double mma_ceiling(void)
 #endif
 
 #ifdef CONFIG_GEMM_WGMMA
-/* One row: the wgmma kernel at block tile Tile on the 16-bit operands, against cuBLAS's result and time. */
+/* One row: the wgmma kernel at block tile Tile on cuBLAS's operands (16-bit; FP32 in TF32), against cuBLAS's result
+ * and time. */
 template <class Tile>
 static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, float *c, const std::vector<float> &theirs,
                         double t_ref)
@@ -290,8 +291,9 @@ int main(void)
     double ceiling = 0; /* TFLOP/s; 0: not a tensor-core build */
 #ifdef CONFIG_GEMM_TENSOR_CORES
     ceiling = mma_ceiling();
-    printf("# mma.sync ceiling: %.1f TFLOP/s (m16n8k%d, register operands only: best of 4 and 8 chains per warp, "
-           "1, 2 and 4 blocks of 8 warps per SM)\n", ceiling, GEMM_MMA_KSTEP);
+    printf("# mma.sync ceiling: %.1f TFLOP/s (m16n8k%d%s, register operands only: best of 4 and 8 chains per warp, "
+           "1, 2 and 4 blocks of 8 warps per SM)\n",
+           ceiling, GEMM_MMA_K, GEMM_MMA_KSTEP > GEMM_MMA_K ? " in pairs" : "");
 #endif
     printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | ours vs cuBLAS | "
            "ours vs host | cuBLAS vs host | staticnn / mma.sync ceiling |\n");

@@ -147,9 +147,10 @@ def compiled_loop(step, opt, losses, batch, device):
 
 def zero_momentum(opt):
     """SGD's momentum buffers, made before the first step as zeros: the same numbers as SGD's own first step
-    (which sets the buffer to the gradient, 0.9 x 0 + g), but allocated outside the compiled step. Made by
-    its first run, inside CUDA graphs, they would be graph outputs that the next replay overwrites while the
-    optimizer still holds them; with fixed addresses, the graphs need not copy them either."""
+    (which sets the buffer to the gradient: momentum x 0 + g, dampening 0), but allocated outside the compiled
+    step. Made by its first run, inside CUDA graphs, they would be graph outputs that the next replay
+    overwrites while the optimizer still holds them; with fixed addresses, the graphs need not copy them
+    either."""
     for group in opt.param_groups:
         for p in group["params"]:
             buf = opt.state[p]["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)

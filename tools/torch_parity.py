@@ -245,7 +245,8 @@ AUTOCAST_DTYPE = {"fp16": "float16", "fp16_acc16": "float16", "bf16": "bfloat16"
 NUMERICS = {
     "fp32": "float32",
     "tf32": "float32 GEMMs of TF32-rounded operands",
-    "tf32_wgmma": "float32 GEMMs of TF32 operands, truncated in the forward GEMMs (wgmma), rounded in the backward ones",
+    "tf32_wgmma": "float32 GEMMs of TF32 operands, truncated in the forward GEMMs (wgmma), rounded in the "
+                  "backward ones",
     "fp16": "float32 GEMMs of FP16-rounded operands",
     "fp16_acc16": "FP16-accumulated GEMMs (emulated) of FP16-rounded operands",
     "bf16": "float32 GEMMs of BF16-rounded operands",

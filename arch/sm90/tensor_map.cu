@@ -26,6 +26,9 @@ static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
 void sm90_tensor_map(CUtensorMap *map, const void *base, int elem_bytes, long rows, long cols, long ld, int box_rows,
                      int box_cols, const char *what)
 {
+    if ((elem_bytes != 2 && elem_bytes != 4) || box_cols * elem_bytes != 128)
+        snn_die("%s: a TMA box row must be 128 bytes of 2- or 4-byte elements (%d of %d bytes)", what, box_cols,
+                elem_bytes);
     if (((uintptr_t)base & 15) || (ld * elem_bytes) % 16)
         snn_die("%s: TMA needs a 16-byte aligned base and a row stride of a multiple of 16 bytes "
                 "(base %p, stride %ld elements of %d bytes)", what, base, ld, elem_bytes);

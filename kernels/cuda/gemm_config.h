@@ -13,8 +13,9 @@
  *             broadcast within, no bank conflicts between.
  * Inner step  WK (CONFIG_GEMM_<ROLE>_WARP_K): k values per fully unrolled inner step.
  * Stages      with cp.async (sm80, sm90): a ring of CONFIG_GEMM_STAGES shared
- *             tiles. Without (sm75): one shared tile plus the next tile in
- *             registers (the two stages).
+ *             tiles (fewer for the tensor-core kernels on FP32 operands in
+ *             a build with twins: gemm_mma.h). Without (sm75): one shared
+ *             tile plus the next tile in registers (the two stages).
  *
  * Shared tiles are k-major, s[k][row], row stride a multiple of 4 floats.
  * An operand whose rows are contiguous along k in global memory (X in

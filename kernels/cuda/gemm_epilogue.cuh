@@ -180,9 +180,10 @@ static __device__ __forceinline__ void gemm_epi_pair(const Epi &epi, int m, int 
 }
 
 /* Row m of a lane's share of C, as the tensor-core fragments hold it: P
- * pairs of columns n[p], n[p] + 1 with values v[p][0], v[p][1], each
- * element inside M x N through epi, in the two phases (all the row's loads,
- * then its stores). */
+ * pairs of columns n[p], n[p] + 1 (n[p] even and ascending) with values
+ * v[p][0], v[p][1], each element inside M x N through epi, in the two
+ * phases (all the row's loads, then its stores); by the pair methods where
+ * the epilogue has them, its arrays allow and every pair lies inside N. */
 template <int P, class Epi>
 static __device__ __forceinline__ void gemm_epi_row_pairs(const Epi &epi, int m, int M, int N, const int (&n)[P],
                                                           const float (&v)[P][2])

@@ -22,7 +22,8 @@
  *   tile in registers while the current one is used (gemm_pipeline.cuh);
  *   fragments by ldmatrix (.trans for k-major tiles); mma.sync m16n8k8.
  * - Ampere (sm80; sm90 where wgmma does not run): cp.async ring of
- *   CONFIG_GEMM_STAGES tiles. From FP32 operands, FP32 tiles whose
+ *   CONFIG_GEMM_STAGES tiles (GemmMmaRing: the FP32-operand
+ *   kernels of a build with twins as many as fit). From FP32 operands, FP32 tiles whose
  *   fragments are read from shared memory and rounded in registers (f16x2,
  *   bf16x2, or tf32 by cvt.rna); from twins, 16-bit tiles and ldmatrix, as
  *   on Turing. mma.sync m16n8k16, or m16n8k8 for TF32.
@@ -170,10 +171,18 @@ struct GemmMmaFrag<KMAJOR, S, float> {
 };
 #endif
 
+/* The ring of the kernel on global elements G in layouts LA, LB: its stages, and the bytes of one. */
+template <class T, class G, int LA, int LB>
+struct GemmMmaRing {
+    static constexpr bool A_K_CONTIG = LA == GEMM_K_CONTIG, B_K_CONTIG = LB == GEMM_K_CONTIG;
+    static constexpr int STAGES = gemm_mma_ring_stages<T>(A_K_CONTIG, B_K_CONTIG, sizeof(GemmMmaElem<G>));
+    static constexpr int STAGE_BYTES = gemm_mma_stage_bytes<T>(A_K_CONTIG, B_K_CONTIG, sizeof(GemmMmaElem<G>));
+};
+
 /* acc += the warp tile at (wm, wn) over one stage's shared tiles As, Bs. */
 template <class T, class FragA, class FragB, class E>
 static __device__ __forceinline__ void
-    gemm_mma_stage(GemmMmaAcc (&acc)[T::WM / GEMM_MMA_M][T::WN / GEMM_MMA_N][GEMM_MMA_ACC_REGS], const E *As,
+    gemm_mma_accumulate(GemmMmaAcc (&acc)[T::WM / GEMM_MMA_M][T::WN / GEMM_MMA_N][GEMM_MMA_ACC_REGS], const E *As,
                    const E *Bs, int wm, int wn, int lane)
 {
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
@@ -214,7 +223,7 @@ __global__ void __launch_bounds__(T::THREADS)
 {
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
     typedef GemmMmaElem<G> E;
-    constexpr int STAGES = gemm_mma_stages<T>(LA == GEMM_K_CONTIG, LB == GEMM_K_CONTIG, sizeof(E));
+    constexpr int STAGES = GemmMmaRing<T, G, LA, LB>::STAGES;
     using OpA = GemmMmaOperand<T, LA, T::BM, VA, G>;
     using OpB = GemmMmaOperand<T, LB, T::BN, VB, G>;
     using FragA = GemmMmaFrag<OpA::kKMajor, OpA::kStride, E>;
@@ -236,7 +245,7 @@ __global__ void __launch_bounds__(T::THREADS)
 
     gemm_mainloop<T, OpA, OpB, STAGES>(reinterpret_cast<E *>(gemm_mma_smem), A, lda, B, ldb, M, N, K, kt_begin, kt_end,
                                        [&](const E *As, const E *Bs) {
-                                           gemm_mma_stage<T, FragA, FragB>(acc, As, Bs, wm, wn, lane);
+                                           gemm_mma_accumulate<T, FragA, FragB>(acc, As, Bs, wm, wn, lane);
                                        });
 
     /* the epilogue one row of the warp tile at a time (a whole tile's inputs would not fit in registers
@@ -278,11 +287,9 @@ struct GemmMma {
     static void launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
                        const Epi &epi)
     {
-        constexpr bool a = LA == GEMM_K_CONTIG, b = LB == GEMM_K_CONTIG;
-        constexpr int bytes = sizeof(GemmMmaElem<G>);
-        gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, Epi>, gemm_mma_stage_bytes<T>(a, b, bytes),
-                    gemm_mma_stages<T>(a, b, bytes)>(M, N, split.slices, split.per, A, lda, B, ldb, M, N, K,
-                                                     split.per, epi);
+        typedef GemmMmaRing<T, G, LA, LB> Ring;
+        gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, Epi>, Ring::STAGE_BYTES, Ring::STAGES>(
+            M, N, split.slices, split.per, A, lda, B, ldb, M, N, K, split.per, epi);
     }
 };
 

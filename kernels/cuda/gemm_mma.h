@@ -89,7 +89,7 @@ GEMM_HD constexpr int gemm_mma_stage_bytes(bool a_k_contig, bool b_k_contig, int
  * operands without twins, take as many of those stages as fit, at least 2:
  * their tiles are twice the bytes. */
 template <class T>
-GEMM_HD constexpr int gemm_mma_stages(bool a_k_contig, bool b_k_contig, int bytes)
+GEMM_HD constexpr int gemm_mma_ring_stages(bool a_k_contig, bool b_k_contig, int bytes)
 {
     int s = GEMM_SMEM_STAGES;
 #ifdef CONFIG_GEMM_TWINS
@@ -109,7 +109,7 @@ GEMM_HD constexpr int gemm_mma_smem_bytes_max(void)
     for (int l = 0; l < 8; l++) {
         const bool a = l & 1, b = l & 2;
         const int bytes = l & 4 ? 2 : GEMM_MMA_ELEM_BYTES;
-        const int ring = gemm_mma_stages<T>(a, b, bytes) * gemm_mma_stage_bytes<T>(a, b, bytes);
+        const int ring = gemm_mma_ring_stages<T>(a, b, bytes) * gemm_mma_stage_bytes<T>(a, b, bytes);
         m = ring > m ? ring : m;
     }
     return m;

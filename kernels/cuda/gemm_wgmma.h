@@ -39,7 +39,7 @@ struct GemmWgmmaTile {
     static constexpr int BM = BM_, BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_;
     static constexpr int THREADS = 128 * (1 + CONSUMERS);
     static constexpr int WM = BM / CONSUMERS; /* rows per consumer warpgroup */
-    static constexpr int MTILES = WM / 64;    /* m64 instructions per k16 step */
+    static constexpr int MTILES = WM / 64;    /* m64 instructions per k step */
     static constexpr int ACC = BN / 2;        /* FP32 accumulators per thread per m64 */
     static constexpr int A_BYTES = BM * GEMM_WG_ROW_BYTES;
     static constexpr int STAGE_BYTES = (BM + BN) * GEMM_WG_ROW_BYTES;

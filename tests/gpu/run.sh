@@ -115,17 +115,18 @@ precision_variant rtx2060-fp16 rtx2060 75 FP16
 # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the
 # kernel and step tests exercise it in each role, in BF16 and FP16; in TF32
 # (the forward role only, on the FP32 tensors), under the sanitizer too.
-wgmma_variant() { # NAME PRECISION
+wgmma_variant() { # NAME PRECISION [sanitize]
     local name=$1 prec=$2 d=$OUT/gpu-$1
     if ! usable 90; then echo "skip - gpu $name path: skipped: needs compute capability 90, this GPU is $cc"; return; fi
     mkdir -p "$d"
     { grep -v '^CONFIG_PRECISION_' configs/h100_defconfig; echo "CONFIG_PRECISION_$prec=y"
       echo "CONFIG_GEMM_WGMMA_MIN_K=1"; echo "CONFIG_GEMM_WGMMA_MIN_MFLOP=0"; } >"$d/def"
-    build_variant "$name" "$d" && check_variant "$name" "$d" && prefixed "$name" "$d/tests/bin/gpu/test_wgmma"
+    build_variant "$name" "$d" && check_variant "$name" "$d" && prefixed "$name" "$d/tests/bin/gpu/test_wgmma" &&
+        if [ "${3:-}" = sanitize ]; then sanitize "$name" "$d"; fi
 }
 wgmma_variant h100-wgmma-all-bf16 BF16
 wgmma_variant h100-wgmma-all-fp16 FP16
-wgmma_variant h100-wgmma-all-tf32 TF32 && sanitize h100-wgmma-all-tf32 "$OUT/gpu-h100-wgmma-all-tf32"
+wgmma_variant h100-wgmma-all-tf32 TF32 sanitize
 
 # The memory strategies, on the last board built (h100 on a Hopper card): the
 # static arena with the CUDA graph and without, our pool and cudaMallocAsync

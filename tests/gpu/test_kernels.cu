@@ -19,10 +19,10 @@
  * mma.sync kernels on FP32 operands) and with every buffer twinned
  * (kernels/cuda/twin.h), so that the roles whose strides the twins serve
  * run on them: on wgmma (CONFIG_GEMM_WGMMA) or mma.sync (the case's name
- * says which kernel ran; in TF32, wgmma reads the FP32 operands and the
- * forward cases it takes say so too); the twins the epilogues write must
- * then equal the FP32 results rounded. Tensor-core builds bind a split-K workspace, as the
- * engine does, so the GEMMs whose tiles leave SMs idle split their k range
+ * says which kernel ran); the twins the epilogues write must then equal the
+ * FP32 results rounded. In TF32, wgmma reads the FP32 operands themselves:
+ * the forward cases it takes say so, twins or not. Tensor-core builds bind
+ * a split-K workspace, as the engine does, so the GEMMs whose tiles leave SMs idle split their k range
  * (the case's name says into how many slices); the shapes include some that
  * split in every role. */
 #include <math.h>
@@ -166,8 +166,8 @@ static void check_twin(char *why, const char *what, dbuf d, const float *values)
     free(got);
 }
 
-/* What the last GEMM ran on: " (wgmma)" or " (mma.sync ...)" in twin mode,
- * and " split-K N slices" when it split its k range. */
+/* What the last GEMM ran on: " (mma.sync ...)" in twin mode, " (wgmma)"
+ * where it took wgmma, and " split-K N slices" when it split its k range. */
 #ifdef CONFIG_GEMM_WGMMA
 static long wgmma_before;
 #endif
