@@ -19,20 +19,20 @@ build's CONFIG_PRECISION_*, and the trainer computes as the engine does in it.
 Activations, gradients, weights and momentum are float32 in every precision,
 and so are the bias gradient, the loss, the ReLU mask and the SGD update. What
 changes is the three GEMMs of each layer (Y = X W^T, dX = dY W, dW = dY^T X):
-each rounds both of its operands and sums the products in float32; tf32
-rounds to 10 mantissa bits, to nearest with ties away from zero (cvt.rna);
-fp16 and bf16 to nearest even. tf32_wgmma is the TF32 build on the Hopper
-path with every forward GEMM on wgmma (CONFIG_GEMM_WGMMA_MIN_K=1,
-_MIN_MFLOP=0): wgmma reads TF32 from the float32 words by dropping the 13
-low mantissa bits, so the forward GEMMs truncate both operands, the two
-backward ones round as tf32 (mma.sync). fp16_acc16 rounds to fp16 and sums in an FP16
-register that mma.sync m16n8k8 rounds after each k chunk of 8: the emulation
-adds each chunk's float32 sum to the FP16 running sum and rounds, in k order.
-That is an approximation: how the tensor core rounds inside one instruction
-is not documented, and where the engine splits a GEMM's k range over blocks
-(split-K, by the GPU's SM count and the tiles, neither in the dump) each
-slice has an FP16 sum of its own and the slices are added in float32, which
-the emulation does not follow. The torch backend computes the GEMMs in a
+each rounds both of its operands and sums the products in float32; tf32 rounds
+to 10 mantissa bits, to nearest with ties away from zero (cvt.rna); fp16 and
+bf16 to nearest even. tf32_wgmma is the TF32 build on the Hopper path with
+every forward GEMM on wgmma (CONFIG_GEMM_WGMMA_MIN_K=1, _MIN_MFLOP=0): wgmma
+reads TF32 from the float32 words by dropping the 13 low mantissa bits, so the
+forward GEMMs truncate both operands, the two backward ones round as tf32
+(mma.sync). fp16_acc16 rounds to fp16 and sums in an FP16 register that
+mma.sync m16n8k8 rounds after each k chunk of 8: the emulation adds each
+chunk's float32 sum to the FP16 running sum and rounds, in k order. That is an
+approximation: how the tensor core rounds inside one instruction is not
+documented, and where the engine splits a GEMM's k range over blocks (split-K,
+by the GPU's SM count and the tiles, neither in the dump) each slice has an
+FP16 sum of its own and the slices are added in float32, which the emulation
+does not follow. The torch backend computes the GEMMs in a
 torch.autograd.Function of its own (float32 matmuls of the rounded operands,
 TF32 off), except in fp32, where it is PyTorch's F.linear; the numpy backend
 rounds alike (bf16 and tf32 on the uint32 view of the float32 bits).

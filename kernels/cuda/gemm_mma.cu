@@ -22,8 +22,8 @@
  *   tile in registers while the current one is used (gemm_pipeline.cuh);
  *   fragments by ldmatrix (.trans for k-major tiles); mma.sync m16n8k8.
  * - Ampere (sm80; sm90 where wgmma does not run): cp.async ring of
- *   CONFIG_GEMM_STAGES tiles (GemmMmaRing: the FP32-operand
- *   kernels of a build with twins as many as fit). From FP32 operands, FP32 tiles whose
+ *   CONFIG_GEMM_STAGES tiles (GemmMmaRing: the FP32-operand kernels of a
+ *   build with twins as many as fit). From FP32 operands, FP32 tiles whose
  *   fragments are read from shared memory and rounded in registers (f16x2,
  *   bf16x2, or tf32 by cvt.rna); from twins, 16-bit tiles and ldmatrix, as
  *   on Turing. mma.sync m16n8k16, or m16n8k8 for TF32.
@@ -183,7 +183,7 @@ struct GemmMmaRing {
 template <class T, class FragA, class FragB, class E>
 static __device__ __forceinline__ void
     gemm_mma_accumulate(GemmMmaAcc (&acc)[T::WM / GEMM_MMA_M][T::WN / GEMM_MMA_N][GEMM_MMA_ACC_REGS], const E *As,
-                   const E *Bs, int wm, int wn, int lane)
+                        const E *Bs, int wm, int wn, int lane)
 {
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
     constexpr int NB = TILES_N % 2 ? 1 : 2; /* n tiles per B fragment load */

@@ -14,7 +14,7 @@ static long runs;
 static const GemmWgmmaElem *gemm_wgmma_operand(const float *p, int ld)
 {
 #if defined(CONFIG_PRECISION_TF32)
-    return ld % 4 == 0 && (uintptr_t)p % 16 == 0 ? p : NULL;
+    return gemm_vec_aligned(p, ld) ? p : NULL;
 #else
     const GemmWgmmaElem *t = cuda_twin_of(p);
     return snn_twin_rows_aligned(t, ld) ? t : NULL;
