@@ -1,7 +1,10 @@
 /* GEMM benchmark: the configured GEMM path (precision, tiles) against cuBLAS
  * with the same types, on the MLP's own shapes and on large squares.
  *
- *   make O=DIR <board>_defconfig && make O=DIR && DIR/tools/bin/bench_gemm
+ *   make O=DIR <board>_defconfig && make O=DIR && DIR/tools/bin/bench_gemm [MxNxK ...]
+ *
+ * With arguments, only those of its shapes (as in the table's second
+ * column; a profiler's view of one shape) are run.
  *
  * Each shape is first checked: staticnn against cuBLAS, and both against the
  * FP32 host reference where the host can afford it (relative L2); then
@@ -25,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -231,23 +235,29 @@ static double mma_ceiling(void)
 #endif
 
 #ifdef CONFIG_GEMM_WGMMA
-/* One row: the wgmma kernel at block tile Tile on cuBLAS's operands (16-bit; FP32 in TF32), against cuBLAS's result
- * and time. */
+/* Rows of the wgmma kernel at block tile Tile on cuBLAS's operands (16-bit; FP32 in TF32), against cuBLAS's result
+ * and time: a block per tile, and the persistent grid. */
 template <class Tile>
 static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, float *c, const std::vector<float> &theirs,
                         double t_ref)
 {
     const GemmWgmmaElem *a = (const GemmWgmmaElem *)a_in, *b = (const GemmWgmmaElem *)b_in;
-    auto run = [&] {
-        gemm_wgmma_run<GEMM_K_CONTIG, GEMM_K_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.k, s.m, s.n, s.k, GemmEpiStore{c, s.n});
-    };
     const long nc = (long)s.m * s.n;
-    CUDA_CHECK(cudaMemset(c, 0xff, nc * 4));
-    run();
-    CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
-    const double d = rel_l2(download(c, nc), theirs), t = time_ms(run), flop = 2.0 * s.m * s.n * s.k;
-    printf("| wgmma %dx%dx%d c%d s%d | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | | |\n", Tile::BM, Tile::BN, GEMM_WG_BK,
-           Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t / 1e9, flop / t_ref / 1e9, t_ref / t, d);
+    const double flop = 2.0 * s.m * s.n * s.k;
+    for (int grid : {GEMM_WG_GRID_PER_TILE, GEMM_WG_GRID_RESIDENT}) {
+        const char *how = grid == GEMM_WG_GRID_RESIDENT ? "persistent" : "block per tile";
+        auto run = [&] {
+            gemm_wgmma_run<GEMM_K_CONTIG, GEMM_K_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.k, s.m, s.n, s.k,
+                                                                             GemmEpiStore{c, s.n}, grid);
+        };
+        CUDA_CHECK(cudaMemset(c, 0xff, nc * 4));
+        run();
+        CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
+        const double d = rel_l2(download(c, nc), theirs), t = time_ms(run);
+        printf("| wgmma %dx%dx%d c%d s%d, %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | | |\n", Tile::BM, Tile::BN,
+               GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, how, s.m, s.n, s.k, flop / t / 1e9, flop / t_ref / 1e9,
+               t_ref / t, d);
+    }
     /* the input-gradient role's layout: B read as [K][N] (MN-major; not in TF32); the same bytes, so timed only */
     if constexpr (!GEMM_WG_K_MAJOR_ONLY)
         if (s.n % 8 == 0) {
@@ -270,8 +280,33 @@ static void bench_wgmma_tiles(const shape &s, const void *a_in, const void *b_in
 }
 #endif
 
-int main(void)
+/* Whether shape s is the one named "MxNxK". */
+static bool is_named(const shape &s, const char *name)
 {
+    char own[48];
+    snprintf(own, sizeof own, "%dx%dx%d", s.m, s.n, s.k);
+    return !strcmp(own, name);
+}
+
+/* Whether the command line picks shape s (no arguments: every shape). */
+static bool picked(const shape &s, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (is_named(s, argv[i]))
+            return true;
+    return argc < 2;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (std::none_of(std::begin(shapes), std::end(shapes), [&](const shape &s) { return is_named(s, argv[i]); })) {
+            fprintf(stderr, "bench_gemm: no shape %s; the shapes are:", argv[i]);
+            for (const shape &s : shapes)
+                fprintf(stderr, " %dx%dx%d", s.m, s.n, s.k);
+            fprintf(stderr, "\n");
+            return 2;
+        }
     snn_device_info dev;
     snn_rt_init(&dev, 0);
     cublasHandle_t h;
@@ -304,6 +339,8 @@ int main(void)
            "warpgroups (c) and stages (s) as named\n");
 #endif
     for (const shape &s : shapes) {
+        if (!picked(s, argc, argv))
+            continue;
         long na = (long)s.m * s.k, nb = (long)s.n * s.k, nc = (long)s.m * s.n;
         float *a, *b, *c_ours, *c_ref;
         void *a_in, *b_in, *c_in;

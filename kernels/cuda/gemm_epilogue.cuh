@@ -4,21 +4,21 @@
  * (kernels/cuda/twin.h; NULL otherwise).
  *
  * Two phases: a kernel first calls in = epi.load(m, n) for a batch of its
- * elements, then gemm_epi_one (or gemm_epi_pair for n, n + 1) for each:
- * epi.apply(m, n, value, in) writes the element and returns what its twin
- * (epi.twin) gets. load reads what the element needs from memory (the
- * mask's activation; the SGD update's momentum and weight). The compiler
- * cannot prove a later element's loads free of the earlier elements'
- * stores, so one load-and-store per element would cost a memory round trip
- * per element: with the loads first, a batch costs one. The tensor-core
- * kernels hand over a row of their fragment at a time (gemm_epi_row_pairs).
- *
- * The fragments hold elements in pairs (m, n), (m, n + 1), n even. An
- * epilogue with pair methods (In2, load2, apply2, pairs_aligned: the SGD
- * update and the plain store) reads and writes a pair with 8-byte accesses
- * where its arrays allow (even row stride, 8-byte aligned): half the memory
- * instructions of one element at a time. The weight-gradient GEMM of a wide
- * layer, whose k is the batch, spends its time there. */
+ * elements, then gemm_epi_one for each: epi.apply(m, n, value, in) writes
+ * the element and returns what its twin (epi.twin) gets. load reads what
+ * the element needs from memory (the mask's activation; the SGD update's
+ * momentum and weight). The compiler cannot prove a later element's loads
+ * free of the earlier elements' stores, so one load-and-store per element
+ * would cost a memory round trip per element: with the loads first, a
+ * batch costs one. The tensor-core kernels hand over their share of C a
+ * batch at a time (gemm_epi_runs), in runs of V consecutive elements (m, n)
+ * .. (m, n + V - 1), n a multiple of V: the fragments' pairs (V = 2), or
+ * quads (V = 4) that the wgmma kernel regroups through shared memory. An
+ * epilogue with vector methods (InV, loadv, applyv, vec_aligned: the SGD
+ * update and the plain store) reads and writes a run with one 4V-byte
+ * access per array where its arrays allow (row stride a multiple of V,
+ * 4V-byte aligned): a V-th of the memory instructions. The weight-gradient
+ * GEMM of a wide layer, whose k is the batch, spends its time there. */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
@@ -35,6 +35,22 @@
 struct GemmEpiNothing {
 };
 
+/* V consecutive floats, aligned for one 4V-byte access. */
+template <int V>
+struct alignas(4 * V) GemmFloats {
+    float f[V];
+};
+template <int V>
+static __device__ __forceinline__ GemmFloats<V> gemm_ldv(const float *p)
+{
+    return *reinterpret_cast<const GemmFloats<V> *>(p);
+}
+template <int V>
+static __device__ __forceinline__ void gemm_stv(float *p, const GemmFloats<V> &v)
+{
+    *reinterpret_cast<GemmFloats<V> *>(p) = v;
+}
+
 /* Plain C[m][n] = v (the GEMM benchmarks and kernel tests), at c + z slice
  * in the block's split-K slice z (a slice's partial sums: gemm_split_k.cuh). */
 struct GemmEpiStore {
@@ -49,15 +65,22 @@ struct GemmEpiStore {
         c[blockIdx.z * slice + (size_t)m * ld + n] = v;
         return v;
     }
-    typedef GemmEpiNothing In2;
-    __device__ __forceinline__ bool pairs_aligned() const
+    template <int V>
+    using InV = GemmEpiNothing;
+    template <int V>
+    __device__ __forceinline__ bool vec_aligned() const
     {
-        return ld % 2 == 0 && slice % 2 == 0 && (uintptr_t)c % 8 == 0;
+        return ld % V == 0 && slice % V == 0 && (uintptr_t)c % (4 * V) == 0;
     }
-    __device__ __forceinline__ In2 load2(int, int) const { return {}; }
-    __device__ __forceinline__ float2 apply2(int m, int n, float2 v, In2) const
+    template <int V>
+    __device__ __forceinline__ InV<V> loadv(int, int) const
     {
-        *reinterpret_cast<float2 *>(c + blockIdx.z * slice + (size_t)m * ld + n) = v;
+        return {};
+    }
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V>) const
+    {
+        gemm_stv(c + blockIdx.z * slice + (size_t)m * ld + n, v);
         return v;
     }
 };
@@ -129,36 +152,41 @@ struct GemmEpiSgd {
         w[i] = wn;
         return wn;
     }
-    struct In2 {
-        float2 vw, w;
+    template <int V>
+    struct InV {
+        GemmFloats<V> vw, w;
     };
-    __device__ __forceinline__ bool pairs_aligned() const
+    template <int V>
+    __device__ __forceinline__ bool vec_aligned() const
     {
-        return ld % 2 == 0 && (uintptr_t)w % 8 == 0 && (uintptr_t)vw % 8 == 0;
+        return ld % V == 0 && (uintptr_t)w % (4 * V) == 0 && (uintptr_t)vw % (4 * V) == 0;
     }
-    __device__ __forceinline__ In2 load2(int m, int n) const
+    template <int V>
+    __device__ __forceinline__ InV<V> loadv(int m, int n) const
     {
         const size_t i = (size_t)m * ld + n;
-        return {*reinterpret_cast<const float2 *>(vw + i), *reinterpret_cast<const float2 *>(w + i)};
+        return {gemm_ldv<V>(vw + i), gemm_ldv<V>(w + i)};
     }
-    __device__ __forceinline__ float2 apply2(int m, int n, float2 g, In2 in) const
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> g, InV<V> in) const
     {
         const size_t i = (size_t)m * ld + n;
-        float2 v, wn;
-        wn.x = step(g.x, {in.vw.x, in.w.x}, v.x);
-        wn.y = step(g.y, {in.vw.y, in.w.y}, v.y);
-        *reinterpret_cast<float2 *>(vw + i) = v;
-        *reinterpret_cast<float2 *>(w + i) = wn;
+        GemmFloats<V> v, wn;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            wn.f[e] = step(g.f[e], {in.vw.f[e], in.w.f[e]}, v.f[e]);
+        gemm_stv(vw + i, v);
+        gemm_stv(w + i, wn);
         return wn;
     }
 };
 
-/* Whether an epilogue has the pair methods. */
+/* Whether an epilogue has the vector methods. */
 template <class Epi, class = void>
-struct GemmEpiHasPairs : std::false_type {
+struct GemmEpiHasVec : std::false_type {
 };
 template <class Epi>
-struct GemmEpiHasPairs<Epi, std::void_t<typename Epi::In2>> : std::true_type {
+struct GemmEpiHasVec<Epi, std::void_t<typename Epi::template InV<2>>> : std::true_type {
 };
 
 /* Element (m, n) of C = v through epi, and its twin where there is one. */
@@ -169,53 +197,56 @@ static __device__ __forceinline__ void gemm_epi_one(const Epi &epi, int m, int n
     snn_twin_store(epi.twin, (size_t)m * epi.ld + n, out);
 }
 
-/* Elements (m, n) and (m, n + 1): their twins in one 4-byte store where it
- * is aligned (half the stores, each a quarter of the sectors touched). */
-template <class Epi>
-static __device__ __forceinline__ void gemm_epi_pair(const Epi &epi, int m, int n, float v0, float v1,
-                                                     typename Epi::In in0, typename Epi::In in1)
+/* P runs of V consecutive elements of a lane's share of C: run p is row
+ * m[p], columns n[p] .. n[p] + V - 1 (n[p] a multiple of V), values v[p].
+ * Each element inside M x N goes through epi, in the two phases (all the
+ * runs' loads, then their stores); by the vector methods where the
+ * epilogue has them, its arrays allow and every run lies inside N. */
+template <int V, int P, class Epi>
+static __device__ __forceinline__ void gemm_epi_runs(const Epi &epi, int M, int N, const int (&m)[P],
+                                                     const int (&n)[P], const GemmFloats<V> (&v)[P])
 {
-    const float out0 = epi.apply(m, n, v0, in0), out1 = epi.apply(m, n + 1, v1, in1);
-    snn_twin_store2(epi.twin, (size_t)m * epi.ld + n, out0, out1);
-}
-
-/* Row m of a lane's share of C, as the tensor-core fragments hold it: P
- * pairs of columns n[p], n[p] + 1 (n[p] even and ascending) with values
- * v[p][0], v[p][1], each element inside M x N through epi, in the two
- * phases (all the row's loads, then its stores); by the pair methods where
- * the epilogue has them, its arrays allow and every pair lies inside N. */
-template <int P, class Epi>
-static __device__ __forceinline__ void gemm_epi_row_pairs(const Epi &epi, int m, int M, int N, const int (&n)[P],
-                                                          const float (&v)[P][2])
-{
-    if (m >= M)
-        return;
-    if constexpr (GemmEpiHasPairs<Epi>::value)
-        if (epi.pairs_aligned() && n[P - 1] + 1 < N) { /* every pair whole (n[] ascend); 8-byte accesses */
-            typename Epi::In2 in[P];
+    bool whole = true;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+        whole &= n[p] + V - 1 < N;
+    if constexpr (GemmEpiHasVec<Epi>::value)
+        if (whole && epi.template vec_aligned<V>()) {
+            typename Epi::template InV<V> in[P];
 #pragma unroll
             for (int p = 0; p < P; ++p)
-                in[p] = epi.load2(m, n[p]);
+                if (m[p] < M)
+                    in[p] = epi.template loadv<V>(m[p], n[p]);
 #pragma unroll
-            for (int p = 0; p < P; ++p) {
-                const float2 out = epi.apply2(m, n[p], make_float2(v[p][0], v[p][1]), in[p]);
-                snn_twin_store2(epi.twin, (size_t)m * epi.ld + n[p], out.x, out.y);
-            }
+            for (int p = 0; p < P; ++p)
+                if (m[p] < M)
+                    snn_twin_storev<V>(epi.twin, (size_t)m[p] * epi.ld + n[p],
+                                       epi.template applyv<V>(m[p], n[p], v[p], in[p]).f);
             return;
         }
-    typename Epi::In in[P][2];
+    typename Epi::In in[P][V];
 #pragma unroll
     for (int p = 0; p < P; ++p)
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-            if (n[p] + e < N)
-                in[p][e] = epi.load(m, n[p] + e);
+        for (int e = 0; e < V; ++e)
+            if (m[p] < M && n[p] + e < N)
+                in[p][e] = epi.load(m[p], n[p] + e);
 #pragma unroll
     for (int p = 0; p < P; ++p) {
-        if (n[p] + 1 < N)
-            gemm_epi_pair(epi, m, n[p], v[p][0], v[p][1], in[p][0], in[p][1]);
-        else if (n[p] < N)
-            gemm_epi_one(epi, m, n[p], v[p][0], in[p][0]);
+        if (m[p] >= M)
+            continue;
+        if (n[p] + V - 1 < N) { /* a whole run: its twin in as few stores as its alignment allows */
+            float out[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                out[e] = epi.apply(m[p], n[p] + e, v[p].f[e], in[p][e]);
+            snn_twin_storev<V>(epi.twin, (size_t)m[p] * epi.ld + n[p], out);
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                if (n[p] + e < N)
+                    gemm_epi_one(epi, m[p], n[p] + e, v[p].f[e], in[p][e]);
+        }
     }
 }
 

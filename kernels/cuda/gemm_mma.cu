@@ -255,15 +255,16 @@ __global__ void __launch_bounds__(T::THREADS)
     for (int i = 0; i < TILES_M; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            int n[TILES_N];
-            float v[TILES_N][2];
+            int m[TILES_N], n[TILES_N];
+            GemmFloats<2> v[TILES_N];
 #pragma unroll
             for (int j = 0; j < TILES_N; ++j) {
+                m[j] = m0 + i * GEMM_MMA_M + h * 8;
                 n[j] = n0 + j * GEMM_MMA_N;
-                v[j][0] = gemm_mma_acc(acc[i][j], 2 * h);
-                v[j][1] = gemm_mma_acc(acc[i][j], 2 * h + 1);
+                v[j].f[0] = gemm_mma_acc(acc[i][j], 2 * h);
+                v[j].f[1] = gemm_mma_acc(acc[i][j], 2 * h + 1);
             }
-            gemm_epi_row_pairs(epi, m0 + i * GEMM_MMA_M + h * 8, M, N, n, v);
+            gemm_epi_runs(epi, M, N, m, n, v);
         }
 }
 

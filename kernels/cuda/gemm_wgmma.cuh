@@ -4,7 +4,8 @@
  * accumulators, each C element handed to an epilogue functor
  * (gemm_epilogue.cuh) as the other GEMM kernels do.
  *
- * Block (one tile of BM x BN per block, 1 + CONSUMERS warpgroups):
+ * Block (1 + CONSUMERS warpgroups; one tile of BM x BN, or with
+ * CONFIG_GEMM_WGMMA_PERSISTENT tile after tile, the ring running on):
  * - warpgroup 0, the producer, gives up registers (setmaxnreg.dec); one of
  *   its threads walks k in tiles of 128-byte rows (GEMM_WG_BK deep): waits
  *   for a free stage of the ring (its `empty` barrier), announces the
@@ -38,6 +39,7 @@
 #include "arch/sm90/wgmma.h"
 #include "kernels/cuda/gemm_config.h"
 #include "kernels/cuda/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_wgmma.h"
 
 /* ---------------------------------------------------------------------------
@@ -98,48 +100,16 @@ static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int
     tn = (t % per_group) / rows;
 }
 
+/* The tile (m0, n0) of a consumer warpgroup c: its rows' wgmmas over the k
+ * tiles the ring delivers (ring positions it .. it + ktiles - 1, each handed
+ * back once its wgmmas are done), then the epilogue of its rows, each warp
+ * through its staging tile `staged` (GEMM_WG_EPI_BYTES). */
 template <class Tile, int LA, int LB, class Epi>
-__global__ void __launch_bounds__(Tile::THREADS, 1)
-    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M,
-                      int N, int K, Epi epi)
+static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *tiles, uint64_t *full,
+                                                          uint64_t *empty, float *staged, int it, int ktiles,
+                                                          int c, int m0, int n0, int M, int N, const Epi &epi)
 {
-    static_assert(!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_CONTIG && LB == GEMM_K_CONTIG),
-                  "wgmma in TF32 reads both operands K-major (gemm_wgmma.h)");
-    extern __shared__ unsigned char gemm_wgmma_smem[];
-    __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
-    /* 128-byte swizzled tiles must start on 1024-byte boundaries */
-    unsigned char *tiles = gemm_wgmma_smem + ((1024 - (sm90_smem_addr(gemm_wgmma_smem) & 1023)) & 1023);
-
-    const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < Tile::STAGES; ++s) {
-            sm90_mbarrier_init(&full[s], 1);
-            sm90_mbarrier_init(&empty[s], Tile::CONSUMERS * 4); /* one arrival per consumer warp */
-        }
-        sm90_mbarrier_init_fence();
-    }
-    __syncthreads();
-
-    int tm, tn;
-    gemm_wgmma_raster(blockIdx.x, (M + Tile::BM - 1) / Tile::BM, (N + Tile::BN - 1) / Tile::BN, tm, tn);
-    const int m0 = tm * Tile::BM, n0 = tn * Tile::BN, ktiles = (K + GEMM_WG_BK - 1) / GEMM_WG_BK;
-
-    if (wg == 0) {
-        sm90_setmaxnreg_dec<GEMM_WG_PRODUCER_REGS>();
-        if (threadIdx.x == 0)
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % Tile::STAGES;
-                sm90_mbarrier_wait(&empty[s], (kt / Tile::STAGES + 1) & 1);
-                sm90_mbarrier_arrive_expect_tx(&full[s], Tile::STAGE_BYTES);
-                unsigned char *stage = tiles + s * Tile::STAGE_BYTES;
-                gemm_wgmma_load<LA, Tile::BM>(stage, &map_a, m0, kt * GEMM_WG_BK, &full[s]);
-                gemm_wgmma_load<LB, Tile::BN>(stage + Tile::A_BYTES, &map_b, n0, kt * GEMM_WG_BK, &full[s]);
-            }
-        return;
-    }
-
-    sm90_setmaxnreg_inc<Tile::CONSUMER_REGS>();
-    const int c = wg - 1; /* rows c * Tile::WM .. of the tile */
+    const int lane = threadIdx.x % 32;
     float acc[Tile::MTILES][Tile::ACC];
 #pragma unroll
     for (int i = 0; i < Tile::MTILES; ++i)
@@ -147,9 +117,9 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
         for (int e = 0; e < Tile::ACC; ++e)
             acc[i][e] = 0.0f;
 
-    for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % Tile::STAGES;
-        sm90_mbarrier_wait(&full[s], (kt / Tile::STAGES) & 1);
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % Tile::STAGES;
+        sm90_mbarrier_wait(&full[s], (it / Tile::STAGES) & 1);
         const unsigned char *a = tiles + s * Tile::STAGE_BYTES + c * Tile::MTILES * GEMM_WG_BLOCK64_BYTES;
         const unsigned char *b = tiles + s * Tile::STAGE_BYTES + Tile::A_BYTES;
 #pragma unroll
@@ -168,32 +138,108 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
         for (int i = 0; i < Tile::MTILES; ++i)
             sm90_wgmma_fence_regs(acc[i]);
         if (kt > 0 && lane == 0)
-            sm90_mbarrier_arrive(&empty[(kt - 1) % Tile::STAGES]);
+            sm90_mbarrier_arrive(&empty[(it - 1) % Tile::STAGES]);
     }
     sm90_wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < Tile::MTILES; ++i)
         sm90_wgmma_fence_regs(acc[i]);
+    if (ktiles > 0 && lane == 0) /* the last stage: the producer may fill it for the next tile */
+        sm90_mbarrier_arrive(&empty[(it - 1) % Tile::STAGES]);
 
-    /* the epilogue 16 elements of a row at a time (all 128 inputs would not fit beside the accumulators) */
+    /* The epilogue, 32 columns of the warp's 16 rows (of each m64) at a time: the accumulators (lane 4g + t
+     * holds rows g and g + 8, columns 8q + 2t and + 1) go to the staging tile, and each lane takes back a
+     * quad of columns of 4 rows, so that a warp's access covers 4 rows of 128 contiguous bytes. The
+     * consumers' code is allocated within the kernel's 168 registers (384 threads), 128 of them
+     * accumulators. */
     const int w = (threadIdx.x % 128) / 32;
-    constexpr int QS = 8; /* 8-column groups per batch */
+    constexpr int S = GEMM_WG_EPI_STRIDE, Q = GEMM_WG_EPI_COLS / 8; /* 8-column groups per batch */
 #pragma unroll
     for (int i = 0; i < Tile::MTILES; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+        for (int q0 = 0; q0 < Tile::BN / 8; q0 += Q) {
+            __syncwarp(); /* the previous batch has been read back */
 #pragma unroll
-            for (int q0 = 0; q0 < Tile::BN / 8; q0 += QS) {
-                int n[QS];
-                float v[QS][2];
+            for (int h = 0; h < 2; ++h)
 #pragma unroll
-                for (int q = 0; q < QS; ++q) {
-                    n[q] = n0 + 8 * (q0 + q) + 2 * (lane % 4);
-                    v[q][0] = acc[i][4 * (q0 + q) + 2 * h];
-                    v[q][1] = acc[i][4 * (q0 + q) + 2 * h + 1];
+                for (int q = 0; q < Q; ++q)
+                    *reinterpret_cast<float2 *>(staged + (lane / 4 + 8 * h) * S + 8 * q + 2 * (lane % 4)) =
+                        make_float2(acc[i][4 * (q0 + q) + 2 * h], acc[i][4 * (q0 + q) + 2 * h + 1]);
+            __syncwarp();
+#pragma unroll
+            for (int j0 = 0; j0 < 4; j0 += 2) { /* two rows' quads per batch: the SGD update's inputs must fit */
+                int m[2], n[2];
+                GemmFloats<4> v[2];
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const int r = lane / 8 + 4 * (j0 + j);
+                    m[j] = m0 + c * Tile::WM + i * 64 + 16 * w + r;
+                    n[j] = n0 + 8 * q0 + 4 * (lane % 8);
+                    v[j] = *reinterpret_cast<const GemmFloats<4> *>(staged + r * S + 4 * (lane % 8));
                 }
-                gemm_epi_row_pairs(epi, m0 + c * Tile::WM + i * 64 + 16 * w + lane / 4 + 8 * h, M, N, n, v);
+                gemm_epi_runs(epi, M, N, m, n, v);
             }
+        }
+}
+
+/* Block b takes the tiles b, b + gridDim.x, ... (in raster order): one grid
+ * block per tile, or a persistent grid of as many blocks as fit, whose
+ * producer loads the next tile's first stages while the consumers finish
+ * the current one (its last MMAs and its epilogue). The ring runs on across
+ * tiles: position `it` counts every k tile the block has loaded. */
+template <class Tile, int LA, int LB, class Epi>
+__global__ void __launch_bounds__(Tile::THREADS, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M,
+                      int N, int K, Epi epi)
+{
+    static_assert(!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_CONTIG && LB == GEMM_K_CONTIG),
+                  "wgmma in TF32 reads both operands K-major (gemm_wgmma.h)");
+    extern __shared__ unsigned char gemm_wgmma_smem[];
+    __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
+    /* 128-byte swizzled tiles must start on 1024-byte boundaries */
+    unsigned char *tiles = gemm_wgmma_smem + ((1024 - (sm90_smem_addr(gemm_wgmma_smem) & 1023)) & 1023);
+
+    const int wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < Tile::STAGES; ++s) {
+            sm90_mbarrier_init(&full[s], 1);
+            sm90_mbarrier_init(&empty[s], Tile::CONSUMERS * 4); /* one arrival per consumer warp */
+        }
+        sm90_mbarrier_init_fence();
+    }
+    __syncthreads();
+
+    const int tiles_m = (M + Tile::BM - 1) / Tile::BM, tiles_n = (N + Tile::BN - 1) / Tile::BN;
+    const int ntiles = tiles_m * tiles_n, ktiles = (K + GEMM_WG_BK - 1) / GEMM_WG_BK;
+
+    if (wg == 0) {
+        sm90_setmaxnreg_dec<GEMM_WG_PRODUCER_REGS>();
+        if (threadIdx.x == 0)
+            for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x) {
+                int tm, tn;
+                gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % Tile::STAGES;
+                    sm90_mbarrier_wait(&empty[s], (it / Tile::STAGES + 1) & 1);
+                    sm90_mbarrier_arrive_expect_tx(&full[s], Tile::STAGE_BYTES);
+                    unsigned char *stage = tiles + s * Tile::STAGE_BYTES;
+                    gemm_wgmma_load<LA, Tile::BM>(stage, &map_a, tm * Tile::BM, kt * GEMM_WG_BK, &full[s]);
+                    gemm_wgmma_load<LB, Tile::BN>(stage + Tile::A_BYTES, &map_b, tn * Tile::BN, kt * GEMM_WG_BK,
+                                                  &full[s]);
+                }
+            }
+        return;
+    }
+
+    sm90_setmaxnreg_inc<Tile::CONSUMER_REGS>();
+    float *staged = reinterpret_cast<float *>(tiles + Tile::STAGES * Tile::STAGE_BYTES) +
+                    (threadIdx.x / 32 - 4) * (GEMM_WG_EPI_BYTES / 4); /* this warp's */
+    for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x, it += ktiles) {
+        int tm, tn;
+        gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
+        gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, it, ktiles, wg - 1, tm * Tile::BM,
+                                         tn * Tile::BN, M, N, epi);
+    }
 }
 
 /* ---------------------------------------------------------------------------
@@ -211,11 +257,20 @@ static void gemm_wgmma_map(CUtensorMap *map, const GemmWgmmaElem *p, int ld, int
         sm90_tensor_map(map, p, bytes, K, rows, ld, GEMM_WG_BK, GEMM_WG_ROW_BYTES / bytes, what);
 }
 
+/* The grid of a wgmma GEMM: a count of blocks if positive, or one of these. */
+enum {
+    GEMM_WG_GRID_CONFIG = 0,    /* GEMM_WG_GRID_RESIDENT with CONFIG_GEMM_WGMMA_PERSISTENT, else _PER_TILE */
+    GEMM_WG_GRID_PER_TILE = -1, /* a block per tile */
+    GEMM_WG_GRID_RESIDENT = -2, /* as many blocks as the GPU holds at once */
+};
+
 /* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB; epi(m, n, C[m][n], in);
- * block tile Tile (the config's unless a benchmark picks another). */
+ * block tile Tile (the config's unless a benchmark picks another); the grid
+ * `blocks` (tests and benchmarks pick others than the config's), never more
+ * blocks than tiles. */
 template <int LA, int LB, class Epi, class Tile = GemmWgmmaConfigTile>
 void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int ldb, int M, int N, int K,
-                    const Epi &epi)
+                    const Epi &epi, int blocks = GEMM_WG_GRID_CONFIG)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -225,16 +280,24 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
     gemm_wgmma_map<LA, Tile::BM>(&map_a, A, lda, M, k_map, "wgmma GEMM operand A");
     gemm_wgmma_map<LB, Tile::BN>(&map_b, B, ldb, N, k_map, "wgmma GEMM operand B");
     auto kernel = gemm_wgmma_kernel<Tile, LA, LB, Epi>;
-    static bool opted_in; /* once per kernel instance */
-    if (!opted_in) {
+    static int resident; /* blocks the GPU holds at once, once per kernel instance */
+    if (!resident) {
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Tile::SMEM_BYTES));
-        opted_in = true;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Tile::THREADS, Tile::SMEM_BYTES));
+        if (resident < 1)
+            snn_die("wgmma GEMM block %dx%d (%d threads, %d bytes of shared memory) does not fit on this GPU",
+                    Tile::BM, Tile::BN, Tile::THREADS, Tile::SMEM_BYTES);
+        resident *= gemm_sm_count();
     }
     const long tiles = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
     if (tiles > 0x7fffffffL)
         snn_die("wgmma GEMM of %d x %d has too many tiles for one grid", M, N);
-    kernel<<<(unsigned)tiles, Tile::THREADS, Tile::SMEM_BYTES, snn_stream()>>>(map_a, map_b, M, N, K, epi);
+    if (blocks == GEMM_WG_GRID_CONFIG)
+        blocks = GEMM_WG_PERSISTENT ? GEMM_WG_GRID_RESIDENT : GEMM_WG_GRID_PER_TILE;
+    long grid = blocks > 0 ? blocks : blocks == GEMM_WG_GRID_RESIDENT ? resident : tiles;
+    grid = grid < tiles ? grid : tiles;
+    kernel<<<(unsigned)grid, Tile::THREADS, Tile::SMEM_BYTES, snn_stream()>>>(map_a, map_b, M, N, K, epi);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -27,7 +27,20 @@ typedef SnnTwin GemmWgmmaElem;
 #define GEMM_WG_BK (GEMM_WG_ROW_BYTES / (int)sizeof(GemmWgmmaElem)) /* 64 16-bit elements, 32 FP32 */
 #define GEMM_WG_KSTEP (32 / (int)sizeof(GemmWgmmaElem)) /* k of one instruction: 32 bytes, k16 or k8 (TF32) */
 #define GEMM_WG_GROUP CONFIG_GEMM_WGMMA_RASTER_GROUP
+#ifdef CONFIG_GEMM_WGMMA_PERSISTENT
+#define GEMM_WG_PERSISTENT 1 /* a grid of as many blocks as the GPU holds, each walking tiles */
+#else
+#define GEMM_WG_PERSISTENT 0 /* a block per tile */
+#endif
 #define GEMM_WG_BLOCK64_BYTES (64 * GEMM_WG_ROW_BYTES) /* 64 rows of a tile */
+/* The epilogue regroups each consumer warp's 16 rows of accumulators 32
+ * columns at a time through a staging tile in shared memory, rows padded
+ * to 40 floats: the fragments' 8-byte writes (lanes 4g + t at row g,
+ * column 2t) and the 16-byte reads of a row's quads both hit distinct
+ * banks. */
+#define GEMM_WG_EPI_COLS 32
+#define GEMM_WG_EPI_STRIDE 40
+#define GEMM_WG_EPI_BYTES (16 * GEMM_WG_EPI_STRIDE * 4)
 /* Registers per thread after setmaxnreg: the producer keeps few, the
  * consumers take what the SM has left (multiples of 8, at most 256). */
 #define GEMM_WG_PRODUCER_REGS 40
@@ -43,8 +56,9 @@ struct GemmWgmmaTile {
     static constexpr int ACC = BN / 2;        /* FP32 accumulators per thread per m64 */
     static constexpr int A_BYTES = BM * GEMM_WG_ROW_BYTES;
     static constexpr int STAGE_BYTES = (BM + BN) * GEMM_WG_ROW_BYTES;
-    /* the ring, plus up to 1023 bytes to align it (the barriers are static) */
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+    /* the ring, each consumer warp's epilogue staging tile, and up to 1023 bytes to align the ring (the barriers
+     * are static) */
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 4 * CONSUMERS * GEMM_WG_EPI_BYTES + 1024;
     static constexpr int CONSUMER_REGS_FIT = (SNN_ARCH_REGS_PER_SM - 128 * GEMM_WG_PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
     static constexpr int CONSUMER_REGS = CONSUMER_REGS_FIT < 256 ? CONSUMER_REGS_FIT : 256;
 
@@ -62,15 +76,16 @@ struct GemmWgmmaTile {
                   "consumer");
     static_assert(SMEM_BYTES + 2 * 8 * STAGES <= SNN_ARCH_MAX_SMEM_PER_BLOCK,
                   "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
-                  "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes (+1 KB alignment) exceeds the per-block limit "
-                  "(arch/sm90/limits.h): lower the stages or the tile");
+                  "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
+                  "and 1 KB of alignment, exceeds the per-block limit (arch/sm90/limits.h): lower the stages or "
+                  "the tile");
 };
 
-/* The most stages of BM x BN that fit in shared memory, at most 8. */
+/* The most stages of BM x BN that fit in shared memory beside one consumer's staging, at most 8. */
 constexpr int gemm_wgmma_stages_fit(int bm, int bn)
 {
-    return (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES) < 8
-               ? (SNN_ARCH_MAX_SMEM_PER_BLOCK - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES)
+    return (SNN_ARCH_MAX_SMEM_PER_BLOCK - 4 * GEMM_WG_EPI_BYTES - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES) < 8
+               ? (SNN_ARCH_MAX_SMEM_PER_BLOCK - 4 * GEMM_WG_EPI_BYTES - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES)
                : 8;
 }
 

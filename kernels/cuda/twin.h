@@ -40,16 +40,33 @@ static __device__ __forceinline__ void snn_twin_store(SnnTwin *t, size_t i, floa
         t[i] = snn_twin_round(v);
 }
 
-/* t[i], t[i + 1] = v0, v1 rounded, where there is a twin: one 4-byte store if aligned. */
-static __device__ __forceinline__ void snn_twin_store2(SnnTwin *t, size_t i, float v0, float v1)
+/* t[i .. i + V - 1] = v[0 .. V - 1] rounded (V = 2 or 4), where there is a
+ * twin: one 2V-byte store where aligned, else pairs or single elements. */
+template <int V>
+static __device__ __forceinline__ void snn_twin_storev(SnnTwin *t, size_t i, const float (&v)[V])
 {
+    static_assert(V == 2 || V == 4, "snn_twin_storev: 2 or 4 elements");
     if (!t)
         return;
-    if (((uintptr_t)(t + i) & 3) == 0)
-        *reinterpret_cast<SnnTwin2 *>(t + i) = snn_twin_round2(v0, v1);
-    else {
-        t[i] = snn_twin_round(v0);
-        t[i + 1] = snn_twin_round(v1);
+    SnnTwin2 h[V / 2];
+#pragma unroll
+    for (int j = 0; j < V / 2; j++)
+        h[j] = snn_twin_round2(v[2 * j], v[2 * j + 1]);
+    const uintptr_t at = (uintptr_t)(t + i);
+    if constexpr (V == 4)
+        if ((at & 7) == 0) {
+            *reinterpret_cast<uint2 *>(t + i) =
+                make_uint2(*reinterpret_cast<const uint32_t *>(&h[0]), *reinterpret_cast<const uint32_t *>(&h[1]));
+            return;
+        }
+    if ((at & 3) == 0) {
+#pragma unroll
+        for (int j = 0; j < V / 2; j++)
+            reinterpret_cast<SnnTwin2 *>(t + i)[j] = h[j];
+    } else {
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            t[i + j] = snn_twin_round(v[j]);
     }
 }
 
