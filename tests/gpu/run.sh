@@ -114,7 +114,8 @@ precision_variant rtx2060-fp16 rtx2060 75 FP16
 
 # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the
 # kernel and step tests exercise it in each role, in BF16 and FP16; in TF32
-# (the forward role only, on the FP32 tensors), under the sanitizer too.
+# (the forward role only, on the FP32 tensors). BF16 (every role, the SGD
+# update's epilogue too) and TF32 under the sanitizer as well.
 wgmma_variant() { # NAME PRECISION [sanitize]
     local name=$1 prec=$2 d=$OUT/gpu-$1
     if ! usable 90; then echo "skip - gpu $name path: skipped: needs compute capability 90, this GPU is $cc"; return; fi
@@ -124,7 +125,7 @@ wgmma_variant() { # NAME PRECISION [sanitize]
     build_variant "$name" "$d" && check_variant "$name" "$d" && prefixed "$name" "$d/tests/bin/gpu/test_wgmma" &&
         if [ "${3:-}" = sanitize ]; then sanitize "$name" "$d"; fi
 }
-wgmma_variant h100-wgmma-all-bf16 BF16
+wgmma_variant h100-wgmma-all-bf16 BF16 sanitize
 wgmma_variant h100-wgmma-all-fp16 FP16
 wgmma_variant h100-wgmma-all-tf32 TF32 sanitize
 
