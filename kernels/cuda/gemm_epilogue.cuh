@@ -201,27 +201,26 @@ static __device__ __forceinline__ void gemm_epi_one(const Epi &epi, int m, int n
  * m[p], columns n[p] .. n[p] + V - 1 (n[p] a multiple of V), values v[p].
  * Each element inside M x N goes through epi, in the two phases (all the
  * runs' loads, then their stores); by the vector methods where the
- * epilogue has them, its arrays allow and every run lies inside N. */
+ * epilogue has them, its arrays allow and every run lies inside M x N
+ * (then without a predicate between the loads, which are issued together). */
 template <int V, int P, class Epi>
 static __device__ __forceinline__ void gemm_epi_runs(const Epi &epi, int M, int N, const int (&m)[P],
                                                      const int (&n)[P], const GemmFloats<V> (&v)[P])
 {
-    bool whole = true;
+    bool inside = true;
 #pragma unroll
     for (int p = 0; p < P; ++p)
-        whole &= n[p] + V - 1 < N;
+        inside &= m[p] < M && n[p] + V - 1 < N;
     if constexpr (GemmEpiHasVec<Epi>::value)
-        if (whole && epi.template vec_aligned<V>()) {
+        if (inside && epi.template vec_aligned<V>()) {
             typename Epi::template InV<V> in[P];
 #pragma unroll
             for (int p = 0; p < P; ++p)
-                if (m[p] < M)
-                    in[p] = epi.template loadv<V>(m[p], n[p]);
+                in[p] = epi.template loadv<V>(m[p], n[p]);
 #pragma unroll
             for (int p = 0; p < P; ++p)
-                if (m[p] < M)
-                    snn_twin_storev<V>(epi.twin, (size_t)m[p] * epi.ld + n[p],
-                                       epi.template applyv<V>(m[p], n[p], v[p], in[p]).f);
+                snn_twin_storev<V>(epi.twin, (size_t)m[p] * epi.ld + n[p],
+                                   epi.template applyv<V>(m[p], n[p], v[p], in[p]).f);
             return;
         }
     typename Epi::In in[P][V];
