@@ -232,8 +232,9 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     }
 
     sm90_setmaxnreg_inc<Tile::CONSUMER_REGS>();
+    /* this warp's staging tile, after the ring: consumer warps are the block's warps 4 .. */
     float *staged = reinterpret_cast<float *>(tiles + Tile::STAGES * Tile::STAGE_BYTES) +
-                    (threadIdx.x / 32 - 4) * (GEMM_WG_EPI_BYTES / 4); /* this warp's */
+                    (threadIdx.x - 128) / 32 * (GEMM_WG_EPI_BYTES / 4);
     for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x, it += ktiles) {
         int tm, tn;
         gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);

@@ -45,6 +45,19 @@ typedef SnnTwin GemmWgmmaElem;
  * consumers take what the SM has left (multiples of 8, at most 256). */
 #define GEMM_WG_PRODUCER_REGS 40
 
+/* Dynamic shared memory of a block: the ring of `stages` k tiles of
+ * (bm + bn) rows, each consumer warp's epilogue staging tile, and up to 1023
+ * bytes to align the ring; whether it fits beside the ring's two barriers
+ * per stage (static). */
+constexpr int gemm_wgmma_smem_bytes(int bm, int bn, int consumers, int stages)
+{
+    return stages * (bm + bn) * GEMM_WG_ROW_BYTES + 4 * consumers * GEMM_WG_EPI_BYTES + 1024;
+}
+constexpr bool gemm_wgmma_smem_fits(int bm, int bn, int consumers, int stages)
+{
+    return gemm_wgmma_smem_bytes(bm, bn, consumers, stages) + 2 * 8 * stages <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
+}
+
 /* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring
  * of STAGES k tiles; and what follows from it. */
 template <int BM_, int BN_, int CONSUMERS_, int STAGES_>
@@ -56,9 +69,7 @@ struct GemmWgmmaTile {
     static constexpr int ACC = BN / 2;        /* FP32 accumulators per thread per m64 */
     static constexpr int A_BYTES = BM * GEMM_WG_ROW_BYTES;
     static constexpr int STAGE_BYTES = (BM + BN) * GEMM_WG_ROW_BYTES;
-    /* the ring, each consumer warp's epilogue staging tile, and up to 1023 bytes to align the ring (the barriers
-     * are static) */
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 4 * CONSUMERS * GEMM_WG_EPI_BYTES + 1024;
+    static constexpr int SMEM_BYTES = gemm_wgmma_smem_bytes(BM, BN, CONSUMERS, STAGES);
     static constexpr int CONSUMER_REGS_FIT = (SNN_ARCH_REGS_PER_SM - 128 * GEMM_WG_PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
     static constexpr int CONSUMER_REGS = CONSUMER_REGS_FIT < 256 ? CONSUMER_REGS_FIT : 256;
 
@@ -74,19 +85,20 @@ struct GemmWgmmaTile {
                   "CONFIG_GEMM_WGMMA_CONSUMERS / 64) x CONFIG_GEMM_WGMMA_BLOCK_N / 2 FP32 values per thread, "
                   "plus 40, exceed the registers a consumer warpgroup gets: lower BLOCK_N or BLOCK_M, or add a "
                   "consumer");
-    static_assert(SMEM_BYTES + 2 * 8 * STAGES <= SNN_ARCH_MAX_SMEM_PER_BLOCK,
+    static_assert(gemm_wgmma_smem_fits(BM, BN, CONSUMERS, STAGES),
                   "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
                   "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
                   "and 1 KB of alignment, exceeds the per-block limit (arch/sm90/limits.h): lower the stages or "
                   "the tile");
 };
 
-/* The most stages of BM x BN that fit in shared memory beside one consumer's staging, at most 8. */
+/* The most stages (at most 8) of a one-consumer block of BM x BN that fit in shared memory. */
 constexpr int gemm_wgmma_stages_fit(int bm, int bn)
 {
-    return (SNN_ARCH_MAX_SMEM_PER_BLOCK - 4 * GEMM_WG_EPI_BYTES - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES) < 8
-               ? (SNN_ARCH_MAX_SMEM_PER_BLOCK - 4 * GEMM_WG_EPI_BYTES - 1024 - 128) / ((bm + bn) * GEMM_WG_ROW_BYTES)
-               : 8;
+    int s = 8;
+    while (s > 1 && !gemm_wgmma_smem_fits(bm, bn, 1, s))
+        s--;
+    return s;
 }
 
 /* The config's block (CONFIG_GEMM_WGMMA_*), and the small block for GEMMs
