@@ -15,7 +15,8 @@
  *
  * Pipeline: on targets with cp.async (sm80, sm90) a ring of
  * CONFIG_GEMM_STAGES shared tiles; on sm75 one shared tile while the next is
- * loaded into registers. Loads outside [M,N,K] are zero-filled, stores are
+ * loaded into registers. Loads past K are zero-filled (16-byte copies
+ * repeat the last row for rows past M or N: gemm_operand.cuh), stores are
  * predicated: any M, N, K. Every C element is summed by one thread as the
  * chain acc = fmaf(a_k, b_k, acc), k = 0..K-1 from 0, as the host GEMM does
  * (so forward and input gradient match it bitwise), and the bias gradient in

@@ -6,6 +6,7 @@
 #ifndef SNN_GEMM_LAUNCH_CUH
 #define SNN_GEMM_LAUNCH_CUH
 
+#include <limits.h>
 #include <stdint.h>
 
 #include <algorithm>
@@ -67,6 +68,17 @@ static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Ar
     CUDA_CHECK_LAUNCH();
 }
 
+/* The copies address a tile's lines by 32-bit element offsets from its origin
+ * (GemmOperand::issue): a tile's lines times the leading dimension must fit. */
+template <class Tile>
+static void gemm_check_ld(int lda, int ldb)
+{
+    constexpr long lines = std::max({Tile::BM, Tile::BN, Tile::BK});
+    if ((long)std::max(lda, ldb) * lines > INT_MAX)
+        snn_die("GEMM leading dimension %d: %ld lines of a tile span more than 2^31 elements (the copies' offsets)",
+                std::max(lda, ldb), lines);
+}
+
 /* C[M,N] = A . B^T (A: M x K, B: N x K in layouts LA, LB) through
  * Kernel::launch<VA, VB>(A, lda, B, ldb, M, N, K, rest...), with the widest
  * loads (VA, VB) that CAN_A, CAN_B and the operands' alignment allow. */
@@ -75,6 +87,7 @@ static void gemm_dispatch(const float *A, int lda, const float *B, int ldb, int 
 {
     if (M <= 0 || N <= 0)
         return;
+    gemm_check_ld<typename Kernel::Tile>(lda, ldb);
     const bool va = CAN_A && gemm_vec_aligned(A, lda), vb = CAN_B && gemm_vec_aligned(B, ldb);
     if constexpr (CAN_A && CAN_B)
         if (va && vb)

@@ -26,10 +26,12 @@
  *   build with twins as many as fit). From FP32 operands, FP32 tiles whose
  *   fragments are read from shared memory and rounded in registers (f16x2,
  *   bf16x2, or tf32 by cvt.rna); from twins, 16-bit tiles and ldmatrix, as
- *   on Turing. mma.sync m16n8k16, or m16n8k8 for TF32.
+ *   on Turing, the next k step's fragments loaded while this one's MMAs
+ *   run, across the ring's barrier (gemm_mainloop_overlapped). mma.sync
+ *   m16n8k16, or m16n8k8 for TF32.
  * mma.sync sums in a fixed order, and each C element is owned by one lane:
- * deterministic, no atomics. Any M, N, K: zero-filled loads, predicated
- * stores. Where the tiles leave SMs idle the k range is split
+ * deterministic, no atomics. Any M, N, K: loads zero-filled past K,
+ * predicated stores. Where the tiles leave SMs idle the k range is split
  * (gemm_split_k.h); the slices' partial sums are added in slice order. */
 #include <stdint.h>
 
@@ -89,8 +91,9 @@ struct GemmMmaFragLdmatrix {
         else
             sm75_ldmatrix_x2(b, s + (n0 + j) * S + k0 + i * 8);
     }
-    /* Those of the n tiles n0 and n0 + 8, by one ldmatrix.x4. */
-    static __device__ __forceinline__ void load_b2(uint32_t (&b)[2][2], const void *tile, int n0, int k0, int lane)
+    /* Those of the n tiles n0 (b0) and n0 + 8 (b1), by one ldmatrix.x4. */
+    static __device__ __forceinline__ void load_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const void *tile, int n0,
+                                                   int k0, int lane)
     {
         const uint16_t *s = static_cast<const uint16_t *>(tile);
         const int i = lane / 8, j = lane % 8;
@@ -99,10 +102,10 @@ struct GemmMmaFragLdmatrix {
             sm75_ldmatrix_x4_trans(r, s + (k0 + (i % 2) * 8 + j) * S + n0 + (i / 2) * 8);
         else
             sm75_ldmatrix_x4(r, s + (n0 + (i / 2) * 8 + j) * S + k0 + (i % 2) * 8);
-        b[0][0] = r[0];
-        b[0][1] = r[1];
-        b[1][0] = r[2];
-        b[1][1] = r[3];
+        b0[0] = r[0];
+        b0[1] = r[1];
+        b1[0] = r[2];
+        b1[1] = r[3];
     }
 };
 template <bool KMAJOR, int S>
@@ -117,10 +120,11 @@ struct GemmMmaFrag<KMAJOR, S, __nv_bfloat16> : GemmMmaFragLdmatrix<KMAJOR, S> {
 template <bool KMAJOR, int S>
 struct GemmMmaFrag<KMAJOR, S, float> {
     static __device__ __forceinline__ float at(const float *s, int r, int k) { return s[KMAJOR ? k * S + r : r * S + k]; }
-    static __device__ __forceinline__ void load_b2(uint32_t (&b)[2][2], const float *s, int n0, int k0, int lane)
+    static __device__ __forceinline__ void load_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const float *s, int n0, int k0,
+                                                   int lane)
     {
-        load_b(b[0], s, n0, k0, lane);
-        load_b(b[1], s, n0 + GEMM_MMA_N, k0, lane);
+        load_b(b0, s, n0, k0, lane);
+        load_b(b1, s, n0 + GEMM_MMA_N, k0, lane);
     }
 #if defined(CONFIG_PRECISION_TF32)
     static __device__ __forceinline__ uint32_t word(const float *s, int r, int k) { return sm80_cvt_tf32(at(s, r, k)); }
@@ -179,39 +183,40 @@ struct GemmMmaRing {
     static constexpr int STAGE_BYTES = gemm_mma_stage_bytes<T>(A_K_CONTIG, B_K_CONTIG, sizeof(GemmMmaElem<G>));
 };
 
-/* acc += the warp tile at (wm, wn) over one stage's shared tiles As, Bs. */
+/* One k step's fragments of a warp tile. */
+template <class T>
+struct GemmMmaFrags {
+    uint32_t a[T::WM / GEMM_MMA_M][4];
+    uint32_t b[T::WN / GEMM_MMA_N][2];
+};
+
+/* f = the fragments of the warp tile at (wm, wn) at k from the shared tiles As, Bs. */
 template <class T, class FragA, class FragB, class E>
-static __device__ __forceinline__ void
-    gemm_mma_accumulate(GemmMmaAcc (&acc)[T::WM / GEMM_MMA_M][T::WN / GEMM_MMA_N][GEMM_MMA_ACC_REGS], const E *As,
-                        const E *Bs, int wm, int wn, int lane)
+static __device__ __forceinline__ void gemm_mma_load(GemmMmaFrags<T> &f, const E *As, const E *Bs, int wm, int wn,
+                                                     int k, int lane)
 {
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
-    constexpr int NB = TILES_N % 2 ? 1 : 2; /* n tiles per B fragment load */
-#pragma unroll 1
-    for (int kk = 0; kk < T::BK; kk += T::WK) {
 #pragma unroll
-        for (int k = kk; k < kk + T::WK; k += GEMM_MMA_KSTEP) {
-            /* all of A's fragments, then B's two n tiles at a time: fewer live registers beside the
-             * accumulators */
-            uint32_t a[TILES_M][4];
+    for (int i = 0; i < TILES_M; ++i)
+        FragA::load_a(f.a[i], As, wm + i * GEMM_MMA_M, k, lane);
 #pragma unroll
-            for (int i = 0; i < TILES_M; ++i)
-                FragA::load_a(a[i], As, wm + i * GEMM_MMA_M, k, lane);
+    for (int j = 0; j + 1 < TILES_N; j += 2) /* two n tiles per load */
+        FragB::load_b2(f.b[j], f.b[j + 1], Bs, wn + j * GEMM_MMA_N, k, lane);
+    if constexpr (TILES_N % 2)
+        FragB::load_b(f.b[TILES_N - 1], Bs, wn + (TILES_N - 1) * GEMM_MMA_N, k, lane);
+}
+
+/* acc += the products of one k step's fragments. */
+template <class T>
+static __device__ __forceinline__ void
+    gemm_mma_step(GemmMmaAcc (&acc)[T::WM / GEMM_MMA_M][T::WN / GEMM_MMA_N][GEMM_MMA_ACC_REGS],
+                  const GemmMmaFrags<T> &f)
+{
 #pragma unroll
-            for (int j = 0; j < TILES_N; j += NB) {
-                uint32_t b[NB][2];
-                if constexpr (NB == 2)
-                    FragB::load_b2(b, Bs, wn + j * GEMM_MMA_N, k, lane);
-                else
-                    FragB::load_b(b[0], Bs, wn + j * GEMM_MMA_N, k, lane);
+    for (int j = 0; j < T::WN / GEMM_MMA_N; ++j)
 #pragma unroll
-                for (int jj = 0; jj < NB; ++jj)
-#pragma unroll
-                    for (int i = 0; i < TILES_M; ++i)
-                        gemm_mma(acc[i][j + jj], a[i], b[jj]);
-            }
-        }
-    }
+        for (int i = 0; i < T::WM / GEMM_MMA_M; ++i)
+            gemm_mma(acc[i][j], f.a[i], f.b[j]);
 }
 
 /* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the
@@ -243,10 +248,33 @@ __global__ void __launch_bounds__(T::THREADS)
             for (int e = 0; e < GEMM_MMA_ACC_REGS; ++e)
                 acc[i][j][e] = 0;
 
-    gemm_mainloop<T, OpA, OpB, STAGES>(reinterpret_cast<E *>(gemm_mma_smem), A, lda, B, ldb, M, N, K, kt_begin, kt_end,
-                                       [&](const E *As, const E *Bs) {
-                                           gemm_mma_accumulate<T, FragA, FragB>(acc, As, Bs, wm, wn, lane);
-                                       });
+    constexpr int STEPS = T::BK / GEMM_MMA_KSTEP;
+    E *smem = reinterpret_cast<E *>(gemm_mma_smem);
+    auto load = [&](GemmMmaFrags<T> &f, const E *As, const E *Bs, int step) {
+        gemm_mma_load<T, FragA, FragB>(f, As, Bs, wm, wn, step * GEMM_MMA_KSTEP, lane);
+    };
+    auto step = [&](const GemmMmaFrags<T> &f) { gemm_mma_step<T>(acc, f); };
+#if SNN_ARCH_HAS_CP_ASYNC
+    /* 16-bit tiles only: ldmatrix loads fragments straight into their registers, where FP32 tiles build them
+     * through loads and conversions whose temporaries, beside a second fragment set, spilled (716 bytes per
+     * thread on a 64x64 warp tile, ptxas) */
+    if constexpr (STEPS % 2 == 0 && sizeof(E) == 2)
+        gemm_mainloop_overlapped<T, OpA, OpB, STAGES, STEPS, GemmMmaFrags<T>>(smem, A, lda, B, ldb, M, N, K, kt_begin,
+                                                                             kt_end, load, step);
+    else
+#endif
+        /* one k tile at a time, WK deep per unrolled step group */
+        gemm_mainloop<T, OpA, OpB, STAGES>(smem, A, lda, B, ldb, M, N, K, kt_begin, kt_end,
+                                           [&](const E *As, const E *Bs) {
+#pragma unroll 1
+                                               for (int kk = 0; kk < STEPS; kk += T::WK / GEMM_MMA_KSTEP)
+#pragma unroll
+                                                   for (int s = kk; s < kk + T::WK / GEMM_MMA_KSTEP; ++s) {
+                                                       GemmMmaFrags<T> f;
+                                                       load(f, As, Bs, s);
+                                                       step(f);
+                                                   }
+                                           });
 
     /* the epilogue one row of the warp tile at a time (a whole tile's inputs would not fit in registers
      * beside the accumulators) */
@@ -284,6 +312,7 @@ extern "C" int cuda_gemm_split_k_last_slices(void) { return gemm_split_k.last; }
 
 template <class T, int LA, int LB>
 struct GemmMma {
+    typedef T Tile;
     template <int VA, int VB, class G, class Epi>
     static void launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
                        const Epi &epi)
@@ -319,6 +348,7 @@ void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N
     typedef GemmMma<T, LA, LB> Kernel;
     if (M <= 0 || N <= 0)
         return;
+    gemm_check_ld<T>(lda, ldb);
     const GemmSplit split = gemm_split_k_plan<T>(M, N, K, gemm_sm_count());
 #ifdef CONFIG_GEMM_TWINS
     const SnnTwin *ta = cuda_twin_of(A), *tb = cuda_twin_of(B);

@@ -1,7 +1,8 @@
 /* The staging of one GEMM operand tile from global memory, shared by the
  * FP32 SIMT kernel (gemm.cu) and the tensor-core kernel (gemm_mma.cu):
  * cp.async into shared memory where the target has it, else through
- * registers. Zeros outside [rows, K]: any M, N, K. */
+ * registers. Zeros past K; rows past the matrix are zeros or (16-byte
+ * copies) its last row again, which only C's unstored rows see: any M, N, K. */
 #ifndef SNN_GEMM_OPERAND_CUH
 #define SNN_GEMM_OPERAND_CUH
 
@@ -105,24 +106,39 @@ struct GemmOperand {
         origin(r0, k0, R, Kd, fast0, slow0, F, S);
         const int tf = tid % kTF, ts = tid / kTF;
         const int f = fast0 + tf * VEC, sl = slow0 + ts;
-        const G *gp = g + (size_t)sl * ld + f;
+        /* How the copies are addressed decides the K loop's registers (ptxas, 64x64 warp tiles):
+         * - 16-byte copies, a few per thread: the tile's origin, the same for the whole block (a uniform
+         *   register), plus a 32-bit offset per line that stays in a register across the K loop. Full
+         *   addresses kept instead spilled accumulators; made again for each tile in a few registers, each
+         *   copy waited on the registers of the one before (ncu: long scoreboard), stalling the MMAs. Rows
+         *   past the matrix (K_CONTIG) repeat its last row rather than being predicated: they only feed
+         *   C's rows (columns) past M (N), which no epilogue stores, and their predicates took registers.
+         * - 4-byte copies, dozens per thread: one address walking the lines, hidden from the compiler by
+         *   the empty asm so that it does not keep every line's address (188 bytes spilled on 128x128).
+         * Zero fills read an address in the matrix (the tile's origin, or its row). */
+        const G *tile = g + (size_t)slow0 * ld + fast0, *gp = tile + (size_t)ts * ld + tf * VEC;
         T *sp = s + tf * kSmemF + ts * kSmemS;
 #pragma unroll
-        for (int q = 0; q < kQ; ++q) {
+        for (int q = 0; q < kQ; ++q, gp += (size_t)kTS * ld) {
+            if constexpr (VEC == 1)
+                asm("" : "+l"(gp));
             if (!in_tile(ts, q))
                 continue;
             const bool s_ok = sl + q * kTS < S;
+            const int slow = kKContig ? min(ts + q * kTS, S - 1 - slow0) : ts + q * kTS;
+            const unsigned line = (unsigned)(slow * ld);
 #pragma unroll
             for (int p = 0; p < kP; ++p) {
                 const int fp = f + p * kTF * VEC;
-                const G *src = gp + (size_t)q * kTS * ld + p * kTF * VEC;
                 T *dst = sp + p * kTF * kSmemF + q * kTS * kSmemS;
                 if constexpr (VEC == 1) {
                     const bool ok = s_ok && fp < F;
-                    sm80_cp_async_ca_4(dst, ok ? src : g, ok ? 4 : 0);
+                    sm80_cp_async_ca_4(dst, ok ? gp + p * kTF : tile, ok ? 4 : 0);
                 } else {
-                    const int n = s_ok ? min(max(F - fp, 0), VEC) : 0;
-                    sm80_cp_async_cg_16(dst, n ? src : g, n * (int)sizeof(G));
+                    const int n = kKContig || s_ok ? min(max(F - fp, 0), VEC) : 0;
+                    const unsigned at = kKContig ? line + (n ? tf * VEC + p * kTF * VEC : 0)
+                                                 : (n ? line + tf * VEC + p * kTF * VEC : 0);
+                    sm80_cp_async_16(dst, tile + at, n * (int)sizeof(G));
                 }
             }
         }
