@@ -62,6 +62,19 @@
 #define SNN_TARGET_CC 90
 #endif
 
+/* The GEMMs' precision (CONFIG_PRECISION_*), as tools/torch_parity.py names it. */
+#if defined(CONFIG_PRECISION_TF32)
+#define SNN_PRECISION_NAME "tf32"
+#elif defined(CONFIG_PRECISION_FP16)
+#define SNN_PRECISION_NAME "fp16"
+#elif defined(CONFIG_PRECISION_FP16_ACC16)
+#define SNN_PRECISION_NAME "fp16_acc16"
+#elif defined(CONFIG_PRECISION_BF16)
+#define SNN_PRECISION_NAME "bf16"
+#else
+#define SNN_PRECISION_NAME "fp32"
+#endif
+
 #define SNN_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #ifdef __cplusplus
 #undef SNN_STATIC_ASSERT

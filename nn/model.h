@@ -41,8 +41,8 @@ void snn_model_bind(snn_model *m, void *arena);
  * (tensor-core builds; kernels/cuda/gemm_split_k.h) and the 16-bit twins of
  * the parameters, activations and activation gradients (CONFIG_GEMM_TWINS;
  * kernels/cuda/twin.h), writing the parameters' twin from the parameters:
- * call once the parameters are in place on the device. Does nothing in host
- * builds. */
+ * call once the parameters are in place on the device. Does nothing in builds
+ * without tensor-core GEMMs. */
 void snn_model_bind_gemm_buffers(snn_model *m);
 
 /* Draws the initial parameters (the configured scheme) into params_host,

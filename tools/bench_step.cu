@@ -37,16 +37,6 @@ extern "C" { /* the nn headers are C */
 #define WARMUP 5
 #define STEPS 30
 
-#if defined(CONFIG_PRECISION_TF32)
-#define PRECISION "tf32"
-#elif defined(CONFIG_PRECISION_FP16) || defined(CONFIG_PRECISION_FP16_ACC16)
-#define PRECISION "fp16"
-#elif defined(CONFIG_PRECISION_BF16)
-#define PRECISION "bf16"
-#else
-#define PRECISION "fp32"
-#endif
-
 struct Call {
     std::string what;
     std::vector<float> ms;
@@ -175,7 +165,7 @@ int main(void)
     char shape[128];
     snn_model_shape(shape, sizeof shape);
     printf("# one training step of %s, batch %d, %s GEMMs, on %s: median of %d steps (ms)\n", shape, SNN_BATCH,
-           PRECISION, dev.name, STEPS);
+           SNN_PRECISION_NAME, dev.name, STEPS);
     double total = 0;
     std::vector<double> med;
     for (auto &c : calls) {

@@ -14,8 +14,8 @@ w -= lr*v) in that order, and compares each step's loss with losses-E.bin.
 Inputs are normalised exactly as the engine does, (pixel/255 - mean)/std in
 float32.
 
-Precision (--precision, else meta.json's "precision", else fp32) is the
-build's CONFIG_PRECISION_*, and the trainer computes as the engine does in it.
+Precision (--precision, else meta.json's "precision", which app/mnist does
+not write, else fp32) is the build's CONFIG_PRECISION_*, and the trainer computes as the engine does in it.
 Activations, gradients, weights and momentum are float32 in every precision,
 and so are the bias gradient, the loss, the ReLU mask and the SGD update. What
 changes is the three GEMMs of each layer (Y = X W^T, dX = dY W, dW = dY^T X):

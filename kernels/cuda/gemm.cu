@@ -177,7 +177,6 @@ __global__ void __launch_bounds__(BIAS_COLS *BIAS_SLICES)
 /* The FP32 kernel for gemm_dispatch. */
 template <class T, int LA, int LB>
 struct GemmF32 {
-    typedef T Tile;
     template <int VA, int VB, class Epi>
     static void launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
     {
@@ -196,6 +195,9 @@ static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, in
     if (gemm_wgmma_try<LA, LB>(A, lda, B, ldb, M, N, K, epi))
         return;
 #endif
+    if (M <= 0 || N <= 0)
+        return;
+    gemm_check_ld<T>(lda, ldb);
 #ifdef CONFIG_GEMM_TENSOR_CORES
     gemm_mma_run<T, LA, LB>(A, lda, B, ldb, M, N, K, epi);
 #else

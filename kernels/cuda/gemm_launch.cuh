@@ -79,15 +79,12 @@ static void gemm_check_ld(int lda, int ldb)
                 std::max(lda, ldb), lines);
 }
 
-/* C[M,N] = A . B^T (A: M x K, B: N x K in layouts LA, LB) through
+/* C[M,N] = A . B^T (A: M x K, B: N x K in layouts LA, LB; M, N > 0) through
  * Kernel::launch<VA, VB>(A, lda, B, ldb, M, N, K, rest...), with the widest
  * loads (VA, VB) that CAN_A, CAN_B and the operands' alignment allow. */
 template <class Kernel, bool CAN_A, bool CAN_B, class... Rest>
 static void gemm_dispatch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Rest &...rest)
 {
-    if (M <= 0 || N <= 0)
-        return;
-    gemm_check_ld<typename Kernel::Tile>(lda, ldb);
     const bool va = CAN_A && gemm_vec_aligned(A, lda), vb = CAN_B && gemm_vec_aligned(B, ldb);
     if constexpr (CAN_A && CAN_B)
         if (va && vb)

@@ -312,7 +312,6 @@ extern "C" int cuda_gemm_split_k_last_slices(void) { return gemm_split_k.last; }
 
 template <class T, int LA, int LB>
 struct GemmMma {
-    typedef T Tile;
     template <int VA, int VB, class G, class Epi>
     static void launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
                        const Epi &epi)
@@ -346,9 +345,6 @@ template <class T, int LA, int LB, class Epi>
 void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
     typedef GemmMma<T, LA, LB> Kernel;
-    if (M <= 0 || N <= 0)
-        return;
-    gemm_check_ld<T>(lda, ldb);
     const GemmSplit split = gemm_split_k_plan<T>(M, N, K, gemm_sm_count());
 #ifdef CONFIG_GEMM_TWINS
     const SnnTwin *ta = cuda_twin_of(A), *tb = cuda_twin_of(B);

@@ -265,7 +265,7 @@ enum {
     GEMM_WG_GRID_RESIDENT = -2, /* as many blocks as the GPU holds at once */
 };
 
-/* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB; epi(m, n, C[m][n], in);
+/* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB, through the epilogue epi (gemm_epilogue.cuh);
  * block tile Tile (the config's unless a benchmark picks another); the grid
  * `blocks` (tests and benchmarks pick others than the config's), never more
  * blocks than tiles. */

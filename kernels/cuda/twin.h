@@ -65,8 +65,10 @@ static __device__ __forceinline__ void snn_twin_storev(SnnTwin *t, size_t i, con
             reinterpret_cast<SnnTwin2 *>(t + i)[j] = h[j];
     } else {
 #pragma unroll
-        for (int j = 0; j < V; j++)
-            t[i + j] = snn_twin_round(v[j]);
+        for (int j = 0; j < V / 2; j++) {
+            t[i + 2 * j] = h[j].x;
+            t[i + 2 * j + 1] = h[j].y;
+        }
     }
 }
 

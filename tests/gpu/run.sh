@@ -3,8 +3,9 @@
 # board's code path for the card at hand and run the kernel tests, the
 # training-step test, an end-to-end epoch against the host engine, a
 # determinism check and compute-sanitizer (memcheck, racecheck); then the
-# tensor-core precisions no board selects (kernel, step and epoch tests).
-# Elsewhere: one "skip" line.
+# tensor-core precisions no board selects and the wgmma-everywhere variants
+# (kernel, step and epoch tests, compute-sanitizer where marked), and the
+# memory strategies against the static arena. Elsewhere: one "skip" line.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${SNN_TEST_OUT:-build/test}

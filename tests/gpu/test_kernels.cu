@@ -632,7 +632,8 @@ int main(void)
            SNN_TARGET_NAME, info.name, info.cc / 10, info.cc % 10, tile_fwd, tile_dgrad, tile_wgrad,
            SNN_GEMM_PRECISION, SNN_TOL_GEMM, TOL_FP32);
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    /* a split-K workspace as the engine's: the GEMMs whose tiles leave SMs idle split their k range */
+    /* a split-K workspace, as the engine binds one (16 Mi floats, more than any config's: these shapes are not
+     * the config's): the GEMMs whose tiles leave SMs idle split their k range */
     const long ws_floats = 16L << 20;
     float *ws = (float *)snn_rt_alloc(sizeof(float) * (size_t)ws_floats);
     cuda_gemm_split_k_bind(ws, ws_floats);
