@@ -6,26 +6,25 @@
  * Two phases: a kernel first calls in = epi.load(m, n) for a batch of its
  * elements, then gemm_epi_one for each: epi.apply(m, n, value, in) writes
  * the element and returns what its twin (epi.twin) gets. load reads what
- * the element needs from memory (the mask's activation; the SGD update's
- * momentum and weight). The compiler cannot prove a later element's loads
+ * the element needs from memory (the bias; the mask's activation; the SGD
+ * update's momentum and weight). The compiler cannot prove a later element's loads
  * free of the earlier elements' stores, so one load-and-store per element
  * would cost a memory round trip per element: with the loads first, a
  * batch costs one. The tensor-core kernels hand over their share of C a
  * batch at a time (gemm_epi_runs), in runs of V consecutive elements (m, n)
  * .. (m, n + V - 1), n a multiple of V: the fragments' pairs (V = 2), or
- * quads (V = 4) that the wgmma kernel regroups through shared memory. An
- * epilogue with vector methods (InV, loadv, applyv, vec_aligned: the SGD
- * update and the plain store) reads and writes a run with one 4V-byte
- * access per array where its arrays allow (row stride a multiple of V,
- * 4V-byte aligned): a V-th of the memory instructions. The weight-gradient
- * GEMM of a wide layer, whose k is the batch, spends its time there. */
+ * quads (V = 4) that the wgmma kernel regroups through shared memory.
+ * Through its vector methods (InV, loadv, applyv, vec_aligned) an epilogue
+ * reads and writes a run with one 4V-byte access per array where its
+ * arrays allow (row stride a multiple of V, 4V-byte aligned): a V-th of the
+ * memory instructions. The weight-gradient GEMM of a wide layer, whose k is
+ * the batch, spends its time there; the forward's scalar stores cost the
+ * mma.sync kernel 4 % at 4096 cubed (H100, docs/PERF.md v7). */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -92,15 +91,41 @@ struct GemmEpiBiasRelu {
     const float *b;
     int ld;
     int relu;
-    typedef GemmEpiNothing In;
-    __device__ __forceinline__ In load(int, int) const { return {}; }
-    __device__ __forceinline__ float apply(int m, int n, float v, In) const
+    typedef float In; /* b[n] (0 without a bias) */
+    __device__ __forceinline__ In load(int, int n) const { return b ? b[n] : 0.0f; }
+    __device__ __forceinline__ float out(float v, float bias) const
     {
         if (b)
-            v += b[n];
+            v += bias;
         if (relu)
             v = v < 0.0f ? 0.0f : v; /* as the host: NaN propagates, as torch.relu */
+        return v;
+    }
+    __device__ __forceinline__ float apply(int m, int n, float v, In bias) const
+    {
+        v = out(v, bias);
         y[(size_t)m * ld + n] = v;
+        return v;
+    }
+    template <int V>
+    using InV = GemmFloats<V>;
+    template <int V>
+    __device__ __forceinline__ bool vec_aligned() const
+    {
+        return ld % V == 0 && (uintptr_t)y % (4 * V) == 0 && (uintptr_t)b % (4 * V) == 0;
+    }
+    template <int V>
+    __device__ __forceinline__ InV<V> loadv(int, int n) const
+    {
+        return b ? gemm_ldv<V>(b + n) : GemmFloats<V>{};
+    }
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> bias) const
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            v.f[e] = out(v.f[e], bias.f[e]);
+        gemm_stv(y + (size_t)m * ld + n, v);
         return v;
     }
 };
@@ -113,11 +138,38 @@ struct GemmEpiReluMask {
     int ld;
     typedef float In; /* the activation, 1 where there is no mask */
     __device__ __forceinline__ In load(int m, int n) const { return act ? act[(size_t)m * ld + n] : 1.0f; }
+    static __device__ __forceinline__ float out(float v, float a) { return a > 0.0f ? v : 0.0f; }
     __device__ __forceinline__ float apply(int m, int n, float v, In a) const
     {
-        if (!(a > 0.0f))
-            v = 0.0f;
+        v = out(v, a);
         dx[(size_t)m * ld + n] = v;
+        return v;
+    }
+    template <int V>
+    using InV = GemmFloats<V>;
+    template <int V>
+    __device__ __forceinline__ bool vec_aligned() const
+    {
+        return ld % V == 0 && (uintptr_t)dx % (4 * V) == 0 && (uintptr_t)act % (4 * V) == 0;
+    }
+    template <int V>
+    __device__ __forceinline__ InV<V> loadv(int m, int n) const
+    {
+        if (act)
+            return gemm_ldv<V>(act + (size_t)m * ld + n);
+        GemmFloats<V> ones;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            ones.f[e] = 1.0f;
+        return ones;
+    }
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> a) const
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            v.f[e] = out(v.f[e], a.f[e]);
+        gemm_stv(dx + (size_t)m * ld + n, v);
         return v;
     }
 };
@@ -181,14 +233,6 @@ struct GemmEpiSgd {
     }
 };
 
-/* Whether an epilogue has the vector methods. */
-template <class Epi, class = void>
-struct GemmEpiHasVec : std::false_type {
-};
-template <class Epi>
-struct GemmEpiHasVec<Epi, std::void_t<typename Epi::template InV<2>>> : std::true_type {
-};
-
 /* Element (m, n) of C = v through epi, and its twin where there is one. */
 template <class Epi>
 static __device__ __forceinline__ void gemm_epi_one(const Epi &epi, int m, int n, float v, typename Epi::In in)
@@ -201,8 +245,8 @@ static __device__ __forceinline__ void gemm_epi_one(const Epi &epi, int m, int n
  * m[p], columns n[p] .. n[p] + V - 1 (n[p] a multiple of V), values v[p].
  * Each element inside M x N goes through epi, in the two phases (all the
  * runs' loads, then their stores); by the vector methods where the
- * epilogue has them, its arrays allow and every run lies inside M x N
- * (then without a predicate between the loads, which are issued together). */
+ * epilogue's arrays allow and every run lies inside M x N (then without a
+ * predicate between the loads, which are issued together). */
 template <int V, int P, class Epi>
 static __device__ __forceinline__ void gemm_epi_runs(const Epi &epi, int M, int N, const int (&m)[P],
                                                      const int (&n)[P], const GemmFloats<V> (&v)[P])
@@ -211,18 +255,17 @@ static __device__ __forceinline__ void gemm_epi_runs(const Epi &epi, int M, int 
 #pragma unroll
     for (int p = 0; p < P; ++p)
         inside &= m[p] < M && n[p] + V - 1 < N;
-    if constexpr (GemmEpiHasVec<Epi>::value)
-        if (inside && epi.template vec_aligned<V>()) {
-            typename Epi::template InV<V> in[P];
+    if (inside && epi.template vec_aligned<V>()) {
+        typename Epi::template InV<V> in[P];
 #pragma unroll
-            for (int p = 0; p < P; ++p)
-                in[p] = epi.template loadv<V>(m[p], n[p]);
+        for (int p = 0; p < P; ++p)
+            in[p] = epi.template loadv<V>(m[p], n[p]);
 #pragma unroll
-            for (int p = 0; p < P; ++p)
-                snn_twin_storev<V>(epi.twin, (size_t)m[p] * epi.ld + n[p],
-                                   epi.template applyv<V>(m[p], n[p], v[p], in[p]).f);
-            return;
-        }
+        for (int p = 0; p < P; ++p)
+            snn_twin_storev<V>(epi.twin, (size_t)m[p] * epi.ld + n[p],
+                               epi.template applyv<V>(m[p], n[p], v[p], in[p]).f);
+        return;
+    }
     typename Epi::In in[P][V];
 #pragma unroll
     for (int p = 0; p < P; ++p)
