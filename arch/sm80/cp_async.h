@@ -40,6 +40,16 @@ static __device__ __forceinline__ void sm80_cp_async_16(void *smem, const void *
 #endif
 }
 
+/* 16 bytes, all read (no zero fill); as above. */
+static __device__ __forceinline__ void sm80_cp_async_16(void *smem, const void *gmem)
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem) : "memory");
+#else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem) : "memory");
+#endif
+}
+
 /* Closes the group of copies issued since the previous commit. */
 static __device__ __forceinline__ void sm80_cp_async_commit(void)
 {

@@ -55,12 +55,12 @@
 template <class G>
 using GemmMmaElem = std::conditional_t<sizeof(G) == 2, G, std::conditional_t<GEMM_MMA_TURING, __half, float>>;
 
-/* An operand as this kernel stages it from global elements G: kept in its global layout. */
-template <class T, int L, int ROWS, int VEC, class G>
+/* An operand as this kernel stages it from global elements G: kept in its global layout (KW: whole k tiles). */
+template <class T, int L, int ROWS, int VEC, class G, bool KW>
 using GemmMmaOperand = GemmOperand<T, L, ROWS, VEC, L == GEMM_R_CONTIG,
                                    gemm_mma_stride(L == GEMM_R_CONTIG ? ROWS : T::BK, L == GEMM_R_CONTIG,
                                                    (int)sizeof(GemmMmaElem<G>)),
-                                   GemmMmaElem<G>, G>;
+                                   GemmMmaElem<G>, G, KW>;
 
 /* Fragments of one k step (GEMM_MMA_KSTEP) from a shared tile of E whose
  * element (r, k) lies at s[k * S + r] (KMAJOR) or s[r * S + k]; r0, k0: the
@@ -220,8 +220,9 @@ static __device__ __forceinline__ void
 }
 
 /* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the
- * epilogue epi; over k tiles [z per, (z + 1) per) in the block's slice z. */
-template <class T, class G, int LA, int LB, int VA, int VB, class Epi>
+ * epilogue epi; over k tiles [z per, (z + 1) per) in the block's slice z.
+ * KW: K is a multiple of the block tile's (GemmOperand's WHOLE_K). */
+template <class T, class G, int LA, int LB, int VA, int VB, bool KW, class Epi>
 __global__ void __launch_bounds__(T::THREADS)
     gemm_mma_kernel(const G *__restrict__ A, int lda, const G *__restrict__ B, int ldb, int M, int N, int K, int per,
                     Epi epi)
@@ -229,8 +230,8 @@ __global__ void __launch_bounds__(T::THREADS)
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
     typedef GemmMmaElem<G> E;
     constexpr int STAGES = GemmMmaRing<T, G, LA, LB>::STAGES;
-    using OpA = GemmMmaOperand<T, LA, T::BM, VA, G>;
-    using OpB = GemmMmaOperand<T, LB, T::BN, VB, G>;
+    using OpA = GemmMmaOperand<T, LA, T::BM, VA, G, KW>;
+    using OpB = GemmMmaOperand<T, LB, T::BN, VB, G, KW>;
     using FragA = GemmMmaFrag<OpA::kKMajor, OpA::kStride, E>;
     using FragB = GemmMmaFrag<OpB::kKMajor, OpB::kStride, E>;
     extern __shared__ __align__(16) unsigned char gemm_mma_smem[];
@@ -316,8 +317,18 @@ struct GemmMma {
     static void launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
                        const Epi &epi)
     {
+        /* whole k tiles spare the copies of a K_CONTIG operand their zero fill: on the twins' path */
+        if constexpr (SNN_ARCH_HAS_CP_ASYNC && sizeof(G) == 2 && (LA == GEMM_K_CONTIG || LB == GEMM_K_CONTIG))
+            if (K % T::BK == 0)
+                return launch_kw<VA, VB, true>(A, lda, B, ldb, M, N, K, split, epi);
+        launch_kw<VA, VB, false>(A, lda, B, ldb, M, N, K, split, epi);
+    }
+    template <int VA, int VB, bool KW, class G, class Epi>
+    static void launch_kw(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
+                          const Epi &epi)
+    {
         typedef GemmMmaRing<T, G, LA, LB> Ring;
-        gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, Epi>, Ring::STAGE_BYTES, Ring::STAGES>(
+        gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, KW, Epi>, Ring::STAGE_BYTES, Ring::STAGES>(
             M, N, split.slices, split.per, A, lda, B, ldb, M, N, K, split.per, epi);
     }
 };

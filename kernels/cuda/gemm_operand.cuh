@@ -57,8 +57,11 @@ static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
  * - Transposed (K_CONTIG, KMAJOR): kTF is at most 8 items (VEC = 1) or 2
  *   (VEC = 4), so a warp reads 8 consecutive floats of each of 4 rows (two
  *   float4 of each of 16 rows): whole 32-byte sectors. With the stride an
- *   odd multiple of 4 floats, the 32 lanes' shared stores hit 32 banks. */
-template <class Tile, int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float, class G = float>
+ *   odd multiple of 4 floats, the 32 lanes' shared stores hit 32 banks.
+ * WHOLE_K: the caller guarantees whole k tiles (K a multiple of BK), so a
+ * K_CONTIG operand's 16-byte copies need no zero fill. */
+template <class Tile, int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float, class G = float,
+          bool WHOLE_K = false>
 struct GemmOperand {
     static constexpr int BK = Tile::BK, THREADS = Tile::THREADS;
     static constexpr bool kKContig = LAYOUT == GEMM_K_CONTIG;
@@ -134,6 +137,10 @@ struct GemmOperand {
                 if constexpr (VEC == 1) {
                     const bool ok = s_ok && fp < F;
                     sm80_cp_async_ca_4(dst, ok ? gp + p * kTF : tile, ok ? 4 : 0);
+                } else if constexpr (WHOLE_K && kKContig) {
+                    /* the predicated copies' fill sizes and addresses cost a 256 x 128 block 4 % at 4096
+                     * cubed (H100, docs/PERF.md v7) */
+                    sm80_cp_async_16(dst, tile + line + tf * VEC + p * kTF * VEC);
                 } else {
                     const int n = kKContig || s_ok ? min(max(F - fp, 0), VEC) : 0;
                     const unsigned at = kKContig ? line + (n ? tf * VEC + p * kTF * VEC : 0)

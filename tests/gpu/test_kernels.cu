@@ -658,10 +658,12 @@ int main(void)
 
     test_gemm_roles(shapes, n);
 #ifdef CONFIG_GEMM_TWINS
-    /* the same with twins: every N and K a multiple of 8 (16-byte rows), M awkward */
-    static const shape tma_shapes[] = {{1, 8, 8},      {17, 136, 104}, {100, 8, 520},   {129, 264, 8},
-                                       {257, 200, 72}, {515, 64, 40},  {64, 256, 784},  {64, 784, 256},
-                                       {1000, 256, 784}, {64, 10, 256}, {32, 1024, 1024}, {600, 1032, 72}};
+    /* the same with twins: every N and K a multiple of 8 (16-byte rows), M awkward; some K a multiple of
+     * every block tile's k (the copies without zero fill), with M and N awkward too */
+    static const shape tma_shapes[] = {{1, 8, 8},        {17, 136, 104}, {100, 8, 520},    {129, 264, 8},
+                                       {257, 200, 72},   {515, 64, 40},  {64, 256, 784},   {64, 784, 256},
+                                       {1000, 256, 784}, {64, 10, 256},  {32, 1024, 1024}, {600, 1032, 72},
+                                       {515, 136, 128}};
     twin_mode = 1;
     test_gemm_roles(tma_shapes, (int)(sizeof tma_shapes / sizeof tma_shapes[0]));
     twin_mode = 0;
