@@ -84,6 +84,26 @@ struct GemmEpiStore {
     }
 };
 
+/* o[m][n] = e.out(v, in), for an epilogue e that writes one array o (row stride e.ld) from the value and
+ * what it loaded; and the same for a run of V. */
+template <class Epi>
+static __device__ __forceinline__ float gemm_epi_map(const Epi &e, float *o, int m, int n, float v, float in)
+{
+    v = e.out(v, in);
+    o[(size_t)m * e.ld + n] = v;
+    return v;
+}
+template <int V, class Epi>
+static __device__ __forceinline__ GemmFloats<V> gemm_epi_mapv(const Epi &e, float *o, int m, int n,
+                                                              GemmFloats<V> v, const GemmFloats<V> &in)
+{
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        v.f[i] = e.out(v.f[i], in.f[i]);
+    gemm_stv(o + (size_t)m * e.ld + n, v);
+    return v;
+}
+
 /* Forward: y = v (+ b[n]), then ReLU if relu. */
 struct GemmEpiBiasRelu {
     float *y;
@@ -103,9 +123,7 @@ struct GemmEpiBiasRelu {
     }
     __device__ __forceinline__ float apply(int m, int n, float v, In bias) const
     {
-        v = out(v, bias);
-        y[(size_t)m * ld + n] = v;
-        return v;
+        return gemm_epi_map(*this, y, m, n, v, bias);
     }
     template <int V>
     using InV = GemmFloats<V>;
@@ -122,11 +140,7 @@ struct GemmEpiBiasRelu {
     template <int V>
     __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> bias) const
     {
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            v.f[e] = out(v.f[e], bias.f[e]);
-        gemm_stv(y + (size_t)m * ld + n, v);
-        return v;
+        return gemm_epi_mapv<V>(*this, y, m, n, v, bias);
     }
 };
 
@@ -141,9 +155,7 @@ struct GemmEpiReluMask {
     static __device__ __forceinline__ float out(float v, float a) { return a > 0.0f ? v : 0.0f; }
     __device__ __forceinline__ float apply(int m, int n, float v, In a) const
     {
-        v = out(v, a);
-        dx[(size_t)m * ld + n] = v;
-        return v;
+        return gemm_epi_map(*this, dx, m, n, v, a);
     }
     template <int V>
     using InV = GemmFloats<V>;
@@ -166,11 +178,7 @@ struct GemmEpiReluMask {
     template <int V>
     __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> a) const
     {
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            v.f[e] = out(v.f[e], a.f[e]);
-        gemm_stv(dx + (size_t)m * ld + n, v);
-        return v;
+        return gemm_epi_mapv<V>(*this, dx, m, n, v, a);
     }
 };
 
