@@ -22,32 +22,28 @@ static __device__ __forceinline__ void sm80_cp_async_ca_4(void *smem, const void
                  : "memory");
 }
 
-/* 16 bytes; both addresses 16-byte aligned. On sm_90 through L1 (.ca): the
- * L1-bypassing form (.cg) reached L2 there as 3.5 times the requests for the
- * same tiles (partial lines), and L2's tag lookups capped a GEMM's operand
- * stream at about 5 TB/s, where .ca moved 9 (H100, docs/PERF.md v6). On sm_80
- * the bypassing form, CUTLASS's choice there (not measured by us). */
+/* The 16-byte copy: on sm_90 through L1 (.ca): the L1-bypassing form (.cg)
+ * reached L2 there as 3.5 times the requests for the same tiles (partial
+ * lines), and L2's tag lookups capped a GEMM's operand stream at about
+ * 5 TB/s, where .ca moved 9 (H100, docs/PERF.md v6). On sm_80 the bypassing
+ * form, CUTLASS's choice there (not measured by us). */
+#if __CUDA_ARCH__ >= 900
+#define SM80_CP_ASYNC_16 "cp.async.ca.shared.global"
+#else
+#define SM80_CP_ASYNC_16 "cp.async.cg.shared.global"
+#endif
+
+/* 16 bytes, src_bytes of them read; both addresses 16-byte aligned. */
 static __device__ __forceinline__ void sm80_cp_async_16(void *smem, const void *gmem, int src_bytes)
 {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem),
-                 "r"(src_bytes)
+    asm volatile(SM80_CP_ASYNC_16 " [%0], [%1], 16, %2;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem), "r"(src_bytes)
                  : "memory");
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem),
-                 "r"(src_bytes)
-                 : "memory");
-#endif
 }
 
-/* 16 bytes, all read (no zero fill); as above. */
+/* 16 bytes, all read: no fill size to compute (docs/PERF.md v7). */
 static __device__ __forceinline__ void sm80_cp_async_16(void *smem, const void *gmem)
 {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem) : "memory");
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem) : "memory");
-#endif
+    asm volatile(SM80_CP_ASYNC_16 " [%0], [%1], 16;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem) : "memory");
 }
 
 /* Closes the group of copies issued since the previous commit. */
