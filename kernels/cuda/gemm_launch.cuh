@@ -68,14 +68,14 @@ static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Ar
     CUDA_CHECK_LAUNCH();
 }
 
-/* The copies address a tile's lines by 32-bit element offsets from its origin
- * (GemmOperand::issue): a tile's lines times the leading dimension must fit. */
+/* The copies address a tile's lines by 32-bit byte offsets from its origin
+ * (GemmOperand::issue): a tile's lines of FP32 rows must span less than 4 GiB. */
 template <class Tile>
 static void gemm_check_ld(int lda, int ldb)
 {
     constexpr long lines = std::max({Tile::BM, Tile::BN, Tile::BK});
-    if ((long)std::max(lda, ldb) * lines > INT_MAX)
-        snn_die("GEMM leading dimension %d: %ld lines of a tile span more than 2^31 elements (the copies' offsets)",
+    if ((long)std::max(lda, ldb) * lines * (long)sizeof(float) > (long)UINT_MAX)
+        snn_die("GEMM leading dimension %d: %ld lines of a tile span more than 4 GiB (the copies' 32-bit offsets)",
                 std::max(lda, ldb), lines);
 }
 

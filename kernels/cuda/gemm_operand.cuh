@@ -111,7 +111,9 @@ struct GemmOperand {
         const int f = fast0 + tf * VEC, sl = slow0 + ts;
         /* How the copies are addressed decides the K loop's registers (ptxas, 64x64 warp tiles):
          * - 16-byte copies, a few per thread: the tile's origin, the same for the whole block (a uniform
-         *   register), plus a 32-bit offset per line that stays in a register across the K loop. Full
+         *   register), plus a 32-bit byte offset per copy that stays in a register across the K loop, so
+         *   that a copy's address is one 64-bit add (offsets in elements, scaled per copy, took a 256 x 128
+         *   block four integer instructions per copy, whose fixed latencies stalled the MMAs). Full
          *   addresses kept instead spilled accumulators; made again for each tile in a few registers, each
          *   copy waited on the registers of the one before (ncu: long scoreboard), stalling the MMAs. Rows
          *   past the matrix (K_CONTIG) repeat its last row rather than being predicated: they only feed
@@ -120,6 +122,7 @@ struct GemmOperand {
          *   the empty asm so that it does not keep every line's address (188 bytes spilled on 128x128).
          * Zero fills read an address in the matrix (the tile's origin, or its row). */
         const G *tile = g + (size_t)slow0 * ld + fast0, *gp = tile + (size_t)ts * ld + tf * VEC;
+        const char *tile_bytes = reinterpret_cast<const char *>(tile);
         T *sp = s + tf * kSmemF + ts * kSmemS;
 #pragma unroll
         for (int q = 0; q < kQ; ++q, gp += (size_t)kTS * ld) {
@@ -129,23 +132,23 @@ struct GemmOperand {
                 continue;
             const bool s_ok = sl + q * kTS < S;
             const int slow = kKContig ? min(ts + q * kTS, S - 1 - slow0) : ts + q * kTS;
-            const unsigned line = (unsigned)(slow * ld);
+            const unsigned line = (unsigned)(slow * ld) * (unsigned)sizeof(G); /* bytes */
 #pragma unroll
             for (int p = 0; p < kP; ++p) {
                 const int fp = f + p * kTF * VEC;
                 T *dst = sp + p * kTF * kSmemF + q * kTS * kSmemS;
+                const unsigned col = (unsigned)((tf + p * kTF) * VEC * sizeof(G)); /* bytes */
                 if constexpr (VEC == 1) {
                     const bool ok = s_ok && fp < F;
                     sm80_cp_async_ca_4(dst, ok ? gp + p * kTF : tile, ok ? 4 : 0);
                 } else if constexpr (WHOLE_K && kKContig) {
                     /* the predicated copies' fill sizes and addresses cost a 256 x 128 block 4 % at 4096
                      * cubed (H100, docs/PERF.md v7) */
-                    sm80_cp_async_16(dst, tile + line + tf * VEC + p * kTF * VEC);
+                    sm80_cp_async_16(dst, tile_bytes + (line + col));
                 } else {
                     const int n = kKContig || s_ok ? min(max(F - fp, 0), VEC) : 0;
-                    const unsigned at = kKContig ? line + (n ? tf * VEC + p * kTF * VEC : 0)
-                                                 : (n ? line + tf * VEC + p * kTF * VEC : 0);
-                    sm80_cp_async_16(dst, tile + at, n * (int)sizeof(G));
+                    const unsigned at = kKContig ? line + (n ? col : 0) : (n ? line + col : 0);
+                    sm80_cp_async_16(dst, tile_bytes + at, n * (int)sizeof(G));
                 }
             }
         }
