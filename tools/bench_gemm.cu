@@ -9,9 +9,13 @@
  * Each shape is first checked: staticnn against cuBLAS, and both against the
  * FP32 host reference where the host can afford it (relative L2); then
  * timed: CUDA events around each call after warm-up, median of 30, TFLOP/s.
- * Both compute C[M,N] = A[M,K] . B[N,K]^T (the forward role at the
- * config's forward tile, no bias, no ReLU); cuBLAS gets operands already in
- * its input type (its best case). The mma.sync kernel reads FP32 operands
+ * Each shape runs in the engine's GEMM role for it, without the role's
+ * epilogue: a forward shape C[M,N] = A[M,K] . B[N,K]^T (X, W) at the
+ * config's forward tile (no bias, no ReLU); a weight-gradient shape C[M,N]
+ * = A^T B for A[K][M] and B[K][N] (dY, X: k is the batch) at the
+ * weight-gradient tile, stored (cuda_linear_weight_grad: no SGD update).
+ * cuBLAS gets the same layouts, with operands already in its input type
+ * (its best case). The mma.sync kernel reads FP32 operands
  * and rounds them as it stages them, or, in builds with 16-bit twins
  * (CONFIG_GEMM_TWINS) and no wgmma, the same 16-bit operands as cuBLAS, as
  * twins. Tensor-core builds get a split-K workspace (16 Mi floats, more
@@ -23,7 +27,9 @@
  * instruction on this GPU (a kernel of register operands only, which no
  * GEMM on mma.sync can beat) and give each staticnn row's fraction of it:
  * on Hopper, where cuBLAS runs on wgmma, the ratio that says how good an
- * mma.sync kernel is. */
+ * mma.sync kernel is. Last, each shape's memory floor: its operands read
+ * once and C written once at the streaming rates measured first, the bound
+ * of the shapes whose few FLOPs per byte leave the tensor cores idle. */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -41,6 +47,7 @@
 #include "kernels/cuda/gemm_config.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
+#include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
 #include "kernels/cuda/gemm_launch.cuh"
@@ -86,17 +93,28 @@ static const cublasComputeType_t COMPUTE = CUBLAS_COMPUTE_32F;
 struct shape {
     const char *what;
     int m, n, k;
+    bool wgrad; /* in the weight-gradient role; else the forward */
 };
 
 static const shape shapes[] = {
-    {"784x4 forward (batch 64)", 64, 784, 784},
-    {"784x4 weight grad", 784, 784, 64},
-    {"1024x3 forward (batch 32)", 32, 1024, 1024},
-    {"8192x3 forward (batch 32)", 32, 8192, 8192},
-    {"8192x3 weight grad", 8192, 8192, 32},
-    {"4096 cubed", 4096, 4096, 4096},
-    {"8192 cubed", 8192, 8192, 8192},
+    {"784x4 forward (batch 64)", 64, 784, 784, false},
+    {"784x4 weight grad", 784, 784, 64, true},
+    {"1024x3 forward (batch 32)", 32, 1024, 1024, false},
+    {"8192x3 forward (batch 32)", 32, 8192, 8192, false},
+    {"8192x3 weight grad", 8192, 8192, 32, true},
+    {"4096 cubed", 4096, 4096, 4096, false},
+    {"8192 cubed", 8192, 8192, 8192, false},
 };
+
+/* The n x k matrix of a k x n one (the host reference takes the forward's layouts). */
+static std::vector<float> transposed(const std::vector<float> &p, int k, int n)
+{
+    std::vector<float> t((size_t)n * k);
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < n; j++)
+            t[(size_t)j * k + i] = p[(size_t)i * n + j];
+    return t;
+}
 
 /* Converts n floats to cuBLAS's input type, in device memory. */
 __global__ void to_input_type(void *dst, const float *src, long n)
@@ -160,6 +178,57 @@ template <class F> static double time_ms(F call)
     return median_ms(t);
 }
 
+
+/* The memory floor: this GPU's streaming rates, from kernels that read (and sum) or write FLOOR_BYTES as float4s,
+ * far more than the L2 holds. A shape can run no faster than its operands read once and C written once at these
+ * rates: on the memory-bound shapes (a batch of 32 against an 8192-wide layer) the ratio that says how much is
+ * left. */
+#define FLOOR_BYTES (512L << 20)
+
+__global__ void floor_read(const float4 *__restrict__ p, long n, float *sink)
+{
+    float s = 0;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const float4 v = p[i];
+        s += v.x + v.y + v.z + v.w;
+    }
+    if (s == 1.0f) /* never: the buffer is zero; keeps the loads */
+        *sink = s;
+}
+
+__global__ void floor_write(float4 *__restrict__ p, long n)
+{
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        p[i] = make_float4(0, 0, 0, 0);
+}
+
+struct memory_floor {
+    double read, write; /* bytes per ms */
+};
+
+static memory_floor measure_memory_floor(void)
+{
+    const long n = FLOOR_BYTES / sizeof(float4);
+    float4 *p;
+    CUDA_CHECK(cudaMalloc(&p, FLOOR_BYTES + sizeof(float)));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, FLOOR_BYTES, snn_stream()));
+    float *sink = (float *)(p + n);
+    int dev, sms, per_sm;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
+    const int blocks = sms * per_sm / 256;
+    const double t_read = time_ms([&] {
+        floor_read<<<blocks, 256, 0, snn_stream()>>>(p, n, sink);
+        CUDA_CHECK_LAUNCH();
+    });
+    const double t_write = time_ms([&] {
+        floor_write<<<blocks, 256, 0, snn_stream()>>>(p, n);
+        CUDA_CHECK_LAUNCH();
+    });
+    CUDA_CHECK(cudaFree(p));
+    return {FLOOR_BYTES / t_read, FLOOR_BYTES / t_write};
+}
 
 static std::vector<float> download(const float *dev, long n)
 {
@@ -254,7 +323,7 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
         run();
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
         const double d = rel_l2(download(c, nc), theirs), t = time_ms(run);
-        printf("| wgmma %dx%dx%d c%d s%d, %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | | |\n", Tile::BM, Tile::BN,
+        printf("| wgmma %dx%dx%d c%d s%d, %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | | | | |\n", Tile::BM, Tile::BN,
                GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, how, s.m, s.n, s.k, flop / t / 1e9, flop / t_ref / 1e9,
                t_ref / t, d);
     }
@@ -265,7 +334,7 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
                 gemm_wgmma_run<GEMM_K_CONTIG, GEMM_R_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.n, s.m, s.n, s.k,
                                                                                  GemmEpiStore{c, s.n});
             });
-            printf("| wgmma %dx%dx%d c%d s%d, B MN-major | %dx%dx%d | %.1f | %.1f | %.2f | (timed only) | | | |\n",
+            printf("| wgmma %dx%dx%d c%d s%d, B MN-major | %dx%dx%d | %.1f | %.1f | %.2f | (timed only) | | | | | |\n",
                    Tile::BM, Tile::BN, GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, s.m, s.n, s.k, flop / t_mn / 1e9,
                    flop / t_ref / 1e9, t_ref / t_mn);
         }
@@ -321,8 +390,11 @@ int main(int argc, char **argv)
     CUBLAS_CHECK(cublasSetMathMode(h, COMPUTE == CUBLAS_COMPUTE_32F && IN_TYPE == CUDA_R_32F
                                           ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
     typedef GemmTileFwd T;
-    printf("# GEMM %s, %s path, forward tile: block %dx%dx%d warp %dx%dx%d stages %d, on %s\n", PRECISION,
-           SNN_TARGET_NAME, T::BM, T::BN, T::BK, T::WM, T::WN, T::WK, CONFIG_GEMM_STAGES, dev.name);
+    typedef GemmTileWgrad W;
+    printf("# GEMM %s, %s path, forward tile: block %dx%dx%d warp %dx%dx%d, weight-gradient tile: block %dx%dx%d "
+           "warp %dx%dx%d, stages %d, on %s\n",
+           PRECISION, SNN_TARGET_NAME, T::BM, T::BN, T::BK, T::WM, T::WN, T::WK, W::BM, W::BN, W::BK, W::WM, W::WN,
+           W::WK, CONFIG_GEMM_STAGES, dev.name);
     double ceiling = 0; /* TFLOP/s; 0: not a tensor-core build */
 #ifdef CONFIG_GEMM_TENSOR_CORES
     ceiling = mma_ceiling();
@@ -330,9 +402,14 @@ int main(int argc, char **argv)
            "1, 2 and 4 blocks of 8 warps per SM)\n",
            ceiling, GEMM_MMA_K, GEMM_MMA_KSTEP > GEMM_MMA_K ? " in pairs" : "");
 #endif
+    const memory_floor floor = measure_memory_floor();
+    printf("# memory floor: reads %.2f TB/s, writes %.2f TB/s (streaming float4 kernels over %ld MiB); a shape's "
+           "floor is A and B read once in cuBLAS's input type and C written once in FP32\n",
+           floor.read / 1e9, floor.write / 1e9, FLOOR_BYTES >> 20);
     printf("| shape | M x N x K | staticnn TFLOP/s | cuBLAS TFLOP/s | staticnn / cuBLAS | ours vs cuBLAS | "
-           "ours vs host | cuBLAS vs host | staticnn / mma.sync ceiling |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+           "ours vs host | cuBLAS vs host | staticnn / mma.sync ceiling | memory floor TFLOP/s | staticnn / "
+           "floor |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
 #ifdef CONFIG_GEMM_WGMMA
     printf("# staticnn: the engine's forward on FP32 operands: mma.sync, or in TF32 wgmma where it takes it "
            "(\"on wgmma\"); wgmma rows follow each shape: the operands cuBLAS gets, block tile, consumer "
@@ -358,15 +435,22 @@ int main(int argc, char **argv)
         to_input_type<<<(nb + 255) / 256, 256, 0, snn_stream()>>>(b_in, b, nb);
         CUDA_CHECK_LAUNCH();
 
-        /* Row-major C[M,N] = A[M,K] B[N,K]^T is column-major C^T = B . A^T. */
+        /* Row-major C[M,N] = A[M,K] B[N,K]^T is column-major C^T = B . A^T; the weight gradient's
+         * C[M,N] = A[K][M]^T B[K][N] is column-major C^T = B^T . A. */
         const float one = 1, zero = 0;
         const __half one_h = __float2half(1.0f), zero_h = __float2half(0.0f);
         const void *alpha = COMPUTE == CUBLAS_COMPUTE_16F ? (const void *)&one_h : (const void *)&one;
         const void *beta = COMPUTE == CUBLAS_COMPUTE_16F ? (const void *)&zero_h : (const void *)&zero;
         cudaDataType_t out_type = COMPUTE == CUBLAS_COMPUTE_16F ? CUDA_R_16F : CUDA_R_32F;
         auto cublas = [&] {
-            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, alpha, b_in, IN_TYPE, s.k, a_in,
-                                      IN_TYPE, s.k, beta, c_in, out_type, s.n, COMPUTE, CUBLAS_GEMM_DEFAULT));
+            if (s.wgrad)
+                CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, s.n, s.m, s.k, alpha, b_in, IN_TYPE, s.n,
+                                          a_in, IN_TYPE, s.m, beta, c_in, out_type, s.n, COMPUTE,
+                                          CUBLAS_GEMM_DEFAULT));
+            else
+                CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, alpha, b_in, IN_TYPE, s.k,
+                                          a_in, IN_TYPE, s.k, beta, c_in, out_type, s.n, COMPUTE,
+                                          CUBLAS_GEMM_DEFAULT));
         };
 #if defined(CONFIG_GEMM_TWINS) && !defined(CONFIG_GEMM_WGMMA)
         /* the Ampere path on the 16-bit operands cuBLAS gets, as the twins the engine keeps */
@@ -374,7 +458,10 @@ int main(int argc, char **argv)
         cuda_twin_bind(b, b_in, nb);
 #endif
         auto ours = [&] {
-            cuda_linear_forward(c_ours, a, b, NULL, s.m, s.n, s.k, 0);
+            if (s.wgrad) /* dY = A [K][M] (the batch by the outputs), X = B [K][N] */
+                cuda_linear_weight_grad(c_ours, a, b, s.k, s.m, s.n);
+            else
+                cuda_linear_forward(c_ours, a, b, NULL, s.m, s.n, s.k, 0);
         };
         cublas();
         to_float<<<(nc + 255) / 256, 256, 0, snn_stream()>>>(c_ref, c_in, nc);
@@ -403,6 +490,10 @@ int main(int argc, char **argv)
         char vs_host[2][32] = {"-", "-"};
         if ((double)s.m * s.n * s.k <= HOST_CHECK_MAX_MACS) {
             std::vector<float> ha = download(a, na), hb = download(b, nb), ref(nc);
+            if (s.wgrad) {
+                ha = transposed(ha, s.k, s.m);
+                hb = transposed(hb, s.k, s.n);
+            }
             host_linear_forward(ref.data(), ha.data(), hb.data(), NULL, s.m, s.n, s.k, 0);
             snprintf(vs_host[0], sizeof(vs_host[0]), "%.1e", rel_l2(got, ref));
             snprintf(vs_host[1], sizeof(vs_host[1]), "%.1e", rel_l2(theirs, ref));
@@ -413,11 +504,14 @@ int main(int argc, char **argv)
         char of_ceiling[16] = "-";
         if (ceiling > 0 && !on_wgmma)
             snprintf(of_ceiling, sizeof of_ceiling, "%.2f", flop / t_ours / 1e9 / ceiling);
-        printf("| %s%s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s | %s |\n", s.what, split, s.m, s.n, s.k,
-               flop / t_ours / 1e9, flop / t_ref / 1e9, t_ref / t_ours, diff, vs_host[0], vs_host[1], of_ceiling);
+        const double t_floor = (double)(na + nb) * elt / floor.read + (double)nc * 4 / floor.write;
+        printf("| %s%s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | %s | %s | %s | %.1f | %.2f |\n", s.what, split, s.m,
+               s.n, s.k, flop / t_ours / 1e9, flop / t_ref / 1e9, t_ref / t_ours, diff, vs_host[0], vs_host[1],
+               of_ceiling, flop / t_floor / 1e9, t_floor / t_ours);
 #ifdef CONFIG_GEMM_WGMMA
-        bench_wgmma_tiles<GemmWgmmaConfigTile, GemmWgmmaSmallTile, GemmWgmmaTile<256, 128, 2, 4>,
-                          GemmWgmmaTile<64, 128, 1, 8>>(s, a_in, b_in, c_ours, theirs, t_ref);
+        if (!s.wgrad) /* the wgmma rows time the forward's layouts */
+            bench_wgmma_tiles<GemmWgmmaConfigTile, GemmWgmmaSmallTile, GemmWgmmaTile<256, 128, 2, 4>,
+                              GemmWgmmaTile<64, 128, 1, 8>>(s, a_in, b_in, c_ours, theirs, t_ref);
 #endif
         fflush(stdout);
         cuda_twin_unbind_all();

@@ -32,6 +32,7 @@
 #include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_pipeline.cuh"
 #include "kernels/cuda/twin.h"
+#include "kernels/cuda/weight_grad.h"
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm_wgmma.h"
 #endif
@@ -234,4 +235,10 @@ extern "C" void cuda_linear_backward_weight_sgd(float *w, float *vw, float *b, f
             b, vb, dy, M, N, lr, mu);
         CUDA_CHECK_LAUNCH();
     }
+}
+
+extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const float *x, int M, int N, int K)
+{
+    /* the GEMM of cuda_linear_backward_weight_sgd, stored */
+    gemm_run<GemmTileWgrad, GEMM_R_CONTIG, GEMM_R_CONTIG>(dy, N, x, K, N, K, M, GemmEpiStore{gw, K});
 }

@@ -372,10 +372,12 @@ void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N
     });
 }
 
-/* The three roles' instances (kernels/cuda/gemm.cu). */
+/* The three roles' instances, and the weight gradient's stored (kernels/cuda/gemm.cu). */
 template void gemm_mma_run<GemmTileFwd, GEMM_K_CONTIG, GEMM_K_CONTIG>(const float *, int, const float *, int, int,
                                                                       int, int, const GemmEpiBiasRelu &);
 template void gemm_mma_run<GemmTileDgrad, GEMM_K_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int,
                                                                         int, int, const GemmEpiReluMask &);
 template void gemm_mma_run<GemmTileWgrad, GEMM_R_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int,
                                                                         int, int, const GemmEpiSgd &);
+template void gemm_mma_run<GemmTileWgrad, GEMM_R_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int,
+                                                                        int, int, const GemmEpiStore &);

@@ -50,10 +50,12 @@ bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int
         return gemm_wgmma_take<LA, LB>(A, lda, B, ldb, M, N, K, epi);
 }
 
-/* The three roles' instances (kernels/cuda/gemm.cu). */
+/* The three roles' instances, and the weight gradient's stored (kernels/cuda/gemm.cu). */
 template bool gemm_wgmma_try<GEMM_K_CONTIG, GEMM_K_CONTIG>(const float *, int, const float *, int, int, int, int,
                                                            const GemmEpiBiasRelu &);
 template bool gemm_wgmma_try<GEMM_K_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int, int, int,
                                                            const GemmEpiReluMask &);
 template bool gemm_wgmma_try<GEMM_R_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int, int, int,
                                                            const GemmEpiSgd &);
+template bool gemm_wgmma_try<GEMM_R_CONTIG, GEMM_R_CONTIG>(const float *, int, const float *, int, int, int, int,
+                                                           const GemmEpiStore &);

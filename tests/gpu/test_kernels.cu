@@ -45,6 +45,7 @@
 #include "kernels/cuda/gemm_wgmma.h"
 #endif
 #include "kernels/cuda/twin.h"
+#include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #include "snn_check.h"
 #include "tests/test_util.h"
@@ -362,6 +363,40 @@ static void test_backward_weight_sgd(shape s, int misalign)
     free(dy), free(x), free(w0), free(vw0), free(b0), free(vb0), free(w), free(vw), free(b), free(vb);
 }
 
+/* The weight-gradient GEMM alone (the benchmarks' weight-gradient rows), against the host's update with no
+ * momentum and no step: its new momentum is the gradient. */
+static void test_weight_grad(shape s)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "gemm_%s %s linear_weight_grad M=%d N=%d K=%d", SNN_GEMM_PRECISION, tile_wgrad,
+             s.M, s.N, s.K);
+    long nw = (long)s.N * s.K;
+    float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
+    float *w = host_floats(nw), *ref = host_floats(nw), *b = host_floats(s.N), *vb = host_floats(s.N);
+    float *g[2] = {host_floats(nw), host_floats(nw)};
+    memset(w, 0, sizeof(float) * (size_t)nw);
+    memset(ref, 0, sizeof(float) * (size_t)nw);
+    memset(b, 0, sizeof(float) * (size_t)s.N);
+    memset(vb, 0, sizeof(float) * (size_t)s.N);
+    host_linear_backward_weight_sgd(w, ref, b, vb, dy, x, s.M, s.N, s.K, 0.0f, 0.0f);
+
+    dbuf ddy = dev_floats(dy, (long)s.M * s.N, 0), dxx = dev_floats(x, (long)s.M * s.K, 0);
+    dbuf dg = dev_floats(NULL, nw, 0);
+    path_start();
+    for (int run = 0; run < 2; run++) {
+        poison(dg.p, sizeof(float) * (size_t)nw);
+        cuda_linear_weight_grad(dg.p, ddy.p, dxx.p, s.M, s.N, s.K);
+        snn_rt_download(g[run], dg.p, sizeof(float) * (size_t)nw);
+    }
+    compare(why, "gw", g[0], ref, nw, SNN_TOL_GEMM);
+    same_bits(why, "gw", g[0], g[1], sizeof(float) * (size_t)nw);
+    strncat(name, path_taken(), sizeof name - strlen(name) - 1);
+    report(name, why);
+
+    dev_free(ddy), dev_free(dxx), dev_free(dg);
+    free(dy), free(x), free(w), free(ref), free(b), free(vb), free(g[0]), free(g[1]);
+}
+
 /* ---- elementwise kernels -------------------------------------------------------- */
 
 static void test_gather(int count, int rows, int step, int with_order)
@@ -611,6 +646,9 @@ static void test_gemm_roles(const shape *shapes, int n)
     test_backward_input((shape){33, 2600, 100}, 1, 1);
     test_backward_weight_sgd((shape){4100, 3, 10}, 0);
     test_backward_weight_sgd((shape){2600, 33, 100}, 1);
+    test_weight_grad(shapes[0]);
+    test_weight_grad((shape){64, 256, 784});
+    test_weight_grad((shape){3, 4100, 10});
 
 }
 
