@@ -44,6 +44,24 @@ static inline int gemm_sm_count(void)
     return n;
 }
 
+/* Blocks of tile Tile with a ring of ring_bytes that one SM holds, by its
+ * threads and shared memory. Registers are not counted: the tiles they would
+ * hold to fewer blocks are the large ones, held to one or two already by
+ * shared memory. */
+template <class Tile>
+static int gemm_resident_blocks(int ring_bytes)
+{
+    static int threads, smem, reserved;
+    if (!threads) {
+        int dev;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
+    }
+    return std::max(1, std::min(threads / Tile::THREADS, smem / (ring_bytes + reserved)));
+}
+
 /* KERNEL<<<Tile's blocks over M x N (x slices of k), Tile::THREADS, smem>>>(args...)
  * on the engine's stream. The kernel's ring has STAGES shared tiles of
  * STAGE_BYTES; a block that loads fewer k tiles (a short k, as the weight

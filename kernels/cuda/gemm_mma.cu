@@ -352,14 +352,23 @@ static void gemm_mma_split_k(int M, int N, GemmSplit split, const Epi &epi, Laun
     gemm_split_k.last = split.slices;
 }
 
+/* The split-K plan of the kernel on global elements G at tile T: one wave of the blocks the GPU holds. */
+template <class T, class G, int LA, int LB>
+static GemmSplit gemm_mma_plan(int M, int N, int K)
+{
+    typedef GemmMmaRing<T, G, LA, LB> Ring;
+    return gemm_split_k_plan<T>(M, N, K,
+                                (long)gemm_sm_count() * gemm_resident_blocks<T>(Ring::STAGE_BYTES * Ring::STAGES));
+}
+
 template <class T, int LA, int LB, class Epi>
 void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
     typedef GemmMma<T, LA, LB> Kernel;
-    const GemmSplit split = gemm_split_k_plan<T>(M, N, K, gemm_sm_count());
 #ifdef CONFIG_GEMM_TWINS
     const SnnTwin *ta = cuda_twin_of(A), *tb = cuda_twin_of(B);
     if (snn_twin_rows_aligned(ta, lda) && snn_twin_rows_aligned(tb, ldb)) {
+        const GemmSplit split = gemm_mma_plan<T, SnnTwin, LA, LB>(M, N, K);
         twin_runs++;
         return gemm_mma_split_k(M, N, split, epi, [&](const auto &e) {
             Kernel::template launch<8, 8>(ta, lda, tb, ldb, M, N, K, split, e);
@@ -367,6 +376,7 @@ void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N
     }
 #endif
     constexpr bool can_a = gemm_vec_allowed<T, LA, T::BM, false>(), can_b = gemm_vec_allowed<T, LB, T::BN, false>();
+    const GemmSplit split = gemm_mma_plan<T, float, LA, LB>(M, N, K);
     gemm_mma_split_k(M, N, split, epi, [&](const auto &e) {
         gemm_dispatch<Kernel, can_a, can_b>(A, lda, B, ldb, M, N, K, split, e);
     });

@@ -26,15 +26,19 @@ struct GemmSplitK {
 };
 extern GemmSplitK gemm_split_k;
 
-/* Slice count 1 unless the tiles leave SMs idle: then as many slices as fill
- * them, each at least CONFIG_GEMM_SPLIT_K_MIN_K deep, at most
- * CONFIG_GEMM_SPLIT_K_MAX and as many as the workspace holds. */
+/* The most slices whose blocks still run in one wave (blocks x slices <=
+ * slots, the blocks the GPU holds at once), each at least
+ * CONFIG_GEMM_SPLIT_K_MIN_K deep, at most CONFIG_GEMM_SPLIT_K_MAX and as
+ * many as the workspace holds. Rounded down: one more slice would start a
+ * second wave, and a GEMM in two waves of s + 1 slices takes 2 / (s + 1) of
+ * its unsplit time, against 1 / s in one wave of s, before the partial
+ * sums' traffic (128 tiles of one block per SM on 132 SMs: 1 slice, not 2). */
 template <class Tile>
-static GemmSplit gemm_split_k_plan(int M, int N, int K, int sms)
+static GemmSplit gemm_split_k_plan(int M, int N, int K, long slots)
 {
     const int ktiles = (K + Tile::BK - 1) / Tile::BK;
     const long blocks = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
-    long s = blocks < sms ? (sms + blocks - 1) / blocks : 1;
+    long s = slots / blocks;
     s = s < CONFIG_GEMM_SPLIT_K_MAX ? s : CONFIG_GEMM_SPLIT_K_MAX;
     s = s < K / CONFIG_GEMM_SPLIT_K_MIN_K ? s : K / CONFIG_GEMM_SPLIT_K_MIN_K;
     s = s < gemm_split_k.elems / ((long)M * N) ? s : gemm_split_k.elems / ((long)M * N);
