@@ -45,12 +45,12 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
 #include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
-#include "kernels/cuda/gemm_launch.cuh"
 #include "kernels/cuda/gemm_mma_inst.cuh"
 #endif
 #ifdef CONFIG_GEMM_WGMMA
@@ -213,11 +213,7 @@ static memory_floor measure_memory_floor(void)
     CUDA_CHECK(cudaMalloc(&p, FLOOR_BYTES + sizeof(float)));
     CUDA_CHECK(cudaMemsetAsync(p, 0, FLOOR_BYTES, snn_stream()));
     float *sink = (float *)(p + n);
-    int dev, sms, per_sm;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
-    const int blocks = sms * per_sm / 256;
+    const int blocks = gemm_sm_count() * gemm_resident_blocks(256, 0); /* as many as the GPU holds */
     const double t_read = time_ms([&] {
         floor_read<<<blocks, 256, 0, snn_stream()>>>(p, n, sink);
         CUDA_CHECK_LAUNCH();

@@ -44,12 +44,11 @@ static inline int gemm_sm_count(void)
     return n;
 }
 
-/* Blocks of tile Tile with a ring of ring_bytes that one SM holds, by its
- * threads and shared memory. Registers are not counted: the tiles they would
- * hold to fewer blocks are the large ones, held to one or two already by
- * shared memory. */
-template <class Tile>
-static int gemm_resident_blocks(int ring_bytes)
+/* Blocks of `threads` threads with a ring of ring_bytes that one SM holds,
+ * by threads and shared memory. Registers are not counted: the tiles they
+ * would hold to fewer blocks are the large ones, held to one or two already
+ * by shared memory. */
+static inline int gemm_resident_blocks(int threads_per_block, int ring_bytes)
 {
     static int threads, smem, reserved;
     if (!threads) {
@@ -59,7 +58,7 @@ static int gemm_resident_blocks(int ring_bytes)
         CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
     }
-    return std::max(1, std::min(threads / Tile::THREADS, smem / (ring_bytes + reserved)));
+    return std::max(1, std::min(threads / threads_per_block, smem / std::max(1, ring_bytes + reserved)));
 }
 
 /* KERNEL<<<Tile's blocks over M x N (x slices of k), Tile::THREADS, smem>>>(args...)

@@ -357,8 +357,8 @@ template <class T, class G, int LA, int LB>
 static GemmSplit gemm_mma_plan(int M, int N, int K)
 {
     typedef GemmMmaRing<T, G, LA, LB> Ring;
-    return gemm_split_k_plan<T>(M, N, K,
-                                (long)gemm_sm_count() * gemm_resident_blocks<T>(Ring::STAGE_BYTES * Ring::STAGES));
+    const int per_sm = gemm_resident_blocks(T::THREADS, Ring::STAGE_BYTES * Ring::STAGES);
+    return gemm_split_k_plan<T>(M, N, K, (long)gemm_sm_count() * per_sm);
 }
 
 template <class T, int LA, int LB, class Epi>
