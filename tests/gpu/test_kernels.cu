@@ -259,7 +259,7 @@ typedef struct {
 static void test_forward(shape s, int bias, int relu, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_forward M=%d N=%d K=%d%s%s%s", SNN_GEMM_PRECISION, tile_fwd,
+    snprintf(name, sizeof name, "gemm_%s %s linear_forward M=%d N=%d K=%d%s%s%s", SNN_PRECISION_NAME, tile_fwd,
              s.M, s.N, s.K, bias ? " bias" : "", relu ? " relu" : "", misalign ? " misaligned" : "");
     long ny = (long)s.M * s.N;
     float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
@@ -288,7 +288,7 @@ static void test_forward(shape s, int bias, int relu, int misalign)
 static void test_backward_input(shape s, int mask, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_backward_input M=%d N=%d K=%d%s%s", SNN_GEMM_PRECISION,
+    snprintf(name, sizeof name, "gemm_%s %s linear_backward_input M=%d N=%d K=%d%s%s", SNN_PRECISION_NAME,
              tile_dgrad, s.M, s.N, s.K, mask ? " mask" : "", misalign ? " misaligned" : "");
     long nx = (long)s.M * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
@@ -317,7 +317,7 @@ static void test_backward_input(shape s, int mask, int misalign)
 static void test_backward_weight_sgd(shape s, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_backward_weight_sgd M=%d N=%d K=%d%s", SNN_GEMM_PRECISION,
+    snprintf(name, sizeof name, "gemm_%s %s linear_backward_weight_sgd M=%d N=%d K=%d%s", SNN_PRECISION_NAME,
              tile_wgrad, s.M, s.N, s.K, misalign ? " misaligned" : "");
     long nw = (long)s.N * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
@@ -368,7 +368,7 @@ static void test_backward_weight_sgd(shape s, int misalign)
 static void test_weight_grad(shape s)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_weight_grad M=%d N=%d K=%d", SNN_GEMM_PRECISION, tile_wgrad,
+    snprintf(name, sizeof name, "gemm_%s %s linear_weight_grad M=%d N=%d K=%d", SNN_PRECISION_NAME, tile_wgrad,
              s.M, s.N, s.K);
     long nw = (long)s.N * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
@@ -668,7 +668,7 @@ int main(void)
     printf("# %s on %s (cc %d.%d), GEMM tiles forward %s, input gradient %s, weight gradient %s, %s GEMMs: "
            "tolerance %.0e (relative, L2; %.0e for the rest)\n",
            SNN_TARGET_NAME, info.name, info.cc / 10, info.cc % 10, tile_fwd, tile_dgrad, tile_wgrad,
-           SNN_GEMM_PRECISION, SNN_TOL_GEMM, TOL_FP32);
+           SNN_PRECISION_NAME, SNN_TOL_GEMM, TOL_FP32);
 #ifdef CONFIG_GEMM_TENSOR_CORES
     /* a split-K workspace, as the engine binds one (16 Mi floats, more than any config's: these shapes are not
      * the config's): the GEMMs whose tiles leave SMs idle split their k range */

@@ -141,7 +141,7 @@ static void op_verdict(const char *what, int M, int N, int K, double err)
 {
     printf("%s - training step %d (%s GEMMs), op %d: %s %dx%dx%d on the GPU's inputs (relative error %.2e, "
            "tolerance %.0e)\n",
-           err <= SNN_TOL_STEP_OP ? "ok" : "not ok", step_number, SNN_GEMM_PRECISION, ++op_number, what, M, N, K,
+           err <= SNN_TOL_STEP_OP ? "ok" : "not ok", step_number, SNN_PRECISION_NAME, ++op_number, what, M, N, K,
            err, SNN_TOL_STEP_OP);
 }
 
@@ -201,7 +201,7 @@ static void compare(const char *what, const float *gpu, const float *fp32, long 
     double e = rel_error(got, fp32, n);
     printf("%s - training step (%s GEMMs): %s (%ld values, relative error %.2e against the FP32 host engine, "
            "tolerance %.0e)\n",
-           e <= tol ? "ok" : "not ok", SNN_GEMM_PRECISION, what, n, e, tol);
+           e <= tol ? "ok" : "not ok", SNN_PRECISION_NAME, what, n, e, tol);
     free(got);
 }
 
@@ -213,7 +213,7 @@ static void report_momentum(const snn_model *gpu, const snn_model *fp32)
         float *w = fetch(g->vw, (long)f->out * f->in), *b = fetch(g->vb, f->out);
         printf("# training step %d (%s GEMMs), free-running: momentum of layer %d: relative error %.2e (weights), "
                "%.2e (biases) against the FP32 host engine\n",
-               step_number, SNN_GEMM_PRECISION, l, rel_error(w, f->vw, (long)f->out * f->in),
+               step_number, SNN_PRECISION_NAME, l, rel_error(w, f->vw, (long)f->out * f->in),
                rel_error(b, f->vb, f->out));
         free(w), free(b);
     }

@@ -39,19 +39,14 @@
 #include "snn_config.h"
 
 #if defined(CONFIG_PRECISION_TF32)
-#define SNN_GEMM_PRECISION "tf32"
 #define SNN_TOL_GEMM 5e-3
 #elif defined(CONFIG_PRECISION_FP16)
-#define SNN_GEMM_PRECISION "f16"
 #define SNN_TOL_GEMM 5e-3
 #elif defined(CONFIG_PRECISION_FP16_ACC16)
-#define SNN_GEMM_PRECISION "f16acc16"
 #define SNN_TOL_GEMM 3e-2
 #elif defined(CONFIG_PRECISION_BF16)
-#define SNN_GEMM_PRECISION "bf16"
 #define SNN_TOL_GEMM 2e-2
 #else
-#define SNN_GEMM_PRECISION "f32"
 #define SNN_TOL_GEMM 1e-5
 #endif
 
