@@ -27,9 +27,9 @@ static void usage(FILE *out)
             "  --data DIR       dataset directory (default: " CONFIG_DATA_DIR ")\n"
             "  --log FILE       write JSON lines: the config, every %d-th step's loss, each epoch,\n"
             "                   and at the end the memory strategy's figures\n"
-            "  --dump DIR       write the run's shape (meta.json), initial parameters (init.bin),\n"
-            "                   each epoch's sample order (order-E.bin) and step losses\n"
-            "                   (losses-E.bin), for tools/torch_parity.py\n"
+            "  --dump DIR       write the run's shape and numerics (meta.json), initial\n"
+            "                   parameters (init.bin), each epoch's sample order (order-E.bin)\n"
+            "                   and step losses (losses-E.bin), for tools/torch_parity.py\n"
             "  --save FILE      write the final parameters (float32, layer by layer: W then b)\n"
             "  --epochs N       train N epochs instead of the configured %d\n"
             "  --max-steps N    stop each epoch after N steps (smoke tests, sanitizers)\n"
@@ -155,8 +155,23 @@ static void dump_epoch_file(const char *dir, const char *what, int epoch, const 
     write_dump(dir, name, data, bytes);
 }
 
-/* What tools/torch_parity.py needs to rebuild the run: the shape and the
- * schedule (meta.json), and the initial parameters. */
+/* The GEMMs' numerics as tools/torch_parity.py names them, or NULL. A TF32
+ * build on wgmma truncates the operands of the forward GEMMs that kernel
+ * takes (kernels/cuda/gemm_wgmma.h) and rounds the others: one name only
+ * where it takes all of them (thresholds off, every layer's input in
+ * 16-byte rows), as gemm_wgmma_take decides. */
+static const char *dump_numerics(void)
+{
+#if defined(CONFIG_PRECISION_TF32) && defined(CONFIG_GEMM_WGMMA)
+    return CONFIG_GEMM_WGMMA_MIN_K <= 1 && CONFIG_GEMM_WGMMA_MIN_MFLOP == 0 && SNN_HIDDEN % 4 == 0 ? "tf32_wgmma"
+                                                                                                   : NULL;
+#else
+    return SNN_PRECISION_NAME;
+#endif
+}
+
+/* What tools/torch_parity.py needs to rebuild the run: the shape, the
+ * schedule and the numerics (meta.json), and the initial parameters. */
 static void dump_start(const char *dir, const float *params, const options *o)
 {
     char path[4096];
@@ -173,6 +188,11 @@ static void dump_start(const char *dir, const float *params, const options *o)
             SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
             (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, SNN_TARGET_NAME);
     put_json_string(meta.f, o->data_dir);
+    fprintf(meta.f, ",\"precision\":");
+    if (dump_numerics())
+        put_json_string(meta.f, dump_numerics());
+    else
+        fprintf(meta.f, "null");
     fprintf(meta.f, "}\n");
     out_close(&meta);
     write_dump(dir, "init.bin", params, SNN_PARAMS * sizeof(float));

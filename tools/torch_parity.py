@@ -14,8 +14,12 @@ w -= lr*v) in that order, and compares each step's loss with losses-E.bin.
 Inputs are normalised exactly as the engine does, (pixel/255 - mean)/std in
 float32.
 
-Precision (--precision, else meta.json's "precision", which app/mnist does
-not write, else fp32) is the build's CONFIG_PRECISION_*, and the trainer computes as the engine does in it.
+Precision (--precision, else meta.json's "precision", else fp32 for dumps
+that predate it) is the build's CONFIG_PRECISION_*, and the trainer computes
+as the engine does in it. app/mnist records null for a TF32 build on the
+Hopper path whose wgmma thresholds keep some forward GEMMs on mma.sync: those
+round, the others truncate, which no one precision here follows; such a dump
+needs --precision.
 Activations, gradients, weights and momentum are float32 in every precision,
 and so are the bias gradient, the loss, the ReLU mask and the SGD update. What
 changes is the three GEMMs of each layer (Y = X W^T, dX = dY W, dW = dY^T X):
@@ -638,8 +642,12 @@ def verdict_settings(args, precision):
 
 
 def resolve_precision(requested, meta, dump):
-    """--precision, else the dump's, else fp32; a --precision the dump contradicts is refused."""
+    """--precision, else the dump's, else fp32; a --precision the dump contradicts is refused, and so is
+    a dump whose numerics are no one precision (null) without --precision."""
     recorded = meta.get("precision")
+    if "precision" in meta and recorded is None and not requested:
+        raise DataError(f"{dump}/meta.json: the run's numerics are no one precision (TF32 with some forward "
+                        f"GEMMs on wgmma): give --precision")
     if recorded is not None and recorded not in PRECISIONS:
         raise DataError(f"{dump}/meta.json: precision '{recorded}' is none of {', '.join(PRECISIONS)}")
     if requested and recorded and requested != recorded:

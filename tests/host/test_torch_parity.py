@@ -135,10 +135,12 @@ def test_precision_choice():
     meta = {"precision": "bf16"}
     ok = (tp.resolve_precision(None, {}, "d") == "fp32" and tp.resolve_precision("tf32", {}, "d") == "tf32"
           and tp.resolve_precision(None, meta, "d") == "bf16" and tp.resolve_precision("bf16", meta, "d") == "bf16")
+    ok = ok and tp.resolve_precision("tf32", {"precision": None}, "d") == "tf32"
     verdict(ok, "precision: --precision, else the dump's, else fp32")
     for requested, recorded, name, words in (
             ("fp16", "bf16", "a --precision the dump contradicts is refused", "--precision fp16, but d/meta.json"),
-            (None, "fp8", "a dump's unknown precision is refused", "precision 'fp8' is none of")):
+            (None, "fp8", "a dump's unknown precision is refused", "precision 'fp8' is none of"),
+            (None, None, "a dump of no one precision wants --precision", "give --precision")):
         try:
             tp.resolve_precision(requested, {"precision": recorded}, "d")
             verdict(False, name, "accepted")
@@ -213,14 +215,20 @@ def test_end_to_end(mnist, tmp):
             and os.path.getsize(png) > 0,
             f"numpy backend on a {SHORT_STEPS}-step host dump: PASS and a plot", last)
 
-    out = parity(dump, "--backend", "numpy", "--precision", "bf16")
+    with open(os.path.join(dump, "meta.json")) as f:
+        meta = json.load(f)
+    verdict(meta.get("precision") == "fp32", "the host dump records its precision, fp32", str(meta))
+
+    relabelled = os.path.join(tmp, "dump-unset")
+    shutil.copytree(dump, relabelled)
+    with open(os.path.join(relabelled, "meta.json"), "w") as f:
+        json.dump({k: v for k, v in meta.items() if k != "precision"}, f)
+    out = parity(relabelled, "--backend", "numpy", "--precision", "bf16")
     lines = out.stdout.strip().splitlines() or [""]
     verdict(tp.NUMERICS["bf16"] in lines[0] and lines[-1].startswith("parity (bf16):")
             and f"(tol {tp.VERDICT['bf16'].tol:.0e})" in lines[-1],
             "--precision bf16 trains with bf16 GEMMs and judges with its tolerance", out.stdout + out.stderr)
 
-    with open(os.path.join(dump, "meta.json")) as f:
-        meta = json.load(f)
     for recorded, args, words in (("bf16", ["--precision", "fp32"], "but"), ("fp8", [], "is none of")):
         bad = os.path.join(tmp, f"dump-{recorded}")
         shutil.copytree(dump, bad)
