@@ -46,6 +46,7 @@
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_config.h"
 #include "kernels/cuda/gemm_launch.cuh"
+#include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
 #include "kernels/cuda/weight_grad.h"
@@ -462,24 +463,16 @@ int main(int argc, char **argv)
         cublas();
         to_float<<<(nc + 255) / 256, 256, 0, snn_stream()>>>(c_ref, c_in, nc);
         CUDA_CHECK_LAUNCH();
-        char split[32] = "";
-        bool on_wgmma = false; /* the engine's forward took the wgmma kernel (TF32 builds) */
-#ifdef CONFIG_GEMM_TENSOR_CORES
-        const long splits_before = cuda_gemm_split_k_count();
-#ifdef CONFIG_GEMM_WGMMA
-        const long wgmma_before = gemm_wgmma_count();
-#endif
+        /* the path the engine's call took: wgmma (TF32 builds: the forward role), or split-K */
+        const cuda_gemm_counts before = cuda_gemm_counts_now();
         ours();
-        if (cuda_gemm_split_k_count() > splits_before)
-            snprintf(split, sizeof split, ", split-K %d", cuda_gemm_split_k_last_slices());
-#ifdef CONFIG_GEMM_WGMMA
-        on_wgmma = gemm_wgmma_count() > wgmma_before;
+        const cuda_gemm_path path = cuda_gemm_path_since(before);
+        const bool on_wgmma = path.wgmma;
+        char split[32] = "";
         if (on_wgmma)
             snprintf(split, sizeof split, ", on wgmma");
-#endif
-#else
-        ours();
-#endif
+        else if (path.split_slices)
+            snprintf(split, sizeof split, ", split-K %d", path.split_slices);
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
         std::vector<float> got = download(c_ours, nc), theirs = download(c_ref, nc);
         double diff = rel_l2(got, theirs);

@@ -21,18 +21,12 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
-#include "kernels/cuda/gemm_split_k.h"
-#ifdef CONFIG_GEMM_TENSOR_CORES
-#include "kernels/cuda/gemm_mma.h"
-#endif
+#include "kernels/cuda/gemm_path.h"
 #include "kernels/ops.h"
 extern "C" { /* the nn headers are C */
 #include "nn/model.h"
 #include "nn/train.h"
 }
-#ifdef CONFIG_GEMM_WGMMA
-#include "kernels/cuda/gemm_wgmma.h"
-#endif
 
 #define WARMUP 5
 #define STEPS 30
@@ -52,12 +46,7 @@ template <class F> static void timed(const std::string &what, F f)
     CUDA_CHECK(cudaEventCreate(&a));
     CUDA_CHECK(cudaEventCreate(&b));
     CUDA_CHECK(cudaEventRecord(a, snn_stream()));
-#ifdef CONFIG_GEMM_WGMMA
-    const long before = gemm_wgmma_count();
-#endif
-#ifdef CONFIG_GEMM_TENSOR_CORES
-    const long splits_before = cuda_gemm_split_k_count(), twins_before = gemm_mma_twin_count();
-#endif
+    const cuda_gemm_counts before = cuda_gemm_counts_now();
     f();
     CUDA_CHECK(cudaEventRecord(b, snn_stream()));
     CUDA_CHECK(cudaEventSynchronize(b));
@@ -67,16 +56,13 @@ template <class F> static void timed(const std::string &what, F f)
     CUDA_CHECK(cudaEventDestroy(b));
     std::string name = what;
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    if (what.rfind("linear", 0) == 0) {
-        const char *path = gemm_mma_twin_count() > twins_before ? " [mma.sync, twins]" : " [mma.sync]";
-#ifdef CONFIG_GEMM_WGMMA
-        if (gemm_wgmma_count() > before)
-            path = " [wgmma]";
-#endif
-        name += path;
-    }
-    if (cuda_gemm_split_k_count() > splits_before)
-        name += " [split-K " + std::to_string(cuda_gemm_split_k_last_slices()) + "]";
+    const cuda_gemm_path path = cuda_gemm_path_since(before);
+    if (what.rfind("linear", 0) == 0)
+        name += path.wgmma ? " [wgmma]" : path.mma_twins ? " [mma.sync, twins]" : " [mma.sync]";
+    if (path.split_slices)
+        name += " [split-K " + std::to_string(path.split_slices) + "]";
+#else
+    (void)before;
 #endif
     if (next_call == calls.size())
         calls.push_back({name, {}});

@@ -30,7 +30,9 @@
 #include "kernels/cuda/gemm_config.h"
 #include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_launch.cuh"
+#include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_pipeline.cuh"
+#include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
 #include "kernels/cuda/weight_grad.h"
 #ifdef CONFIG_GEMM_WGMMA
@@ -241,4 +243,28 @@ extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const float 
 {
     /* the GEMM of cuda_linear_backward_weight_sgd, stored */
     gemm_run<GemmTileWgrad, GEMM_R_CONTIG, GEMM_R_CONTIG>(dy, N, x, K, N, K, M, GemmEpiStore{gw, K});
+}
+
+extern "C" cuda_gemm_counts cuda_gemm_counts_now(void)
+{
+    cuda_gemm_counts c = {0, 0, 0};
+#ifdef CONFIG_GEMM_WGMMA
+    c.wgmma = gemm_wgmma_count();
+#endif
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    c.mma_twins = gemm_mma_twin_count();
+    c.split_k = cuda_gemm_split_k_count();
+#endif
+    return c;
+}
+
+extern "C" cuda_gemm_path cuda_gemm_path_since(cuda_gemm_counts before)
+{
+    const cuda_gemm_counts now = cuda_gemm_counts_now();
+    cuda_gemm_path p = {now.wgmma > before.wgmma, now.mma_twins > before.mma_twins, 0};
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    if (now.split_k > before.split_k)
+        p.split_slices = cuda_gemm_split_k_last_slices();
+#endif
+    return p;
 }

@@ -154,7 +154,7 @@ GEMM_CHECK_MMA_TILE(GemmTileWgrad, WGRAD);
 template <class T, int LA, int LB, class Epi>
 void gemm_mma_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
 
-/* GEMMs that ran on the operands' 16-bit twins so far (tests, benchmarks). */
+/* GEMMs that ran on the operands' 16-bit twins so far (gemm_path.h). */
 long gemm_mma_twin_count(void);
 
 #endif

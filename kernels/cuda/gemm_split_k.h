@@ -24,7 +24,7 @@ extern "C" {
 /* Binds floats (device memory, elems of them) as the workspace; NULL unbinds
  * (no GEMM splits then). */
 void cuda_gemm_split_k_bind(float *ws, long elems);
-/* GEMMs that ran split so far, and the slices of the last of them (tests, benchmarks). */
+/* GEMMs that ran split so far, and the slices of the last of them (gemm_path.h). */
 long cuda_gemm_split_k_count(void);
 int cuda_gemm_split_k_last_slices(void);
 

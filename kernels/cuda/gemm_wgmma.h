@@ -119,7 +119,7 @@ typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_
  * or the small one where it would give fewer blocks than multiprocessors. */
 template <int LA, int LB, class Epi>
 bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
-/* How many GEMMs gemm_wgmma_try has run: tests tell from it which path a call took. */
+/* How many GEMMs gemm_wgmma_try has run (gemm_path.h). */
 long gemm_wgmma_count(void);
 
 #endif

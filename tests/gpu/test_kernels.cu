@@ -37,13 +37,8 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_config.h"
-#ifdef CONFIG_GEMM_TENSOR_CORES
-#include "kernels/cuda/gemm_mma.h"
-#endif
+#include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
-#ifdef CONFIG_GEMM_WGMMA
-#include "kernels/cuda/gemm_wgmma.h"
-#endif
 #include "kernels/cuda/twin.h"
 #include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
@@ -169,46 +164,22 @@ static void check_twin(char *why, const char *what, dbuf d, const float *values)
 
 /* What the last GEMM ran on: " (mma.sync ...)" in twin mode, " (wgmma)"
  * where it took wgmma, and " split-K N slices" when it split its k range. */
-#ifdef CONFIG_GEMM_WGMMA
-static long wgmma_before;
-#endif
-#ifdef CONFIG_GEMM_TWINS
-static long twin_before;
-#endif
-#ifdef CONFIG_GEMM_TENSOR_CORES
-static long split_before;
-#endif
+static cuda_gemm_counts path_before;
+static void path_start(void) { path_before = cuda_gemm_counts_now(); }
 static const char *path_taken(void)
 {
     static char path[128];
+    const cuda_gemm_path p = cuda_gemm_path_since(path_before);
     path[0] = 0;
-#ifdef CONFIG_GEMM_TWINS
-    if (twin_mode)
-        strcat(path, gemm_mma_twin_count() > twin_before ? " (mma.sync on twins)"
-                                                         : " (mma.sync on FP32: strides the twins cannot serve)");
-#endif
-#ifdef CONFIG_GEMM_WGMMA /* with twins, or in TF32 on the FP32 operands */
-    if (gemm_wgmma_count() > wgmma_before)
+    if (p.wgmma) /* with twins, or in TF32 on the FP32 operands */
         strcpy(path, " (wgmma)");
-#endif
-#ifdef CONFIG_GEMM_TENSOR_CORES
-    if (cuda_gemm_split_k_count() > split_before)
-        snprintf(path + strlen(path), sizeof path - strlen(path), " split-K %d slices",
-                 cuda_gemm_split_k_last_slices());
-#endif
-    return path;
-}
-static void path_start(void)
-{
-#ifdef CONFIG_GEMM_WGMMA
-    wgmma_before = gemm_wgmma_count();
-#endif
 #ifdef CONFIG_GEMM_TWINS
-    twin_before = gemm_mma_twin_count();
+    else if (twin_mode)
+        strcpy(path, p.mma_twins ? " (mma.sync on twins)" : " (mma.sync on FP32: strides the twins cannot serve)");
 #endif
-#ifdef CONFIG_GEMM_TENSOR_CORES
-    split_before = cuda_gemm_split_k_count();
-#endif
+    if (p.split_slices)
+        snprintf(path + strlen(path), sizeof path - strlen(path), " split-K %d slices", p.split_slices);
+    return path;
 }
 
 static void poison(void *p, size_t bytes) /* 0xffffffff: a NaN as float, -1 as int32 */
