@@ -9,6 +9,7 @@
 # (everything else).
 set -u
 cd "$(dirname "$0")/.."
+. tools/gpu_lib.sh
 OUT=${1:?usage: tools/gpu_check.sh OUT_DIR [--data-from DIR] [--skip-tests] [--skip-bench] [--skip-parity]}
 shift
 from= tests=1 bench=1 parity=1
@@ -27,7 +28,7 @@ L=$OUT/logs; mkdir -p "$L"
 S=$OUT/summary.txt
 export PYTHONUNBUFFERED=1 SNN_TEST_OUT=build/test
 say() { echo "$*" | tee -a "$S"; }
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -dc '0-9')
+cc=$(gpu_cc)
 
 say "== gpu_check $(date -u +%FT%TZ)"
 nvidia-smi >"$L/nvidia-smi.txt" 2>&1
@@ -55,10 +56,6 @@ fi
 ACC_POINTS=0.3 # how far a precision's final validation accuracy may be from FP32's
 fp32_acc=
 
-val_acc() { # the last epoch's validation accuracy (%) in a --log file
-    python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"val_acc\"' in l][-1]['val_acc']))" "$1" 2>/dev/null
-}
-
 accuracy_verdict() { # PRECISION ACC: the final validation accuracy against the FP32 run's
     if [ -z "$2" ]; then echo "no validation accuracy in the run's log"
     elif [ "$1" = FP32 ]; then echo "val acc $2% (the FP32 baseline)"
@@ -78,7 +75,7 @@ accuracy_verdict() { # PRECISION ACC: the final validation accuracy against the 
 parity_run() {
     local name=$1 board=$2 sm=$3 prec=$4 numerics=${5:-${4,,}} d=build/parity-$1 line acc
     shift 4; [ $# -gt 0 ] && shift
-    if [ "${cc:-0}" -lt "$sm" ] || { [ "$sm" -eq 90 ] && [ "$cc" -ne 90 ]; }; then
+    if ! usable "$cc" "$sm"; then
         say "$name: skipped: needs compute capability $sm, this GPU is ${cc:-unknown}"; return
     fi
     mkdir -p "$d"

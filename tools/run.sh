@@ -4,12 +4,13 @@
 # the data if missing; build; train.
 set -eu
 cd "$(dirname "$0")/.."
+. tools/gpu_lib.sh
 O=${O:-.}
 M="make --no-print-directory O=$O"
 
 board_for_this_machine() {
     local cc
-    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -dc '0-9') || cc=
+    cc=$(gpu_cc)
     if [ -z "$cc" ]; then echo host; return; fi
     if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
         echo "run: a GPU (compute capability $cc) but no nvcc: building the host target" >&2

@@ -9,8 +9,9 @@
 # static arena. Elsewhere: one "skip" line.
 set -u
 cd "$(dirname "$0")/../.."
+. tools/gpu_lib.sh
 OUT=${SNN_TEST_OUT:-build/test}
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -dc '0-9')
+cc=$(gpu_cc)
 if [ -z "$cc" ]; then echo "skip - gpu tests: skipped: no GPU"; exit 0; fi
 NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 if [ -z "$NVCC" ]; then echo "not ok - gpu tests: a GPU but no nvcc"; exit 0; fi
@@ -25,10 +26,6 @@ prefixed() { # BOARD CMD...: CMD's verdict lines tagged with the board; a crash 
     [ "$rc" -eq 0 ] || echo "not ok - $board: $(basename "$1") exited with status $rc"
 }
 
-val_acc() { # the last epoch's validation accuracy (%) in a --log file
-    python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"val_acc\"' in l][-1]['val_acc']))" "$1" 2>/dev/null
-}
-
 # The epochs' reference: the host engine that tests/run.sh builds, or built here.
 if [ ! -x "$HOST_APP" ] && ! { make --no-print-directory O="$OUT/host" host_defconfig &&
     make --no-print-directory O="$OUT/host" -j"$(nproc)"; } >"$OUT/host.log" 2>&1; then
@@ -38,9 +35,6 @@ host_acc=
 if [ -x "$HOST_APP" ] && "$HOST_APP" --data "$DATA" --epochs 1 --log "$OUT/gpu-host-epoch.jsonl" >/dev/null 2>&1; then
     host_acc=$(val_acc "$OUT/gpu-host-epoch.jsonl")
 fi
-
-# usable WANT: whether this GPU runs the code path of target smWANT
-usable() { [ "$cc" -ge "$1" ] && { [ "$1" -ne 90 ] || [ "$cc" -eq 90 ]; }; }
 
 # build_variant NAME DIR: build DIR/def for this card (its .log next to it)
 build_variant() {
@@ -84,7 +78,7 @@ sanitize() {
 
 for board in rtx2060 a100 h100; do
     want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "configs/${board}_defconfig")
-    if ! usable "$want"; then
+    if ! usable "$cc" "$want"; then
         echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; continue
     fi
     d=$OUT/gpu-$board
@@ -109,7 +103,7 @@ for f in configs/*_defconfig; do
     board=$(basename "$f" _defconfig)
     case $board in host | rtx2060 | a100 | h100) continue ;; esac
     want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "$f")
-    if ! usable "$want"; then
+    if ! usable "$cc" "$want"; then
         echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; continue
     fi
     d=$OUT/gpu-$board
@@ -125,7 +119,7 @@ done
 # and the rtx2060 board with FP32 accumulation, each under the sanitizer too.
 precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig on target SM with CONFIG_PRECISION_<PRECISION>
     local name=$1 board=$2 sm=$3 prec=$4 d=$OUT/gpu-$1
-    if ! usable "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
+    if ! usable "$cc" "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
     mkdir -p "$d"
     { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
       echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
@@ -142,7 +136,7 @@ precision_variant rtx2060-fp16 rtx2060 75 FP16
 # update's epilogue too) and TF32 under the sanitizer as well.
 wgmma_variant() { # NAME PRECISION [sanitize]
     local name=$1 prec=$2 d=$OUT/gpu-$1
-    if ! usable 90; then echo "skip - gpu $name path: skipped: needs compute capability 90, this GPU is $cc"; return; fi
+    if ! usable "$cc" 90; then echo "skip - gpu $name path: skipped: needs compute capability 90, this GPU is $cc"; return; fi
     mkdir -p "$d"
     { grep -v '^CONFIG_PRECISION_' configs/h100_defconfig; echo "CONFIG_PRECISION_$prec=y"
       echo "CONFIG_GEMM_WGMMA_MIN_K=1"; echo "CONFIG_GEMM_WGMMA_MIN_MFLOP=0"; } >"$d/def"
