@@ -16,6 +16,9 @@ extern "C" {
 /* Reserves the host GEMM's per-thread packing buffers, so that a host run
  * allocates nothing after start-up (they are reserved on first use otherwise). */
 void host_kernels_reserve(void);
+/* The bias half of host_linear_backward_weight_sgd (kernels/ops_proto.h),
+ * alone: for a reference whose bias gradient reads another dY (tests). */
+void host_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu);
 
 #ifdef CONFIG_TARGET_CUDA
 #define OP(name) cuda_##name

@@ -18,7 +18,8 @@ void OP(linear_backward_input)(float *dx, const float *dy, const float *w, const
 /* Weight-gradient role fused with SGD + momentum (PyTorch's convention):
  *   gW[N,K] = dY[M,N]^T . X[M,K];  vw = mu*vw + gW;  w -= lr*vw
  *   gb[N]   = sum_m dY[m,N];       vb = mu*vb + gb;  b -= lr*vb
- * From vw = vb = 0 the momentum buffers hold exactly the gradients. */
+ * From vw = vb = 0 the momentum buffers hold exactly the gradients. b may be
+ * NULL (no bias: vb unused). */
 void OP(linear_backward_weight_sgd)(float *w, float *vw, float *b, float *vb,
                                     const float *dy, const float *x,
                                     int M, int N, int K, float lr, float mu);

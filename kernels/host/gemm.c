@@ -276,7 +276,7 @@ void host_linear_backward_input(float *dx, const float *dy, const float *w, cons
 
 /* gb[n] = sum over m of dy[m][n], m ascending; then the bias update. M x N
  * additions: not worth a thread fork next to the M x N x K of the GEMM. */
-static void bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu)
+void host_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu)
 {
     for (int n0 = 0; n0 < N; n0 += NR) {
         int nr = min_int(NR, N - n0);
@@ -302,5 +302,6 @@ void host_linear_backward_weight_sgd(float *w, float *vw, float *b, float *vb,
         .epi = {.kind = EPI_SGD, .w = w, .v = vw, .lr = lr, .mu = mu},
     };
     gemm_run(&g);
-    bias_sgd(b, vb, dy, M, N, lr, mu);
+    if (b)
+        host_bias_sgd(b, vb, dy, M, N, lr, mu);
 }

@@ -80,25 +80,15 @@ static void rounded_backward_input(float *dx, const float *dy, const float *w, c
 }
 
 /* The weights from the rounded operands; the bias, as on the GPU, from the
- * FP32 dY: the host op's bias update, made from the rounded dY, is redone. */
+ * FP32 dY. */
 static void rounded_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy, const float *x,
                                         int M, int N, int K, float lr, float mu)
 {
     float *dyr = rounded_copy(dy, (long)M * N), *xr = rounded_copy(x, (long)M * K);
-    float *b0 = snn_xmalloc(2 * (size_t)N * sizeof(float), "bias copy"), *vb0 = b0 + N;
-    memcpy(b0, b, N * sizeof(float));
-    memcpy(vb0, vb, N * sizeof(float));
-    host_linear_backward_weight_sgd(w, vw, b, vb, dyr, xr, M, N, K, lr, mu);
-    for (int n = 0; n < N; n++) {
-        float g = 0;
-        for (int m = 0; m < M; m++)
-            g += dy[(long)m * N + n];
-        vb[n] = mu * vb0[n] + g;
-        b[n] = b0[n] - lr * vb[n];
-    }
+    host_linear_backward_weight_sgd(w, vw, NULL, NULL, dyr, xr, M, N, K, lr, mu);
+    host_bias_sgd(b, vb, dy, M, N, lr, mu);
     free(dyr);
     free(xr);
-    free(b0);
 }
 
 /* ||a - b|| / ||b||, relative L2; infinite if a has a non-finite value. */

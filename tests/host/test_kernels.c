@@ -208,6 +208,27 @@ static void check_weight_sgd(struct shape s)
     free(gw), free(gb), free(rw), free(rv), free(rb), free(rvb);
 }
 
+/* Without a bias (b = NULL) the update leaves the bias to host_bias_sgd: the
+ * two together give, bit for bit, what the whole op gives. */
+static void check_weight_sgd_split(struct shape s)
+{
+    char name[128], why[256] = "";
+    long nw = (long)s.N * s.K;
+    gemm_name(name, sizeof name, "weight_sgd", s, "no bias, then host_bias_sgd");
+    float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
+    float *w = random_floats(nw), *vw = random_floats(nw), *b = random_floats(s.N), *vb = random_floats(s.N);
+    float *w2 = copy_floats(w, nw), *vw2 = copy_floats(vw, nw), *b2 = copy_floats(b, s.N), *vb2 = copy_floats(vb, s.N);
+    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, MU);
+    host_linear_backward_weight_sgd(w2, vw2, NULL, NULL, dy, x, s.M, s.N, s.K, LR, MU);
+    host_bias_sgd(b2, vb2, dy, s.M, s.N, LR, MU);
+    compare_bits("vw", vw2, vw, nw, why);
+    compare_bits("w", w2, w, nw, why);
+    compare_bits("vb", vb2, vb, s.N, why);
+    compare_bits("b", b2, b, s.N, why);
+    report(name, why);
+    free(dy), free(x), free(w), free(vw), free(b), free(vb), free(w2), free(vw2), free(b2), free(vb2);
+}
+
 /* From v = 0 with mu = 0 the momentum buffers hold exactly the gradients. */
 static void check_weight_sgd_fresh(struct shape s)
 {
@@ -323,6 +344,7 @@ static void check_gemms(void)
         check_forward(few[i], true, false);
         check_forward(few[i], false, true);
         check_weight_sgd_fresh(few[i]);
+        check_weight_sgd_split(few[i]);
 #ifdef HAVE_HW_FMA
         check_forward_fma_chain(few[i]);
 #endif
