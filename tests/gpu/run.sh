@@ -76,15 +76,22 @@ sanitize() {
     done
 }
 
-for board in rtx2060 a100 h100; do
+# build_board BOARD: BOARD's defconfig built for this card in $OUT/gpu-BOARD;
+# a skip line, and false, where this card cannot run its code path
+build_board() {
+    local board=$1 want d=$OUT/gpu-$1
     want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "configs/${board}_defconfig")
     if ! usable "$cc" "$want"; then
-        echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; continue
+        echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; return 1
     fi
-    d=$OUT/gpu-$board
     mkdir -p "$d"
     { cat "configs/${board}_defconfig"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
-    build_variant "$board" "$d" || continue
+    build_variant "$board" "$d"
+}
+
+for board in rtx2060 a100 h100; do
+    build_board "$board" || continue
+    d=$OUT/gpu-$board
     mm_board=$board
     check_variant "$board" "$d"
 
@@ -102,16 +109,9 @@ done
 for f in configs/*_defconfig; do
     board=$(basename "$f" _defconfig)
     case $board in host | rtx2060 | a100 | h100) continue ;; esac
-    want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "$f")
-    if ! usable "$cc" "$want"; then
-        echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; continue
-    fi
-    d=$OUT/gpu-$board
-    mkdir -p "$d"
-    { cat "$f"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
-    build_variant "$board" "$d" || continue
-    prefixed "$board" "$d/tests/bin/gpu/test_kernels"
-    prefixed "$board" "$d/tests/bin/gpu/test_step"
+    build_board "$board" || continue
+    prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_kernels"
+    prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
 done
 
 # The tensor-core precisions the boards' defconfigs do not select: the h100
