@@ -25,13 +25,13 @@ KCONFIG = $(if $(PYTHON),$(PYTHON) tools/kconfig.py,$(error kconfiglib not found
 NVCC ?= $(firstword $(shell command -v nvcc) $(wildcard /usr/local/cuda/bin/nvcc))
 BOARDS := $(patsubst configs/%_defconfig,%,$(wildcard configs/*_defconfig))
 
-config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test \
+config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check \
                   $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig
 build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
 config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
 
 .DEFAULT_GOAL := all
-.PHONY: all test run data defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
+.PHONY: all test check run data defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
 
 ifneq ($(and $(config-goals),$(build-goals)),)
 # 'make host_defconfig all': run each goal on its own, in order, as Kbuild does.
@@ -67,11 +67,13 @@ savedefconfig:
 olddefconfig:
 	$(Q)$(KCONFIG) olddefconfig
 
-# The dataset and directory of the .config, unless DATASET=mnist|fashion-mnist says otherwise.
-config-dataset = $(if $(wildcard $(KCONFIG_CONFIG)),$(if $(shell grep -s '^CONFIG_DATASET_FASHION_MNIST=y' $(KCONFIG_CONFIG)),fashion-mnist,mnist))
-config-datadir = $(if $(DATASET),,$(shell sed -n 's/^CONFIG_DATA_DIR="\(.*\)"/\1/p' $(KCONFIG_CONFIG) 2>/dev/null))
+# The dataset of the .config (or DATASET=mnist|fashion-mnist), fetched into
+# its own directory under the .config's CONFIG_DATA_ROOT.
+config-value = $(shell sed -n 's/^CONFIG_$(1)=\(.*\)/\1/p' $(KCONFIG_CONFIG) 2>/dev/null)
+data-set = $(or $(DATASET),$(if $(filter y,$(call config-value,DATASET_FASHION_MNIST)),fashion-mnist,mnist))
+data-root = $(or $(patsubst "%",%,$(call config-value,DATA_ROOT)),data)
 data:
-	$(Q)tools/fetch_data.sh $(addprefix --dataset ,$(or $(DATASET),$(config-dataset))) $(addprefix --dest ,$(config-datadir))
+	$(Q)tools/fetch_data.sh --dataset $(data-set) --dest $(data-root)/$(data-set)
 
 # 'make run': the whole main job on the machine at hand.
 run:
@@ -79,6 +81,9 @@ run:
 
 test:
 	$(Q)tests/run.sh
+
+check:
+	$(Q)tests/run.sh --quick
 
 help:
 	@echo 'Configuration:'
@@ -94,10 +99,12 @@ help:
 	@echo '  data              fetch the dataset (DATASET=mnist|fashion-mnist)'
 	@echo '  run               pick a defconfig for this machine if there is no .config,'
 	@echo '                    fetch the data, build and train'
-	@echo '  test              build the host configuration and run the tests'
+	@echo '  test              build the host configuration and run every test (about 7 min on 2 cores)'
+	@echo '  check             the quick tests only (under 2 min), for the edit-build-test loop'
 	@echo '  clean             remove objects and programs'
 	@echo '  distclean         also remove .config and the generated headers'
-	@echo 'Variables: O=DIR (output directory), V=1 (show commands)'
+	@echo 'Variables: O=DIR (output directory), V=1 (show commands),'
+	@echo '  SANITIZE=address,undefined (build the C sources with those sanitizers; best with O=DIR)'
 
 clean:
 	$(Q)rm -rf $(O)/build $(O)/app/mnist $(O)/tests/bin $(O)/tools/bin
@@ -117,15 +124,21 @@ ifeq ($(wildcard $(KCONFIG_CONFIG)),)
 $(error no $(KCONFIG_CONFIG): run 'make host_defconfig' (or 'make <board>_defconfig', see 'make help') or 'make menuconfig')
 endif
 
-# Regenerated whenever .config or a Kconfig is newer. The header is rewritten
-# only when its contents change, so the objects that depend on it rebuild
-# exactly then; auto.conf is touched every time, so this runs once per change.
-$(AUTOCONF): $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py
-	$(Q)$(KCONFIG) genconfig $(O)
-	$(Q)touch $(AUTOCONF)
-$(CONFIG_H): $(AUTOCONF)
-	$(Q)test -f $@ || $(KCONFIG) genconfig $(O)
--include $(AUTOCONF)
+# Regenerated whenever .config or a Kconfig is newer, while the makefile is
+# read: a refused config stops make with its one message (a rule would be
+# followed by make's own "No rule to make target" line). The header is
+# rewritten only when its contents change, so the objects that depend on it
+# rebuild exactly then.
+config-stale := $(if $(wildcard $(AUTOCONF)),$(wildcard $(CONFIG_H)),)
+config-stale := $(if $(config-stale),$(shell find $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py -newer $(AUTOCONF) | head -n 1),stale)
+ifneq ($(config-stale),)
+genconfig := $(shell KCONFIG_CONFIG=$(KCONFIG_CONFIG) $(KCONFIG) genconfig $(O) 2>&1 && touch $(AUTOCONF) && echo genconfig-ok)
+ifeq ($(filter genconfig-ok,$(genconfig)),)
+$(error $(genconfig))
+endif
+$(if $(filter GEN,$(genconfig)),$(info $(strip)  GEN     $(CONFIG_H)))
+endif
+include $(AUTOCONF)
 
 BUILD := $(O)/build
 include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild tools/Kbuild
@@ -133,8 +146,12 @@ include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild te
 CC ?= cc
 WARN := -Wall -Wextra $(EXTRA_WARN)
 CPPFLAGS := -I$(O)/include -Iinclude -I. -MMD -MP
-CFLAGS := -std=c11 -O3 -march=native -D_POSIX_C_SOURCE=200809L $(WARN) $(if $(CONFIG_HOST_OPENMP),-fopenmp)
-LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-fopenmp)
+# SANITIZE=address,undefined: the C sources (all of the host target) built
+# and linked with those sanitizers.
+SANITIZE_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+CFLAGS := -std=c11 -O3 -march=native -D_POSIX_C_SOURCE=200809L $(WARN) $(if $(CONFIG_HOST_OPENMP),-fopenmp) \
+          $(SANITIZE_FLAGS)
+LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-fopenmp) $(SANITIZE_FLAGS)
 
 ifeq ($(CONFIG_TARGET_CUDA),y)
 ifeq ($(NVCC),)
@@ -161,9 +178,18 @@ endif
 NVCCFLAGS := -std=c++17 -O3 -lineinfo -gencode arch=$(target-virt),code=[$(target-real),$(target-virt)] \
              -Xcompiler "$(WARN) -Wno-unused-parameter" -Xptxas -warn-spills $(EXTRA_NVCCFLAGS)
 LD := $(NVCC) -gencode arch=$(target-virt),code=$(target-real)
-LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-Xcompiler -fopenmp)
+LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-Xcompiler -fopenmp) $(if $(SANITIZE_FLAGS),-Xcompiler "$(SANITIZE_FLAGS)")
 else
 LD := $(CC)
+endif
+
+# The compile commands, kept in a stamp that every object depends on, so that
+# a change of flags (SANITIZE=, EXTRA_WARN=, another compiler) rebuilds.
+FLAGS_STAMP := $(BUILD)/.flags
+flags-now := $(CC) $(CPPFLAGS) $(CFLAGS) | $(NVCC) $(NVCCFLAGS)
+ifneq ($(flags-now),$(file < $(FLAGS_STAMP)))
+$(shell mkdir -p $(BUILD))
+$(file > $(FLAGS_STAMP),$(flags-now))
 endif
 
 app-objs := $(addprefix $(BUILD)/,$(obj-y))
@@ -189,7 +215,7 @@ $(O)/tools/bin/%: $(BUILD)/tools/%.o $(lib-objs)
 	@$(if $(Q),echo '  LD      $@')
 	$(Q)$(LD) -o $@ $^ $(LDLIBS) -lcublas
 
-$(BUILD)/%.o: %.c $(CONFIG_H)
+$(BUILD)/%.o: %.c $(CONFIG_H) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $<')
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -200,7 +226,7 @@ $(O)/include/generated/sm90_wgmma.h: tools/gen_sm90_wgmma.py
 	@mkdir -p $(@D)
 	$(Q)$(or $(PYTHON),python3) tools/gen_sm90_wgmma.py $@
 
-$(BUILD)/%.o: %.cu $(CONFIG_H) $(WGMMA_H)
+$(BUILD)/%.o: %.cu $(CONFIG_H) $(WGMMA_H) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  NVCC    $<')
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c -o $@ $<

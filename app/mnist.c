@@ -2,12 +2,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/outfile.h"
+#include "app/signals.h"
 #include "arch/runtime.h"
 #include "data/dataset.h"
 #include "mm/mm.h"
@@ -24,17 +26,21 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: mnist [options]\n"
             "Trains the MLP this build was configured for (make menuconfig) on " SNN_DATASET_NAME ".\n\n"
-            "  --data DIR       dataset directory (default: " CONFIG_DATA_DIR ")\n"
+            "  --data DIR       dataset directory (default: " SNN_DATA_DIR ")\n"
             "  --log FILE       write JSON lines: the config, every %d-th step's loss, each epoch,\n"
             "                   and at the end the memory strategy's figures\n"
             "  --dump DIR       write the run's shape and numerics (meta.json), initial\n"
             "                   parameters (init.bin), each epoch's sample order (order-E.bin)\n"
             "                   and step losses (losses-E.bin), for tools/torch_parity.py\n"
-            "  --save FILE      write the final parameters (float32, layer by layer: W then b)\n"
+            "  --save FILE      write the final parameters: little-endian float32, layer by layer,\n"
+            "                   W [out][in] row-major then b [out]; inputs are (pixel/255 - mean)/std\n"
+            "                   with mean %.4f, std %.4f (" SNN_DATASET_NAME ")\n"
             "  --epochs N       train N epochs instead of the configured %d\n"
             "  --max-steps N    stop each epoch after N steps (smoke tests, sanitizers)\n"
-            "  --help           this text\n",
-            CONFIG_TRAIN_LOG_EVERY, CONFIG_TRAIN_EPOCHS);
+            "  --help           this text\n\n"
+            "SIGINT or SIGTERM stops the run after the current step: --save gets the parameters as\n"
+            "they are, --log the figures so far; the exit status is 130 or 143.\n",
+            CONFIG_TRAIN_LOG_EVERY, (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, CONFIG_TRAIN_EPOCHS);
 }
 
 static int parse_count(const char *opt, const char *text)
@@ -53,7 +59,7 @@ static options parse_options(int argc, char **argv)
         {"data", required_argument, 0, 'd'}, {"log", required_argument, 0, 'l'},
         {"dump", required_argument, 0, 'u'}, {"save", required_argument, 0, 's'},
         {"max-steps", required_argument, 0, 'm'}, {"epochs", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    options o = {CONFIG_DATA_DIR, NULL, NULL, NULL, SNN_STEPS_PER_EPOCH, CONFIG_TRAIN_EPOCHS};
+    options o = {SNN_DATA_DIR, NULL, NULL, NULL, SNN_STEPS_PER_EPOCH, CONFIG_TRAIN_EPOCHS};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
@@ -78,47 +84,6 @@ static options parse_options(int argc, char **argv)
     return o;
 }
 
-/* Files are written to a temporary name and renamed: an interrupted run
- * leaves the previous file whole. */
-typedef struct {
-    FILE *f;
-    char *path, *tmp;
-} out_file;
-
-static out_file out_open(const char *path)
-{
-    out_file o = {NULL, snn_xmalloc(strlen(path) + 1, "file name"), snn_xmalloc(strlen(path) + 32, "file name")};
-    strcpy(o.path, path);
-    sprintf(o.tmp, "%s.tmp.%d", path, (int)getpid());
-    o.f = fopen(o.tmp, "wb");
-    if (!o.f)
-        snn_die("cannot write %s: %s", path, strerror(errno));
-    return o;
-}
-
-/* Renames the file into place only if every write to it succeeded. */
-static void out_close(out_file *o)
-{
-    int failed = ferror(o->f), err = errno;
-    if (fclose(o->f) != 0 && !failed)
-        failed = 1, err = errno;
-    if (!failed && rename(o->tmp, o->path) != 0)
-        failed = 1, err = errno;
-    if (failed) {
-        unlink(o->tmp);
-        snn_die("cannot write %s: %s", o->path, strerror(err));
-    }
-    free(o->path);
-    free(o->tmp);
-}
-
-static void write_binary(const char *path, const void *data, size_t bytes)
-{
-    out_file o = out_open(path);
-    fwrite(data, 1, bytes, o.f);
-    out_close(&o);
-}
-
 /* A JSON string: quoted, with quotes, backslashes and control characters escaped. */
 static void put_json_string(FILE *f, const char *s)
 {
@@ -135,24 +100,11 @@ static void put_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void dump_path(char *path, size_t len, const char *dir, const char *name)
-{
-    if ((size_t)snprintf(path, len, "%s/%s", dir, name) >= len)
-        snn_die("path too long: %s/%s", dir, name);
-}
-
-static void write_dump(const char *dir, const char *name, const void *data, size_t bytes)
-{
-    char path[4096];
-    dump_path(path, sizeof(path), dir, name);
-    write_binary(path, data, bytes);
-}
-
-static void dump_epoch_file(const char *dir, const char *what, int epoch, const void *data, size_t bytes)
+static void dump_epoch_file(snn_out_dir *dump, const char *what, int epoch, const void *data, size_t bytes)
 {
     char name[64];
     snprintf(name, sizeof(name), "%s-%d.bin", what, epoch);
-    write_dump(dir, name, data, bytes);
+    snn_out_dir_write(dump, name, data, bytes);
 }
 
 /* The GEMMs' numerics as tools/torch_parity.py names them, or NULL. A TF32
@@ -172,30 +124,29 @@ static const char *dump_numerics(void)
 
 /* What tools/torch_parity.py needs to rebuild the run: the shape, the
  * schedule and the numerics (meta.json), and the initial parameters. */
-static void dump_start(const char *dir, const float *params, const options *o)
+static void dump_start(snn_out_dir *dump, const float *params, const options *o)
 {
     char path[4096];
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        snn_die("cannot create %s: %s", dir, strerror(errno));
-    dump_path(path, sizeof(path), dir, "meta.json");
-    out_file meta = out_open(path);
-    fprintf(meta.f, "{\"dims\":[");
+    snn_out_dir_path(dump, "meta.json", path, sizeof(path));
+    snn_out *meta = snn_out_open(path);
+    FILE *f = snn_out_stream(meta);
+    fprintf(f, "{\"dims\":[");
     for (int l = 0; l <= SNN_LAYERS; l++)
-        fprintf(meta.f, l ? ",%d" : "%d", SNN_DIM(l));
-    fprintf(meta.f,
+        fprintf(f, l ? ",%d" : "%d", SNN_DIM(l));
+    fprintf(f,
             "],\"batch\":%d,\"epochs\":%d,\"steps_per_epoch\":%d,\"lr\":%.9g,\"momentum\":%.9g,"
             "\"pixel_mean\":%.9g,\"pixel_std\":%.9g,\"dataset\":\"%s\",\"target\":\"%s\",\"data_dir\":",
             SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
             (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, SNN_TARGET_NAME);
-    put_json_string(meta.f, o->data_dir);
-    fprintf(meta.f, ",\"precision\":");
+    put_json_string(f, o->data_dir);
+    fprintf(f, ",\"precision\":");
     if (dump_numerics())
-        put_json_string(meta.f, dump_numerics());
+        put_json_string(f, dump_numerics());
     else
-        fprintf(meta.f, "null");
-    fprintf(meta.f, "}\n");
-    out_close(&meta);
-    write_dump(dir, "init.bin", params, SNN_PARAMS * sizeof(float));
+        fprintf(f, "null");
+    fprintf(f, "}\n");
+    snn_out_commit(meta);
+    snn_out_dir_write(dump, "init.bin", params, SNN_PARAMS * sizeof(float));
 }
 
 static void print_summary(const snn_device_info *dev, const options *o)
@@ -245,17 +196,126 @@ static void progress(int epoch, int done, int total)
     fflush(stdout);
 }
 
-static void check_finite(const float *losses, int steps, int epoch)
+/* Where the run's results go; each opened before training, so that a name
+ * that cannot be written is refused before the work, not after it. */
+typedef struct {
+    snn_out *log, *save;
+    snn_out_dir *dump;
+} outputs;
+
+static outputs open_outputs(const options *o)
 {
-    for (int s = 0; s < steps; s++)
+    outputs out = {0};
+    if (o->save_path)
+        out.save = snn_out_open(o->save_path);
+    if (o->log_path)
+        out.log = snn_out_open(o->log_path);
+    if (o->dump_dir)
+        out.dump = snn_out_dir_open(o->dump_dir, "meta.json");
+    return out;
+}
+
+static void log_config(FILE *f, const snn_device_info *dev, const options *o, size_t arena_bytes)
+{
+    char shape[256];
+    snn_model_shape(shape, sizeof(shape));
+    fprintf(f, "{\"event\":\"config\",\"target\":\"%s\",\"dataset\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
+               "\"epochs\":%d,\"lr\":%.9g,\"momentum\":%.9g,\"seed\":%d,\"pixel_mean\":%.9g,\"pixel_std\":%.9g,"
+               "\"arena_bytes\":%zu,\"data_dir\":",
+            SNN_TARGET_NAME, SNN_DATASET_NAME, shape, SNN_BATCH, o->epochs, CONFIG_TRAIN_LR_VALUE,
+            CONFIG_TRAIN_MOMENTUM_VALUE, CONFIG_TRAIN_SEED, (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD,
+            arena_bytes);
+    put_json_string(f, o->data_dir);
+    fprintf(f, ",\"device\":");
+    put_json_string(f, dev->name);
+    fprintf(f, "}\n");
+}
+
+/* A run that cannot go on: the log keeps its figures and the reason, the
+ * parameters are not saved, one error line, exit 1. */
+__attribute__((noreturn, format(printf, 2, 3))) static void fail_run(outputs *out, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (out->log) {
+        fprintf(snn_out_stream(out->log), "{\"event\":\"error\",\"message\":");
+        put_json_string(snn_out_stream(out->log), msg);
+        fprintf(snn_out_stream(out->log), "}\n");
+        snn_out_commit(out->log);
+    }
+    if (out->save)
+        snn_out_abandon(out->save);
+    if (out->dump)
+        snn_out_dir_abandon(out->dump);
+    snn_die("%s", msg);
+}
+
+/* Steps [from, from + n) of the epoch: any non-finite loss ends the run. */
+static void check_finite(outputs *out, const float *losses, int from, int n, int epoch)
+{
+    for (int s = from; s < from + n; s++)
         if (!isfinite(losses[s]))
-            snn_die("training diverged: the loss is %s at epoch %d step %d; lower CONFIG_TRAIN_LR (now %s) "
-                    "with make menuconfig", isnan(losses[s]) ? "NaN" : "infinite", epoch, s + 1, CONFIG_TRAIN_LR);
+            fail_run(out, "training diverged: the loss is %s at epoch %d step %d (seen at the check after step %d); "
+                     "lower CONFIG_TRAIN_LR (now %s) with make menuconfig", isnan(losses[s]) ? "NaN" : "infinite",
+                     epoch, s + 1, from + n, CONFIG_TRAIN_LR);
+}
+
+/* A run that ends an epoch worse than a uniform guess has learnt nothing.
+ * Judged on the epoch's last 10000 samples (at least CONFIG_TRAIN_CHECK_EVERY
+ * steps), and only when the epoch had that many: a short run still sits
+ * near ln 10, and a small batch's loss is noisy. */
+static void check_learning(outputs *out, const float *losses, int steps, int epoch)
+{
+    const int n = SNN_MAX2(CONFIG_TRAIN_CHECK_EVERY, (10000 + SNN_BATCH - 1) / SNN_BATCH);
+    if (steps < n)
+        return;
+    double sum = 0;
+    for (int s = steps - n; s < steps; s++)
+        sum += losses[s];
+    if (sum / n > log(SNN_CLASSES))
+        fail_run(out, "training collapsed: the mean loss of epoch %d's last %d steps is %.3f, above ln %d = %.3f, "
+                 "a uniform guess's loss; the likely cause is a learning rate too high for batch %d: lower "
+                 "CONFIG_TRAIN_LR (now %s) or raise CONFIG_TRAIN_BATCH_SIZE (make menuconfig)",
+                 epoch, n, sum / n, SNN_CLASSES, log(SNN_CLASSES), SNN_BATCH, CONFIG_TRAIN_LR);
+}
+
+static void save_params(snn_out *save, snn_model *m, float *params)
+{
+    snn_rt_download(params, m->params, SNN_PARAMS * sizeof(float));
+    fwrite(params, sizeof(float), SNN_PARAMS, snn_out_stream(save)); /* a failure is the commit's to report */
+    snn_out_commit(save);
+}
+
+/* Stopped by a signal after `steps` steps of `epoch`: what was trained is
+ * kept (--save, --log), the half-written dump is dropped, exit 128 + signal. */
+__attribute__((noreturn)) static void stop_run(outputs *out, const options *o, snn_model *m, float *params,
+                                               int epoch, int steps)
+{
+    int sig = snn_stop_signal();
+    if (out->save)
+        save_params(out->save, m, params);
+    if (out->log) {
+        fprintf(snn_out_stream(out->log), "{\"event\":\"interrupted\",\"signal\":\"%s\",\"epoch\":%d,\"step\":%d}\n",
+                snn_signal_name(sig), epoch, steps);
+        snn_out_commit(out->log);
+    }
+    if (out->dump)
+        snn_out_dir_abandon(out->dump);
+    fflush(stdout);
+    fprintf(stderr, "mnist: interrupted by %s in epoch %d after step %d of %d%s%s\n", snn_signal_name(sig), epoch,
+            steps, o->max_steps, o->save_path ? "; the parameters as they are saved to " : "",
+            o->save_path ? o->save_path : "");
+    exit(128 + sig);
 }
 
 int main(int argc, char **argv)
 {
     options o = parse_options(argc, argv);
+    snn_signals_install();
+    outputs out = open_outputs(&o);
     snn_plan plan;
     snn_plan_make(&plan);
     snn_device_info dev;
@@ -277,34 +337,36 @@ int main(int argc, char **argv)
     SNN_CHECK_SYS(zeros, "allocating the momentum's initial zeros");
     snn_rt_upload(m.momentum, zeros, SNN_PARAMS * sizeof(float));
     free(zeros);
-    if (o.dump_dir)
-        dump_start(o.dump_dir, params, &o);
-
-    out_file log = {0};
-    if (o.log_path) {
-        char shape[256];
-        snn_model_shape(shape, sizeof(shape));
-        log = out_open(o.log_path);
-        fprintf(log.f, "{\"event\":\"config\",\"target\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
-                       "\"epochs\":%d,\"lr\":%.9g,\"momentum\":%.9g,\"seed\":%d,\"arena_bytes\":%zu,\"device\":",
-                SNN_TARGET_NAME, shape, SNN_BATCH, o.epochs, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
-                CONFIG_TRAIN_SEED, plan.total);
-        put_json_string(log.f, dev.name);
-        fprintf(log.f, "}\n");
-    }
+    if (out.dump)
+        dump_start(out.dump, params, &o);
+    if (out.log)
+        log_config(snn_out_stream(out.log), &dev, &o, plan.total);
 
     int32_t *order = snn_xmalloc(SNN_TRAIN_COUNT * sizeof(int32_t), "sample order");
     float *losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses");
     snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
     int tty = isatty(STDOUT_FILENO), tick = o.max_steps / 100 + 1;
+    const int check = CONFIG_TRAIN_CHECK_EVERY;
     printf("epoch  train loss  train acc  val loss  val acc     time      samples/s\n");
+    fflush(stdout);
     for (int epoch = 1; epoch <= o.epochs; epoch++) {
+        if (snn_stop_signal())
+            stop_run(&out, &o, &m, params, epoch, 0);
         snn_epoch_begin(&m, &rng, order);
-        if (o.dump_dir)
-            dump_epoch_file(o.dump_dir, "order", epoch, order, SNN_TRAIN_COUNT * sizeof(int32_t));
+        if (out.dump)
+            dump_epoch_file(out.dump, "order", epoch, order, SNN_TRAIN_COUNT * sizeof(int32_t));
         snn_rt_mark(start);
         for (int s = 0; s < o.max_steps; s++) {
             snn_rt_run_step(snn_train_step, &m);
+            if ((s + 1) % check == 0) { /* one read-back per `check` steps, not per step */
+                snn_rt_download(losses + s + 1 - check, m.train_loss + s + 1 - check, check * sizeof(float));
+                check_finite(&out, losses, s + 1 - check, check, epoch);
+            }
+            if (snn_stop_signal()) {
+                if (tty)
+                    printf("\r%*s\r", 60, "");
+                stop_run(&out, &o, &m, params, epoch, s + 1);
+            }
             if (tty && s % tick == 0)
                 progress(epoch, s, o.max_steps);
         }
@@ -313,32 +375,34 @@ int main(int argc, char **argv)
         if (tty)
             printf("\r%*s\r", 60, "");
         snn_score train = snn_epoch_score(&m, o.max_steps, losses);
-        if (o.dump_dir)
-            dump_epoch_file(o.dump_dir, "losses", epoch, losses, o.max_steps * sizeof(float));
-        check_finite(losses, o.max_steps, epoch);
+        if (out.dump)
+            dump_epoch_file(out.dump, "losses", epoch, losses, o.max_steps * sizeof(float));
+        check_finite(&out, losses, 0, o.max_steps, epoch);
+        check_learning(&out, losses, o.max_steps, epoch);
         snn_score val = snn_evaluate(&m);
         double rate = (double)o.max_steps * SNN_BATCH / (ms / 1e3);
         printf("%5d  %10.4f  %8.2f%%  %8.4f  %6.2f%%  %8.1f ms  %11.0f\n", epoch, train.loss,
                100 * train.accuracy, val.loss, 100 * val.accuracy, ms, rate);
         fflush(stdout);
-        if (log.f) {
+        if (out.log) {
+            FILE *f = snn_out_stream(out.log);
             for (int s = CONFIG_TRAIN_LOG_EVERY - 1; s < o.max_steps; s += CONFIG_TRAIN_LOG_EVERY)
-                fprintf(log.f, "{\"event\":\"step\",\"epoch\":%d,\"step\":%d,\"loss\":%.7g}\n", epoch, s + 1, losses[s]);
-            fprintf(log.f, "{\"event\":\"epoch\",\"epoch\":%d,\"train_loss\":%.7g,\"train_acc\":%.6f,"
-                           "\"val_loss\":%.7g,\"val_acc\":%.6f,\"ms\":%.3f,\"samples_per_s\":%.1f}\n",
+                fprintf(f, "{\"event\":\"step\",\"epoch\":%d,\"step\":%d,\"loss\":%.7g}\n", epoch, s + 1, losses[s]);
+            fprintf(f, "{\"event\":\"epoch\",\"epoch\":%d,\"train_loss\":%.7g,\"train_acc\":%.6f,"
+                       "\"val_loss\":%.7g,\"val_acc\":%.6f,\"ms\":%.3f,\"samples_per_s\":%.1f}\n",
                     epoch, train.loss, train.accuracy, val.loss, val.accuracy, ms, rate);
         }
     }
-    if (o.save_path) {
-        snn_rt_download(params, m.params, SNN_PARAMS * sizeof(float));
-        write_binary(o.save_path, params, SNN_PARAMS * sizeof(float));
-    }
+    if (out.save)
+        save_params(out.save, &m, params);
+    if (out.dump)
+        snn_out_dir_commit(out.dump);
     snn_mm_stats mem;
     snn_mm_stats_get(&mem);
     snn_mm_print(&mem, stdout);
-    if (log.f) {
-        snn_mm_log(&mem, log.f);
-        out_close(&log);
+    if (out.log) {
+        snn_mm_log(&mem, snn_out_stream(out.log));
+        snn_out_commit(out.log);
     }
     free(order);
     free(losses);

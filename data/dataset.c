@@ -70,6 +70,39 @@ static int load_split(const char *dir, const struct split *s, uint8_t *images, u
     return snn_idx_read_labels(lpath, labels, s->count, SNN_CLASSES, err, errlen);
 }
 
+/* FNV-1a of each dataset's 10000 test labels: they tell MNIST from
+ * Fashion-MNIST, whose files have the same names and shapes. */
+static const struct {
+    const char *name, *slug;
+    uint64_t test_labels;
+} known[] = {
+    {"MNIST", "mnist", 0xfca1a11d31bd96bbull},
+    {"Fashion-MNIST", "fashion-mnist", 0x25bdf8123f06fac3ull},
+};
+
+static uint64_t fnv1a(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Refuses the files of a known dataset other than the configured one;
+ * unknown files (a user's own, the tests' synthetic ones) pass. */
+static int check_dataset(const char *dir, const uint8_t *test_labels, char *err, size_t errlen)
+{
+    uint64_t h = fnv1a(test_labels, SNN_TEST_COUNT);
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (h == known[i].test_labels && strcmp(known[i].slug, SNN_DATASET_SLUG) != 0) {
+            snprintf(err, errlen, "%s holds the %s files, but this build trains %s: run 'make data' to fetch "
+                     "%s into " SNN_DATA_DIR ", pass --data DIR, or choose the dataset with make menuconfig",
+                     dir, known[i].name, SNN_DATASET_NAME, SNN_DATASET_NAME);
+            return -1;
+        }
+    return 0;
+}
+
 int snn_dataset_load(const char *dir, uint8_t *train_images, uint8_t *train_labels, uint8_t *test_images,
                      uint8_t *test_labels, char *err, size_t errlen)
 {
@@ -77,5 +110,7 @@ int snn_dataset_load(const char *dir, uint8_t *train_images, uint8_t *train_labe
     static const struct split test = {SNN_TEST_IMAGES_FILE, SNN_TEST_LABELS_FILE, SNN_TEST_COUNT};
     if (check_dir(dir, err, errlen) || load_split(dir, &train, train_images, train_labels, err, errlen))
         return -1;
-    return load_split(dir, &test, test_images, test_labels, err, errlen);
+    if (load_split(dir, &test, test_images, test_labels, err, errlen))
+        return -1;
+    return check_dataset(dir, test_labels, err, errlen);
 }

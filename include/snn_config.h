@@ -4,7 +4,7 @@
 #ifndef SNN_CONFIG_H
 #define SNN_CONFIG_H
 
-#include "generated/config.h"
+#include <generated/config.h> /* <>: found in $(O)/include first, never beside this file */
 
 #define SNN_INPUT_DIM 784 /* 28 x 28, fixed by the dataset */
 #define SNN_IMAGE_ROWS 28
@@ -41,13 +41,16 @@
 
 #if defined(CONFIG_DATASET_MNIST)
 #define SNN_DATASET_NAME "MNIST"
+#define SNN_DATASET_SLUG "mnist" /* its directory under CONFIG_DATA_ROOT */
 #define SNN_PIXEL_MEAN 0.1307f /* of the training images, as torchvision's examples use */
 #define SNN_PIXEL_STD 0.3081f
 #else
 #define SNN_DATASET_NAME "Fashion-MNIST"
+#define SNN_DATASET_SLUG "fashion-mnist"
 #define SNN_PIXEL_MEAN 0.2860f
 #define SNN_PIXEL_STD 0.3530f
 #endif
+#define SNN_DATA_DIR CONFIG_DATA_ROOT "/" SNN_DATASET_SLUG
 
 #if defined(CONFIG_TARGET_HOST)
 #define SNN_TARGET_NAME "host"

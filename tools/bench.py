@@ -69,7 +69,7 @@ def run_shape(config):
         "momentum": config["CONFIG_TRAIN_MOMENTUM"],
         "epochs": config["CONFIG_TRAIN_EPOCHS"],
         "dataset": dataset,
-        "data_dir": config.get("CONFIG_DATA_DIR", "data/mnist"),
+        "data_dir": os.path.join(config.get("CONFIG_DATA_ROOT", "data"), dataset.lower()),
         "mean": mean,
         "std": std,
         "precision": "bf16" if config.get("CONFIG_PRECISION_BF16") else "fp16" if config.get(

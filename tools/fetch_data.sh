@@ -36,9 +36,9 @@ usage: tools/fetch_data.sh [--dataset mnist|fashion-mnist] [--from DIR] [--dest 
 EOF
 }
 
-# MD5 of each file's decompressed content.
+# MD5 of each file's decompressed content: expected_md5 NAME [DATASET].
 expected_md5() {
-    case $dataset/$1 in
+    case ${2:-$dataset}/$1 in
     mnist/train-images-idx3-ubyte) echo 6bbc9ace898e44ae57da46a324031adb ;;
     mnist/train-labels-idx1-ubyte) echo a25bea736e30d166cdddb491f175f624 ;;
     mnist/t10k-images-idx3-ubyte) echo 2646ac647ad5339dbf082846283269ea ;;
@@ -282,11 +282,26 @@ try() {
     tried+=("$source_label")
 }
 
+# other_dataset DIR: the title of another dataset whose file DIR holds, if any.
+other_dataset() {
+    local other f path
+    for other in mnist fashion-mnist; do
+        [[ $other == "$dataset" ]] && continue
+        for f in "${FILES[@]}"; do
+            path=$(find_in "$1" "$f") || continue
+            [[ $(md5_raw "$path") == "$(expected_md5 "$f" "$other")" ]] && echo "$other ($path)" && return
+        done
+    done
+}
+
 # ---- main --------------------------------------------------------------------
 
 if [[ -d $dest ]] && verified "$dest"; then
     say "$shown_dest already holds the verified $title files; nothing to fetch"
     exit 0
+fi
+if [[ -d $dest ]] && theirs=$(other_dataset "$dest") && [[ $theirs ]]; then
+    die "$shown_dest holds the files of another dataset, $theirs: refusing to overwrite them; fetch $title into its own directory (--dest DIR)"
 fi
 say "fetching $title into $shown_dest"
 [[ -d $dest ]] || created_dest=1

@@ -32,6 +32,12 @@ def die(msg):
 try:
     import kconfiglib
 except ImportError:
+    # Debian's python3-kconfiglib serves /usr/bin/python3, which may not be
+    # the python3 first on PATH (pyenv, a venv).
+    SYSTEM_PYTHON = "/usr/bin/python3"
+    if os.access(SYSTEM_PYTHON, os.X_OK) and not os.environ.get("SNN_KCONFIG_REEXEC"):
+        os.environ["SNN_KCONFIG_REEXEC"] = "1"
+        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON] + sys.argv)
     die("kconfiglib is missing: run 'apt-get install python3-kconfiglib' "
         "(or 'pip install kconfiglib')")
 
@@ -54,23 +60,28 @@ def load(path, must_exist=True):
     return kconf
 
 
-def refuse_warnings(kconf, path):
+def value_problems(kconf):
+    """kconfiglib's warnings about the values a file sets, as messages that
+    name the symbol: (problems, names of the symbols they are about)."""
     for sym in kconf.unique_defined_syms:
         sym.str_value  # values are computed lazily, and so are their range warnings
-    problems = []
+    problems, names = [], set()
     for w in kconf.warnings:
         w = w.removeprefix("warning: ")
         m = re.search(r"user value (\S+) on the \w+ symbol (\w+) .*?outside the active range \(\[(\S+), (\S+)\]\)", w)
         if m:
             val, sym, lo, hi = m.groups()
             problems.append(f"CONFIG_{sym}={val} is outside its range {lo}..{hi}")
+            names.add(sym)
             continue
         m = re.search(r"malformed .*?'([^']*)' for (\w+)|'([^']*)' is not a valid value for the (\w+) symbol (\w+)", w)
         if m and m.group(2):
             problems.append(f"CONFIG_{m.group(2)}={m.group(1)} is not a valid value")
+            names.add(m.group(2))
             continue
         if m:
             problems.append(f"CONFIG_{m.group(5)}={m.group(3)} is not a valid {m.group(4)}")
+            names.add(m.group(5))
             continue
         m = re.search(r"undefined symbol (\w+)", w)
         if m:
@@ -78,17 +89,23 @@ def refuse_warnings(kconf, path):
                             "(stale config: run 'make olddefconfig')")
             continue
         problems.append(w.strip())
-    problems += untaken_values(kconf)
+    return problems, names
+
+
+def refuse_warnings(kconf, path):
+    problems, names = value_problems(kconf)
+    problems += untaken_values(kconf, skip=names)
     if problems:
         die(f"{path}: " + "; ".join(problems))
 
 
-def untaken_values(kconf):
+def untaken_values(kconf, skip=()):
     """Values the file sets that Kconfig did not take (a dependency is not met):
-    kconfiglib drops them silently, which would build something else."""
+    kconfiglib drops them silently, which would build something else. Symbols
+    in skip already have a message."""
     problems = []
     for sym in kconf.unique_defined_syms:
-        if sym.user_value is None:
+        if sym.user_value is None or sym.name in skip:
             continue
         want = sym.user_value
         if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
@@ -173,12 +190,21 @@ def savedefconfig(dst):
 
 
 def olddefconfig():
+    """New symbols take their defaults and symbols Kconfig no longer has are
+    dropped, each with a note; a value out of range or malformed is refused,
+    never replaced by the default behind the user's back."""
     kconf = kconfiglib.Kconfig("Kconfig", warn_to_stderr=False)
     path = config_path()
     if os.path.exists(path):
         kconf.load_config(path)
-    for w in kconf.warnings:
-        print(f"{PROG}: note: {w.removeprefix('warning: ').strip()} (dropped)", file=sys.stderr)
+    problems, _ = value_problems(kconf)
+    refused = [p for p in problems if "is not a symbol of this Kconfig" not in p]
+    if refused:
+        die(f"{path}: " + "; ".join(refused) + " (fix it with 'make menuconfig' or in the file)")
+    for p in problems:
+        print(f"{PROG}: note: {p.split(' (stale')[0]} (dropped)", file=sys.stderr)
+    if os.path.exists(path):
+        check_values(kconf, path)
     kconf.write_config(path, save_old=False)
     print(f"  CONF    {path} brought up to date")
 

@@ -70,15 +70,22 @@ int snn_rt_gpu_present(void)
 
 void snn_rt_init(snn_device_info *info, size_t plan_bytes)
 {
-    int count = 0;
+    int count = 0, driver = 0, runtime = 0;
+    /* Reports 0, not an error, where no driver is installed (the runtime's own
+     * message would blame the driver's version). */
+    CUDA_CHECK(cudaDriverGetVersion(&driver));
+    CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    if (driver == 0)
+        snn_die("no NVIDIA driver found (no libcuda): this build targets %s and needs an NVIDIA GPU; on this "
+                "machine build the host target: make host_defconfig && make", SNN_TARGET_NAME);
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
-        snn_die("no CUDA GPU found (this build targets %s): build the host target: make host_defconfig && make",
-                SNN_TARGET_NAME);
+        snn_die("the NVIDIA driver finds no GPU: this build targets %s; on this machine build the host target: "
+                "make host_defconfig && make", SNN_TARGET_NAME);
     if (e == cudaErrorInsufficientDriver)
-        snn_die("the NVIDIA driver is older than this CUDA runtime (%s): update the driver, or build the host "
-                "target: make host_defconfig && make",
-                cudaGetErrorString(e));
+        snn_die("the NVIDIA driver (CUDA %d.%d) is older than this build's CUDA runtime (%d.%d): update the "
+                "driver, or build the host target: make host_defconfig && make",
+                driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
     CUDA_CHECK(e);
 
     int dev = pick_device(count);

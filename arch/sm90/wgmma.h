@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "arch/sm90/mbarrier.h"
-#include "generated/sm90_wgmma.h"
+#include <generated/sm90_wgmma.h>
 
 static __device__ __forceinline__ uint64_t sm90_wgmma_desc_sw128(const void *tile, uint32_t lbo, uint32_t sbo)
 {

@@ -116,3 +116,54 @@ for f in configs/*_defconfig; do
         echo "ok - $b defconfig is valid and minimal"
     else echo "not ok - $b defconfig is invalid or not minimal (compare make savedefconfig): $out"; fi
 done
+
+# A config error is one line: no "No rule to make target" after it.
+d=$T/oneline; mkdir -p "$d"
+$M O="$d" host_defconfig >/dev/null
+sed -i 's/^CONFIG_NN_HIDDEN_WIDTH=.*/CONFIG_NN_HIDDEN_WIDTH=99999/' "$d/.config"
+out=$($M O="$d" 2>&1)
+if [ "$(grep -c . <<<"$out")" -eq 1 ] && grep -q 'CONFIG_NN_HIDDEN_WIDTH=99999 is outside its range 1..16384' <<<"$out"; then
+    echo "ok - a refused .config stops the build with one line"
+else echo "not ok - a refused .config printed: $out"; fi
+expect_refusal "olddefconfig refuses an out-of-range value instead of resetting it" \
+    'CONFIG_NN_HIDDEN_WIDTH=99999 is outside its range 1..16384' $M O="$d" olddefconfig
+if grep -q '^CONFIG_NN_HIDDEN_WIDTH=99999$' "$d/.config"; then echo "ok - the refused value is left for the user to fix"
+else echo "not ok - olddefconfig changed the refused value: $(grep HIDDEN_WIDTH "$d/.config")"; fi
+
+# tools/kconfig.py runs by itself, and under a python3 without kconfiglib
+# finds Debian's (/usr/bin/python3).
+if [ -x tools/kconfig.py ]; then echo "ok - tools/kconfig.py is executable"; else echo "not ok - tools/kconfig.py is not executable"; fi
+mkdir -p "$T/bare"
+printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' >"$T/bare/python3" && chmod +x "$T/bare/python3"
+if /usr/bin/python3 -c 'import kconfiglib' 2>/dev/null; then
+    out=$(KCONFIG_CONFIG=$T/bare/.config "$T/bare/python3" tools/kconfig.py defconfig configs/host_defconfig 2>&1)
+    if [ -f "$T/bare/.config" ]; then echo "ok - kconfig.py under a python3 without kconfiglib uses /usr/bin/python3's"
+    else echo "not ok - kconfig.py under a bare python3: $out"; fi
+else echo "skip - kconfig.py re-exec: skipped: /usr/bin/python3 has no kconfiglib"; fi
+
+# An in-tree build must not leak into an O= build: the generated header of the
+# tree beside include/snn_config.h is never the one an O= build includes. In a
+# copy of the sources: an in-tree CUDA config of width 128, then an O= host
+# build of width 256 that must link and report 784-256-10.
+src=$T/tree; mkdir -p "$src"
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src"
+sed 's/^CONFIG_NN_HIDDEN_WIDTH=.*//' configs/rtx2060_defconfig >"$src/intree_def" && echo CONFIG_NN_HIDDEN_WIDTH=128 >>"$src/intree_def"
+(cd "$src" && $M defconfig DEFCONFIG=intree_def && $M build/arch/check.o) >/dev/null 2>&1
+if grep -q 'CONFIG_NN_HIDDEN_WIDTH 128' "$src/include/generated/config.h" 2>/dev/null; then
+    (cd "$src" && $M O=out host_defconfig && $M O=out -j"$(nproc)" out/app/mnist) >"$T/leak.log" 2>&1
+    shape=$("$src/out/app/mnist" --data "$T/none" 2>/dev/null | sed -n 's/.*MLP \([0-9-]*\).*/\1/p')
+    if [ "$shape" = 784-256-10 ]; then echo "ok - an in-tree CUDA build does not leak into an O= host build"
+    else echo "not ok - O= host build after an in-tree one: shape '$shape' (see $(tail -n 3 "$T/leak.log" | tr '\n' ' '))"; fi
+else echo "not ok - leak check: the in-tree config was not generated"; fi
+
+# Each dataset reads and fetches its own directory; switching keeps nothing
+# of the other's (the .config as menuconfig saves it after the switch).
+d=$T/fashion; mkdir -p "$d"
+$M O="$d" host_defconfig >/dev/null
+sed -i 's/^CONFIG_DATASET_MNIST=y/# CONFIG_DATASET_MNIST is not set/; s/^# CONFIG_DATASET_FASHION_MNIST is not set/CONFIG_DATASET_FASHION_MNIST=y/' "$d/.config"
+if $M O="$d" olddefconfig >/dev/null 2>&1 && $M O="$d" "$d/include/generated/config.h" >/dev/null 2>&1 &&
+    grep -q '^#define CONFIG_DATASET_FASHION_MNIST 1' "$d/include/generated/config.h" &&
+    $M -n O="$d" data | grep -q -- '--dataset fashion-mnist --dest data/fashion-mnist$' &&
+    $M -n O="$T/oneline" DATASET=mnist data | grep -q -- '--dataset mnist --dest data/mnist$'; then
+    echo "ok - switching to Fashion-MNIST switches the data directory of the build and of make data"
+else echo "not ok - the Fashion-MNIST config still uses another directory: $($M -n O="$d" data 2>&1)"; fi

@@ -219,4 +219,20 @@ else
         not_ok "$name" "exit $rc: $out"
     fi
 fi
+
+name="another dataset's files are not overwritten"
+if [[ ! $have_real ]]; then
+    skip "$name" "no $real (run 'make data')"
+else
+    mkdir -p "$tmp/theirs"
+    cp "$real"/t10k-labels-idx1-ubyte* "$tmp/theirs/"
+    before=$(md5sum "$tmp"/theirs/* | md5sum)
+    run --dataset fashion-mnist --dest "$tmp/theirs" --no-network
+    if [[ $rc -ne 0 ]] && has "holds the files of another dataset, mnist" "refusing to overwrite them" &&
+        [[ $(md5sum "$tmp"/theirs/* | md5sum) == "$before" && $(ls "$tmp/theirs" | wc -l) -eq 1 ]]; then
+        ok "$name"
+    else
+        not_ok "$name" "exit $rc: $out"
+    fi
+fi
 exit 0

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# What the program does to the files it is given: special files written in
+# place and left as they were, links kept, an unwritable --save refused before
+# training, no temporary left by an error or a signal, SIGINT/SIGTERM ending
+# the run with what it trained saved, a dump directory written whole, and the
+# other dataset's files refused.
+# usage: test_outputs.sh PATH/TO/mnist   (built from configs/host_defconfig)
+set -u
+cd "$(dirname "$0")/../.."
+APP=$1
+DATA=${SNN_DATA:-data/mnist}
+FASHION=${SNN_FASHION_DATA:-/usr/share/datasets/fashion-mnist}
+T=$(mktemp -d "${TMPDIR:-/tmp}/snn-out.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+SHORT=(--data "$DATA" --epochs 1 --max-steps 20)
+PARAM_BYTES=$(("$(sed -n 's/.*(\([0-9]*\) parameters).*/\1/p' <("$APP" --data "$T/none" 2>/dev/null))" * 4))
+
+verdict() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1${3:+: $3}"; fi; }
+no_temporaries() { ! find "$T" -name '*.tmp.*' | grep -q .; }
+
+# Special files: written in place, still what they were.
+"$APP" "${SHORT[@]}" --save /dev/null >/dev/null 2>"$T/err"; rc=$?
+verdict "--save /dev/null works and leaves the device" '[ $rc -eq 0 ] && [ -c /dev/null ]' "$(cat "$T/err")"
+mkfifo "$T/fifo"
+cat "$T/fifo" >"$T/fifo.out" &
+"$APP" "${SHORT[@]}" --log "$T/fifo" >/dev/null 2>"$T/err"; rc=$?
+wait
+verdict "--log to a FIFO writes through it and leaves the FIFO" \
+    '[ $rc -eq 0 ] && [ -p "$T/fifo" ] && grep -q "\"event\":\"epoch\"" "$T/fifo.out"' "$(cat "$T/err")"
+out=$("$APP" "${SHORT[@]}" --log /dev/stdout 2>&1)
+verdict "--log /dev/stdout writes to standard output" 'grep -q "\"event\":\"config\"" <<<"$out"'
+if [ -w /dev/full ]; then
+    out=$("$APP" "${SHORT[@]}" --save /dev/full 2>&1); rc=$?
+    verdict "--save /dev/full is refused and the device stays" \
+        '[ $rc -eq 1 ] && [ -c /dev/full ] && grep -q "cannot write /dev/full: No space left on device" <<<"$out"' "$out"
+else echo "skip - --save /dev/full: skipped: /dev/full not writable"; fi
+
+# A link to a regular file stays a link; its target gets the parameters.
+echo old >"$T/target.bin" && ln -s target.bin "$T/link.bin"
+"$APP" "${SHORT[@]}" --save "$T/link.bin" >/dev/null 2>&1
+verdict "--save through a symbolic link keeps the link and replaces its target" \
+    '[ -L "$T/link.bin" ] && [ "$(stat -c %s "$T/target.bin")" -eq "$PARAM_BYTES" ]'
+
+# Refused before training: nothing trained, nothing left.
+out=$("$APP" --data "$DATA" --save "$T/missing/params.bin" 2>&1); rc=$?
+verdict "--save into a missing directory is refused before training" \
+    '[ $rc -eq 1 ] && ! grep -q "^ *1 " <<<"$out" && grep -q "its directory $T/missing does not exist" <<<"$out"' "$out"
+
+# An error after the outputs were opened leaves no temporary.
+"$APP" --data "$T/none" --save "$T/e.bin" --log "$T/e.jsonl" --dump "$T/e.dump" >/dev/null 2>&1
+verdict "an error leaves no temporary file or directory" 'no_temporaries && [ ! -e "$T/e.bin" ] && [ ! -e "$T/e.dump" ]' \
+    "$(ls "$T")"
+
+# A signal mid-epoch: the step finishes, --save and --log keep the work, the
+# dump is dropped, one line, exit 128 + signal.
+interrupt() { # SIGNAL STATUS
+    local sig=$1 want=$2 d=$T/$1 rc
+    mkdir -p "$d"
+    "$APP" --data "$DATA" --save "$d/p.bin" --log "$d/l.jsonl" --dump "$d/dump" >"$d/out" 2>"$d/err" &
+    local pid=$!
+    for _ in $(seq 300); do grep -q '^epoch ' "$d/out" && break; sleep 0.05; done
+    sleep 0.3
+    kill -"$1" $pid; wait $pid; rc=$?
+    verdict "$1 mid-epoch: exit $2, one line, parameters and log kept, no temporary, no half dump" \
+        '[ $rc -eq $want ] && [ "$(wc -l <"$d/err")" -eq 1 ] && grep -q "interrupted by SIG$sig in epoch [0-9]* after step" "$d/err" &&
+         [ "$(stat -c %s "$d/p.bin")" -eq "$PARAM_BYTES" ] && tail -n 1 "$d/l.jsonl" | grep -q "\"event\":\"interrupted\"" &&
+         [ ! -e "$d/dump" ] && no_temporaries' "status $rc: $(cat "$d/err") $(ls "$d")"
+}
+interrupt INT 130
+interrupt TERM 143
+
+# The dump directory: written whole, replacing an earlier dump, never other files.
+"$APP" "${SHORT[@]}" --dump "$T/dump" >/dev/null 2>&1 && "$APP" "${SHORT[@]}" --dump "$T/dump" >/dev/null 2>&1
+verdict "--dump writes the directory whole and replaces an earlier dump" \
+    '[ -f "$T/dump/meta.json" ] && [ -f "$T/dump/losses-1.bin" ] && no_temporaries && ! ls "$T" | grep -q "dump\.old"'
+mkdir "$T/notes" && echo keep >"$T/notes/todo.txt"
+out=$("$APP" "${SHORT[@]}" --dump "$T/notes" 2>&1); rc=$?
+verdict "--dump refuses a directory of other files" \
+    '[ $rc -eq 1 ] && [ "$(cat "$T/notes/todo.txt")" = keep ] && grep -q "refusing to replace it" <<<"$out"' "$out"
+
+# The other dataset's files, though named and shaped alike, are refused.
+if [ -f "$FASHION/t10k-labels-idx1-ubyte.gz" ] || [ -f "$FASHION/t10k-labels-idx1-ubyte" ]; then
+    out=$("$APP" --data "$FASHION" --epochs 1 --max-steps 1 2>&1); rc=$?
+    verdict "an MNIST build refuses the Fashion-MNIST files" \
+        '[ $rc -eq 1 ] && grep -q "holds the Fashion-MNIST files, but this build trains MNIST" <<<"$out"' "$out"
+else echo "skip - other dataset refused: skipped: no Fashion-MNIST in $FASHION (apt-get install dataset-fashion-mnist)"; fi
