@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# make test: builds the host configuration (and the small one the gradient
-# check uses), runs every host test, and the GPU tests where a GPU is present.
-# Each test prints "ok - NAME", "not ok - NAME: WHY" or "skip - NAME: WHY";
-# this script counts them and ends with "N passed, N failed, N skipped".
+# make test (every suite) and make check (tests/run.sh --quick: the quick
+# ones, for the edit-build-test loop). Each test prints "ok - NAME",
+# "not ok - NAME: WHY" or "skip - NAME: WHY"; this script says up front what
+# it will run and for about how long, times each suite, and ends with
+# "N passed, N failed, N skipped".
 set -u
 shopt -s lastpipe # so that "... | count" tallies in this shell
 cd "$(dirname "$0")/.."
+quick=0
+case ${1:-} in
+--quick) quick=1 ;;
+"") ;;
+*) echo "usage: tests/run.sh [--quick]" >&2; exit 2 ;;
+esac
 export SNN_TEST_OUT=${SNN_TEST_OUT:-build/test}
 mkdir -p "$SNN_TEST_OUT"
 pass=0 fail=0 skip=0
+NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+H=$SNN_TEST_OUT/host S=$SNN_TEST_OUT/small P=$SNN_TEST_OUT/pool
+G=$SNN_TEST_OUT/guards
 
 count() { # reads test output, echoes it, tallies the verdict lines
     local line
@@ -22,7 +32,7 @@ count() { # reads test output, echoes it, tallies the verdict lines
     done
 }
 
-# build NAME O CONFIG-GOAL...: one case; its log is $O.log.
+# build NAME O CONFIG-GOAL...: one configuration, warning-free; its log is $O.log.
 build() {
     local name=$1 out=$2; shift 2
     if make --no-print-directory O="$out" "$@" >"$out.log" 2>&1 &&
@@ -34,33 +44,6 @@ build() {
     fi
 }
 
-if make --no-print-directory data >"$SNN_TEST_OUT/data.log" 2>&1; then echo "ok - make data: MNIST present and verified"
-else echo "not ok - make data failed: see $SNN_TEST_OUT/data.log"; fi | count
-
-H=$SNN_TEST_OUT/host S=$SNN_TEST_OUT/small
-build host_defconfig "$H" host_defconfig | count
-build tests/configs/small_defconfig "$S" defconfig DEFCONFIG=tests/configs/small_defconfig | count
-P=$SNN_TEST_OUT/pool
-build tests/configs/pool_defconfig "$P" defconfig DEFCONFIG=tests/configs/pool_defconfig | count
-
-# Every GPU board compiles (no GPU needed), and so does the device side of
-# the other memory strategies; CI must have nvcc.
-NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-gpu_build() { # NAME O CONFIG-GOAL...: build, unless there is no nvcc
-    if [ -n "$NVCC" ]; then build "$1 (compile only)" "${@:2}"
-    elif [ "${CI:-}" = true ]; then echo "not ok - build $1: CI has no nvcc"
-    else echo "skip - build $1: skipped: no nvcc"; fi
-}
-for f in $(grep -l '^CONFIG_TARGET_SM' configs/*_defconfig); do
-    b=$(basename "$f" _defconfig)
-    gpu_build "${b}_defconfig" "$SNN_TEST_OUT/board-$b" "${b}_defconfig"
-done | count
-for s in POOL CUDA_ASYNC; do
-    d=$SNN_TEST_OUT/board-h100-mm-$s
-    mkdir -p "$d" && { cat configs/h100_defconfig; echo "CONFIG_MM_$s=y"; } >"$d/def"
-    gpu_build "h100_defconfig with CONFIG_MM_$s" "$d" defconfig DEFCONFIG="$d/def"
-done | count
-
 run() { # run NAME CMD...: a test program or script; a crash is a failure
     local name=$1; shift
     if [ ! -x "$1" ] && [ "${1##*.}" != sh ]; then echo "not ok - $name: $1 was not built"; return; fi
@@ -68,28 +51,132 @@ run() { # run NAME CMD...: a test program or script; a crash is a failure
     [ $rc -eq 0 ] || echo "not ok - $name: exited with status $rc"
 }
 
-# make run: configure for this machine (no GPU here: host), build, train.
-if out=$(make --no-print-directory run O="$SNN_TEST_OUT/run" 2>&1) &&
-    epochs=$(sed -n 's/^CONFIG_TRAIN_EPOCHS=//p' "$SNN_TEST_OUT/run/.config") &&
-    grep -q "^ *$epochs .*%" <<<"$out"; then
-    echo "ok - make run configures, builds and trains all epochs"
-else echo "not ok - make run: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi | count
+# ---- the suites: each a function, listed below with its time and whether
+# ---- make check runs it
 
-run "host kernels" "$H/tests/bin/host/test_kernels" | count
-run "gradient check" "$S/tests/bin/host/test_gradcheck" | count
-run "pool allocator" "$H/tests/bin/host/test_pool" | count
-run "memory strategies" tests/host/test_strategies.sh "$H" "$P" | count
-run "memory benchmark tables" tests/host/test_bench_mm.py | count
-# the first python3 with numpy (Debian's python3-numpy is under /usr/bin/python3)
-NUMPY_PYTHON=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && command -v "$p" && break; done)
-run "torch_parity numerics" "${NUMPY_PYTHON:-$(command -v python3)}" tests/host/test_torch_parity.py "$H/app/mnist" | count
-run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load" | count
-run "fetch" tests/host/test_fetch.sh | count
-run "config" tests/host/test_config.sh | count
-run "menuconfig" tests/host/test_menuconfig.sh | count
-run "tensor-core ptx" tests/host/test_ptx.sh | count
-run "program" tests/host/test_app.sh "$H/app/mnist" | count
-run "gpu" tests/gpu/run.sh | count
+suite_data() {
+    if make --no-print-directory data >"$SNN_TEST_OUT/data.log" 2>&1; then echo "ok - make data: MNIST present and verified"
+    else echo "not ok - make data failed: see $SNN_TEST_OUT/data.log"; fi
+}
+
+suite_builds() {
+    build host_defconfig "$H" host_defconfig
+    build tests/configs/small_defconfig "$S" defconfig DEFCONFIG=tests/configs/small_defconfig
+    build tests/configs/pool_defconfig "$P" defconfig DEFCONFIG=tests/configs/pool_defconfig
+    local g
+    for g in diverge collapse; do
+        build "tests/configs/${g}_defconfig" "$G-$g" defconfig DEFCONFIG="tests/configs/${g}_defconfig"
+    done
+}
+
+suite_host_kernels() { run "host kernels" "$H/tests/bin/host/test_kernels"; }
+suite_gradcheck() { run "gradient check" "$S/tests/bin/host/test_gradcheck"; }
+suite_pool() { run "pool allocator" "$H/tests/bin/host/test_pool"; }
+suite_strategies() { run "memory strategies" tests/host/test_strategies.sh "$H" "$P"; }
+suite_bench_mm() { run "memory benchmark tables" tests/host/test_bench_mm.py; }
+suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load"; }
+suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "idx fuzz" tests/host/test_fuzz.sh; }
+suite_fetch() { run "fetch" tests/host/test_fetch.sh; }
+suite_config() { run "config" tests/host/test_config.sh; }
+suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
+suite_program() { run "program" tests/host/test_app.sh "$H/app/mnist"; }
+suite_outputs() { run "outputs and signals" tests/host/test_outputs.sh "$H/app/mnist"; }
+suite_guards() { run "training guards" tests/host/test_guards.sh "$G-diverge/app/mnist" "$G-collapse/app/mnist"; }
+
+# make run: configure for this machine (no GPU here: host), build, train.
+suite_make_run() {
+    local out epochs
+    if out=$(make --no-print-directory run O="$SNN_TEST_OUT/run" 2>&1) &&
+        epochs=$(sed -n 's/^CONFIG_TRAIN_EPOCHS=//p' "$SNN_TEST_OUT/run/.config") &&
+        grep -q "^ *$epochs .*%" <<<"$out"; then
+        echo "ok - make run configures, builds and trains all epochs"
+    else echo "not ok - make run: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
+}
+
+suite_torch_parity() {
+    # the first python3 with numpy (Debian's python3-numpy is under /usr/bin/python3)
+    local py
+    py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && command -v "$p" && break; done)
+    run "torch_parity numerics" "${py:-$(command -v python3)}" tests/host/test_torch_parity.py "$H/app/mnist"
+}
+
+# Every GPU board compiles (no GPU needed), and so does the device side of
+# the other memory strategies; CI must have nvcc. A CUDA build run where no
+# GPU or driver is says so and names the host target.
+suite_gpu_builds() {
+    if [ -z "$NVCC" ]; then
+        if [ "${CI:-}" = true ]; then echo "not ok - GPU boards: CI has no nvcc"
+        else echo "skip - GPU boards: skipped: no nvcc"; fi
+        return
+    fi
+    local f b d s
+    for f in $(grep -l '^CONFIG_TARGET_SM' configs/*_defconfig); do
+        b=$(basename "$f" _defconfig)
+        build "${b}_defconfig (compile only)" "$SNN_TEST_OUT/board-$b" "${b}_defconfig"
+    done
+    for s in POOL CUDA_ASYNC; do
+        d=$SNN_TEST_OUT/board-h100-mm-$s
+        mkdir -p "$d" && { cat configs/h100_defconfig; echo "CONFIG_MM_$s=y"; } >"$d/def"
+        build "h100_defconfig with CONFIG_MM_$s (compile only)" "$d" defconfig DEFCONFIG="$d/def"
+    done
+    run "CUDA build without a GPU" tests/host/test_no_gpu.sh "$SNN_TEST_OUT/board-rtx2060/app/mnist"
+}
+
+# SANITIZE=address,undefined: the host engine under ASan and UBSan, a short
+# training run and the host kernel tests (a report exits non-zero).
+suite_sanitize() {
+    local d=$SNN_TEST_OUT/sanitize out
+    SANITIZE=address,undefined build "host_defconfig SANITIZE=address,undefined" "$d" host_defconfig || return
+    if out=$("$d/app/mnist" --data data/mnist --epochs 1 --max-steps 50 2>&1); then
+        echo "ok - sanitized build: a short training run, no report"
+    else echo "not ok - sanitized build: $(tail -n 5 <<<"$out" | tr '\n' ' ')"; fi
+    run "sanitized host kernels" "$d/tests/bin/host/test_kernels" | sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
+}
+
+suite_ptx() { run "tensor-core ptx" tests/host/test_ptx.sh; }
+suite_gpu() { run "gpu" tests/gpu/run.sh; }
+
+# NAME SECONDS QUICK: seconds as measured on the 2-core development machine
+# (AMD EPYC, idle); QUICK=y: make check runs it too.
+SUITES="
+data          2 y
+builds       13 y
+host_kernels  1 y
+gradcheck     1 y
+pool          1 y
+strategies    2 y
+bench_mm      1 y
+idx           2 y
+fuzz         22 y
+fetch         3 y
+config       14 y
+outputs       3 y
+guards        3 y
+program      10 y
+menuconfig   12 n
+make_run     10 n
+torch_parity  6 n
+sanitize      8 n
+gpu_builds  205 n
+ptx         110 n
+gpu           1 n
+"
+chosen=() total=0
+while read -r name secs q; do
+    [ -n "$name" ] || continue
+    [ $quick -eq 1 ] && [ "$q" != y ] && continue
+    [ $quick -eq 1 ] && [ "$name" = fuzz ] && secs=7
+    chosen+=("$name:$secs") total=$((total + secs))
+done <<<"$SUITES"
+echo "# $([ $quick -eq 1 ] && echo 'make check' || echo 'make test'): ${#chosen[@]} suites, about $(((total + 30) / 60)) min" \
+    "($total s) on an idle 2-core machine$([ $quick -eq 0 ] && echo '; make check runs the quick ones in under 2 min')"
+i=0
+for entry in "${chosen[@]}"; do
+    name=${entry%:*} i=$((i + 1)) t0=$(date +%s)
+    echo "# [$i/${#chosen[@]}] $name (about ${entry#*:} s)"
+    "suite_$name" | count
+    echo "# $name: $(($(date +%s) - t0)) s"
+done
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

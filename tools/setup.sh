@@ -3,13 +3,20 @@
 # machine (as root, or through sudo). Idempotent: installed packages are skipped.
 set -eu
 need=()
-have_py_kconfiglib() { /usr/bin/python3 -c 'import kconfiglib' 2>/dev/null || python3 -c 'import kconfiglib' 2>/dev/null; }
-for cmd_pkg in make:make gcc:gcc tmux:tmux bc:bc curl:curl npm:npm gzip:gzip python3:python3; do
+have_py() { /usr/bin/python3 -c "import $1" 2>/dev/null; } # Debian's python3-* packages serve /usr/bin/python3
+for cmd_pkg in make:make gcc:gcc tmux:tmux bc:bc curl:curl npm:npm gzip:gzip python3:python3 clang:clang; do
     command -v "${cmd_pkg%%:*}" >/dev/null || need+=("${cmd_pkg#*:}")
 done
-have_py_kconfiglib || need+=(python3-kconfiglib)
-/usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy) # tools/torch_parity.py's numpy backend and its test
+have_py kconfiglib || need+=(python3-kconfiglib)
+have_py numpy || need+=(python3-numpy)           # tools/torch_parity.py's numpy backend and its test
+have_py matplotlib || need+=(python3-matplotlib) # the parity plots
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
+# The IDX fuzz test: libFuzzer and the sanitizers' runtime for clang.
+fuzzer_works() { echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |
+    clang -fsanitize=fuzzer,address -x c - -o /dev/null 2>/dev/null; }
+command -v clang >/dev/null && fuzzer_works || need+=(libclang-rt-dev)
+# The tests that tell the two datasets apart read Fashion-MNIST from here.
+[ -d /usr/share/datasets/fashion-mnist ] || need+=(dataset-fashion-mnist)
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
     echo "setup: installing ${need[*]}"
