@@ -18,21 +18,27 @@ PARAM_BYTES=$(("$(sed -n 's/.*(\([0-9]*\) parameters).*/\1/p' <("$APP" --data "$
 verdict() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1${3:+: $3}"; fi; }
 no_temporaries() { ! find "$T" -name '*.tmp.*' | grep -q .; }
 
-# Special files: written in place, still what they were.
-"$APP" "${SHORT[@]}" --save /dev/null >/dev/null 2>"$T/err"; rc=$?
-verdict "--save /dev/null works and leaves the device" '[ $rc -eq 0 ] && [ -c /dev/null ]' "$(cat "$T/err")"
+# Special files: written in place, still what they were. As root the tests
+# use device nodes of their own, the same devices as /dev/null and /dev/full,
+# so that a program that replaced them would not damage the machine.
+NULL=/dev/null FULL=/dev/full
+if mknod "$T/null" c 1 3 2>/dev/null && mknod "$T/full" c 1 7 2>/dev/null; then NULL=$T/null FULL=$T/full; fi
+"$APP" "${SHORT[@]}" --save "$NULL" >/dev/null 2>"$T/err"; rc=$?
+verdict "--save $NULL works and leaves the device" '[ $rc -eq 0 ] && [ -c "$NULL" ]' "$(cat "$T/err")"
 mkfifo "$T/fifo"
-cat "$T/fifo" >"$T/fifo.out" &
-"$APP" "${SHORT[@]}" --log "$T/fifo" >/dev/null 2>"$T/err"; rc=$?
-wait
+timeout 60 cat "$T/fifo" >"$T/fifo.out" &
+reader=$!
+timeout 60 "$APP" "${SHORT[@]}" --log "$T/fifo" >/dev/null 2>"$T/err"; rc=$?
+[ -p "$T/fifo" ] || kill $reader 2>/dev/null # the FIFO was replaced: its reader would wait on
+wait $reader
 verdict "--log to a FIFO writes through it and leaves the FIFO" \
     '[ $rc -eq 0 ] && [ -p "$T/fifo" ] && grep -q "\"event\":\"epoch\"" "$T/fifo.out"' "$(cat "$T/err")"
 out=$("$APP" "${SHORT[@]}" --log /dev/stdout 2>&1)
 verdict "--log /dev/stdout writes to standard output" 'grep -q "\"event\":\"config\"" <<<"$out"'
-if [ -w /dev/full ]; then
-    out=$("$APP" "${SHORT[@]}" --save /dev/full 2>&1); rc=$?
-    verdict "--save /dev/full is refused and the device stays" \
-        '[ $rc -eq 1 ] && [ -c /dev/full ] && grep -q "cannot write /dev/full: No space left on device" <<<"$out"' "$out"
+if [ -w "$FULL" ]; then
+    out=$("$APP" "${SHORT[@]}" --save "$FULL" 2>&1); rc=$?
+    verdict "--save $FULL is refused and the device stays" \
+        '[ $rc -eq 1 ] && [ -c "$FULL" ] && grep -q "cannot write $FULL: No space left on device" <<<"$out"' "$out"
 else echo "skip - --save /dev/full: skipped: /dev/full not writable"; fi
 
 # A link to a regular file stays a link; its target gets the parameters.
