@@ -317,28 +317,22 @@ int main(int argc, char **argv)
     snn_signals_install();
     outputs out = open_outputs(&o);
     snn_plan plan;
-    snn_plan_make(&plan);
+    snn_model_plan(&plan);
     snn_device_info dev;
     snn_rt_init(&dev, plan.total);
     print_summary(&dev, &o);
-    snn_plan_print(&plan, stdout);
+    snn_model_print_plan(&plan, stdout);
 
     snn_model m;
-    snn_model_bind(&m, snn_mm_start(plan.total));
-    load_dataset(&m, o.data_dir);
-
     snn_rng rng;
     snn_rng_seed(&rng, CONFIG_TRAIN_SEED);
-    float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "initial parameters");
-    snn_model_draw_params(params, &rng);
-    snn_rt_upload(m.params, params, SNN_PARAMS * sizeof(float));
-    snn_model_bind_gemm_buffers(&m);
-    float *zeros = calloc(SNN_PARAMS, sizeof(float));
-    SNN_CHECK_SYS(zeros, "allocating the momentum's initial zeros");
-    snn_rt_upload(m.momentum, zeros, SNN_PARAMS * sizeof(float));
-    free(zeros);
-    if (out.dump)
+    snn_model_init(&m, &plan, snn_mm_start(plan.total), SNN_ON_TARGET, &rng);
+    load_dataset(&m, o.data_dir);
+    float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters");
+    if (out.dump) {
+        snn_rt_download(params, m.params, SNN_PARAMS * sizeof(float));
         dump_start(out.dump, params, &o);
+    }
     if (out.log)
         log_config(snn_out_stream(out.log), &dev, &o, plan.total);
 

@@ -1,10 +1,11 @@
-/* The runtime of the configured target: device selection and checks, the one
- * allocation (and the memory strategies' device side), copies, the step
+/* The runtime of the configured target: device selection and checks, device
+ * memory (plain, raw with stream events, stream-ordered), copies, the step
  * replay, timing. arch/host/ implements it on the CPU, arch/cuda/ on a CUDA
  * GPU. */
 #ifndef SNN_RUNTIME_H
 #define SNN_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -37,15 +38,25 @@ void snn_rt_sync(void);
  * that changes between calls from device memory. */
 void snn_rt_run_step(void (*step)(void *ctx), void *ctx);
 
-/* The device under the POOL strategy's pool (mm/pool.h): raw allocations
- * (cudaMalloc, or malloc on the host) and the events of the engine's stream
- * (on the host, where every step has finished when it returns, events are
- * always complete). close: returns what the backend keeps (cached events). */
-struct snn_pool_backend;
-const struct snn_pool_backend *snn_rt_pool_backend(void);
+/* The device's raw memory and the events of the engine's stream, as a
+ * caching allocator (mm/pool.h) drives them. The events complete in the
+ * order they were recorded; on the host, where every step has finished when
+ * it returns, they are always complete. */
+#define SNN_RT_ALIGN 256 /* raw_alloc's alignment */
+typedef struct snn_pool_backend {
+    void *ctx;                                     /* passed to every call */
+    void *(*raw_alloc)(void *ctx, size_t bytes);   /* SNN_RT_ALIGN-aligned, or NULL when out of memory */
+    void (*raw_free)(void *ctx, void *p);
+    void *(*event_record)(void *ctx);              /* marks everything enqueued so far */
+    bool (*event_done)(void *ctx, void *event);    /* has the stream passed it? (never blocks) */
+    void (*event_wait)(void *ctx, void *event);    /* blocks until it has */
+    void (*event_release)(void *ctx, void *event); /* the allocator is done with it */
+} snn_pool_backend;
+const snn_pool_backend *snn_rt_pool_backend(void);
+/* Returns what the backend keeps (cached events). */
 void snn_rt_pool_backend_close(void);
 
-/* The CUDA_ASYNC strategy (CUDA targets only): cudaMallocAsync / cudaFreeAsync
+/* Stream-ordered allocation (CUDA targets only): cudaMallocAsync / cudaFreeAsync
  * on the engine's stream, from the device's default memory pool with its
  * release threshold raised to UINT64_MAX; usage: the pool's high-water marks
  * of reserved and used bytes. All checked. */

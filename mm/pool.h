@@ -17,23 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/runtime.h" /* snn_pool_backend: the device under the pool */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define SNN_POOL_ALIGN 256 /* every block: address and size */
-
-/* The device under the pool. The events are those of one stream: they
- * complete in the order they were recorded. */
-typedef struct snn_pool_backend {
-    void *ctx;                                   /* passed to every call */
-    void *(*raw_alloc)(void *ctx, size_t bytes); /* SNN_POOL_ALIGN-aligned, or NULL when out of memory */
-    void (*raw_free)(void *ctx, void *p);
-    void *(*event_record)(void *ctx);              /* marks everything enqueued so far */
-    bool (*event_done)(void *ctx, void *event);    /* has the stream passed it? (never blocks) */
-    void (*event_wait)(void *ctx, void *event);    /* blocks until it has */
-    void (*event_release)(void *ctx, void *event); /* the pool is done with it */
-} snn_pool_backend;
+#define SNN_POOL_ALIGN SNN_RT_ALIGN /* every block: address and size */
 
 typedef struct {
     long requests, releases;    /* snn_pool_alloc and snn_pool_free calls */

@@ -2,23 +2,79 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "arch/runtime.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
 #include "mm/mm.h"
+#include "snn_check.h"
 
-void snn_model_bind(snn_model *m, void *arena)
+#define F sizeof(float)
+/* Widest activation gradient: the logits, or a hidden layer (the input needs none). */
+#define GRAD_DIM SNN_MAX2(SNN_CLASSES, CONFIG_NN_HIDDEN_LAYERS ? SNN_HIDDEN : 0)
+#if SNN_MM_PER_STEP
+#define ARENA_ACT_WIDTHS SNN_INPUT_DIM /* the input batch only: the step allocates the rest */
+#define ARENA_GRAD_FLOATS 0
+#else
+#define ARENA_ACT_WIDTHS SNN_ACT_WIDTHS
+#define ARENA_GRAD_FLOATS (2 * (size_t)SNN_BATCH * GRAD_DIM)
+#endif
+/* A twin region per FP32 range, padded to 128 bytes (kernels/cuda/twin.h). */
+#define TWIN_PAD(elems) (((size_t)(elems) + 63) / 64 * 64)
+#ifdef CONFIG_GEMM_TWINS
+#define TWIN_BYTES                                                                                         \
+    (2 * (TWIN_PAD(SNN_PARAMS) + TWIN_PAD((size_t)SNN_MAX_ROWS * ARENA_ACT_WIDTHS) + TWIN_PAD(ARENA_GRAD_FLOATS)))
+#else
+#define TWIN_BYTES 0
+#endif
+
+static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
+    [SNN_T_PARAMS] = {"parameters", SNN_PARAMS * F, 0},
+    [SNN_T_MOMENTUM] = {"momentum", SNN_PARAMS * F, 0},
+    [SNN_T_ACTIVATIONS] = {SNN_MM_PER_STEP ? "input batch" : "activations",
+                           (size_t)SNN_MAX_ROWS * ARENA_ACT_WIDTHS * F, 0},
+    [SNN_T_ACT_GRADS] = {"activation gradients", ARENA_GRAD_FLOATS * F, 0},
+    [SNN_T_BATCH_LABELS] = {"batch labels", SNN_MAX_ROWS, 0},
+    [SNN_T_TRAIN_IMAGES] = {"train images (bytes)", (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM, 0},
+    [SNN_T_TRAIN_LABELS] = {"train labels", SNN_TRAIN_COUNT, 0},
+    [SNN_T_TEST_IMAGES] = {"test images (bytes)", (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM, 0},
+    [SNN_T_TEST_LABELS] = {"test labels", SNN_TEST_COUNT, 0},
+    [SNN_T_ORDER] = {"sample order", SNN_TRAIN_COUNT * sizeof(int32_t), 0},
+    [SNN_T_STEP_LOSSES] = {"step losses", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * F, 0},
+    [SNN_T_STEP_CORRECT] = {"step correct counts", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * sizeof(int32_t), 0},
+    [SNN_T_STEP_COUNTERS] = {"step counters", 2 * sizeof(int32_t), 0},
+    [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
+    [SNN_T_GEMM_WORKSPACE] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
+};
+
+void snn_model_plan(snn_plan *plan) { snn_plan_make(plan, tensor_table, SNN_T_COUNT); }
+
+void snn_model_print_plan(const snn_plan *plan, FILE *out)
+{
+    /* Floats per row of the layer outputs act[1..L]; their gradients take as many. */
+    const size_t outputs = SNN_ACT_WIDTHS - SNN_INPUT_DIM;
+    snn_plan_print(plan, out);
+    if (SNN_MM_PER_STEP) {
+        fprintf(out, "per-step tensors, allocated and freed each step by the %s strategy:\n", SNN_MM_NAME);
+        fprintf(out, "  %-22s %14zu B (layer outputs 1..%d and their gradients)\n", "a training step",
+                2 * (size_t)SNN_BATCH * outputs * F, SNN_LAYERS);
+        fprintf(out, "  %-22s %14zu B (layer outputs 1..%d)\n", "an evaluation step",
+                (size_t)SNN_EVAL_BATCH * outputs * F, SNN_LAYERS);
+    }
+}
+
+static void bind(snn_model *m, const snn_plan *plan, void *arena)
 {
     memset(m, 0, sizeof(*m));
-    snn_plan_make(&m->plan);
+    m->plan = *plan;
     m->arena = arena;
-    m->kernels = SNN_TARGET_KERNELS;
     m->lr = SNN_LR;
     m->mu = SNN_MOMENTUM;
-#define AT(r) snn_plan_at(&m->plan, arena, r)
-    m->params = AT(SNN_R_PARAMS);
-    m->momentum = AT(SNN_R_MOMENTUM);
+#define AT(t) snn_plan_at(plan, arena, t)
+    m->params = AT(SNN_T_PARAMS);
+    m->momentum = AT(SNN_T_MOMENTUM);
     float *p = m->params, *v = m->momentum;
     for (int l = 0; l < SNN_LAYERS; l++) {
         snn_layer *L = &m->layer[l];
@@ -29,50 +85,87 @@ void snn_model_bind(snn_model *m, void *arena)
         L->b = p, L->vb = v;
         p += L->out, v += L->out;
     }
-    m->act[0] = AT(SNN_R_ACTIVATIONS);
+    m->act[0] = AT(SNN_T_ACTIVATIONS);
     if (!SNN_MM_PER_STEP) {
         for (int l = 1; l <= SNN_LAYERS; l++)
             m->act[l] = m->act[l - 1] + (long)SNN_MAX_ROWS * SNN_DIM(l - 1);
-        m->grad[0] = AT(SNN_R_ACT_GRADS);
-        m->grad[1] = m->grad[0] + (long)SNN_BATCH * SNN_GRAD_DIM;
+        m->grad[0] = AT(SNN_T_ACT_GRADS);
+        m->grad[1] = m->grad[0] + (long)SNN_BATCH * GRAD_DIM;
     }
-    m->batch_labels = AT(SNN_R_BATCH_LABELS);
-    m->train_images = AT(SNN_R_TRAIN_IMAGES);
-    m->train_labels = AT(SNN_R_TRAIN_LABELS);
-    m->test_images = AT(SNN_R_TEST_IMAGES);
-    m->test_labels = AT(SNN_R_TEST_LABELS);
-    m->order = AT(SNN_R_ORDER);
-    m->train_loss = AT(SNN_R_STEP_STATS);
+    m->batch_labels = AT(SNN_T_BATCH_LABELS);
+    m->train_images = AT(SNN_T_TRAIN_IMAGES);
+    m->train_labels = AT(SNN_T_TRAIN_LABELS);
+    m->test_images = AT(SNN_T_TEST_IMAGES);
+    m->test_labels = AT(SNN_T_TEST_LABELS);
+    m->order = AT(SNN_T_ORDER);
+    m->train_loss = AT(SNN_T_STEP_LOSSES);
     m->eval_loss = m->train_loss + SNN_STEPS_PER_EPOCH;
-    m->train_correct = (int32_t *)(m->eval_loss + SNN_EVAL_STEPS);
+    m->train_correct = AT(SNN_T_STEP_CORRECT);
     m->eval_correct = m->train_correct + SNN_STEPS_PER_EPOCH;
-    m->train_step = m->eval_correct + SNN_EVAL_STEPS;
+    m->train_step = AT(SNN_T_STEP_COUNTERS);
     m->eval_step = m->train_step + 1;
 #undef AT
 }
 
-void snn_model_bind_gemm_buffers(snn_model *m)
+/* Hands the GEMMs their buffers in the arena: the split-K workspace and the
+ * 16-bit twins of the parameters, activations and activation gradients, the
+ * parameters' twin written from them. */
+static void bind_gemm_buffers(snn_model *m)
 {
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    const snn_plan_entry *ws = &m->plan.region[SNN_R_SPLIT_K];
-    cuda_gemm_split_k_bind(ws->bytes ? snn_plan_at(&m->plan, m->arena, SNN_R_SPLIT_K) : NULL,
-                           (long)(ws->bytes / sizeof(float)));
+    const snn_plan_entry *ws = &m->plan.region[SNN_T_GEMM_WORKSPACE];
+    cuda_gemm_split_k_bind(ws->bytes ? snn_plan_at(&m->plan, m->arena, SNN_T_GEMM_WORKSPACE) : NULL,
+                           (long)(ws->bytes / F));
 #endif
 #ifdef CONFIG_GEMM_TWINS
-    uint16_t *twin = snn_plan_at(&m->plan, m->arena, SNN_R_TWINS);
+    uint16_t *twin = snn_plan_at(&m->plan, m->arena, SNN_T_TWINS);
     const long params = SNN_PARAMS;
-    const long acts = m->plan.region[SNN_R_ACTIVATIONS].bytes / sizeof(float);
-    const long grads = m->plan.region[SNN_R_ACT_GRADS].bytes / sizeof(float);
+    const long acts = m->plan.region[SNN_T_ACTIVATIONS].bytes / F;
+    const long grads = m->plan.region[SNN_T_ACT_GRADS].bytes / F;
     cuda_twin_unbind_all();
     cuda_twin_bind(m->params, twin, params);
-    twin += SNN_TWIN_PAD(params);
+    twin += TWIN_PAD(params);
     cuda_twin_bind(m->act[0], twin, acts);
-    twin += SNN_TWIN_PAD(acts);
+    twin += TWIN_PAD(acts);
     if (grads)
         cuda_twin_bind(m->grad[0], twin, grads);
     cuda_twin_refresh(m->params, params);
 #endif
     (void)m;
+}
+
+static void put(int on_host, void *dst, const void *src, size_t bytes)
+{
+    if (on_host)
+        memcpy(dst, src, bytes);
+    else
+        snn_rt_upload(dst, src, bytes);
+}
+
+void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng)
+{
+    static const int32_t counters[2] = {0, 0};
+#ifdef CONFIG_TARGET_CUDA
+    const int on_host = place == SNN_ON_HOST;
+#else
+    const int on_host = 1;
+    (void)place;
+#endif
+    bind(m, plan, arena);
+    m->kernels = on_host ? &snn_host_kernels : SNN_TARGET_KERNELS;
+    float *params = snn_xmalloc(SNN_PARAMS * F, "initial parameters");
+    float *zeros = calloc(SNN_PARAMS, F);
+    SNN_CHECK_SYS(zeros, "allocating the momentum's initial zeros");
+    snn_model_draw_params(params, rng);
+    put(on_host, m->params, params, SNN_PARAMS * F);
+    put(on_host, m->momentum, zeros, SNN_PARAMS * F);
+    put(on_host, m->train_step, counters, sizeof(counters));
+    free(params);
+    free(zeros);
+    if (on_host)
+        host_kernels_reserve();
+    else
+        bind_gemm_buffers(m);
 }
 
 static inline void draw_uniform(float *x, long n, double bound, snn_rng *rng)

@@ -1,14 +1,37 @@
-/* The model: the layer table derived from the config, and every buffer of a
- * run, carved from the arena; under the POOL and CUDA_ASYNC strategies the
- * step allocates its own tensors instead (nn/train.c). */
+/* The model: its tensor table, every buffer of a run carved from one arena,
+ * the layer table over it, and its start-up. Under the POOL and CUDA_ASYNC
+ * strategies the step allocates its own tensors instead (nn/train.c). */
 #ifndef SNN_MODEL_H
 #define SNN_MODEL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kernels/ops.h"
 #include "mm/arena.h"
 #include "nn/rng.h"
+
+/* Every tensor of a run, one arena region each (nn/model.c sizes them).
+ * L layers, B batch, E evaluation batch, R = max(B, E) rows, S steps per
+ * epoch, V evaluation steps; widths d0 = 784 .. dL = 10. */
+enum snn_tensor {
+    SNN_T_PARAMS,        /* per layer l: W [d(l+1)][d(l)] then b [d(l+1)]   float */
+    SNN_T_MOMENTUM,      /* the same layout                               float */
+    SNN_T_ACTIVATIONS,   /* act l = 0..L: [R][d(l)], one after the other  float (only act 0 if per-step) */
+    SNN_T_ACT_GRADS,     /* 2 x [B][max(10, width)], ping-pong            float (none if per-step) */
+    SNN_T_BATCH_LABELS,  /* [R]                                           uint8 */
+    SNN_T_TRAIN_IMAGES,  /* [60000][784]                                  uint8 */
+    SNN_T_TRAIN_LABELS,  /* [60000]                                       uint8 */
+    SNN_T_TEST_IMAGES,   /* [10000][784]                                  uint8 */
+    SNN_T_TEST_LABELS,   /* [10000]                                       uint8 */
+    SNN_T_ORDER,         /* [60000] this epoch's sample order             int32 */
+    SNN_T_STEP_LOSSES,   /* [S] training, then [V] evaluation losses      float */
+    SNN_T_STEP_CORRECT,  /* [S] then [V] correct predictions              int32 */
+    SNN_T_STEP_COUNTERS, /* the training and the evaluation step          int32 */
+    SNN_T_TWINS,         /* 16-bit twins of params, activations, act grads (CONFIG_GEMM_TWINS) */
+    SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs float */
+    SNN_T_COUNT
+};
 
 typedef struct {
     int in, out;              /* weights are [out][in], as nn.Linear */
@@ -16,7 +39,7 @@ typedef struct {
 } snn_layer;
 
 typedef struct {
-    const snn_kernels *kernels; /* the target's; a test may bind host kernels to host memory */
+    const snn_kernels *kernels; /* the target's, or the host's for a model in host memory */
     snn_plan plan;
     void *arena;
     float lr, mu;
@@ -33,20 +56,23 @@ typedef struct {
     int32_t *train_step, *eval_step;  /* step counters, in device memory */
 } snn_model;
 
-/* Points every buffer of m into arena (laid out by m->plan, made here) and
- * selects the target's kernels. */
-void snn_model_bind(snn_model *m, void *arena);
+/* The arena's plan for this build: the tensor table, laid out. */
+void snn_model_plan(snn_plan *plan);
+/* Prints the plan, and under POOL and CUDA_ASYNC what each step allocates. */
+void snn_model_print_plan(const snn_plan *plan, FILE *out);
 
-/* Hands the GEMMs their buffers in the arena: the split-K workspace
- * (tensor-core builds; kernels/cuda/gemm_split_k.h) and the 16-bit twins of
- * the parameters, activations and activation gradients (CONFIG_GEMM_TWINS;
- * kernels/cuda/twin.h), writing the parameters' twin from the parameters:
- * call once the parameters are in place on the device. Does nothing in builds
- * without tensor-core GEMMs. */
-void snn_model_bind_gemm_buffers(snn_model *m);
+/* Where a model's arena lives: the target's memory and kernels, or host
+ * memory and the host kernels (a reference beside a GPU model). */
+typedef enum { SNN_ON_TARGET, SNN_ON_HOST } snn_place;
 
-/* Draws the initial parameters (the configured scheme) into params_host,
- * SNN_PARAMS floats in the arena's layout: W0, b0, W1, b1, ... */
+/* Binds every tensor into arena (laid out by plan), draws the initial
+ * parameters from rng (the configured scheme), zeroes the momentum and the
+ * step counters, and hands the GEMMs their buffers. The one start-up of the
+ * program, the tests and the tools. */
+void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng);
+
+/* Draws the initial parameters into params_host, SNN_PARAMS floats in the
+ * arena's layout: W0, b0, W1, b1, ... (snn_model_init does it for a model). */
 void snn_model_draw_params(float *params_host, snn_rng *rng);
 
 const char *snn_init_name(void);

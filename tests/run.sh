@@ -78,6 +78,7 @@ suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_id
 suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "idx fuzz" tests/host/test_fuzz.sh; }
 suite_fetch() { run "fetch" tests/host/test_fetch.sh; }
 suite_config() { run "config" tests/host/test_config.sh; }
+suite_layers() { run "layers" tests/host/test_layers.sh; }
 suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
 suite_program() { run "program" tests/host/test_app.sh "$H/app/mnist"; }
 suite_outputs() { run "outputs and signals" tests/host/test_outputs.sh "$H/app/mnist"; }
@@ -150,6 +151,7 @@ idx           2 y
 fuzz         22 y
 fetch         3 y
 config       14 y
+layers        1 y
 outputs       3 y
 guards        3 y
 program      10 y

@@ -120,26 +120,20 @@ int main(void)
     snn_plan plan;
     snn_device_info dev;
     snn_model m;
-    snn_plan_make(&plan);
+    snn_rng rng;
+    snn_model_plan(&plan);
     snn_rt_init(&dev, plan.total);
     void *arena = snn_rt_alloc(plan.total);
-    snn_model_bind(&m, arena);
-    /* random parameters and images (the arena as bytes: any values train), zero momentum and order */
-    std::vector<unsigned char> host(plan.total);
+    /* random images (any values train), labels and order of zeros */
+    std::vector<unsigned char> images((size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM);
     unsigned seed = 1;
-    for (auto &c : host)
+    for (auto &c : images)
         c = (unsigned char)((seed = seed * 1664525u + 1013904223u) >> 24);
-    snn_rt_upload(arena, host.data(), plan.total);
-    std::vector<float> params(SNN_PARAMS);
-    snn_rng rng;
     snn_rng_seed(&rng, 1);
-    snn_model_draw_params(params.data(), &rng);
-    snn_rt_upload(m.params, params.data(), SNN_PARAMS * sizeof(float));
-    CUDA_CHECK(cudaMemset(m.momentum, 0, SNN_PARAMS * sizeof(float)));
+    snn_model_init(&m, &plan, arena, SNN_ON_TARGET, &rng);
+    snn_rt_upload(m.train_images, images.data(), images.size());
     CUDA_CHECK(cudaMemset(m.train_labels, 0, SNN_TRAIN_COUNT));
     CUDA_CHECK(cudaMemset(m.order, 0, SNN_TRAIN_COUNT * sizeof(int32_t)));
-    CUDA_CHECK(cudaMemset(m.train_step, 0, sizeof(int32_t)));
-    snn_model_bind_gemm_buffers(&m);
     m.kernels = &timed_kernels;
 
     for (int s = 0; s < WARMUP + STEPS; s++) {

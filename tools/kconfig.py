@@ -225,7 +225,10 @@ def main(argv):
     if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
         die("usage: kconfig.py {genconfig OUT_DIR|defconfig FILE|savedefconfig FILE|olddefconfig|menuconfig}")
     fn, _ = cmds[argv[1]]
-    fn(*argv[2:])
+    try:
+        fn(*argv[2:])
+    except kconfiglib.KconfigError as e:  # a Kconfig file that does not parse: one line, not a traceback
+        die(" ".join(str(e).split(". Check that environment")[0].split()))
 
 
 if __name__ == "__main__":

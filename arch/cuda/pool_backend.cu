@@ -1,4 +1,4 @@
-/* The POOL strategy's backend on a CUDA GPU: segments from cudaMalloc, and
+/* The pool backend (arch/runtime.h) on a CUDA GPU: segments from cudaMalloc, and
  * events recorded on the engine's stream. Every free records one, so events
  * are kept for reuse rather than created and destroyed each time. */
 #include <stdlib.h>
@@ -8,7 +8,6 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
-#include "mm/pool.h"
 #include "snn_check.h"
 
 static cudaEvent_t *g_idle; /* created, not in use */

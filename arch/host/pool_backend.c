@@ -1,15 +1,14 @@
-/* The POOL strategy's backend on the host target: segments from the C heap,
+/* The pool backend (arch/runtime.h) on the host target: segments from the C heap,
  * and a "stream" that has always passed every event, since a host step has
  * finished when it returns. */
 #include <stdlib.h>
 
 #include "arch/runtime.h"
-#include "mm/pool.h"
 
 static void *host_raw_alloc(void *ctx, size_t bytes)
 {
     (void)ctx;
-    return aligned_alloc(SNN_POOL_ALIGN, (bytes + SNN_POOL_ALIGN - 1) / SNN_POOL_ALIGN * SNN_POOL_ALIGN);
+    return aligned_alloc(SNN_RT_ALIGN, (bytes + SNN_RT_ALIGN - 1) / SNN_RT_ALIGN * SNN_RT_ALIGN);
 }
 
 static void host_raw_free(void *ctx, void *p)

@@ -11,7 +11,6 @@
 #include <omp.h>
 #endif
 
-#include "kernels/ops.h"
 #include "snn_check.h"
 
 struct snn_mark {
@@ -68,7 +67,6 @@ void snn_rt_init(snn_device_info *info, size_t plan_bytes)
         snn_die("the memory plan needs %zu bytes but only %zu are available: lower CONFIG_NN_HIDDEN_WIDTH, "
                 "CONFIG_NN_HIDDEN_LAYERS, CONFIG_TRAIN_BATCH_SIZE or CONFIG_EVAL_BATCH_SIZE (make menuconfig)",
                 plan_bytes, info->free_bytes);
-    host_kernels_reserve();
 }
 
 void *snn_rt_alloc(size_t bytes)

@@ -86,20 +86,17 @@ int main(void)
     snn_device_info dev;
     snn_model m;
     snn_rng rng;
-    snn_plan_make(&plan);
+    snn_model_plan(&plan);
     snn_rt_init(&dev, plan.total);
-    snn_model_bind(&m, snn_rt_alloc(plan.total));
     snn_rng_seed(&rng, 12345);
+    snn_model_init(&m, &plan, snn_rt_alloc(plan.total), SNN_ON_TARGET, &rng);
 
-    snn_model_draw_params(m.params, &rng);
-    memset(m.momentum, 0, SNN_PARAMS * sizeof(float));
     for (long i = 0; i < (long)SNN_BATCH * SNN_INPUT_DIM; i++)
         m.train_images[i] = (uint8_t)snn_rng_below(&rng, 256);
     for (int i = 0; i < SNN_BATCH; i++)
         m.train_labels[i] = (uint8_t)snn_rng_below(&rng, SNN_CLASSES);
     for (int i = 0; i < SNN_TRAIN_COUNT; i++)
         m.order[i] = i;
-    *m.train_step = 0;
     m.lr = 0, m.mu = 0;
     snn_train_step(&m);
 
