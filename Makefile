@@ -24,9 +24,15 @@ KCONFIG = $(if $(PYTHON),$(PYTHON) tools/kconfig.py,$(error kconfiglib not found
 
 NVCC ?= $(firstword $(shell command -v nvcc) $(wildcard /usr/local/cuda/bin/nvcc))
 BOARDS := $(patsubst configs/%_defconfig,%,$(wildcard configs/*_defconfig))
+# Renamed boards, OLD:NEW: the old names still configure the new board, with
+# a note, for one release. They are not boards (no file in configs/).
+BOARD_ALIASES := h100_mlp128_b64:h100_128x1_b64 h100_mlp784x4_b64:h100_784x4_b64 \
+                 h100_h128_b32:h100_128x3_b32 h100_h1024_b32:h100_1024x3_b32 h100_h8192_b32:h100_8192x3_b32
+board-alias-old := $(foreach a,$(BOARD_ALIASES),$(firstword $(subst :, ,$(a))))
+board-renamed = $(word 2,$(subst :, ,$(filter $(1):%,$(BOARD_ALIASES))))
 
 config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check \
-                  $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig
+                  $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig defconfig_%
 build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
 config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
 
@@ -47,6 +53,12 @@ else
 %_defconfig:
 	$(Q)mkdir -p $(O)
 	$(Q)$(KCONFIG) defconfig configs/$@
+
+# An old board name: one note, then the board it was renamed to.
+$(addsuffix _defconfig,$(board-alias-old)):
+	@echo 'note: board $(@:_defconfig=) was renamed to $(call board-renamed,$(@:_defconfig=)) (the old name goes in the next release)' >&2
+	$(Q)mkdir -p $(O)
+	$(Q)$(KCONFIG) defconfig configs/$(call board-renamed,$(@:_defconfig=))_defconfig
 
 # Any minimal config file: make defconfig DEFCONFIG=path/to/file
 DEFCONFIG ?= configs/host_defconfig
@@ -94,6 +106,7 @@ help:
 	@echo '  olddefconfig      bring $(KCONFIG_CONFIG) up to date, new symbols at their defaults'
 	@echo '  savedefconfig     write the minimal config to $(O)/defconfig'
 	@echo '  boards: $(BOARDS)'
+	@echo '  renamed boards (old names accepted until the next release): $(subst :,->,$(BOARD_ALIASES))'
 	@echo 'Build and run:'
 	@echo '  all (default)     build $(O)/app/mnist for the configured target'
 	@echo '  data              fetch the dataset (DATASET=mnist|fashion-mnist)'
@@ -118,7 +131,7 @@ ifneq ($(build-goals)$(if $(MAKECMDGOALS),,all),)
 
 AUTOCONF := $(O)/include/config/auto.conf
 CONFIG_H := $(O)/include/generated/config.h
-KCONFIG_FILES := Kconfig $(wildcard */Kconfig */Kconfig.*)
+KCONFIG_FILES := Kconfig $(wildcard */Kconfig */Kconfig.* */*/Kconfig */*/Kconfig.*)
 
 ifeq ($(wildcard $(KCONFIG_CONFIG)),)
 $(error no $(KCONFIG_CONFIG): run 'make host_defconfig' (or 'make <board>_defconfig', see 'make help') or 'make menuconfig')

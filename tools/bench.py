@@ -29,7 +29,7 @@ import sys
 
 PROG = "bench"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CONFIGS = ["h100_mlp128_b64", "h100_mlp784x4_b64", "h100_h128_b32", "h100_h1024_b32", "h100_h8192_b32"]
+DEFAULT_CONFIGS = ["h100_128x1_b64", "h100_784x4_b64", "h100_128x3_b32", "h100_1024x3_b32", "h100_8192x3_b32"]
 MODES = ("eager", "compile", "graph")
 DATASETS = {  # name: (pixel mean, pixel std), as include/snn_config.h
     "MNIST": (0.1307, 0.3081),

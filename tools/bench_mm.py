@@ -4,7 +4,7 @@
 The static arena (CUDA graph on and off), our caching pool and
 cudaMallocAsync, with PyTorch's peak for the same model.
 
-    tools/bench_mm.py --out DIR [--configs h100_mlp784x4_b64,h100_h1024_b32] [--epochs 6]
+    tools/bench_mm.py --out DIR [--configs h100_784x4_b64,h100_1024x3_b32] [--epochs 6]
                       [--skip-torch] [--run-timeout 600] [--torch-timeout 300]
 
 Run from the repository root on the GPU machine. For each configs/<name>_defconfig
@@ -35,7 +35,7 @@ from bench import (BUILD_TIMEOUT_S, REPO, config_names, fmt_ms, parse_config_h, 
                    run_logged, run_shape, run_torch)
 
 PROG = "bench_mm"
-DEFAULT_CONFIGS = ["h100_mlp784x4_b64", "h100_h1024_b32"]
+DEFAULT_CONFIGS = ["h100_784x4_b64", "h100_1024x3_b32"]
 BASELINE = "static"
 # variant: (line appended to the defconfig, the CONFIG_MM_ symbol it must give, CUDA graph on, label)
 VARIANTS = {

@@ -65,8 +65,18 @@ accuracy_verdict() { # PRECISION ACC: the final validation accuracy against the 
     else echo "val acc $2% (FP32 $fp32_acc%, more than $ACC_POINTS points apart: NOT OK)"; fi
 }
 
+# board_def_retarget BOARD DIR: BOARD's defconfig without its target and
+# precision, with its GEMM tiles and stages written out from its .config (made
+# in DIR): the tiles may be its target's defaults, which another target lacks.
+board_def_retarget() {
+    local tiles='^CONFIG_GEMM_\(FWD\|DGRAD\|WGRAD\)_\|^CONFIG_GEMM_STAGES='
+    make --no-print-directory O="$2" "${1}_defconfig" >/dev/null || return 1
+    grep -v "^CONFIG_TARGET_SM\\|^CONFIG_PRECISION_\\|$tiles" "configs/${1}_defconfig"
+    grep "$tiles" "$2/.config"
+}
+
 # parity_run NAME BOARD SM PRECISION [NUMERICS [CONFIG_LINE...]]: BOARD's
-# defconfig on target SM (that code path, built for this card) in
+# defconfig (its tiles) on target SM (that code path, built for this card) in
 # CONFIG_PRECISION_<PRECISION>, plus the config lines given, trained for its
 # configured epochs with --dump, then tools/torch_parity.py --precision
 # NUMERICS (default: PRECISION in lower case) on every epoch of the dump:
@@ -79,9 +89,9 @@ parity_run() {
         say "$name: skipped: needs compute capability $sm, this GPU is ${cc:-unknown}"; return
     fi
     mkdir -p "$d"
-    { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
-      echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"
-      printf '%s\n' "$@"; } >"$d/def"
+    if ! board_def_retarget "$board" "$d/board" >"$d/def"; then say "$name: ${board}_defconfig failed"; return; fi
+    { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"
+      printf '%s\n' "$@"; } >>"$d/def"
     if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
         make --no-print-directory O="$d" -j"$(nproc)" "$d/app/mnist"; } >"$L/parity-$name-build.log" 2>&1; then
         say "$name: build failed (see parity-$name-build.log)"; return

@@ -14,7 +14,7 @@ if [ "${1:-}" = --roles ]; then
         case $r in FWD|DGRAD|WGRAD) ;; *) echo "sweep_tiles: unknown role '$r' (FWD, DGRAD, WGRAD)" >&2; exit 2 ;; esac
     done
 fi
-configs=${*:-h100_mlp128_b64 h100_mlp784x4_b64 h100_h1024_b32 h100_h8192_b32}
+configs=${*:-h100_128x1_b64 h100_784x4_b64 h100_1024x3_b32 h100_8192x3_b32}
 # block M N K / warp M N K
 tiles=("64 64 16 32 32 16" "32 32 32 16 16 32" "32 64 32 16 32 32" "64 64 32 32 32 32")
 mkdir -p "$OUT"

@@ -114,15 +114,25 @@ for f in configs/*_defconfig; do
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
 done
 
+# board_def_retarget BOARD DIR: BOARD's defconfig without its target and
+# precision, with its GEMM tiles and stages written out from its .config (made
+# in DIR): the tiles may be its target's defaults, which another target lacks.
+board_def_retarget() {
+    local tiles='^CONFIG_GEMM_\(FWD\|DGRAD\|WGRAD\)_\|^CONFIG_GEMM_STAGES='
+    make --no-print-directory O="$2" "${1}_defconfig" >/dev/null || return 1
+    grep -v "^CONFIG_TARGET_SM\\|^CONFIG_PRECISION_\\|$tiles" "configs/${1}_defconfig"
+    grep "$tiles" "$2/.config"
+}
+
 # The tensor-core precisions the boards' defconfigs do not select: the h100
 # board's shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32)
 # and the rtx2060 board with FP32 accumulation, each under the sanitizer too.
-precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig on target SM with CONFIG_PRECISION_<PRECISION>
+precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig (its tiles) on target SM with CONFIG_PRECISION_<PRECISION>
     local name=$1 board=$2 sm=$3 prec=$4 d=$OUT/gpu-$1
     if ! usable "$cc" "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
     mkdir -p "$d"
-    { grep -v '^CONFIG_TARGET_SM\|^CONFIG_PRECISION_' "configs/${board}_defconfig"
-      echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
+    if ! board_def_retarget "$board" "$d/board" >"$d/def"; then echo "not ok - gpu $name path: ${board}_defconfig failed"; return; fi
+    { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >>"$d/def"
     build_variant "$name" "$d" && check_variant "$name" "$d" && sanitize "$name" "$d"
 }
 precision_variant h100-sm80-tf32 h100 80 TF32

@@ -63,9 +63,9 @@ def test_table():
         verdict(True, "a log without its memory line is refused")
 
     shape = {"dims": [784, 784, 784, 784, 784, 10], "batch": 64}
-    results = {"h100_mlp784x4_b64": {"shape": shape, "runs": runs,
+    results = {"h100_784x4_b64": {"shape": shape, "runs": runs,
                                      "torch": {"ok": True, "max_memory_bytes": 250 * mb, "device": "H100"}},
-               "h100_h1024_b32": {"runs": {"static": {"error": "build failed"}}, "torch": {"ok": False}}}
+               "h100_1024x3_b32": {"runs": {"static": {"error": "build failed"}}, "torch": {"ok": False}}}
     md = bench_mm.render_markdown(results, "NVIDIA H100 80GB HBM3", "2026-01-01 00:00", 6)
     rows = {}
     for line in md.splitlines():
@@ -73,13 +73,13 @@ def test_table():
         if len(cells) == 10 and cells[0].startswith("h100"):
             rows[(cells[0].split(" ")[0], cells[1])] = cells
     want = {
-        ("h100_mlp784x4_b64", "static arena, graph off"): ["100.0", "1.000x", "1 + 0", "0", "100.0", "100.0", "1.000x"],
-        ("h100_mlp784x4_b64", "static arena, CUDA graph"): ["80.00", "0.800x", "1 + 0", "0", "100.0", "100.0", "1.000x"],
-        ("h100_mlp784x4_b64", "pool (ours)"): ["104.0", "1.040x", "1 + 3", "56000", "106.0", "97.0", "0.970x"],
-        ("h100_mlp784x4_b64", "cudaMallocAsync"): ["108.0", "1.080x", "1 + 56000", "56000", "98.0", "97.0", "0.970x"],
-        ("h100_mlp784x4_b64", "PyTorch eager (max_memory_allocated)"): ["-", "-", "-", "-", "-", "250.0", "2.500x"],
-        ("h100_h1024_b32", "static arena, graph off"): ["build failed", "-", "-", "-", "-", "-", "-"],
-        ("h100_h1024_b32", "PyTorch eager (max_memory_allocated)"): ["-", "-", "-", "-", "-", "failed", "-"],
+        ("h100_784x4_b64", "static arena, graph off"): ["100.0", "1.000x", "1 + 0", "0", "100.0", "100.0", "1.000x"],
+        ("h100_784x4_b64", "static arena, CUDA graph"): ["80.00", "0.800x", "1 + 0", "0", "100.0", "100.0", "1.000x"],
+        ("h100_784x4_b64", "pool (ours)"): ["104.0", "1.040x", "1 + 3", "56000", "106.0", "97.0", "0.970x"],
+        ("h100_784x4_b64", "cudaMallocAsync"): ["108.0", "1.080x", "1 + 56000", "56000", "98.0", "97.0", "0.970x"],
+        ("h100_784x4_b64", "PyTorch eager (max_memory_allocated)"): ["-", "-", "-", "-", "-", "250.0", "2.500x"],
+        ("h100_1024x3_b32", "static arena, graph off"): ["build failed", "-", "-", "-", "-", "-", "-"],
+        ("h100_1024x3_b32", "PyTorch eager (max_memory_allocated)"): ["-", "-", "-", "-", "-", "failed", "-"],
     }
     bad = {k: (rows.get(k, [None] * 9)[2:9], v) for k, v in want.items() if rows.get(k, [None] * 9)[2:9] != v}
     verdict(not bad and len(rows) == len(want) and "784-784-784-784-784-10, b64" in md and "| 98.12% |" in md,

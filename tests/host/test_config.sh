@@ -72,7 +72,7 @@ else echo "not ok - olddefconfig did not set CONFIG_TRAIN_SEED"; fi
 d=$(with eval 'CONFIG_EVAL_BATCH_SIZE=300')
 $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
 expect_refusal "eval batch not dividing 10000 refused at compile time" \
-    'CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images' $M O="$d" "$d/build/mm/arena.o"
+    'CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images' $M O="$d" "$d/build/nn/model.o"
 
 # A precision the target has no instruction for; a warp tile the instruction does not divide.
 d=$(with bf16 'CONFIG_TARGET_SM75=y' 'CONFIG_PRECISION_BF16=y')
@@ -116,6 +116,17 @@ for f in configs/*_defconfig; do
         echo "ok - $b defconfig is valid and minimal"
     else echo "not ok - $b defconfig is invalid or not minimal (compare make savedefconfig): $out"; fi
 done
+
+# A renamed board's old name configures the new board, with one note, for one
+# release; it is no board of its own in 'make help'.
+d=$T/alias; mkdir -p "$d/new"
+if out=$($M O="$d" defconfig_h100_h8192_b32 2>&1) && [ "$(grep -c '^note: ' <<<"$out")" -eq 1 ] &&
+    grep -qF 'renamed to h100_8192x3_b32' <<<"$out" && $M O="$d/new" h100_8192x3_b32_defconfig >/dev/null 2>&1 &&
+    cmp -s "$d/.config" "$d/new/.config"; then
+    echo "ok - the old board name h100_h8192_b32 configures h100_8192x3_b32, with a note"
+else echo "not ok - the old board name h100_h8192_b32: $out"; fi
+if $M help | grep '^  boards:' | grep -qw 'h100_h8192_b32'; then echo "not ok - make help lists the old name h100_h8192_b32 as a board"
+else echo "ok - make help lists no old board name as a board"; fi
 
 # A config error is one line: no "No rule to make target" after it.
 d=$T/oneline; mkdir -p "$d"
