@@ -44,19 +44,19 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
-#include "kernels/cuda/gemm_config.h"
-#include "kernels/cuda/gemm_launch.cuh"
+#include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"
 #include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
-#include "kernels/cuda/gemm_mma_inst.cuh"
+#include "kernels/cuda/gemm/mma_inst.cuh"
 #endif
 #ifdef CONFIG_GEMM_WGMMA
-#include "kernels/cuda/gemm_epilogue.cuh"
-#include "kernels/cuda/gemm_wgmma.cuh"
+#include "kernels/cuda/gemm/epilogue.cuh"
+#include "kernels/cuda/gemm/wgmma.cuh"
 #endif
 
 #define REPS 30
@@ -248,7 +248,7 @@ static double rel_l2(const std::vector<float> &a, const std::vector<float> &b)
 }
 
 #ifdef CONFIG_GEMM_TENSOR_CORES
-/* The mma.sync ceiling: every warp issues the GEMM's instruction (gemm_mma_inst.cuh) on register
+/* The mma.sync ceiling: every warp issues the GEMM's instruction (gemm/mma_inst.cuh) on register
  * operands, CHAINS independent accumulations, ITERS times; no memory traffic, no fragment loads. */
 #define CEILING_ITERS 2048
 #define CEILING_THREADS 256
@@ -313,7 +313,7 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
     for (int grid : {GEMM_WG_GRID_PER_TILE, GEMM_WG_GRID_RESIDENT}) {
         const char *how = grid == GEMM_WG_GRID_RESIDENT ? "persistent" : "block per tile";
         auto run = [&] {
-            gemm_wgmma_run<GEMM_K_CONTIG, GEMM_K_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.k, s.m, s.n, s.k,
+            gemm_wgmma_run<GEMM_K_MAJOR, GEMM_K_MAJOR, GemmEpiStore, Tile>(a, s.k, b, s.k, s.m, s.n, s.k,
                                                                              GemmEpiStore{c, s.n}, grid);
         };
         CUDA_CHECK(cudaMemset(c, 0xff, nc * 4));
@@ -328,7 +328,7 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
     if constexpr (!GEMM_WG_K_MAJOR_ONLY)
         if (s.n % 8 == 0) {
             const double t_mn = time_ms([&] {
-                gemm_wgmma_run<GEMM_K_CONTIG, GEMM_R_CONTIG, GemmEpiStore, Tile>(a, s.k, b, s.n, s.m, s.n, s.k,
+                gemm_wgmma_run<GEMM_K_MAJOR, GEMM_MN_MAJOR, GemmEpiStore, Tile>(a, s.k, b, s.n, s.m, s.n, s.k,
                                                                                  GemmEpiStore{c, s.n});
             });
             printf("| wgmma %dx%dx%d c%d s%d, B MN-major | %dx%dx%d | %.1f | %.1f | %.2f | (timed only) | | | | | |\n",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the wgmma.mma_async wrappers of arch/sm90/wgmma.h (one per N and
+"""Writes the wgmma.mma_async wrappers of arch/sm90/wgmma.cuh (one per N and
 input type): an m64nNk16 (m64nNk8 for TF32) instruction names its N/2
 accumulator registers one by one, which inline assembly can only spell out.
 

@@ -65,16 +65,6 @@ accuracy_verdict() { # PRECISION ACC: the final validation accuracy against the 
     else echo "val acc $2% (FP32 $fp32_acc%, more than $ACC_POINTS points apart: NOT OK)"; fi
 }
 
-# board_def_retarget BOARD DIR: BOARD's defconfig without its target and
-# precision, with its GEMM tiles and stages written out from its .config (made
-# in DIR): the tiles may be its target's defaults, which another target lacks.
-board_def_retarget() {
-    local tiles='^CONFIG_GEMM_\(FWD\|DGRAD\|WGRAD\)_\|^CONFIG_GEMM_STAGES='
-    make --no-print-directory O="$2" "${1}_defconfig" >/dev/null || return 1
-    grep -v "^CONFIG_TARGET_SM\\|^CONFIG_PRECISION_\\|$tiles" "configs/${1}_defconfig"
-    grep "$tiles" "$2/.config"
-}
-
 # parity_run NAME BOARD SM PRECISION [NUMERICS [CONFIG_LINE...]]: BOARD's
 # defconfig (its tiles) on target SM (that code path, built for this card) in
 # CONFIG_PRECISION_<PRECISION>, plus the config lines given, trained for its

@@ -8,7 +8,7 @@
  * built as sm_80. */
 #define SNN_ARCH_MAX_SMEM_PER_BLOCK (163 * 1024)
 #define SNN_ARCH_REGS_PER_SM 65536
-/* cp.async (global -> shared without registers), arch/sm80/cp_async.h. */
+/* cp.async (global -> shared without registers), arch/sm80/cp_async.cuh. */
 #define SNN_ARCH_HAS_CP_ASYNC 1
 
 #endif

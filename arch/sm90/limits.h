@@ -7,7 +7,7 @@
 #define SNN_ARCH_MAX_SMEM_PER_BLOCK (227 * 1024)
 #define SNN_ARCH_REGS_PER_SM 65536
 /* cp.async as on Ampere: the sm90 target runs the Ampere kernels for the
- * GEMMs its wgmma path (kernels/cuda/gemm_wgmma.cuh) does not take. */
+ * GEMMs its wgmma path (kernels/cuda/gemm/wgmma.cuh) does not take. */
 #define SNN_ARCH_HAS_CP_ASYNC 1
 
 #endif

@@ -7,7 +7,7 @@
 #include <cudaTypedefs.h>
 
 #include "arch/cuda/check.h"
-#include "arch/sm90/tma.h"
+#include "arch/sm90/tma.cuh"
 #include "snn_check.h"
 
 static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)

@@ -2,7 +2,7 @@
  * M x N block tiles fill at most half of what the GPU holds at once splits
  * its k range into slices, one block per tile and slice, in one wave; each
  * slice writes its partial sums to a workspace, and a second kernel adds
- * the slices in order and applies the role's epilogue (gemm_split_k.cuh).
+ * the slices in order and applies the role's epilogue (gemm/split_k.cuh).
  * The workspace is a region of the static arena, bound once at start-up. */
 #ifndef SNN_GEMM_SPLIT_K_H
 #define SNN_GEMM_SPLIT_K_H

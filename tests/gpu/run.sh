@@ -114,16 +114,6 @@ for f in configs/*_defconfig; do
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
 done
 
-# board_def_retarget BOARD DIR: BOARD's defconfig without its target and
-# precision, with its GEMM tiles and stages written out from its .config (made
-# in DIR): the tiles may be its target's defaults, which another target lacks.
-board_def_retarget() {
-    local tiles='^CONFIG_GEMM_\(FWD\|DGRAD\|WGRAD\)_\|^CONFIG_GEMM_STAGES='
-    make --no-print-directory O="$2" "${1}_defconfig" >/dev/null || return 1
-    grep -v "^CONFIG_TARGET_SM\\|^CONFIG_PRECISION_\\|$tiles" "configs/${1}_defconfig"
-    grep "$tiles" "$2/.config"
-}
-
 # The tensor-core precisions the boards' defconfigs do not select: the h100
 # board's shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32)
 # and the rtx2060 board with FP32 accumulation, each under the sanitizer too.

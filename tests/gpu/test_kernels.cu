@@ -36,7 +36,7 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
-#include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.h"

@@ -1,4 +1,4 @@
-/* The Hopper GEMM (CONFIG_GEMM_WGMMA, kernels/cuda/gemm_wgmma.cuh) on its
+/* The Hopper GEMM (CONFIG_GEMM_WGMMA, kernels/cuda/gemm/wgmma.cuh) on its
  * own, for every operand layout (A and B each K- or MN-major: the three
  * roles of a layer and the fourth combination; TF32: both K-major, the
  * only layout it has) and several block tiles (each wgmma N, one and two
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "arch/runtime.h"
-#include "kernels/cuda/gemm_epilogue.cuh"
-#include "kernels/cuda/gemm_wgmma.cuh"
+#include "kernels/cuda/gemm/epilogue.cuh"
+#include "kernels/cuda/gemm/wgmma.cuh"
 #include "snn_check.h"
 #include "tests/test_util.h"
 
@@ -71,7 +71,7 @@ struct Operand {
 static Operand make_operand(int layout, int rows, int K)
 {
     Operand o;
-    const int width = layout == GEMM_K_CONTIG ? K : rows, height = layout == GEMM_K_CONTIG ? rows : K;
+    const int width = layout == GEMM_K_MAJOR ? K : rows, height = layout == GEMM_K_MAJOR ? rows : K;
     o.ld = (width + 7) / 8 * 8 + 8;
     o.host.resize((size_t)height * o.ld);
     o.val.resize((size_t)rows * K);
@@ -80,7 +80,7 @@ static Operand make_operand(int layout, int rows, int K)
     for (int r = 0; r < rows; r++)
         for (int k = 0; k < K; k++)
             o.val[(size_t)r * K + k] =
-                to_host_float(layout == GEMM_K_CONTIG ? o.host[(size_t)r * o.ld + k] : o.host[(size_t)k * o.ld + r]);
+                to_host_float(layout == GEMM_K_MAJOR ? o.host[(size_t)r * o.ld + k] : o.host[(size_t)k * o.ld + r]);
     CUDA_CHECK(cudaMalloc(&o.dev, o.host.size() * sizeof(GemmWgmmaElem) + 16));
     CUDA_CHECK(cudaMemcpy(o.dev, o.host.data(), o.host.size() * sizeof(GemmWgmmaElem), cudaMemcpyHostToDevice));
     return o;
@@ -151,11 +151,11 @@ static void check_sizes(void)
 template <class Tile>
 static void check_layouts(void)
 {
-    check_sizes<Tile, GEMM_K_CONTIG, GEMM_K_CONTIG>(); /* forward: X, W */
+    check_sizes<Tile, GEMM_K_MAJOR, GEMM_K_MAJOR>(); /* forward: X, W */
 #if !GEMM_WG_K_MAJOR_ONLY
-    check_sizes<Tile, GEMM_K_CONTIG, GEMM_R_CONTIG>(); /* input gradient: dY, W as [K][N] */
-    check_sizes<Tile, GEMM_R_CONTIG, GEMM_R_CONTIG>(); /* weight gradient: dY^T, X */
-    check_sizes<Tile, GEMM_R_CONTIG, GEMM_K_CONTIG>();
+    check_sizes<Tile, GEMM_K_MAJOR, GEMM_MN_MAJOR>(); /* input gradient: dY, W as [K][N] */
+    check_sizes<Tile, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(); /* weight gradient: dY^T, X */
+    check_sizes<Tile, GEMM_MN_MAJOR, GEMM_K_MAJOR>();
 #endif
 }
 

@@ -22,7 +22,7 @@
  *   FP16_ACC16 also rounds its running sums (see above): its GEMM tolerance
  *         (measured 9.1e-4);
  *   TF32 on wgmma (CONFIG_GEMM_WGMMA) truncates the operands it reads
- *         where the reference rounds them (gemm_wgmma.h), and which GEMMs
+ *         where the reference rounds them (kernels/cuda/gemm.cu), and which GEMMs
  *         wgmma takes is the kernel's choice: its GEMM tolerance (9.2e-4).
  * SNN_TOL_STEP, the logits and loss of a step run free against the FP32
  * host engine: one forward GEMM per layer, errors adding up as independent

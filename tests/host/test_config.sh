@@ -82,7 +82,7 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     d=$(with warpk 'CONFIG_TARGET_SM80=y' 'CONFIG_PRECISION_FP16=y' 'CONFIG_GEMM_DGRAD_WARP_K=8' 'CONFIG_GEMM_DGRAD_BLOCK_K=16')
     $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
     expect_refusal "FP16 warp K of 8 refused at compile time" \
-        'CONFIG_GEMM_DGRAD_WARP_K must be a multiple of the tensor-core fragment step' $M O="$d" "$d/build/kernels/cuda/gemm_mma.o"
+        'CONFIG_GEMM_DGRAD_WARP_K must be a multiple of the tensor-core fragment step' $M O="$d" "$d/build/kernels/cuda/gemm.o"
 else echo "skip - FP16 warp K of 8 refused at compile time: skipped: no nvcc"; fi
 
 # The header is rewritten only when it changes; objects rebuild exactly then.

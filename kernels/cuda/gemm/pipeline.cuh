@@ -1,16 +1,12 @@
-/* The K loop of a tiled GEMM block, shared by the SIMT and the tensor-core
- * kernels: it stages the k tiles kt_begin .. kt_end - 1 (of Tile::BK each) of
- * A and B (GemmOperand types OpA, OpB) into shared memory and calls
- * compute(As, Bs) on each, in k order. A split-K slice is such a range.
- *
- * On targets with cp.async (sm80, sm90) a ring of STAGES shared tiles
- * (CONFIG_GEMM_STAGES unless the kernel says otherwise), of which a range of
- * fewer k tiles touches only the first ones (gemm_launch sizes shared memory
- * so); on sm75 one shared tile while the next is loaded into registers. */
+/* The K loop of a tiled GEMM block, for the SIMT and the mma.sync kernels: it stages the k tiles
+ * kt_begin .. kt_end - 1 (of Tile::BK each; a split-K slice is such a range) of A and B (GemmOperand types
+ * OpA, OpB) into shared memory and calls compute(As, Bs) on each, in k order. With cp.async (sm80, sm90) a
+ * ring of STAGES tiles, of which fewer k tiles touch only the first (gemm_launch sizes shared memory so);
+ * on sm75 one shared tile while the next is loaded into registers. */
 #ifndef SNN_GEMM_PIPELINE_CUH
 #define SNN_GEMM_PIPELINE_CUH
 
-#include "kernels/cuda/gemm_operand.cuh"
+#include "kernels/cuda/gemm/operand.cuh"
 
 #if SNN_ARCH_HAS_CP_ASYNC
 /* cp.async k tile kt (of Tile::BK) of A and B into the ring stage st: A's tile, then B's. */
@@ -93,16 +89,13 @@ static __device__ __forceinline__ void gemm_mainloop(T *smem, const G *__restric
 }
 
 #if SNN_ARCH_HAS_CP_ASYNC
-/* The K loop of the tensor-core kernel (gemm_mma.cu) on the cp.async ring,
- * its shared-memory reads overlapped with its MMAs. A k tile is STEPS steps;
- * load(f, As, Bs, s) reads step s's fragments from the stage As, Bs into the
- * register set f (of type Frags), and mma(f) issues the step's MMAs. Step
- * s + 1's fragments are read while step s's MMAs run (two register sets), and
- * the ring's wait and barrier come before a tile's last step, so the next
- * tile's first fragments are read while that step's MMAs run; the copies of
- * a new tile are issued after the first step's reads. Every warp then has
- * MMAs to issue across the barrier: on an H100 this order took a 256x128
- * block from 345 to 435 TFLOP/s at 4096 cubed (docs/PERF.md v6). */
+/* The K loop of the mma.sync kernel (gemm/mma.cuh) on the cp.async ring, its shared-memory reads
+ * overlapped with its MMAs. A k tile is STEPS steps; load(f, As, Bs, s) reads step s's fragments from the
+ * stage As, Bs into the register set f (of type Frags), and mma(f) issues the step's MMAs. Step s + 1's
+ * fragments are read while step s's MMAs run (two register sets), and the ring's wait and barrier come
+ * before a tile's last step, so the next tile's first fragments are read under that step's MMAs; the copies
+ * of a new tile are issued after the first step's reads. Every warp then has MMAs to issue across the
+ * barrier (CUTLASS's order). */
 template <class Tile, class OpA, class OpB, int STAGES, int STEPS, class Frags, class T, class G, class Load,
           class Mma>
 static __device__ __forceinline__ void gemm_mainloop_overlapped(T *smem, const G *__restrict__ A, int lda,

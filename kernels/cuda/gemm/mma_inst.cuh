@@ -1,16 +1,15 @@
-/* The tensor-core instruction of the configured precision (gemm_mma.h
- * derives its shape), shared by the mma.sync GEMM (gemm_mma.cu) and the
- * benchmark of its ceiling (tools/bench_gemm.cu). Device code only. */
+/* The mma.sync instruction of the configured precision (gemm/mma_shape.cuh derives its shape), for the
+ * mma.sync GEMM (gemm/mma.cuh) and the benchmark of its ceiling (tools/bench_gemm.cu). Device code only. */
 #ifndef SNN_GEMM_MMA_INST_CUH
 #define SNN_GEMM_MMA_INST_CUH
 
 #include <stdint.h>
 
-#include "kernels/cuda/gemm_mma.h"
+#include "kernels/cuda/gemm/mma_shape.cuh"
 #if GEMM_MMA_TURING
-#include "arch/sm75/mma.h"
+#include "arch/sm75/mma.cuh"
 #else
-#include "arch/sm80/mma.h"
+#include "arch/sm80/mma.cuh"
 #endif
 
 #if defined(CONFIG_PRECISION_FP16_ACC16)

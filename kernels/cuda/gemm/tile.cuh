@@ -1,55 +1,39 @@
-/* The GEMM tiles, one per role, derived from the config (GemmTileFwd,
- * GemmTileDgrad, GemmTileWgrad), the FP32 SIMT kernel's lane layout, and the
- * compile-time checks Kconfig cannot express. Every message names the
- * CONFIG_ symbols to change (make menuconfig, "Kernels", "GEMM tiles").
+/* The GEMM tiles, one per role (GemmTileFwd, GemmTileDgrad, GemmTileWgrad, from CONFIG_GEMM_<ROLE>_*), the
+ * operand layouts, the SIMT kernel's lane layout, and the checks Kconfig cannot express; each message names
+ * the CONFIG_ symbols to change (make menuconfig, "Kernels", "GEMM tiles").
  *
- * Block tile  BM x BN (CONFIG_GEMM_<ROLE>_BLOCK_M/N), BK deep per stage.
- * Warp tile   WM x WN (CONFIG_GEMM_<ROLE>_WARP_M/N): (BM/WM) x (BN/WN) warps.
- * Lane layout the 32 lanes of a warp as LANES_M x LANES_N; a lane holds
- *             TM x TN = WM*WN/32 accumulators: TM rows in groups of VM
- *             consecutive rows, the groups LANES_M*VM apart (likewise TN, VN
- *             along N). At each k the lanes of a warp read LANES_M (LANES_N)
- *             distinct VM-float vectors from shared memory, side by side:
- *             broadcast within, no bank conflicts between.
- * Inner step  WK (CONFIG_GEMM_<ROLE>_WARP_K): k values per fully unrolled inner step.
- * Stages      with cp.async (sm80, sm90): a ring of CONFIG_GEMM_STAGES shared
- *             tiles (fewer for the tensor-core kernels on FP32 operands in
- *             a build with twins: gemm_mma.h). Without (sm75): one shared
- *             tile plus the next tile in registers (the two stages).
- *
- * Shared tiles are k-major, s[k][row], row stride a multiple of 4 floats.
- * An operand whose rows are contiguous along k in global memory (X in
- * forward) is transposed on the way in; its stride is padded to an odd
- * multiple of 4 floats so those stores are conflict-free. */
-#ifndef SNN_GEMM_CONFIG_H
-#define SNN_GEMM_CONFIG_H
+ * Block tile BM x BN, BK deep per stage; warp tile WM x WN, (BM/WM) x (BN/WN) warps; WK: k per unrolled
+ * inner step. SIMT lanes: the 32 lanes of a warp as LANES_M x LANES_N, each holding TM x TN accumulators in
+ * groups of VM (VN) consecutive rows (columns), the groups LANES_M*VM (LANES_N*VN) apart, so that at each k
+ * the lanes read distinct VM-float vectors side by side: broadcast within, no bank conflicts between. */
+#ifndef SNN_GEMM_TILE_CUH
+#define SNN_GEMM_TILE_CUH
 
 #include "arch/cuda/target.h"
 #include "snn_config.h"
 
-/* Shared-memory tiles per block: the ring, or one tile (+ registers) on sm75. */
+/* Shared-memory tiles per block: the cp.async ring, or on sm75 one tile (the next waits in registers). */
 #define GEMM_SMEM_STAGES (SNN_ARCH_HAS_CP_ASYNC ? CONFIG_GEMM_STAGES : 1)
 
-/* How an operand lies in global memory, seen as a tile of rows (M for A, N
- * for B) by k:
- *   GEMM_K_CONTIG  element (r, k) at p[r*ld + k]  (A = X[M][K]; B = W[N][K])
- *   GEMM_R_CONTIG  element (r, k) at p[k*ld + r]  (A = dY^T; B = W as [K][N]) */
-enum { GEMM_K_CONTIG = 0, GEMM_R_CONTIG = 1 };
+/* How an operand, a tile of rows (M for A, N for B) by k, lies in memory (PTX's names):
+ *   GEMM_K_MAJOR   k contiguous:    (r, k) at p[r*ld + k]  (A = X[M][K]; B = W[N][K])
+ *   GEMM_MN_MAJOR  rows contiguous: (r, k) at p[k*ld + r]  (A = dY^T; B = W as [K][N]) */
+enum { GEMM_K_MAJOR = 0, GEMM_MN_MAJOR = 1 };
 
 /* The shape helpers below are evaluated at compile time, in host and device code. */
 #define GEMM_HD static __host__ __device__
 
 GEMM_HD constexpr int gemm_round4(int x) { return (x + 3) / 4 * 4; }
 
-/* Row stride (floats) of a shared tile of `rows` rows per k. */
-GEMM_HD constexpr int gemm_smem_stride(int rows, bool k_contig)
+/* Row stride (floats) of a SIMT shared tile, MN-major: `rows` per k, a multiple of 4. An operand K-major in
+ * global memory is transposed on the way in; an odd multiple of 4 makes those stores conflict-free. */
+GEMM_HD constexpr int gemm_smem_stride(int rows, int layout)
 {
-    return k_contig && (gemm_round4(rows) / 4) % 2 == 0 ? gemm_round4(rows) + 4 : gemm_round4(rows);
+    return layout == GEMM_K_MAJOR && (gemm_round4(rows) / 4) % 2 == 0 ? gemm_round4(rows) + 4 : gemm_round4(rows);
 }
 
-/* Lane layout of the SIMT kernel: LANES_N lanes along N, 32/LANES_N along M.
- * Among the layouts that divide the warp tile, the one with the fewest
- * shared-memory loads per k (TM/VM + TN/VN); 0 when none fits. */
+/* Lane layout of the SIMT kernel: LANES_N lanes along N, 32/LANES_N along M. Among the layouts that divide
+ * the warp tile, the one with the fewest shared-memory loads per k (TM/VM + TN/VN); 0 when none fits. */
 GEMM_HD constexpr int gemm_vec(int t) { return t % 4 == 0 ? 4 : t % 2 == 0 ? 2 : 1; }
 GEMM_HD constexpr bool gemm_lanes_fit(int wm, int wn, int ln)
 {
@@ -86,10 +70,10 @@ struct GemmTile {
     static constexpr int TN = LANES_N ? WN / LANES_N : 1;
     static constexpr int VM = gemm_vec(TM);
     static constexpr int VN = gemm_vec(TN);
-    /* Bytes of one stage of the SIMT kernel's shared tiles for the layouts (a, b). */
-    __host__ __device__ static constexpr int stage_bytes(bool a_k_contig, bool b_k_contig)
+    /* Bytes of one stage of the SIMT kernel's shared tiles for operands in layouts la, lb. */
+    __host__ __device__ static constexpr int stage_bytes(int la, int lb)
     {
-        return BK * (gemm_smem_stride(BM, a_k_contig) + gemm_smem_stride(BN, b_k_contig)) * 4;
+        return BK * (gemm_smem_stride(BM, la) + gemm_smem_stride(BN, lb)) * 4;
     }
 };
 
@@ -124,7 +108,7 @@ static_assert(SNN_ARCH_HAS_CP_ASYNC || CONFIG_GEMM_STAGES == 2,
                   "CONFIG_GEMM_" #R "_WARP_M x CONFIG_GEMM_" #R "_WARP_N must be a multiple of 32 (one share per " \
                   "lane)")
 
-/* The SIMT kernel's own (the tensor-core kernel's are in gemm_mma.h). */
+/* The SIMT kernel's own (the tensor-core kernel's are in gemm/mma_shape.cuh). */
 #define GEMM_CHECK_SIMT_TILE(T, R)                                                                                 \
     static_assert(T::LANES_N != 0,                                                                                 \
                   "no 32-lane layout fits the warp tile: CONFIG_GEMM_" #R "_WARP_N must be divisible by L and "    \
@@ -134,7 +118,7 @@ static_assert(SNN_ARCH_HAS_CP_ASYNC || CONFIG_GEMM_STAGES == 2,
                   "GEMM accumulators do not fit in registers: CONFIG_GEMM_" #R "_WARP_M x _WARP_N / 32 "          \
                   "accumulators per lane, plus operands, exceed min(255, 65536 / threads per block): shrink the "  \
                   "warp tile or use fewer warps per block (CONFIG_GEMM_" #R "_BLOCK_M/N)");                        \
-    static_assert(GEMM_SMEM_STAGES * T::stage_bytes(true, true) <= SNN_ARCH_MAX_SMEM_PER_BLOCK,                    \
+    static_assert(GEMM_SMEM_STAGES * T::stage_bytes(GEMM_K_MAJOR, GEMM_K_MAJOR) <= SNN_ARCH_MAX_SMEM_PER_BLOCK,    \
                   "GEMM shared memory (stages x CONFIG_GEMM_" #R "_BLOCK_K x (CONFIG_GEMM_" #R "_BLOCK_M + "       \
                   "CONFIG_GEMM_" #R "_BLOCK_N + padding) x 4 bytes; one stage on sm75, CONFIG_GEMM_STAGES on "     \
                   "sm80/sm90) exceeds the target's per-block limit (arch/<target>/limits.h): lower "               \

@@ -1,28 +1,13 @@
-/* Hopper GEMM (CONFIG_GEMM_WGMMA): C[m][n] = sum_k A(m,k) B(n,k) on
- * wgmma.mma_async, 16-bit operands (FP16 or BF16 as CONFIG_PRECISION_*
- * says) or FP32 words read as TF32 (gemm_wgmma.h), loaded by TMA, FP32
- * accumulators, each C element handed to an epilogue functor
- * (gemm_epilogue.cuh) as the other GEMM kernels do.
- *
- * Block (1 + CONSUMERS warpgroups; one tile of BM x BN, or with
- * CONFIG_GEMM_WGMMA_PERSISTENT tile after tile, the ring running on):
- * - warpgroup 0, the producer, gives up registers (setmaxnreg.dec); one of
- *   its threads walks k in tiles of 128-byte rows (GEMM_WG_BK deep): waits
- *   for a free stage of the ring (its `empty` barrier), announces the
- *   stage's bytes on its `full` barrier and issues the TMA loads of the A
- *   and B tiles.
- * - warpgroups 1..CONSUMERS take the registers (setmaxnreg.inc); each owns
- *   BM / CONSUMERS rows: per stage it waits on `full`, issues 4 k steps of
- *   m64nBNk16 (m64nBNk8 for TF32) per 64 rows, commits them, and once the
- *   previous stage's wgmmas have finished (wait_group 1) releases that stage
- *   to the producer.
- * Operands: A(m,k) in layout LA, B(n,k) in LB (GEMM_K_CONTIG or
- * GEMM_R_CONTIG, as gemm_config.h names them); an R_CONTIG operand is
- * "MN-major" and the wgmma transposes it (arch/sm90/wgmma.h gives the shared
- * layouts; TF32 has no transpose). Any M, N, K: TMA zero-fills outside the
- * matrix, stores are predicated. Row strides must be multiples of 16 bytes
- * (TMA).
- * Deterministic: one thread owns each C element and sums in k order. */
+/* The Hopper GEMM (CONFIG_GEMM_WGMMA): C[m][n] = sum_k A(m,k) B(n,k) on wgmma.mma_async from 16-bit
+ * operands (FP16, BF16) or FP32 words read as TF32 (gemm/wgmma_shape.cuh), loaded by TMA, FP32 accumulators,
+ * each element through the role's epilogue. A block is 1 + CONSUMERS warpgroups, on one BM x BN tile or, with
+ * CONFIG_GEMM_WGMMA_PERSISTENT, tile after tile with the ring running on. Warpgroup 0, the producer, gives up
+ * registers (setmaxnreg.dec); one thread walks k in 128-byte rows (GEMM_WG_BK deep): it waits for a free ring
+ * stage (`empty`), announces the stage's bytes on `full` and issues the TMA loads. Each consumer warpgroup
+ * takes the registers (setmaxnreg.inc) and BM / CONSUMERS rows: per stage it waits on `full`, issues the
+ * stage's wgmmas, and once the previous stage's have finished (wait_group 1) hands that one back. An MN-major
+ * operand is transposed by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores are
+ * predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order. */
 #ifndef SNN_GEMM_WGMMA_CUH
 #define SNN_GEMM_WGMMA_CUH
 
@@ -35,12 +20,12 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
-#include "arch/sm90/tma.h"
-#include "arch/sm90/wgmma.h"
-#include "kernels/cuda/gemm_config.h"
-#include "kernels/cuda/gemm_epilogue.cuh"
-#include "kernels/cuda/gemm_launch.cuh"
-#include "kernels/cuda/gemm_wgmma.h"
+#include "arch/sm90/tma.cuh"
+#include "arch/sm90/wgmma.cuh"
+#include "kernels/cuda/gemm/epilogue.cuh"
+#include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/gemm/tile.cuh"
+#include "kernels/cuda/gemm/wgmma_shape.cuh"
 
 /* ---------------------------------------------------------------------------
  * kernels
@@ -50,7 +35,7 @@
 template <int N, int LA, int LB>
 static __device__ __forceinline__ void gemm_wgmma_kstep(float (&acc)[N / 2], uint64_t da, uint64_t db)
 {
-    constexpr int TA = LA == GEMM_R_CONTIG, TB = LB == GEMM_R_CONTIG;
+    constexpr int TA = LA == GEMM_MN_MAJOR, TB = LB == GEMM_MN_MAJOR; /* transposed */
 #define GEMM_WGMMA_CASE(NN, K, T)                                                                          \
     if constexpr (N == NN)                                                                                 \
         sm90_wgmma_m64n##NN##k##K##_f32_##T<TA, TB>(acc, da, db, 1);
@@ -67,12 +52,12 @@ static __device__ __forceinline__ void gemm_wgmma_kstep(float (&acc)[N / 2], uin
 #undef GEMM_WGMMA_CASE
 }
 
-/* A tile's descriptor at k step ks: K-major rows advance 32 bytes per step,
- * MN-major tiles 16 rows of 128 bytes (arch/sm90/wgmma.h). */
+/* A tile's descriptor at k step ks: K-major rows advance 32 bytes per step, MN-major tiles 16 rows of 128
+ * bytes (arch/sm90/wgmma.cuh). */
 template <int L>
 static __device__ __forceinline__ uint64_t gemm_wgmma_desc(const unsigned char *tile, int ks)
 {
-    if constexpr (L == GEMM_K_CONTIG)
+    if constexpr (L == GEMM_K_MAJOR)
         return sm90_wgmma_desc_sw128(tile + ks * 32, 16, 1024);
     else
         return sm90_wgmma_desc_sw128(tile + ks * 2048, GEMM_WG_BLOCK64_BYTES, 1024);
@@ -83,7 +68,7 @@ template <int L, int ROWS>
 static __device__ __forceinline__ void gemm_wgmma_load(unsigned char *dst, const CUtensorMap *map, int r0, int k0,
                                                        uint64_t *bar)
 {
-    if constexpr (L == GEMM_K_CONTIG)
+    if constexpr (L == GEMM_K_MAJOR)
         sm90_tma_load_2d(dst, map, k0, r0, bar); /* one box: ROWS rows of GEMM_WG_BK k */
     else
 #pragma unroll
@@ -100,10 +85,9 @@ static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int
     tn = (t % per_group) / rows;
 }
 
-/* The tile (m0, n0) of a consumer warpgroup c: its rows' wgmmas over the k
- * tiles the ring delivers (ring positions it .. it + ktiles - 1, each handed
- * back once its wgmmas are done), then the epilogue of its rows, each warp
- * through its staging tile `staged` (GEMM_WG_EPI_BYTES). */
+/* The tile (m0, n0) of a consumer warpgroup c: its rows' wgmmas over the k tiles the ring delivers (ring
+ * positions it .. it + ktiles - 1, each handed back once its wgmmas are done), then the epilogue of its rows,
+ * each warp through its staging tile `staged` (GEMM_WG_EPI_BYTES). */
 template <class Tile, int LA, int LB, class Epi>
 static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *tiles, uint64_t *full,
                                                           uint64_t *empty, float *staged, int it, int ktiles,
@@ -149,9 +133,9 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
 
     /* The epilogue, 32 columns of the warp's 16 rows (of each m64) at a time: the accumulators (lane 4g + t
      * holds rows g and g + 8, columns 8q + 2t and + 1) go to the staging tile, and each lane takes back a
-     * quad of columns of 4 rows, so that a warp's access covers 4 rows of 128 contiguous bytes. The
-     * consumers' code is allocated within the kernel's 168 registers (384 threads), 128 of them
-     * accumulators. */
+     * quad of columns of 4 rows, so that a warp's access covers 4 rows of 128 contiguous bytes. ptxas fits
+     * the consumers' code in the kernel's launch-bound registers (65536 / threads), not in what setmaxnreg
+     * grants at run time: the batches below are sized for that. */
     const int w = (threadIdx.x % 128) / 32;
     constexpr int S = GEMM_WG_EPI_STRIDE, Q = GEMM_WG_EPI_COLS / 8; /* 8-column groups per batch */
 #pragma unroll
@@ -182,18 +166,17 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
         }
 }
 
-/* Block b takes the tiles b, b + gridDim.x, ... (in raster order): one grid
- * block per tile, or a persistent grid of as many blocks as fit, whose
- * producer loads the next tile's first stages while the consumers finish
- * the current one (its last MMAs and its epilogue). The ring runs on across
- * tiles: position `it` counts every k tile the block has loaded. */
+/* Block b takes the tiles b, b + gridDim.x, ... (in raster order): one grid block per tile, or a persistent
+ * grid of as many blocks as fit, whose producer loads the next tile's first stages while the consumers finish
+ * the current one (its last MMAs and its epilogue). The ring runs on across tiles: position `it` counts every
+ * k tile the block has loaded. */
 template <class Tile, int LA, int LB, class Epi>
 __global__ void __launch_bounds__(Tile::THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M,
                       int N, int K, Epi epi)
 {
-    static_assert(!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_CONTIG && LB == GEMM_K_CONTIG),
-                  "wgmma in TF32 reads both operands K-major (gemm_wgmma.h)");
+    static_assert(!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_MAJOR && LB == GEMM_K_MAJOR),
+                  "wgmma in TF32 reads both operands K-major (gemm/wgmma_shape.cuh)");
     extern __shared__ unsigned char gemm_wgmma_smem[];
     __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
     /* 128-byte swizzled tiles must start on 1024-byte boundaries */
@@ -252,7 +235,7 @@ template <int L, int BOX_ROWS>
 static void gemm_wgmma_map(CUtensorMap *map, const GemmWgmmaElem *p, int ld, int rows, int K, const char *what)
 {
     constexpr int bytes = sizeof(GemmWgmmaElem);
-    if constexpr (L == GEMM_K_CONTIG)
+    if constexpr (L == GEMM_K_MAJOR)
         sm90_tensor_map(map, p, bytes, rows, K, ld, BOX_ROWS, GEMM_WG_BK, what);
     else
         sm90_tensor_map(map, p, bytes, K, rows, ld, GEMM_WG_BK, GEMM_WG_ROW_BYTES / bytes, what);
@@ -265,10 +248,9 @@ enum {
     GEMM_WG_GRID_RESIDENT = -2, /* as many blocks as the GPU holds at once */
 };
 
-/* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB, through the epilogue epi (gemm_epilogue.cuh);
- * block tile Tile (the config's unless a benchmark picks another); the grid
- * `blocks` (tests and benchmarks pick others than the config's), never more
- * blocks than tiles. */
+/* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB, through the epilogue epi (gemm/epilogue.cuh), at
+ * block tile Tile (the config's unless a benchmark picks another) on the grid `blocks` (tests and benchmarks
+ * pick others than the config's), never more blocks than tiles. */
 template <int LA, int LB, class Epi, class Tile = GemmWgmmaConfigTile>
 void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int ldb, int M, int N, int K,
                     const Epi &epi, int blocks = GEMM_WG_GRID_CONFIG)

@@ -2,8 +2,8 @@
  * them: a barrier completes a phase when its expected arrivals have arrived
  * and, for a TMA stage, the bytes it announced have landed. Waiters name the
  * parity of the phase they wait for. Device code only. */
-#ifndef SNN_SM90_MBARRIER_H
-#define SNN_SM90_MBARRIER_H
+#ifndef SNN_SM90_MBARRIER_CUH
+#define SNN_SM90_MBARRIER_CUH
 
 #include <stdint.h>
 

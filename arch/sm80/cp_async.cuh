@@ -4,8 +4,8 @@
  *
  * src_bytes < size zero-fills the rest of the destination (src_bytes = 0: a
  * pure zero fill, nothing is read): this is how tiles are predicated. */
-#ifndef SNN_SM80_CP_ASYNC_H
-#define SNN_SM80_CP_ASYNC_H
+#ifndef SNN_SM80_CP_ASYNC_CUH
+#define SNN_SM80_CP_ASYNC_CUH
 
 #include <cuda_runtime.h>
 
@@ -22,11 +22,9 @@ static __device__ __forceinline__ void sm80_cp_async_ca_4(void *smem, const void
                  : "memory");
 }
 
-/* The 16-byte copy: on sm_90 through L1 (.ca): the L1-bypassing form (.cg)
- * reached L2 there as 3.5 times the requests for the same tiles (partial
- * lines), and L2's tag lookups capped a GEMM's operand stream at about
- * 5 TB/s, where .ca moved 9 (H100, docs/PERF.md v6). On sm_80 the bypassing
- * form, CUTLASS's choice there (not measured by us). */
+/* The 16-byte copy: on sm_90 through L1 (.ca), as the L1-bypassing form (.cg) reaches L2 there in partial
+ * lines, many more requests for the same tiles, and L2's tag lookups cap the operand stream (docs/PERF.md).
+ * On sm_80 the bypassing form, CUTLASS's choice there (not measured by us). */
 #if __CUDA_ARCH__ >= 900
 #define SM80_CP_ASYNC_16 "cp.async.ca.shared.global"
 #else
@@ -40,7 +38,7 @@ static __device__ __forceinline__ void sm80_cp_async_16(void *smem, const void *
                  : "memory");
 }
 
-/* 16 bytes, all read: no fill size to compute (docs/PERF.md v7). */
+/* 16 bytes, all read: no fill size to compute. */
 static __device__ __forceinline__ void sm80_cp_async_16(void *smem, const void *gmem)
 {
     asm volatile(SM80_CP_ASYNC_16 " [%0], [%1], 16;\n" ::"r"(sm80_smem_addr(smem)), "l"(gmem) : "memory");

@@ -1,6 +1,6 @@
 /* Ampere (sm_80) tensor-core instructions: mma.sync m16n8k16 (FP16, BF16)
  * and m16n8k8 (TF32), FP32 accumulators. ldmatrix and the FP16 packing are
- * Turing's (arch/sm75/mma.h). Device code only.
+ * Turing's (arch/sm75/mma.cuh). Device code only.
  *
  * Fragments (g = lane / 4, t = lane % 4):
  *   m16n8k16, 16-bit pairs packed low element first:
@@ -10,14 +10,14 @@
  *     A 16x8 (row):  a0 = (g, t), a1 = (g+8, t), a2 = (g, t+4), a3 = (g+8, t+4)
  *     B 8x8 (col):   b0 = (k t, n g), b1 = (k t+4, n g)
  *   C/D 16x8 (both): c0,c1 = (g, 2t), (g, 2t+1); c2,c3 = (g+8, 2t), (g+8, 2t+1) */
-#ifndef SNN_SM80_MMA_H
-#define SNN_SM80_MMA_H
+#ifndef SNN_SM80_MMA_CUH
+#define SNN_SM80_MMA_CUH
 
 #include <stdint.h>
 
 #include <cuda_bf16.h>
 
-#include "arch/sm75/mma.h"
+#include "arch/sm75/mma.cuh"
 
 static __device__ __forceinline__ void sm80_mma_16x8x16_f32_f16(float (&d)[4], const uint32_t (&a)[4],
                                                                  const uint32_t (&b)[2])

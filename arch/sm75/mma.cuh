@@ -7,8 +7,8 @@
  *   B 8x8 (col):   b0 = (k 2t..2t+1, n g)
  *   C/D 16x8:      c0,c1 = (g, 2t), (g, 2t+1); c2,c3 = (g+8, 2t), (g+8, 2t+1)
  *                  (f16 accumulators: c0c1 and c2c3 packed as two f16x2) */
-#ifndef SNN_SM75_MMA_H
-#define SNN_SM75_MMA_H
+#ifndef SNN_SM75_MMA_CUH
+#define SNN_SM75_MMA_CUH
 
 #include <stdint.h>
 

@@ -1,17 +1,15 @@
-/* The staging of one GEMM operand tile from global memory, shared by the
- * FP32 SIMT kernel (gemm.cu) and the tensor-core kernel (gemm_mma.cu):
- * cp.async into shared memory where the target has it, else through
- * registers. Zeros past K; rows past the matrix are zeros or (16-byte
- * copies) its last row again, which only C's unstored rows see: any M, N, K. */
+/* The staging of one GEMM operand tile from global into shared memory, for the SIMT and the mma.sync
+ * kernels: cp.async where the target has it, else through registers. Zeros past K; rows past the matrix are
+ * zeros or (16-byte copies) its last row again, which only C's unstored rows see: any M, N, K. */
 #ifndef SNN_GEMM_OPERAND_CUH
 #define SNN_GEMM_OPERAND_CUH
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/gemm_config.h"
+#include "kernels/cuda/gemm/tile.cuh"
 #if SNN_ARCH_HAS_CP_ASYNC
-#include "arch/sm80/cp_async.h"
+#include "arch/sm80/cp_async.cuh"
 #endif
 
 static __host__ __device__ constexpr int gemm_gcd(int a, int b) { return b ? gemm_gcd(b, a % b) : a; }
@@ -37,40 +35,29 @@ static __device__ __forceinline__ void gemm_sts(__half *dst, const float *d)
     }
 }
 
-/* One operand's tile, ROWS rows (Tile::BM for A, BN for B) by BK deep, loaded
- * VEC elements at a time from global memory of element type G (float, or a
- * 16-bit twin: kernels/cuda/twin.h) into a shared tile of element type T
- * (float, or __half: rounded on the way in; a twin's own type: copied).
- * The shared tile is k-major, s[k][r] (KMAJOR), or row-major, s[r][k];
- * STRIDE elements between its k (or r) lines. An
- * R_CONTIG operand is always k-major; a K_CONTIG one is either transposed
- * (KMAJOR) or kept as it lies in global memory.
+/* One operand's tile, ROWS rows (Tile::BM for A, BN for B) by BK, of global layout LAYOUT, loaded VEC
+ * elements at a time from elements G (float, or a 16-bit twin: kernels/cuda/twin.h) into a shared tile of T
+ * (float, or __half: rounded on the way; a twin's own type: copied) of layout SMEM_LAYOUT, STRIDE elements
+ * between its lines. An MN-major operand stays MN-major; a K-major one stays K-major or is transposed.
  *
- * The tile is seen along its two directions in global memory: "fast", the
- * contiguous one (k for GEMM_K_CONTIG, rows for GEMM_R_CONTIG), in kF items
- * of VEC elements, and "slow", the other, kS long. The threads form a kTF x kTS
- * grid over it (fast index tid % kTF): each thread loads the kP x kQ items
- * (tf + p*kTF, ts + q*kTS), a lattice, so its addresses are one pointer plus
- * constant steps and its predicates a few compares.
- * - Not transposed: kTF = gcd(kF, threads): consecutive threads take
- *   consecutive items of one line; coalesced reads, contiguous shared stores.
- * - Transposed (K_CONTIG, KMAJOR): kTF is at most 8 items (VEC = 1) or 2
- *   (VEC = 4), so a warp reads 8 consecutive floats of each of 4 rows (two
- *   float4 of each of 16 rows): whole 32-byte sectors. With the stride an
- *   odd multiple of 4 floats, the 32 lanes' shared stores hit 32 banks.
- * WHOLE_K: the caller guarantees whole k tiles (K a multiple of BK), so a
- * K_CONTIG operand's 16-byte copies need no zero fill. */
-template <class Tile, int LAYOUT, int ROWS, int VEC, bool KMAJOR, int STRIDE, class T = float, class G = float,
+ * Along its contiguous direction in global memory ("fast": k if K-major, rows if MN-major) the tile is kF
+ * items of VEC elements, along the other ("slow") kS. The threads form a kTF x kTS grid over it, each loading
+ * the kP x kQ items (tf + p*kTF, ts + q*kTS): one pointer plus constant steps, a few compares as predicates.
+ * Kept as is, kTF = gcd(kF, threads): coalesced reads, contiguous shared stores. Transposed, kTF is at most 8
+ * items (VEC = 1) or 2 (VEC = 4): a warp reads whole 32-byte sectors of 4 (16) rows, and with the stride an
+ * odd multiple of 4 floats its 32 shared stores hit 32 banks. WHOLE_K: the caller guarantees K a multiple of
+ * BK, so a K-major operand's 16-byte copies need no zero fill. */
+template <class Tile, int LAYOUT, int ROWS, int VEC, int SMEM_LAYOUT, int STRIDE, class T = float, class G = float,
           bool WHOLE_K = false>
 struct GemmOperand {
     static constexpr int BK = Tile::BK, THREADS = Tile::THREADS;
-    static constexpr bool kKContig = LAYOUT == GEMM_K_CONTIG;
-    static constexpr bool kKMajor = KMAJOR;
-    static constexpr bool kTranspose = kKContig && KMAJOR;
+    static constexpr bool kKMajor = LAYOUT == GEMM_K_MAJOR; /* in global memory */
+    static constexpr int kSmemLayout = SMEM_LAYOUT;
+    static constexpr bool kTranspose = kKMajor && SMEM_LAYOUT == GEMM_MN_MAJOR;
     static constexpr int kStride = STRIDE;
-    static constexpr int kSmemElems = (KMAJOR ? BK : ROWS) * STRIDE;
-    static constexpr int kF = kKContig ? BK / VEC : ROWS / VEC;
-    static constexpr int kS = kKContig ? ROWS : BK;
+    static constexpr int kSmemElems = (SMEM_LAYOUT == GEMM_MN_MAJOR ? BK : ROWS) * STRIDE;
+    static constexpr int kF = kKMajor ? BK / VEC : ROWS / VEC;
+    static constexpr int kS = kKMajor ? ROWS : BK;
     static constexpr int kTF = kTranspose ? gemm_gcd(kF, VEC == 1 ? 8 : 2) : gemm_gcd(kF, THREADS);
     static constexpr int kTS = THREADS / kTF;
     static constexpr int kP = kF / kTF;
@@ -80,22 +67,21 @@ struct GemmOperand {
     static constexpr int kSmemF = kTranspose ? VEC * STRIDE : VEC;
     static constexpr int kSmemS = kTranspose ? 1 : STRIDE;
     static_assert(VEC == 1 || VEC * sizeof(G) == 16, "GemmOperand: VEC is 1 element or 16 bytes");
-    static_assert(kKContig ? BK % VEC == 0 : ROWS % VEC == 0, "GemmOperand: VEC must divide the tile");
+    static_assert(kKMajor ? BK % VEC == 0 : ROWS % VEC == 0, "GemmOperand: VEC must divide the tile");
     static_assert(THREADS % kTF == 0, "GemmOperand: thread grid");
-    static_assert(KMAJOR || kKContig, "GemmOperand: an R_CONTIG operand is stored k-major");
+    static_assert(SMEM_LAYOUT == GEMM_MN_MAJOR || kKMajor, "GemmOperand: an MN-major operand is staged MN-major");
     /* Whether slow index q of this thread lies in the tile (it may not when kTS does not divide kS). */
     static __device__ __forceinline__ bool in_tile(int ts, int q) { return kS % kTS == 0 || ts + q * kTS < kS; }
 
-    /* The tile's origin (fast0, slow0) is (k0, r0) for K_CONTIG, (r0, k0) for
-     * R_CONTIG; F and S bound the matrix along fast and slow (Kd and R, or R
-     * and Kd). */
+    /* The tile's origin (fast0, slow0) is (k0, r0) if K-major, (r0, k0) if MN-major; F and S bound the
+     * matrix along fast and slow (Kd and R, or R and Kd). */
     static __device__ __forceinline__ void origin(int r0, int k0, int R, int Kd, int &fast0, int &slow0, int &F,
                                                   int &S)
     {
-        fast0 = kKContig ? k0 : r0;
-        slow0 = kKContig ? r0 : k0;
-        F = kKContig ? Kd : R;
-        S = kKContig ? R : Kd;
+        fast0 = kKMajor ? k0 : r0;
+        slow0 = kKMajor ? r0 : k0;
+        F = kKMajor ? Kd : R;
+        S = kKMajor ? R : Kd;
     }
 
 #if SNN_ARCH_HAS_CP_ASYNC
@@ -109,17 +95,12 @@ struct GemmOperand {
         origin(r0, k0, R, Kd, fast0, slow0, F, S);
         const int tf = tid % kTF, ts = tid / kTF;
         const int f = fast0 + tf * VEC, sl = slow0 + ts;
-        /* How the copies are addressed decides the K loop's registers (ptxas, 64x64 warp tiles):
-         * - 16-byte copies, a few per thread: the tile's origin, the same for the whole block (a uniform
-         *   register), plus a 32-bit byte offset per copy that stays in a register across the K loop, so
-         *   that a copy's address is one 64-bit add (offsets in elements, scaled per copy, took a 256 x 128
-         *   block four integer instructions per copy, whose fixed latencies stalled the MMAs). Full
-         *   addresses kept instead spilled accumulators; made again for each tile in a few registers, each
-         *   copy waited on the registers of the one before (ncu: long scoreboard), stalling the MMAs. Rows
-         *   past the matrix (K_CONTIG) repeat its last row rather than being predicated: they only feed
-         *   C's rows (columns) past M (N), which no epilogue stores, and their predicates took registers.
-         * - 4-byte copies, dozens per thread: one address walking the lines, hidden from the compiler by
-         *   the empty asm so that it does not keep every line's address (188 bytes spilled on 128x128).
+        /* How the copies are addressed decides the K loop's registers and stalls (docs/PERF.md):
+         * - 16-byte copies, a few per thread: the tile's origin (block-uniform) plus a 32-bit byte offset per
+         *   copy kept across the K loop, so an address is one 64-bit add. Rows past the matrix (K-major) repeat
+         *   its last row instead of a predicate: they feed only C's unstored rows, and predicates cost registers.
+         * - 4-byte copies, dozens per thread: one address walking the lines, hidden from the compiler by the
+         *   empty asm so that it does not keep every line's address (which spilled).
          * Zero fills read an address in the matrix (the tile's origin, or its row). */
         const G *tile = g + (size_t)slow0 * ld + fast0, *gp = tile + (size_t)ts * ld + tf * VEC;
         const char *tile_bytes = reinterpret_cast<const char *>(tile);
@@ -131,7 +112,7 @@ struct GemmOperand {
             if (!in_tile(ts, q))
                 continue;
             const bool s_ok = sl + q * kTS < S;
-            const int slow = kKContig ? min(ts + q * kTS, S - 1 - slow0) : ts + q * kTS;
+            const int slow = kKMajor ? min(ts + q * kTS, S - 1 - slow0) : ts + q * kTS;
             const unsigned line = (unsigned)(slow * ld) * (unsigned)sizeof(G); /* bytes */
 #pragma unroll
             for (int p = 0; p < kP; ++p) {
@@ -141,13 +122,11 @@ struct GemmOperand {
                 if constexpr (VEC == 1) {
                     const bool ok = s_ok && fp < F;
                     sm80_cp_async_ca_4(dst, ok ? gp + p * kTF : tile, ok ? 4 : 0);
-                } else if constexpr (WHOLE_K && kKContig) {
-                    /* the predicated copies' fill sizes and addresses cost a 256 x 128 block 4 % at 4096
-                     * cubed (H100, docs/PERF.md v7) */
-                    sm80_cp_async_16(dst, tile_bytes + (line + col));
+                } else if constexpr (WHOLE_K && kKMajor) {
+                    sm80_cp_async_16(dst, tile_bytes + (line + col)); /* no fill size, no address select */
                 } else {
-                    const int n = kKContig || s_ok ? min(max(F - fp, 0), VEC) : 0;
-                    const unsigned at = kKContig ? line + (n ? col : 0) : (n ? line + col : 0);
+                    const int n = kKMajor || s_ok ? min(max(F - fp, 0), VEC) : 0;
+                    const unsigned at = kKMajor ? line + (n ? col : 0) : (n ? line + col : 0);
                     sm80_cp_async_16(dst, tile_bytes + at, n * (int)sizeof(G));
                 }
             }

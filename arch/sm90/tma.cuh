@@ -2,14 +2,14 @@
  * (cp.async.bulk.tensor) described by a tensor map, completing on an
  * mbarrier. The tensor map is made on the host (arch/sm90/tensor_map.cu) and
  * passed to the kernel as a __grid_constant__ parameter. */
-#ifndef SNN_SM90_TMA_H
-#define SNN_SM90_TMA_H
+#ifndef SNN_SM90_TMA_CUH
+#define SNN_SM90_TMA_CUH
 
 #include <stdint.h>
 
 #include <cuda.h>
 
-#include "arch/sm90/mbarrier.h"
+#include "arch/sm90/mbarrier.cuh"
 
 /* Box (c0, c1) of `map` (c0 the contiguous coordinate, in elements) into dst;
  * its bytes count towards bar's expected transaction. Out-of-bounds elements

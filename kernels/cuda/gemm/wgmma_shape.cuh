@@ -1,20 +1,16 @@
-/* The Hopper GEMM's shape (CONFIG_GEMM_WGMMA_*), derived sizes, and the
- * compile-time checks Kconfig cannot express; every message names the
- * symbols to change (make menuconfig, "Kernels"). The kernel is in
- * gemm_wgmma.cuh. */
-#ifndef SNN_GEMM_WGMMA_H
-#define SNN_GEMM_WGMMA_H
+/* The Hopper GEMM's shape (CONFIG_GEMM_WGMMA_*), derived sizes, and the checks Kconfig cannot express;
+ * each message names the symbols to change (make menuconfig, "Kernels"). The kernel: gemm/wgmma.cuh. */
+#ifndef SNN_GEMM_WGMMA_SHAPE_CUH
+#define SNN_GEMM_WGMMA_SHAPE_CUH
 
 #include "arch/cuda/target.h"
 #include "kernels/cuda/twin.h"
 #include "snn_config.h"
 
-/* The operands' element: the 16-bit twins (FP16 or BF16, as CONFIG_PRECISION_*
- * says), or for TF32 the FP32 tensors themselves. wgmma reads TF32 from the
- * FP32 words and ignores their 13 low mantissa bits: truncation, where the
- * mma.sync kernels round to nearest (cvt.rna); and TF32 has no transposed
- * operands: only GEMMs whose operands are both K-major run on wgmma in TF32
- * (the forward role). */
+/* The operands' element: the 16-bit twins (FP16 or BF16, as CONFIG_PRECISION_* says), or for TF32 the FP32
+ * tensors themselves. wgmma reads TF32 from the FP32 words and ignores their 13 low mantissa bits:
+ * truncation, where the mma.sync kernel rounds to nearest (cvt.rna); and TF32 has no transposed operands:
+ * only GEMMs whose operands are both K-major run on wgmma in TF32 (the forward role). */
 #if defined(CONFIG_PRECISION_TF32)
 typedef float GemmWgmmaElem;
 #define GEMM_WG_K_MAJOR_ONLY 1
@@ -33,22 +29,19 @@ typedef SnnTwin GemmWgmmaElem;
 #define GEMM_WG_PERSISTENT 0 /* a block per tile */
 #endif
 #define GEMM_WG_BLOCK64_BYTES (64 * GEMM_WG_ROW_BYTES) /* 64 rows of a tile */
-/* The epilogue regroups each consumer warp's 16 rows of accumulators 32
- * columns at a time through a staging tile in shared memory, rows padded
- * to 40 floats: the fragments' 8-byte writes (lanes 4g + t at row g,
- * column 2t) and the 16-byte reads of a row's quads both hit distinct
- * banks. */
+/* The epilogue regroups each consumer warp's 16 rows of accumulators 32 columns at a time through a staging
+ * tile in shared memory, rows padded to 40 floats: the fragments' 8-byte writes (lanes 4g + t at row g,
+ * column 2t) and the 16-byte reads of a row's quads both hit distinct banks. */
 #define GEMM_WG_EPI_COLS 32
 #define GEMM_WG_EPI_STRIDE 40
 #define GEMM_WG_EPI_BYTES (16 * GEMM_WG_EPI_STRIDE * 4)
-/* Registers per thread after setmaxnreg: the producer keeps few, the
- * consumers take what the SM has left (multiples of 8, at most 256). */
+/* Registers per thread after setmaxnreg: the producer keeps few, the consumers take what the SM has left
+ * (multiples of 8, at most 256). */
 #define GEMM_WG_PRODUCER_REGS 40
 
-/* Dynamic shared memory of a block: the ring of `stages` k tiles of
- * (bm + bn) rows, each consumer warp's epilogue staging tile, and up to 1023
- * bytes to align the ring; whether it fits beside the ring's two barriers
- * per stage (static). */
+/* Dynamic shared memory of a block: the ring of `stages` k tiles of (bm + bn) rows, each consumer warp's
+ * epilogue staging tile, and up to 1023 bytes to align the ring; whether it fits beside the ring's two
+ * barriers per stage (static). */
 constexpr int gemm_wgmma_smem_bytes(int bm, int bn, int consumers, int stages)
 {
     return stages * (bm + bn) * GEMM_WG_ROW_BYTES + 4 * consumers * GEMM_WG_EPI_BYTES + 1024;
@@ -58,8 +51,8 @@ constexpr bool gemm_wgmma_smem_fits(int bm, int bn, int consumers, int stages)
     return gemm_wgmma_smem_bytes(bm, bn, consumers, stages) + 2 * 8 * stages <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
 }
 
-/* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring
- * of STAGES k tiles; and what follows from it. */
+/* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring of STAGES k tiles; and what
+ * follows from it. */
 template <int BM_, int BN_, int CONSUMERS_, int STAGES_>
 struct GemmWgmmaTile {
     static constexpr int BM = BM_, BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_;
@@ -101,25 +94,13 @@ constexpr int gemm_wgmma_stages_fit(int bm, int bn)
     return s;
 }
 
-/* The config's block (CONFIG_GEMM_WGMMA_*), and the small block for GEMMs
- * that would not fill the GPU with it (the batch-sized ones): 64 rows, one
- * consumer, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N columns, as many stages as fit. */
+/* The config's block (CONFIG_GEMM_WGMMA_*), and the small block for GEMMs that would not fill the GPU with it
+ * (the batch-sized ones): 64 rows, one consumer, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N columns, as many stages as
+ * fit. */
 typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONFIG_GEMM_WGMMA_CONSUMERS,
                       CONFIG_GEMM_WGMMA_STAGES>
     GemmWgmmaConfigTile;
 typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)>
     GemmWgmmaSmallTile;
-
-/* The engine's entry (kernels/cuda/gemm.cu): C = A . B^T on wgmma from the
- * 16-bit twins of the FP32 operands A and B when both have twins TMA can
- * read (16-byte aligned, row strides multiples of 16 bytes), or in TF32
- * from A and B themselves when both are K-major and so aligned, and the
- * GEMM reaches CONFIG_GEMM_WGMMA_MIN_K and _MIN_MFLOP, and true; false
- * otherwise, for the caller's mma.sync kernels. The config's block tile,
- * or the small one where it would give fewer blocks than multiprocessors. */
-template <int LA, int LB, class Epi>
-bool gemm_wgmma_try(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi);
-/* How many GEMMs gemm_wgmma_try has run (gemm_path.h). */
-long gemm_wgmma_count(void);
 
 #endif

@@ -1,25 +1,12 @@
-/* The epilogues of the three GEMM roles: each C element, in FP32, goes
- * through one of these functors, in the SIMT and the tensor-core kernels.
- * Each also writes the 16-bit twin of what it writes, where there is one
- * (kernels/cuda/twin.h; NULL otherwise).
- *
- * Two phases: a kernel first calls in = epi.load(m, n) for a batch of its
- * elements, then gemm_epi_one for each: epi.apply(m, n, value, in) writes
- * the element and returns what its twin (epi.twin) gets. load reads what
- * the element needs from memory (the bias; the mask's activation; the SGD
- * update's momentum and weight). The compiler cannot prove a later element's loads
- * free of the earlier elements' stores, so one load-and-store per element
- * would cost a memory round trip per element: with the loads first, a
- * batch costs one. The tensor-core kernels hand over their share of C a
- * batch at a time (gemm_epi_runs), in runs of V consecutive elements (m, n)
- * .. (m, n + V - 1), n a multiple of V: the fragments' pairs (V = 2), or
- * quads (V = 4) that the wgmma kernel regroups through shared memory.
- * Through its vector methods (InV, loadv, applyv, vec_aligned) an epilogue
- * reads and writes a run with one 4V-byte access per array where its
- * arrays allow (row stride a multiple of V, 4V-byte aligned): a V-th of the
- * memory instructions. The weight-gradient GEMM of a wide layer, whose k is
- * the batch, spends its time there; the forward's scalar stores cost the
- * mma.sync kernel 4 % at 4096 cubed (H100, docs/PERF.md v7). */
+/* The epilogues of the GEMM roles: each C element, in FP32, goes through one of these functors in every
+ * kernel, which also writes the 16-bit twin of what it writes where there is one (kernels/cuda/twin.h).
+ * Two phases: in = epi.load(m, n) for a batch of elements (the bias; the mask's activation; the momentum and
+ * weight), then epi.apply(m, n, value, in) for each, which writes the element and returns its twin's value.
+ * The compiler cannot prove a later element's loads free of an earlier one's stores: loads first, a batch
+ * costs one memory round trip instead of one per element. The tensor-core kernels hand over runs of V
+ * consecutive elements (fragment pairs, V = 2; the wgmma kernel's quads, V = 4) that the vector methods
+ * (InV, loadv, applyv, vec_aligned) read and write with one 4V-byte access per array where the arrays allow:
+ * a V-th of the memory instructions, which a weight gradient's SGD update (k = the batch) spends its time on. */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
@@ -50,8 +37,8 @@ static __device__ __forceinline__ void gemm_stv(float *p, const GemmFloats<V> &v
     *reinterpret_cast<GemmFloats<V> *>(p) = v;
 }
 
-/* Plain C[m][n] = v (the GEMM benchmarks and kernel tests), at c + z slice
- * in the block's split-K slice z (a slice's partial sums: gemm_split_k.cuh). */
+/* Plain C[m][n] = v (the stored weight gradient, benchmarks, tests), at c + z slice in the block's split-K
+ * slice z (a slice's partial sums: gemm/split_k.cuh). */
 struct GemmEpiStore {
     float *c;
     int ld;
