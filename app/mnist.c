@@ -107,24 +107,9 @@ static void dump_epoch_file(snn_out_dir *dump, const char *what, int epoch, cons
     snn_out_dir_write(dump, name, data, bytes);
 }
 
-/* The GEMMs' numerics as tools/torch_parity.py names them, or NULL. A TF32
- * build on wgmma truncates the operands of the forward GEMMs that kernel
- * takes (kernels/cuda/gemm_wgmma.h) and rounds the others: one name only
- * where it takes all of them (thresholds off, every layer's input in
- * 16-byte rows), as gemm_wgmma_take decides. */
-static const char *dump_numerics(void)
-{
-#if defined(CONFIG_PRECISION_TF32) && defined(CONFIG_GEMM_WGMMA)
-    return CONFIG_GEMM_WGMMA_MIN_K <= 1 && CONFIG_GEMM_WGMMA_MIN_MFLOP == 0 && SNN_HIDDEN % 4 == 0 ? "tf32_wgmma"
-                                                                                                   : NULL;
-#else
-    return SNN_PRECISION_NAME;
-#endif
-}
-
 /* What tools/torch_parity.py needs to rebuild the run: the shape, the
  * schedule and the numerics (meta.json), and the initial parameters. */
-static void dump_start(snn_out_dir *dump, const float *params, const options *o)
+static void dump_start(snn_out_dir *dump, const snn_model *m, const float *params, const options *o)
 {
     char path[4096];
     snn_out_dir_path(dump, "meta.json", path, sizeof(path));
@@ -140,8 +125,9 @@ static void dump_start(snn_out_dir *dump, const float *params, const options *o)
             (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, SNN_TARGET_NAME);
     put_json_string(f, o->data_dir);
     fprintf(f, ",\"precision\":");
-    if (dump_numerics())
-        put_json_string(f, dump_numerics());
+    const char *numerics = snn_model_numerics(m);
+    if (numerics)
+        put_json_string(f, numerics);
     else
         fprintf(f, "null");
     fprintf(f, "}\n");
@@ -331,7 +317,7 @@ int main(int argc, char **argv)
     float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters");
     if (out.dump) {
         snn_rt_download(params, m.params, SNN_PARAMS * sizeof(float));
-        dump_start(out.dump, params, &o);
+        dump_start(out.dump, &m, params, &o);
     }
     if (out.log)
         log_config(snn_out_stream(out.log), &dev, &o, plan.total);

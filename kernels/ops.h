@@ -4,18 +4,20 @@
 #ifndef SNN_OPS_H
 #define SNN_OPS_H
 
+#include <stdint.h>
+
 #include "snn_config.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The storage of a 16-bit twin: BF16 or FP16 bits, as the precision says. */
+typedef uint16_t snn_twin;
+
 #define OP(name) host_##name
 #include "kernels/ops_proto.h"
 #undef OP
-/* Reserves the host GEMM's per-thread packing buffers, so that a host run
- * allocates nothing after start-up (they are reserved on first use otherwise). */
-void host_kernels_reserve(void);
 /* The bias half of host_linear_backward_weight_sgd (kernels/ops_proto.h),
  * alone: for a reference whose bias gradient reads another dY (tests). */
 void host_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu);
@@ -38,7 +40,8 @@ typedef struct {
         .linear_backward_input = prefix##_linear_backward_input,                               \
         .linear_backward_weight_sgd = prefix##_linear_backward_weight_sgd,                     \
         .gather_batch = prefix##_gather_batch, .softmax_xent = prefix##_softmax_xent,          \
-        .step_advance = prefix##_step_advance,                                                 \
+        .step_advance = prefix##_step_advance, .write_twin = prefix##_write_twin,              \
+        .bind_workspace = prefix##_bind_workspace, .gemm_numerics = prefix##_gemm_numerics,    \
     }
 
 extern const snn_kernels snn_host_kernels;

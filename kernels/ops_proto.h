@@ -2,32 +2,36 @@
  * OP(name) defined as the backend's prefix (host_##name, cuda_##name).
  * Pointers are in the backend's memory (host memory for host_, device memory
  * for cuda_). Matrices are row-major; weights are [out][in] as in nn.Linear.
- * Calls are asynchronous on the GPU (one stream) and never synchronise. */
+ * Calls are asynchronous on the GPU (one stream) and never synchronise.
+ * A pointer named *16 is the 16-bit twin (CONFIG_GEMM_TWINS, kernels/ops.h)
+ * of the FP32 tensor before it, or NULL: an op writes the twin of each
+ * tensor it writes where one is given, and a GEMM reads its operands from
+ * their twins where given. The host has no twins (always NULL). */
 #include <stdint.h>
 
 /* Forward role: Y[M,N] = X[M,K] . W[N,K]^T + b[N], then ReLU if relu.
  * b may be NULL (no bias). */
-void OP(linear_forward)(float *y, const float *x, const float *w, const float *b,
-                        int M, int N, int K, int relu);
+void OP(linear_forward)(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
+                        const snn_twin *w16, const float *b, int M, int N, int K, int relu);
 
 /* Input-gradient role: dX[M,K] = (dY[M,N] . W[N,K]) * (act[M,K] > 0).
  * act is the layer's input activation (a ReLU output); NULL: no mask. */
-void OP(linear_backward_input)(float *dx, const float *dy, const float *w, const float *act,
-                               int M, int N, int K);
+void OP(linear_backward_input)(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
+                               const snn_twin *w16, const float *act, int M, int N, int K);
 
 /* Weight-gradient role fused with SGD + momentum (PyTorch's convention):
  *   gW[N,K] = dY[M,N]^T . X[M,K];  vw = mu*vw + gW;  w -= lr*vw
  *   gb[N]   = sum_m dY[m,N];       vb = mu*vb + gb;  b -= lr*vb
  * From vw = vb = 0 the momentum buffers hold exactly the gradients. b may be
  * NULL (no bias: vb unused). */
-void OP(linear_backward_weight_sgd)(float *w, float *vw, float *b, float *vb,
-                                    const float *dy, const float *x,
-                                    int M, int N, int K, float lr, float mu);
+void OP(linear_backward_weight_sgd)(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
+                                    const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
+                                    float lr, float mu);
 
 /* Batch gather and normalisation: for i < rows, with
  * r = order ? order[*step * rows + i] : *step * rows + i,
  *   x[i][j] = (images[r][j] / 255 - mean) / std  (j < SNN_INPUT_DIM),  y[i] = labels[r]. */
-void OP(gather_batch)(float *x, uint8_t *y, const uint8_t *images, const uint8_t *labels,
+void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                       const int32_t *order, const int32_t *step, int rows, float mean, float std);
 
 /* Numerically stable softmax + cross-entropy over logits[rows][SNN_CLASSES]:
@@ -35,8 +39,21 @@ void OP(gather_batch)(float *x, uint8_t *y, const uint8_t *images, const uint8_t
  *   correct[*step] = rows whose first arg-max equals y,
  *   dlogits = (softmax - onehot(y)) / rows, unless dlogits is NULL.
  * Deterministic: no atomics. */
-void OP(softmax_xent)(float *dlogits, float *loss, int32_t *correct, const float *logits,
+void OP(softmax_xent)(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                       const uint8_t *y, const int32_t *step, int rows);
 
 /* *step += 1, in the backend's memory (so a captured step can be replayed). */
 void OP(step_advance)(int32_t *step);
+
+/* t[i] = x[i] rounded to the twin's 16 bits, i < n: after x was written
+ * other than by an op (the initial parameters). */
+void OP(write_twin)(snn_twin *t, const float *x, long n);
+
+/* Binds the GEMMs' scratch memory, floats of it, once at start-up (the GPU's
+ * split-K partial sums; NULL for none); the host reserves its packing
+ * buffers instead, so that a run allocates nothing after start-up. */
+void OP(bind_workspace)(float *workspace, long floats);
+
+/* The GEMMs' numerics as tools/torch_parity.py names them ("fp32", "bf16",
+ * "tf32_wgmma", ...), or NULL where the model's GEMMs do not share one. */
+const char *OP(gemm_numerics)(void);

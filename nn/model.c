@@ -7,7 +7,6 @@
 
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm_split_k.h"
-#include "kernels/cuda/twin.h"
 #include "mm/mm.h"
 #include "snn_check.h"
 
@@ -107,31 +106,21 @@ static void bind(snn_model *m, const snn_plan *plan, void *arena)
 #undef AT
 }
 
-/* Hands the GEMMs their buffers in the arena: the split-K workspace and the
- * 16-bit twins of the parameters, activations and activation gradients, the
- * parameters' twin written from them. */
-static void bind_gemm_buffers(snn_model *m)
+/* The 16-bit twins (CONFIG_GEMM_TWINS): the region holds the twins of the
+ * parameters, of the activations and of the activation gradients, each at
+ * the offset of its FP32 tensor in its own range, each range padded to 128
+ * bytes so that TMA can read its rows. */
+static void bind_twins(snn_model *m)
 {
-#ifdef CONFIG_GEMM_TENSOR_CORES
-    const snn_plan_entry *ws = &m->plan.region[SNN_T_GEMM_WORKSPACE];
-    cuda_gemm_split_k_bind(ws->bytes ? snn_plan_at(&m->plan, m->arena, SNN_T_GEMM_WORKSPACE) : NULL,
-                           (long)(ws->bytes / F));
-#endif
-#ifdef CONFIG_GEMM_TWINS
-    uint16_t *twin = snn_plan_at(&m->plan, m->arena, SNN_T_TWINS);
-    const long params = SNN_PARAMS;
-    const long acts = m->plan.region[SNN_T_ACTIVATIONS].bytes / F;
-    const long grads = m->plan.region[SNN_T_ACT_GRADS].bytes / F;
-    cuda_twin_unbind_all();
-    cuda_twin_bind(m->params, twin, params);
-    twin += TWIN_PAD(params);
-    cuda_twin_bind(m->act[0], twin, acts);
-    twin += TWIN_PAD(acts);
-    if (grads)
-        cuda_twin_bind(m->grad[0], twin, grads);
-    cuda_twin_refresh(m->params, params);
-#endif
-    (void)m;
+    snn_twin *params16 = snn_plan_at(&m->plan, m->arena, SNN_T_TWINS);
+    snn_twin *acts16 = params16 + TWIN_PAD(SNN_PARAMS);
+    snn_twin *grads16 = acts16 + TWIN_PAD((size_t)SNN_MAX_ROWS * ARENA_ACT_WIDTHS);
+    for (int l = 0; l < SNN_LAYERS; l++)
+        m->layer[l].w16 = params16 + (m->layer[l].w - m->params);
+    for (int l = 0; l <= SNN_LAYERS; l++)
+        m->act16[l] = acts16 + (m->act[l] - m->act[0]);
+    for (int g = 0; g < 2 && ARENA_GRAD_FLOATS; g++)
+        m->grad16[g] = grads16 + (m->grad[g] - m->grad[0]);
 }
 
 static void put(int on_host, void *dst, const void *src, size_t bytes)
@@ -162,10 +151,12 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
     put(on_host, m->train_step, counters, sizeof(counters));
     free(params);
     free(zeros);
-    if (on_host)
-        host_kernels_reserve();
-    else
-        bind_gemm_buffers(m);
+    const snn_plan_entry *ws = &plan->region[SNN_T_GEMM_WORKSPACE];
+    m->kernels->bind_workspace(ws->bytes ? snn_plan_at(plan, arena, SNN_T_GEMM_WORKSPACE) : NULL, (long)(ws->bytes / F));
+    if (!on_host && TWIN_BYTES) {
+        bind_twins(m);
+        m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS); /* layer 0's weights open the parameters */
+    }
 }
 
 static inline void draw_uniform(float *x, long n, double bound, snn_rng *rng)
@@ -198,6 +189,8 @@ void snn_model_draw_params(float *p, snn_rng *rng)
         p = b + out;
     }
 }
+
+const char *snn_model_numerics(const snn_model *m) { return m->kernels->gemm_numerics(); }
 
 const char *snn_init_name(void)
 {

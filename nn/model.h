@@ -36,6 +36,7 @@ enum snn_tensor {
 typedef struct {
     int in, out;              /* weights are [out][in], as nn.Linear */
     float *w, *b, *vw, *vb;   /* parameters and their momentum */
+    snn_twin *w16;            /* the weights' 16-bit twin, or NULL (kernels/ops_proto.h) */
 } snn_layer;
 
 typedef struct {
@@ -47,6 +48,7 @@ typedef struct {
     snn_layer layer[SNN_LAYERS];
     float *act[SNN_LAYERS + 1]; /* act[0]: the input batch; act[SNN_LAYERS]: the logits */
     float *grad[2];             /* activation gradients, ping-pong */
+    snn_twin *act16[SNN_LAYERS + 1], *grad16[2]; /* their 16-bit twins, or NULL */
     /* Under SNN_MM_PER_STEP, act[1..] and grad[] are NULL between steps. */
     uint8_t *batch_labels;
     uint8_t *train_images, *train_labels, *test_images, *test_labels;
@@ -74,6 +76,10 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
 /* Draws the initial parameters into params_host, SNN_PARAMS floats in the
  * arena's layout: W0, b0, W1, b1, ... (snn_model_init does it for a model). */
 void snn_model_draw_params(float *params_host, snn_rng *rng);
+
+/* The model's GEMM numerics as tools/torch_parity.py names them, or NULL
+ * where its GEMMs do not share one (kernels/ops_proto.h). */
+const char *snn_model_numerics(const snn_model *m);
 
 const char *snn_init_name(void);
 /* "784-256-10" */

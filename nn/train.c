@@ -31,24 +31,24 @@ void snn_train_step(void *model)
     snn_model *m = model;
     const snn_kernels *k = m->kernels;
     const int B = SNN_BATCH;
-    k->gather_batch(m->act[0], m->batch_labels, m->train_images, m->train_labels, m->order, m->train_step, B,
-                    SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->train_images, m->train_labels, m->order,
+                    m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
-        k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act[l], L->w, L->b, B, L->out, L->in,
-                          l + 1 < SNN_LAYERS);
+        k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
+                          L->w16, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
     }
-    k->softmax_xent(take(&m->grad[0], (long)B * SNN_CLASSES), m->train_loss, m->train_correct,
+    k->softmax_xent(take(&m->grad[0], (long)B * SNN_CLASSES), m->grad16[0], m->train_loss, m->train_correct,
                     m->act[SNN_LAYERS], m->batch_labels, m->train_step, B);
     drop(&m->act[SNN_LAYERS]);
     for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
         /* dX uses the weights before their update: it runs first. */
         if (l > 0)
-            k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad[g], L->w, m->act[l], B,
-                                     L->out, L->in);
-        k->linear_backward_weight_sgd(L->w, L->vw, L->b, L->vb, m->grad[g], m->act[l], B, L->out, L->in,
-                                      m->lr, m->mu);
+            k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
+                                     m->grad16[g], L->w, L->w16, m->act[l], B, L->out, L->in);
+        k->linear_backward_weight_sgd(L->w, L->w16, L->vw, L->b, L->vb, m->grad[g], m->grad16[g], m->act[l],
+                                      m->act16[l], B, L->out, L->in, m->lr, m->mu);
         drop(&m->grad[g]);
         if (l > 0)
             drop(&m->act[l]);
@@ -61,16 +61,16 @@ void snn_eval_step(void *model)
     snn_model *m = model;
     const snn_kernels *k = m->kernels;
     const int B = SNN_EVAL_BATCH;
-    k->gather_batch(m->act[0], m->batch_labels, m->test_images, m->test_labels, NULL, m->eval_step, B,
-                    SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->test_images, m->test_labels, NULL, m->eval_step,
+                    B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
-        k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act[l], L->w, L->b, B, L->out, L->in,
-                          l + 1 < SNN_LAYERS);
+        k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
+                          L->w16, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
         if (l > 0)
             drop(&m->act[l]);
     }
-    k->softmax_xent(NULL, m->eval_loss, m->eval_correct, m->act[SNN_LAYERS], m->batch_labels, m->eval_step,
+    k->softmax_xent(NULL, NULL, m->eval_loss, m->eval_correct, m->act[SNN_LAYERS], m->batch_labels, m->eval_step,
                     B);
     drop(&m->act[SNN_LAYERS]);
     k->step_advance(m->eval_step);

@@ -48,7 +48,7 @@
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
-#include "kernels/cuda/twin.h"
+#include "kernels/cuda/twin.cuh"
 #include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
@@ -451,14 +451,15 @@ int main(int argc, char **argv)
         };
 #if defined(CONFIG_GEMM_TWINS) && !defined(CONFIG_GEMM_WGMMA)
         /* the Ampere path on the 16-bit operands cuBLAS gets, as the twins the engine keeps */
-        cuda_twin_bind(a, a_in, na);
-        cuda_twin_bind(b, b_in, nb);
+        const snn_twin *a16 = (const snn_twin *)a_in, *b16 = (const snn_twin *)b_in;
+#else
+        const snn_twin *a16 = NULL, *b16 = NULL;
 #endif
         auto ours = [&] {
             if (s.wgrad) /* dY = A [K][M] (the batch by the outputs), X = B [K][N] */
-                cuda_linear_weight_grad(c_ours, a, b, s.k, s.m, s.n);
+                cuda_linear_weight_grad(c_ours, a, a16, b, b16, s.k, s.m, s.n);
             else
-                cuda_linear_forward(c_ours, a, b, NULL, s.m, s.n, s.k, 0);
+                cuda_linear_forward(c_ours, NULL, a, a16, b, b16, NULL, s.m, s.n, s.k, 0);
         };
         cublas();
         to_float<<<(nc + 255) / 256, 256, 0, snn_stream()>>>(c_ref, c_in, nc);
@@ -483,7 +484,7 @@ int main(int argc, char **argv)
                 ha = transposed(ha, s.k, s.m);
                 hb = transposed(hb, s.k, s.n);
             }
-            host_linear_forward(ref.data(), ha.data(), hb.data(), NULL, s.m, s.n, s.k, 0);
+            host_linear_forward(ref.data(), NULL, ha.data(), NULL, hb.data(), NULL, NULL, s.m, s.n, s.k, 0);
             snprintf(vs_host[0], sizeof(vs_host[0]), "%.1e", rel_l2(got, ref));
             snprintf(vs_host[1], sizeof(vs_host[1]), "%.1e", rel_l2(theirs, ref));
         }
@@ -503,7 +504,6 @@ int main(int argc, char **argv)
                               GemmWgmmaTile<64, 128, 1, 8>>(s, a_in, b_in, c_ours, theirs, t_ref);
 #endif
         fflush(stdout);
-        cuda_twin_unbind_all();
         for (void *p : {(void *)a, (void *)b, (void *)c_ours, (void *)c_ref, a_in, b_in, c_in})
             CUDA_CHECK(cudaFree(p));
     }

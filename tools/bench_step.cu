@@ -79,29 +79,33 @@ static std::string dims(int M, int N, int K)
 }
 
 extern "C" {
-static void t_forward(float *y, const float *x, const float *w, const float *b, int M, int N, int K, int relu)
+static void t_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
+                      const snn_twin *w16, const float *b, int M, int N, int K, int relu)
 {
-    timed("linear_forward" + dims(M, N, K), [&] { cuda_linear_forward(y, x, w, b, M, N, K, relu); });
+    timed("linear_forward" + dims(M, N, K), [&] { cuda_linear_forward(y, y16, x, x16, w, w16, b, M, N, K, relu); });
 }
-static void t_backward_input(float *dx, const float *dy, const float *w, const float *act, int M, int N, int K)
+static void t_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
+                             const snn_twin *w16, const float *act, int M, int N, int K)
 {
-    timed("linear_backward_input" + dims(M, K, N), [&] { cuda_linear_backward_input(dx, dy, w, act, M, N, K); });
+    timed("linear_backward_input" + dims(M, K, N),
+          [&] { cuda_linear_backward_input(dx, dx16, dy, dy16, w, w16, act, M, N, K); });
 }
-static void t_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy, const float *x, int M,
-                                  int N, int K, float lr, float mu)
+static void t_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
+                                  const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
+                                  float lr, float mu)
 {
     timed("linear_backward_weight_sgd" + dims(N, K, M),
-          [&] { cuda_linear_backward_weight_sgd(w, vw, b, vb, dy, x, M, N, K, lr, mu); });
+          [&] { cuda_linear_backward_weight_sgd(w, w16, vw, b, vb, dy, dy16, x, x16, M, N, K, lr, mu); });
 }
-static void t_gather(float *x, uint8_t *y, const uint8_t *images, const uint8_t *labels, const int32_t *order,
-                     const int32_t *step, int rows, float mean, float std)
+static void t_gather(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
+                     const int32_t *order, const int32_t *step, int rows, float mean, float std)
 {
-    timed("gather_batch", [&] { cuda_gather_batch(x, y, images, labels, order, step, rows, mean, std); });
+    timed("gather_batch", [&] { cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std); });
 }
-static void t_xent(float *dlogits, float *loss, int32_t *correct, const float *logits, const uint8_t *y,
-                   const int32_t *step, int rows)
+static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
+                   const uint8_t *y, const int32_t *step, int rows)
 {
-    timed("softmax_xent", [&] { cuda_softmax_xent(dlogits, loss, correct, logits, y, step, rows); });
+    timed("softmax_xent", [&] { cuda_softmax_xent(dlogits, dlogits16, loss, correct, logits, y, step, rows); });
 }
 static void t_advance(int32_t *step) { timed("step_advance", [&] { cuda_step_advance(step); }); }
 }
@@ -113,6 +117,9 @@ static const snn_kernels timed_kernels = {
     .gather_batch = t_gather,
     .softmax_xent = t_xent,
     .step_advance = t_advance,
+    .write_twin = cuda_write_twin,
+    .bind_workspace = cuda_bind_workspace,
+    .gemm_numerics = cuda_gemm_numerics,
 };
 
 int main(void)

@@ -17,7 +17,8 @@
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
 #include "kernels/cuda/gemm/tile.cuh"
-#include "kernels/cuda/twin.h"
+#include "kernels/cuda/gemm_split_k.h"
+#include "kernels/cuda/twin.cuh"
 #include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_WGMMA
@@ -31,14 +32,15 @@
 #endif
 
 #ifdef CONFIG_GEMM_WGMMA
-/* What TMA reads for the FP32 operand p: its twin, or in TF32 p itself; NULL if it cannot (no twin, or rows
- * not in whole 16-byte chunks). */
-static const GemmWgmmaElem *gemm_wgmma_operand(const float *p, int ld)
+/* What TMA reads for the FP32 operand p with twin t: the twin, or in TF32 p itself; NULL if it cannot (no
+ * twin, or rows not in whole 16-byte chunks). */
+static const GemmWgmmaElem *gemm_wgmma_operand(const float *p, const SnnTwin *t, int ld)
 {
 #if defined(CONFIG_PRECISION_TF32)
+    (void)t;
     return gemm_vec_aligned(p, ld) ? p : NULL;
 #else
-    const GemmWgmmaElem *t = cuda_twin_of(p);
+    (void)p;
     return snn_twin_rows_aligned(t, ld) ? t : NULL;
 #endif
 }
@@ -71,12 +73,13 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
  *    16-byte chunks, else on the FP32 operands, rounded as staged;
  * 3. FP32: the SIMT kernel. */
 template <class T, int LA, int LB, class Epi>
-static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
+static void gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B, const SnnTwin *tB, int ldb, int M,
+                     int N, int K, const Epi &epi)
 {
 #ifdef CONFIG_GEMM_WGMMA
     if constexpr (!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_MAJOR && LB == GEMM_K_MAJOR))
         if (K >= CONFIG_GEMM_WGMMA_MIN_K && 2.0 * M * N * K >= CONFIG_GEMM_WGMMA_MIN_MFLOP * 1e6) {
-            const GemmWgmmaElem *a = gemm_wgmma_operand(A, lda), *b = gemm_wgmma_operand(B, ldb);
+            const GemmWgmmaElem *a = gemm_wgmma_operand(A, tA, lda), *b = gemm_wgmma_operand(B, tB, ldb);
             if (a && b) {
                 typedef GemmWgmmaConfigTile W;
                 if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_sm_count())
@@ -93,10 +96,9 @@ static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, in
     gemm_check_ld<T>(lda, ldb);
 #ifdef CONFIG_GEMM_TENSOR_CORES
 #ifdef CONFIG_GEMM_TWINS
-    const SnnTwin *ta = cuda_twin_of(A), *tb = cuda_twin_of(B);
-    if (snn_twin_rows_aligned(ta, lda) && snn_twin_rows_aligned(tb, ldb)) {
+    if (snn_twin_rows_aligned(tA, lda) && snn_twin_rows_aligned(tB, ldb)) {
         gemm_runs.mma_twins++;
-        return gemm_mma<T, LA, LB>(ta, lda, tb, ldb, M, N, K, epi);
+        return gemm_mma<T, LA, LB>(tA, lda, tB, ldb, M, N, K, epi);
     }
 #endif
     gemm_mma<T, LA, LB>(A, lda, B, ldb, M, N, K, epi);
@@ -105,35 +107,62 @@ static void gemm_run(const float *A, int lda, const float *B, int ldb, int M, in
 #endif
 }
 
-extern "C" void cuda_linear_forward(float *y, const float *x, const float *w, const float *b, int M, int N, int K,
-                                    int relu)
+extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
+                                    const snn_twin *w16, const float *b, int M, int N, int K, int relu)
 {
     /* A = X [M][K], B = W [N][K]: both K-major. */
-    const GemmEpiBiasRelu epi = {y, cuda_twin_of(y), b, N, relu};
-    gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(x, K, w, K, M, N, K, epi);
+    const GemmEpiBiasRelu epi = {y, snn_twin_ptr(y16), b, N, relu};
+    gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16), K, M, N, K, epi);
 }
 
-extern "C" void cuda_linear_backward_input(float *dx, const float *dy, const float *w, const float *act, int M,
-                                           int N, int K)
+extern "C" void cuda_linear_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16,
+                                           const float *w, const snn_twin *w16, const float *act, int M, int N, int K)
 {
     /* GEMM (m, n, k) = (M, K, N): A = dY [M][N], K-major; B = W [N][K] is k x n, MN-major. */
-    const GemmEpiReluMask epi = {dx, cuda_twin_of(dx), act, K};
-    gemm_run<GemmTileDgrad, GEMM_K_MAJOR, GEMM_MN_MAJOR>(dy, N, w, K, M, K, N, epi);
+    const GemmEpiReluMask epi = {dx, snn_twin_ptr(dx16), act, K};
+    gemm_run<GemmTileDgrad, GEMM_K_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, w, snn_twin_ptr(w16), K, M, K, N,
+                                                         epi);
 }
 
-extern "C" void cuda_linear_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy,
-                                                const float *x, int M, int N, int K, float lr, float mu)
+extern "C" void cuda_linear_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb,
+                                                const float *dy, const snn_twin *dy16, const float *x,
+                                                const snn_twin *x16, int M, int N, int K, float lr, float mu)
 {
     /* GEMM (m, n, k) = (N, K, M), the batch reduced: A = dY [M][N] is k x m, B = X [M][K] is k x n: both
      * MN-major. */
-    const GemmEpiSgd epi = {w, cuda_twin_of(w), vw, K, lr, mu};
-    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, N, x, K, N, K, M, epi);
+    const GemmEpiSgd epi = {w, snn_twin_ptr(w16), vw, K, lr, mu};
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K, N, K, M,
+                                                          epi);
     if (b && N > 0)
         gemm_bias_sgd(b, vb, dy, M, N, lr, mu);
 }
 
-extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const float *x, int M, int N, int K)
+extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const snn_twin *dy16, const float *x,
+                                        const snn_twin *x16, int M, int N, int K)
 {
     /* the GEMM of cuda_linear_backward_weight_sgd, stored */
-    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, N, x, K, N, K, M, GemmEpiStore{gw, K});
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K, N, K, M,
+                                                          GemmEpiStore{gw, K});
+}
+
+extern "C" void cuda_bind_workspace(float *workspace, long floats)
+{
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    cuda_gemm_split_k_bind(workspace, floats);
+#else
+    (void)workspace, (void)floats;
+#endif
+}
+
+/* A TF32 build on wgmma truncates the operands of the forward GEMMs that gemm_run gives wgmma and rounds the
+ * others': one name only where it gives it every forward GEMM (thresholds off, and every layer's input in
+ * 16-byte rows, what gemm_wgmma_operand asks). */
+extern "C" const char *cuda_gemm_numerics(void)
+{
+#if defined(CONFIG_PRECISION_TF32) && defined(CONFIG_GEMM_WGMMA)
+    return CONFIG_GEMM_WGMMA_MIN_K <= 1 && CONFIG_GEMM_WGMMA_MIN_MFLOP == 0 && SNN_HIDDEN % 4 == 0 ? "tf32_wgmma"
+                                                                                                   : NULL;
+#else
+    return SNN_PRECISION_NAME;
+#endif
 }

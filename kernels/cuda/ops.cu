@@ -9,7 +9,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
-#include "kernels/cuda/twin.h"
+#include "kernels/cuda/twin.cuh"
 #include "kernels/ops.h"
 #include "snn_config.h"
 
@@ -110,23 +110,23 @@ __global__ void step_advance_kernel(int32_t *step)
  * launchers
  * ------------------------------------------------------------------------- */
 
-extern "C" void cuda_gather_batch(float *x, uint8_t *y, const uint8_t *images, const uint8_t *labels,
+extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                                   const int32_t *order, const int32_t *step, int rows, float mean, float std)
 {
     if (rows <= 0)
         return;
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
-    gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, cuda_twin_of(x), y, images, labels, order,
+    gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, snn_twin_ptr(x16), y, images, labels, order,
                                                                    step, rows, mean, std);
     CUDA_CHECK_LAUNCH();
 }
 
-extern "C" void cuda_softmax_xent(float *dlogits, float *loss, int32_t *correct, const float *logits,
-                                  const uint8_t *y, const int32_t *step, int rows)
+extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
+                                  const float *logits, const uint8_t *y, const int32_t *step, int rows)
 {
     if (rows <= 0)
         return;
-    softmax_xent_kernel<<<1, XENT_THREADS, 0, snn_stream()>>>(dlogits, dlogits ? cuda_twin_of(dlogits) : NULL, loss,
+    softmax_xent_kernel<<<1, XENT_THREADS, 0, snn_stream()>>>(dlogits, snn_twin_ptr(dlogits16), loss,
                                                                correct, logits, y, step, rows);
     CUDA_CHECK_LAUNCH();
 }

@@ -7,12 +7,16 @@
 #ifndef SNN_WEIGHT_GRAD_H
 #define SNN_WEIGHT_GRAD_H
 
+#include "kernels/ops.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* gw[N][K] = dY^T X for dy[M][N] and x[M][K] (M: the batch), on the engine's stream. */
-void cuda_linear_weight_grad(float *gw, const float *dy, const float *x, int M, int N, int K);
+/* gw[N][K] = dY^T X for dy[M][N] and x[M][K] (M: the batch), with their
+ * twins or NULL (kernels/ops_proto.h), on the engine's stream. */
+void cuda_linear_weight_grad(float *gw, const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
+                             int M, int N, int K);
 
 #ifdef __cplusplus
 }

@@ -1,22 +1,10 @@
 /* Host GEMM: one blocked core, C[M,N] = sum_k A(m,k) B(k,n), serving the three
  * roles of a linear layer through strided views and a per-role epilogue.
- *
- * Blocking: C is cut into blocks of at most MC x NC; for each block, K is
- * walked in KC steps, packing an A panel (8-row strips) and a B panel
- * (16-column strips), both zero-padded to whole strips, and an 8x16 register
- * micro-kernel accumulates into a padded tile. After the last K step the
- * epilogue moves the tile to its destination (bias/ReLU, mask, or SGD).
- *
- * Threads: blocks are shared out dynamically, each thread with its own
- * buffers, so there is no barrier inside a call. When C has fewer blocks than
- * threads the blocks are narrowed.
- *
- * Numerics: every output element is the plain chain acc = fmaf(a_k, b_k, acc)
- * for k = 0..K-1 starting from 0 (a K step resumes from the tile), so the
- * result depends neither on the block shapes nor on the thread count.
- *
- * The buffers are allocated on the first call and kept: one call at a time,
- * as a single GPU stream would run them. */
+ * C is cut into MC x NC blocks shared out dynamically to threads with buffers
+ * of their own (reserved by host_bind_workspace); K is walked in KC steps over
+ * zero-padded packed panels into an 8x16 register micro-kernel. Every output
+ * element is the plain chain acc = fmaf(a_k, b_k, acc), k = 0..K-1 from 0, so
+ * the result depends neither on the blocking nor on the thread count. */
 #include "kernels/ops.h"
 #include "snn_check.h"
 
@@ -94,7 +82,11 @@ static void workspace_reserve(int threads)
     workspace_threads = threads;
 }
 
-void host_kernels_reserve(void) { workspace_reserve(max_threads()); }
+void host_bind_workspace(float *workspace, long floats)
+{
+    (void)workspace, (void)floats;
+    workspace_reserve(max_threads());
+}
 
 static struct workspace workspace_of(int thread)
 {
@@ -250,9 +242,10 @@ static void gemm_run(const struct gemm *g)
     }
 }
 
-void host_linear_forward(float *y, const float *x, const float *w, const float *b,
-                         int M, int N, int K, int relu)
+void host_linear_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
+                         const snn_twin *w16, const float *b, int M, int N, int K, int relu)
 {
+    (void)y16, (void)x16, (void)w16;
     struct gemm g = {
         .M = M, .N = N, .K = K,
         .a = {x, K, 1}, /* X[m][k] */
@@ -262,9 +255,10 @@ void host_linear_forward(float *y, const float *x, const float *w, const float *
     gemm_run(&g);
 }
 
-void host_linear_backward_input(float *dx, const float *dy, const float *w, const float *act,
-                                int M, int N, int K)
+void host_linear_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
+                                const snn_twin *w16, const float *act, int M, int N, int K)
 {
+    (void)dx16, (void)dy16, (void)w16;
     struct gemm g = {
         .M = M, .N = K, .K = N,
         .a = {dy, N, 1}, /* dY[m][n] */
@@ -291,10 +285,11 @@ void host_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr,
     }
 }
 
-void host_linear_backward_weight_sgd(float *w, float *vw, float *b, float *vb,
-                                     const float *dy, const float *x,
-                                     int M, int N, int K, float lr, float mu)
+void host_linear_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
+                                     const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
+                                     float lr, float mu)
 {
+    (void)w16, (void)dy16, (void)x16;
     struct gemm g = {
         .M = N, .N = K, .K = M,
         .a = {dy, 1, N}, /* A(n, m) = dY[m][n] */

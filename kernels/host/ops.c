@@ -10,9 +10,10 @@
 #define OMP(directive)
 #endif
 
-void host_gather_batch(float *x, uint8_t *y, const uint8_t *images, const uint8_t *labels,
+void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                        const int32_t *order, const int32_t *step, int rows, float mean, float std)
 {
+    (void)x16;
     long first = (long)*step * rows;
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (int i = 0; i < rows; i++) {
@@ -51,9 +52,10 @@ static float softmax_xent_row(float *dz, const float *z, int label, float scale)
     return logf(sum) - (z[label] - max);
 }
 
-void host_softmax_xent(float *dlogits, float *loss, int32_t *correct, const float *logits,
+void host_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                        const uint8_t *y, const int32_t *step, int rows)
 {
+    (void)dlogits16;
     double total = 0.0;
     int32_t hits = 0;
     float scale = 1.0f / (float)rows;
@@ -68,3 +70,7 @@ void host_softmax_xent(float *dlogits, float *loss, int32_t *correct, const floa
 }
 
 void host_step_advance(int32_t *step) { *step += 1; }
+
+void host_write_twin(snn_twin *t, const float *x, long n) { (void)t, (void)x, (void)n; }
+
+const char *host_gemm_numerics(void) { return "fp32"; }

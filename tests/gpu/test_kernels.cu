@@ -39,7 +39,7 @@
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
-#include "kernels/cuda/twin.h"
+#include "kernels/cuda/twin.cuh"
 #include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #include "snn_check.h"
@@ -111,11 +111,13 @@ typedef struct {
     long n;
 } dbuf;
 
+/* d's twin as the ops take it (kernels/ops_proto.h), NULL outside twin mode. */
+static snn_twin *tw(dbuf d) { return (snn_twin *)d.twin; }
+
 static void dev_upload(dbuf d, const float *src)
 {
     snn_rt_upload(d.p, src, sizeof(float) * (size_t)d.n);
-    if (d.twin)
-        cuda_twin_refresh(d.p, d.n);
+    cuda_write_twin(tw(d), d.p, d.n);
 }
 
 static dbuf dev_floats(const float *src, long n, int misalign)
@@ -125,7 +127,6 @@ static dbuf dev_floats(const float *src, long n, int misalign)
     d.p = (float *)d.base + (misalign ? 1 : 0);
     if (twin_mode) {
         d.twin = (SnnTwin *)snn_rt_alloc(sizeof(SnnTwin) * (size_t)(n + 1) + 16) + (misalign ? 1 : 0);
-        cuda_twin_bind(d.p, d.twin, n);
     }
     if (src)
         dev_upload(d, src);
@@ -135,7 +136,6 @@ static dbuf dev_floats(const float *src, long n, int misalign)
 static void dev_free(dbuf d)
 {
     if (d.twin) {
-        cuda_twin_unbind(d.p);
         snn_rt_free(d.twin - (d.p != d.base));
     }
     snn_rt_free(d.base);
@@ -235,7 +235,7 @@ static void test_forward(shape s, int bias, int relu, int misalign)
     long ny = (long)s.M * s.N;
     float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *b = random_floats(s.N, 1.0f), *ref = host_floats(ny), *y1 = host_floats(ny), *y2 = host_floats(ny);
-    host_linear_forward(ref, x, w, bias ? b : NULL, s.M, s.N, s.K, relu);
+    host_linear_forward(ref, NULL, x, NULL, w, NULL, bias ? b : NULL, s.M, s.N, s.K, relu);
 
     dbuf dx = dev_floats(x, (long)s.M * s.K, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
     dbuf db = dev_floats(b, s.N, 0), dy = dev_floats(NULL, ny, misalign);
@@ -243,7 +243,7 @@ static void test_forward(shape s, int bias, int relu, int misalign)
     path_start();
     for (int run = 0; run < 2; run++) {
         poison(dy.p, sizeof(float) * (size_t)ny);
-        cuda_linear_forward(dy.p, dx.p, dw.p, bias ? db.p : NULL, s.M, s.N, s.K, relu);
+        cuda_linear_forward(dy.p, tw(dy), dx.p, tw(dx), dw.p, tw(dw), bias ? db.p : NULL, s.M, s.N, s.K, relu);
         snn_rt_download(out[run], dy.p, sizeof(float) * (size_t)ny);
     }
     compare(why, "y", y1, ref, ny, SNN_TOL_GEMM);
@@ -264,7 +264,7 @@ static void test_backward_input(shape s, int mask, int misalign)
     long nx = (long)s.M * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *act = random_floats(nx, 1.0f), *ref = host_floats(nx), *g1 = host_floats(nx), *g2 = host_floats(nx);
-    host_linear_backward_input(ref, dy, w, mask ? act : NULL, s.M, s.N, s.K);
+    host_linear_backward_input(ref, NULL, dy, NULL, w, NULL, mask ? act : NULL, s.M, s.N, s.K);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
     dbuf dact = dev_floats(act, nx, 0), ddx = dev_floats(NULL, nx, misalign);
@@ -272,7 +272,7 @@ static void test_backward_input(shape s, int mask, int misalign)
     path_start();
     for (int run = 0; run < 2; run++) {
         poison(ddx.p, sizeof(float) * (size_t)nx);
-        cuda_linear_backward_input(ddx.p, ddy.p, dw.p, mask ? dact.p : NULL, s.M, s.N, s.K);
+        cuda_linear_backward_input(ddx.p, tw(ddx), ddy.p, tw(ddy), dw.p, tw(dw), mask ? dact.p : NULL, s.M, s.N, s.K);
         snn_rt_download(out[run], ddx.p, sizeof(float) * (size_t)nx);
     }
     compare(why, "dx", g1, ref, nx, SNN_TOL_GEMM);
@@ -297,7 +297,7 @@ static void test_backward_weight_sgd(shape s, int misalign)
     /* the host reference, on copies */
     float *w = copy_floats(w0, nw), *vw = copy_floats(vw0, nw), *b = copy_floats(b0, s.N),
           *vb = copy_floats(vb0, s.N);
-    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, MU);
+    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, misalign), dxx = dev_floats(x, (long)s.M * s.K, misalign);
     dbuf dw = dev_floats(NULL, nw, misalign), dvw = dev_floats(NULL, nw, misalign);
@@ -310,7 +310,8 @@ static void test_backward_weight_sgd(shape s, int misalign)
         snn_rt_upload(dvw.p, vw0, sizeof(float) * (size_t)nw);
         snn_rt_upload(db.p, b0, sizeof(float) * (size_t)s.N);
         snn_rt_upload(dvb.p, vb0, sizeof(float) * (size_t)s.N);
-        cuda_linear_backward_weight_sgd(dw.p, dvw.p, db.p, dvb.p, ddy.p, dxx.p, s.M, s.N, s.K, LR, MU);
+        cuda_linear_backward_weight_sgd(dw.p, tw(dw), dvw.p, db.p, dvb.p, ddy.p, tw(ddy), dxx.p, tw(dxx), s.M, s.N, s.K, LR,
+                                        MU);
         snn_rt_download(gw[run], dw.p, sizeof(float) * (size_t)nw);
         snn_rt_download(gvw[run], dvw.p, sizeof(float) * (size_t)nw);
         snn_rt_download(gb[run], db.p, sizeof(float) * (size_t)s.N);
@@ -349,14 +350,14 @@ static void test_weight_grad(shape s)
     memset(ref, 0, sizeof(float) * (size_t)nw);
     memset(b, 0, sizeof(float) * (size_t)s.N);
     memset(vb, 0, sizeof(float) * (size_t)s.N);
-    host_linear_backward_weight_sgd(w, ref, b, vb, dy, x, s.M, s.N, s.K, 0.0f, 0.0f);
+    host_linear_backward_weight_sgd(w, NULL, ref, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, 0.0f, 0.0f);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, 0), dxx = dev_floats(x, (long)s.M * s.K, 0);
     dbuf dg = dev_floats(NULL, nw, 0);
     path_start();
     for (int run = 0; run < 2; run++) {
         poison(dg.p, sizeof(float) * (size_t)nw);
-        cuda_linear_weight_grad(dg.p, ddy.p, dxx.p, s.M, s.N, s.K);
+        cuda_linear_weight_grad(dg.p, ddy.p, tw(ddy), dxx.p, tw(dxx), s.M, s.N, s.K);
         snn_rt_download(g[run], dg.p, sizeof(float) * (size_t)nw);
     }
     compare(why, "gw", g[0], ref, nw, SNN_TOL_GEMM);
@@ -394,7 +395,7 @@ static void test_gather(int count, int rows, int step, int with_order)
     float *ref = host_floats(nx), *x1 = host_floats(nx), *x2 = host_floats(nx);
     uint8_t *yref = (uint8_t *)snn_xmalloc((size_t)rows, "labels"), *y1 = (uint8_t *)snn_xmalloc((size_t)rows, "y"),
             *y2 = (uint8_t *)snn_xmalloc((size_t)rows, "y");
-    host_gather_batch(ref, yref, images, labels, with_order ? order : NULL, &hstep, rows, SNN_PIXEL_MEAN,
+    host_gather_batch(ref, NULL, yref, images, labels, with_order ? order : NULL, &hstep, rows, SNN_PIXEL_MEAN,
                       SNN_PIXEL_STD);
 
     uint8_t *dimages = (uint8_t *)snn_rt_alloc((size_t)npx), *dlabels = (uint8_t *)snn_rt_alloc((size_t)count);
@@ -411,7 +412,7 @@ static void test_gather(int count, int rows, int step, int with_order)
     for (int run = 0; run < 2; run++) {
         poison(dx, sizeof(float) * (size_t)nx);
         poison(dy, (size_t)rows);
-        cuda_gather_batch(dx, dy, dimages, dlabels, with_order ? dorder : NULL, dstep, rows, SNN_PIXEL_MEAN,
+        cuda_gather_batch(dx, NULL, dy, dimages, dlabels, with_order ? dorder : NULL, dstep, rows, SNN_PIXEL_MEAN,
                           SNN_PIXEL_STD);
         snn_rt_download(xs[run], dx, sizeof(float) * (size_t)nx);
         snn_rt_download(ys[run], dy, (size_t)rows);
@@ -444,7 +445,7 @@ static void test_softmax_xent(int rows, int with_grad)
     int32_t hstep = STEP, ref_correct[SLOTS] = {0}, correct[2][SLOTS];
     float ref_loss[SLOTS] = {0}, loss[2][SLOTS];
     float *ref_d = host_floats(nz), *d[2] = {host_floats(nz), host_floats(nz)};
-    host_softmax_xent(with_grad ? ref_d : NULL, ref_loss, ref_correct, logits, y, &hstep, rows);
+    host_softmax_xent(with_grad ? ref_d : NULL, NULL, ref_loss, ref_correct, logits, y, &hstep, rows);
 
     dbuf dz = dev_floats(logits, nz, 0), dd = dev_floats(NULL, nz, 0), dloss = dev_floats(NULL, SLOTS, 0);
     int32_t *dcorrect = (int32_t *)snn_rt_alloc(sizeof(int32_t) * SLOTS);
@@ -456,7 +457,7 @@ static void test_softmax_xent(int rows, int with_grad)
         poison(dd.p, sizeof(float) * (size_t)nz);
         poison(dloss.p, sizeof(float) * SLOTS);
         poison(dcorrect, sizeof(int32_t) * SLOTS);
-        cuda_softmax_xent(with_grad ? dd.p : NULL, dloss.p, dcorrect, dz.p, dy, dstep, rows);
+        cuda_softmax_xent(with_grad ? dd.p : NULL, with_grad ? tw(dd) : NULL, dloss.p, dcorrect, dz.p, dy, dstep, rows);
         snn_rt_download(d[run], dd.p, sizeof(float) * (size_t)nz);
         snn_rt_download(loss[run], dloss.p, sizeof(float) * SLOTS);
         snn_rt_download(correct[run], dcorrect, sizeof(int32_t) * SLOTS);
@@ -516,8 +517,8 @@ typedef struct {
 static void test_step_fn(void *p)
 {
     step_ctx *c = (step_ctx *)p;
-    cuda_gather_batch(c->x, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
-    cuda_linear_forward(c->y, c->x, c->w, NULL, c->rows, c->N, SNN_INPUT_DIM, 1);
+    cuda_gather_batch(c->x, NULL, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    cuda_linear_forward(c->y, NULL, c->x, NULL, c->w, NULL, NULL, c->rows, c->N, SNN_INPUT_DIM, 1);
     cuda_step_advance(c->step);
 }
 

@@ -66,7 +66,7 @@ static float *rounded_copy(const float *src, long n)
 static void rounded_forward(float *y, const float *x, const float *w, const float *b, int M, int N, int K, int relu)
 {
     float *xr = rounded_copy(x, (long)M * K), *wr = rounded_copy(w, (long)N * K);
-    host_linear_forward(y, xr, wr, b, M, N, K, relu);
+    host_linear_forward(y, NULL, xr, NULL, wr, NULL, b, M, N, K, relu);
     free(xr);
     free(wr);
 }
@@ -74,7 +74,7 @@ static void rounded_forward(float *y, const float *x, const float *w, const floa
 static void rounded_backward_input(float *dx, const float *dy, const float *w, const float *act, int M, int N, int K)
 {
     float *dyr = rounded_copy(dy, (long)M * N), *wr = rounded_copy(w, (long)N * K);
-    host_linear_backward_input(dx, dyr, wr, act, M, N, K);
+    host_linear_backward_input(dx, NULL, dyr, NULL, wr, NULL, act, M, N, K);
     free(dyr);
     free(wr);
 }
@@ -85,7 +85,7 @@ static void rounded_backward_weight_sgd(float *w, float *vw, float *b, float *vb
                                         int M, int N, int K, float lr, float mu)
 {
     float *dyr = rounded_copy(dy, (long)M * N), *xr = rounded_copy(x, (long)M * K);
-    host_linear_backward_weight_sgd(w, vw, NULL, NULL, dyr, xr, M, N, K, lr, mu);
+    host_linear_backward_weight_sgd(w, NULL, vw, NULL, NULL, dyr, NULL, xr, NULL, M, N, K, lr, mu);
     host_bias_sgd(b, vb, dy, M, N, lr, mu);
     free(dyr);
     free(xr);
@@ -135,22 +135,23 @@ static void op_verdict(const char *what, int M, int N, int K, double err)
            err, SNN_TOL_STEP_OP);
 }
 
-static void checked_forward(float *y, const float *x, const float *w, const float *b, int M, int N, int K, int relu)
+static void checked_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
+                            const snn_twin *w16, const float *b, int M, int N, int K, int relu)
 {
     float *hx = fetch(x, (long)M * K), *hw = fetch(w, (long)N * K), *hb = fetch(b, N);
     float *want = snn_xmalloc((size_t)M * N * sizeof(float), "host result");
-    cuda_linear_forward(y, x, w, b, M, N, K, relu);
+    cuda_linear_forward(y, y16, x, x16, w, w16, b, M, N, K, relu);
     rounded_forward(want, hx, hw, hb, M, N, K, relu);
     op_verdict(relu ? "forward (bias, ReLU)" : "forward (bias)", M, N, K, worse(0, y, want, (long)M * N));
     free(hx), free(hw), free(hb), free(want);
 }
 
-static void checked_backward_input(float *dx, const float *dy, const float *w, const float *act, int M, int N,
-                                   int K)
+static void checked_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
+                                   const snn_twin *w16, const float *act, int M, int N, int K)
 {
     float *hdy = fetch(dy, (long)M * N), *hw = fetch(w, (long)N * K), *hact = fetch(act, (long)M * K);
     float *want = snn_xmalloc((size_t)M * K * sizeof(float), "host result");
-    cuda_linear_backward_input(dx, dy, w, act, M, N, K);
+    cuda_linear_backward_input(dx, dx16, dy, dy16, w, w16, act, M, N, K);
     rounded_backward_input(want, hdy, hw, hact, M, N, K);
     op_verdict(act ? "input gradient (ReLU mask)" : "input gradient", M, K, N, worse(0, dx, want, (long)M * K));
     free(hdy), free(hw), free(hact), free(want);
@@ -158,13 +159,14 @@ static void checked_backward_input(float *dx, const float *dy, const float *w, c
 
 /* The momentum buffers (the gradients, from zero momentum) and the updated
  * parameters, all four within the tolerance. */
-static void checked_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy, const float *x,
-                                        int M, int N, int K, float lr, float mu)
+static void checked_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
+                                        const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
+                                        float lr, float mu)
 {
     const long nw = (long)N * K;
     float *hw = fetch(w, nw), *hvw = fetch(vw, nw), *hb = fetch(b, N), *hvb = fetch(vb, N);
     float *hdy = fetch(dy, (long)M * N), *hx = fetch(x, (long)M * K);
-    cuda_linear_backward_weight_sgd(w, vw, b, vb, dy, x, M, N, K, lr, mu);
+    cuda_linear_backward_weight_sgd(w, w16, vw, b, vb, dy, dy16, x, x16, M, N, K, lr, mu);
     rounded_backward_weight_sgd(hw, hvw, hb, hvb, hdy, hx, M, N, K, lr, mu);
     double err = worse(0, vw, hvw, nw);
     err = worse(err, w, hw, nw);
@@ -181,6 +183,9 @@ static const snn_kernels checked_cuda_kernels = {
     .gather_batch = cuda_gather_batch,
     .softmax_xent = cuda_softmax_xent,
     .step_advance = cuda_step_advance,
+    .write_twin = cuda_write_twin,
+    .bind_workspace = cuda_bind_workspace,
+    .gemm_numerics = cuda_gemm_numerics,
 };
 
 /* ---- free-running: against the FP32 host engine ------------------------------ */

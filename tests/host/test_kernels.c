@@ -163,7 +163,7 @@ static void check_forward(struct shape s, bool bias, bool relu)
     float *x = random_floats((long)s.M * s.K), *w = random_floats((long)s.N * s.K);
     float *b = bias ? random_floats(s.N) : NULL, *y = nan_floats((long)s.M * s.N);
     double *ref = new_doubles((long)s.M * s.N);
-    host_linear_forward(y, x, w, b, s.M, s.N, s.K, relu);
+    host_linear_forward(y, NULL, x, NULL, w, NULL, b, s.M, s.N, s.K, relu);
     ref_forward(ref, x, w, b, s.M, s.N, s.K, relu);
     compare("y", y, ref, (long)s.M * s.N, TOL_FP32, why);
     report(name, why);
@@ -177,7 +177,7 @@ static void check_backward_input(struct shape s, bool mask)
     float *dy = random_floats((long)s.M * s.N), *w = random_floats((long)s.N * s.K);
     float *act = mask ? random_floats((long)s.M * s.K) : NULL, *dx = nan_floats((long)s.M * s.K);
     double *ref = new_doubles((long)s.M * s.K);
-    host_linear_backward_input(dx, dy, w, act, s.M, s.N, s.K);
+    host_linear_backward_input(dx, NULL, dy, NULL, w, NULL, act, s.M, s.N, s.K);
     ref_backward_input(ref, dy, w, act, s.M, s.N, s.K);
     compare("dx", dx, ref, (long)s.M * s.K, TOL_FP32, why);
     report(name, why);
@@ -195,7 +195,7 @@ static void check_weight_sgd(struct shape s)
     float *w0 = copy_floats(w, nw), *vw0 = copy_floats(vw, nw), *b0 = copy_floats(b, s.N), *vb0 = copy_floats(vb, s.N);
     double *gw = new_doubles(nw), *gb = new_doubles(s.N);
     double *rw = new_doubles(nw), *rv = new_doubles(nw), *rb = new_doubles(s.N), *rvb = new_doubles(s.N);
-    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, MU);
+    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
     ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
     ref_sgd(rw, rv, w0, vw0, gw, nw);
     ref_sgd(rb, rvb, b0, vb0, gb, s.N);
@@ -218,8 +218,8 @@ static void check_weight_sgd_split(struct shape s)
     float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
     float *w = random_floats(nw), *vw = random_floats(nw), *b = random_floats(s.N), *vb = random_floats(s.N);
     float *w2 = copy_floats(w, nw), *vw2 = copy_floats(vw, nw), *b2 = copy_floats(b, s.N), *vb2 = copy_floats(vb, s.N);
-    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, MU);
-    host_linear_backward_weight_sgd(w2, vw2, NULL, NULL, dy, x, s.M, s.N, s.K, LR, MU);
+    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
+    host_linear_backward_weight_sgd(w2, NULL, vw2, NULL, NULL, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
     host_bias_sgd(b2, vb2, dy, s.M, s.N, LR, MU);
     compare_bits("vw", vw2, vw, nw, why);
     compare_bits("w", w2, w, nw, why);
@@ -241,7 +241,7 @@ static void check_weight_sgd_fresh(struct shape s)
     double *gw = new_doubles(nw), *gb = new_doubles(s.N);
     if (!vw || !vb)
         snn_die("out of host memory for the test");
-    host_linear_backward_weight_sgd(w, vw, b, vb, dy, x, s.M, s.N, s.K, LR, 0.0f);
+    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, 0.0f);
     ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
     compare("vw", vw, gw, nw, TOL_FP32, why);
     compare("vb", vb, gb, s.N, TOL_FP32, why);
@@ -269,7 +269,7 @@ static void check_forward_fma_chain(struct shape s)
     gemm_name(name, sizeof name, "forward", s, "equals the in-order fmaf chain bitwise");
     float *x = random_floats((long)s.M * s.K), *w = random_floats((long)s.N * s.K);
     float *y = nan_floats((long)s.M * s.N), *chain = nan_floats((long)s.M * s.N);
-    host_linear_forward(y, x, w, NULL, s.M, s.N, s.K, 0);
+    host_linear_forward(y, NULL, x, NULL, w, NULL, NULL, s.M, s.N, s.K, 0);
     for (int m = 0; m < s.M; m++)
         for (int n = 0; n < s.N; n++) {
             float acc = 0.0f;
@@ -302,9 +302,9 @@ static void check_thread_determinism(struct shape s, int threads)
         o[0] = nan_floats((long)s.M * s.N), o[1] = nan_floats((long)s.M * s.K);
         o[2] = copy_floats(w, nw), o[3] = copy_floats(vw, nw), o[4] = copy_floats(b, s.N);
         float *vb_run = copy_floats(vb, s.N);
-        host_linear_forward(o[0], x, w, b, s.M, s.N, s.K, 1);
-        host_linear_backward_input(o[1], dy, w, x, s.M, s.N, s.K);
-        host_linear_backward_weight_sgd(o[2], o[3], o[4], vb_run, dy, x, s.M, s.N, s.K, LR, MU);
+        host_linear_forward(o[0], NULL, x, NULL, w, NULL, b, s.M, s.N, s.K, 1);
+        host_linear_backward_input(o[1], NULL, dy, NULL, w, NULL, x, s.M, s.N, s.K);
+        host_linear_backward_weight_sgd(o[2], NULL, o[3], o[4], vb_run, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
         free(vb_run);
     }
     omp_set_num_threads(saved);
@@ -378,7 +378,7 @@ static void check_gather(bool with_order, int32_t step)
     memset(y, 0xff, sizeof y);
     float *x = nan_floats((long)rows * SNN_INPUT_DIM);
     double *ref = new_doubles((long)rows * SNN_INPUT_DIM);
-    host_gather_batch(x, y, images, labels, with_order ? order : NULL, &step, rows, mean, std);
+    host_gather_batch(x, NULL, y, images, labels, with_order ? order : NULL, &step, rows, mean, std);
     for (int i = 0; i < rows; i++) {
         int r = with_order ? order[step * rows + i] : step * rows + i;
         for (int j = 0; j < SNN_INPUT_DIM; j++)
@@ -429,7 +429,7 @@ static void run_softmax_xent(const char *name, const float *logits, const uint8_
     float *dz = with_dlogits ? nan_floats((long)rows * SNN_CLASSES) : NULL;
     double *ref_dz = new_doubles((long)rows * SNN_CLASSES);
     struct xent_ref ref = ref_softmax_xent(ref_dz, logits, y, rows);
-    host_softmax_xent(dz, loss, correct, logits, y, &step, rows);
+    host_softmax_xent(dz, NULL, loss, correct, logits, y, &step, rows);
     if (!isfinite(loss[step]) || fabs(loss[step] - ref.loss) > 1e-5 * fmax(1.0, fabs(ref.loss)))
         set_why(why, "loss %.9g, expected %.9g", loss[step], ref.loss);
     if (correct[step] != ref.correct)

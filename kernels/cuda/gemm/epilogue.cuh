@@ -15,7 +15,7 @@
 
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/twin.h"
+#include "kernels/cuda/twin.cuh"
 
 /* What an epilogue that reads nothing per element loads. */
 struct GemmEpiNothing {

@@ -4,7 +4,7 @@
 #define SNN_GEMM_WGMMA_SHAPE_CUH
 
 #include "arch/cuda/target.h"
-#include "kernels/cuda/twin.h"
+#include "kernels/cuda/twin.cuh"
 #include "snn_config.h"
 
 /* The operands' element: the 16-bit twins (FP16 or BF16, as CONFIG_PRECISION_* says), or for TF32 the FP32

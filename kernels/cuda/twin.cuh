@@ -6,16 +6,15 @@
  * is). The FP32 tensors stay the masters (FP32 weights and update); every
  * kernel that writes a tensor with a twin also writes the twin, rounded to
  * nearest even: the same values the mma.sync kernels round FP32 operands
- * to as they stage them. A twin is bound to a range of FP32 memory once,
- * at start-up; cuda_twin_of maps an FP32 pointer in a bound range to its
- * twin, NULL elsewhere (the GEMMs then run on mma.sync from the FP32
- * tensor). */
-#ifndef SNN_CUDA_TWIN_H
-#define SNN_CUDA_TWIN_H
+ * to as they stage them. The model lays the twins out beside their
+ * tensors and hands them to every op as arguments (kernels/ops_proto.h):
+ * a GEMM without twins runs on mma.sync from the FP32 tensors. */
+#ifndef SNN_CUDA_TWIN_CUH
+#define SNN_CUDA_TWIN_CUH
 
+#include "kernels/ops.h"
 #include "snn_config.h"
 
-#ifdef __cplusplus
 #include <stdint.h>
 
 #include <cuda_bf16.h>
@@ -72,8 +71,9 @@ static __device__ __forceinline__ void snn_twin_storev(SnnTwin *t, size_t i, con
     }
 }
 
-/* The twin of the FP32 element at p, or NULL. */
-SnnTwin *cuda_twin_of(const float *p);
+/* The device type behind a twin argument (snn_twin, kernels/ops.h). */
+static inline SnnTwin *snn_twin_ptr(snn_twin *t) { return reinterpret_cast<SnnTwin *>(t); }
+static inline const SnnTwin *snn_twin_ptr(const snn_twin *t) { return reinterpret_cast<const SnnTwin *>(t); }
 
 /* Whether a twin's rows (ld elements apart) are whole 16-byte chunks from
  * p on: what TMA and 16-byte cp.async can read. */
@@ -82,22 +82,4 @@ static inline bool snn_twin_rows_aligned(const SnnTwin *p, int ld)
     return p && ld % 8 == 0 && (uintptr_t)p % 16 == 0;
 }
 
-extern "C" {
-#endif
-
-/* Binds elems 16-bit values at twin (device memory) as the twin of the FP32
- * range f32 (at most 8 ranges). TMA reads only twins 16-byte aligned with
- * row strides of multiples of 8 elements: the GEMMs on others run on
- * mma.sync. */
-void cuda_twin_bind(const float *f32, void *twin, long elems);
-/* Forgets the binding of the range starting at f32; or every binding. */
-void cuda_twin_unbind(const float *f32);
-void cuda_twin_unbind_all(void);
-/* Writes the twin of the FP32 range [f32, f32 + elems) from it, on the
- * engine's stream: after the range was written other than by a kernel. */
-void cuda_twin_refresh(const float *f32, long elems);
-
-#ifdef __cplusplus
-}
-#endif
 #endif
