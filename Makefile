@@ -131,7 +131,9 @@ ifneq ($(build-goals)$(if $(MAKECMDGOALS),,all),)
 
 AUTOCONF := $(O)/include/config/auto.conf
 CONFIG_H := $(O)/include/generated/config.h
-KCONFIG_FILES := Kconfig $(wildcard */Kconfig */Kconfig.* */*/Kconfig */*/Kconfig.*)
+# The Kconfig files by name, not */*/Kconfig: that pattern would read (and make
+# would cache) the listing of include/generated before genconfig writes there.
+KCONFIG_FILES := Kconfig $(wildcard */Kconfig */Kconfig.* arch/*/Kconfig kernels/*/Kconfig kernels/*/Kconfig.*)
 
 ifeq ($(wildcard $(KCONFIG_CONFIG)),)
 $(error no $(KCONFIG_CONFIG): run 'make host_defconfig' (or 'make <board>_defconfig', see 'make help') or 'make menuconfig')
@@ -142,8 +144,10 @@ endif
 # followed by make's own "No rule to make target" line). The header is
 # rewritten only when its contents change, so the objects that depend on it
 # rebuild exactly then.
-config-stale := $(if $(wildcard $(AUTOCONF)),$(wildcard $(CONFIG_H)),)
-config-stale := $(if $(config-stale),$(shell find $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py -newer $(AUTOCONF) | head -n 1),stale)
+# (test -f, not $(wildcard): make caches the listings wildcard reads, and a
+# listing read before genconfig would hide the header it writes.)
+config-stale := $(shell test -f $(AUTOCONF) -a -f $(CONFIG_H) && \
+                  find $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py -newer $(AUTOCONF) | head -n 1 || echo stale)
 ifneq ($(config-stale),)
 genconfig := $(shell KCONFIG_CONFIG=$(KCONFIG_CONFIG) $(KCONFIG) genconfig $(O) 2>&1 && touch $(AUTOCONF) && echo genconfig-ok)
 ifeq ($(filter genconfig-ok,$(genconfig)),)
@@ -197,13 +201,16 @@ LD := $(CC)
 endif
 
 # The compile commands, kept in a stamp that every object depends on, so that
-# a change of flags (SANITIZE=, EXTRA_WARN=, another compiler) rebuilds.
+# a change of flags (SANITIZE=, EXTRA_WARN=, another compiler) rebuilds. A
+# rule, run every time, rewrites it only when the commands change; a file
+# written while the makefile is read could hide behind make's cached listing.
 FLAGS_STAMP := $(BUILD)/.flags
 flags-now := $(CC) $(CPPFLAGS) $(CFLAGS) | $(NVCC) $(NVCCFLAGS)
-ifneq ($(flags-now),$(file < $(FLAGS_STAMP)))
-$(shell mkdir -p $(BUILD))
-$(file > $(FLAGS_STAMP),$(flags-now))
-endif
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' '$(flags-now)' | cmp -s - $@ || printf '%s\n' '$(flags-now)' >$@
+# Written by genconfig while the makefile is read: nothing to do here.
+$(CONFIG_H): ;
 
 app-objs := $(addprefix $(BUILD)/,$(obj-y))
 test-bins := $(addprefix $(O)/tests/bin/,$(tests-y))

@@ -167,6 +167,15 @@ if grep -q 'CONFIG_NN_HIDDEN_WIDTH 128' "$src/include/generated/config.h" 2>/dev
     else echo "not ok - O= host build after an in-tree one: shape '$shape' (see $(tail -n 3 "$T/leak.log" | tr '\n' ' '))"; fi
 else echo "not ok - leak check: the in-tree config was not generated"; fi
 
+# The first in-tree build after make test (build/test there, so make has
+# listed build/ before the build writes its files in it) and with an empty
+# include/generated: both files written while the makefile is read are seen.
+rm -rf "$src/include/generated" "$src/include/config" "$src/build" "$src/.config"
+mkdir -p "$src/include/generated" "$src/build/test"
+if (cd "$src" && $M host_defconfig && $M -j"$(nproc)" app/mnist) >"$T/empty-gen.log" 2>&1; then
+    echo "ok - the first in-tree build after make test builds"
+else echo "not ok - the first in-tree build after make test: $(tail -n 2 "$T/empty-gen.log" | tr '\n' ' ')"; fi
+
 # Each dataset reads and fetches its own directory; switching keeps nothing
 # of the other's (the .config as menuconfig saves it after the switch).
 d=$T/fashion; mkdir -p "$d"

@@ -16,10 +16,10 @@ fi
 T=${SNN_TEST_OUT:-build/test}/ptx
 M="make --no-print-directory"
 
-# variant NAME BOARD SM PRECISION SOURCE PATTERN...: BOARD's defconfig on
+# run_variant NAME BOARD SM PRECISION SOURCE PATTERN...: BOARD's defconfig on
 # target SM with CONFIG_PRECISION_<PRECISION>; each PATTERN (grep -E) must
 # occur in the PTX of kernels/cuda/SOURCE.cu (gemm.cu compiles every GEMM kernel).
-variant() {
+run_variant() {
     local name=$1 board=$2 sm=$3 prec=$4 src=build/kernels/cuda/$5 d=$T/$1 p counts="" n; shift 5
     rm -rf "$d" && mkdir -p "$d"
     if ! board_def_retarget "$board" "$d/board" >"$d/def"; then echo "not ok - tensor-core PTX $name: ${board}_defconfig failed"; return; fi
@@ -44,17 +44,28 @@ variant() {
     else echo "not ok - tensor-core ptxas $name: $spilled of $inst kernel instances spill (see $d.log)"; fi
 }
 
-variant sm75-fp16 rtx2060 75 FP16 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.f16\.f16\.f32' 'ldmatrix\.sync\.aligned\.m8n8\.x4' \
+# The variants compile one translation unit each: run as many at once as
+# there are cores, and print their lines in this order.
+jobs_max=$(nproc) order=()
+queue() { # the arguments of run_variant, in the background
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+    mkdir -p "$T" && run_variant "$@" >"$T/$1.out" 2>&1 &
+    order+=("$1")
+}
+
+queue sm75-fp16 rtx2060 75 FP16 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.f16\.f16\.f32' 'ldmatrix\.sync\.aligned\.m8n8\.x4' \
     'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans'
-variant sm75-fp16acc16 rtx2060 75 FP16_ACC16 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
+queue sm75-fp16acc16 rtx2060 75 FP16_ACC16 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
     'ldmatrix\.sync\.aligned\.m8n8\.x4'
-variant sm80-bf16 h100 80 BF16 gemm 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
+queue sm80-bf16 h100 80 BF16 gemm 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
     'cp\.async\.wait_group' 'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans' # ldmatrix: the kernel on 16-bit twins
-variant sm80-tf32 h100 80 TF32 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
+queue sm80-tf32 h100 80 TF32 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
     'cp\.async\.cg\.shared\.global.*16'
 for pt in BF16:bf16:16 FP16:f16:16 TF32:tf32:8; do # precision : PTX type : instruction k
     IFS=: read -r p t k <<<"$pt"
-    variant sm90-$t h100 90 "$p" gemm "wgmma\.mma_async\.sync\.aligned\.m64n[0-9]+k$k\.f32\.$t\.$t" \
+    queue sm90-$t h100 90 "$p" gemm "wgmma\.mma_async\.sync\.aligned\.m64n[0-9]+k$k\.f32\.$t\.$t" \
         'cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes' \
         'mbarrier\.try_wait\.parity' 'mbarrier\.arrive\.expect_tx' 'setmaxnreg\.(inc|dec)' 'wgmma\.wait_group'
 done
+wait
+for name in "${order[@]}"; do cat "$T/$name.out"; done
