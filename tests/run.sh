@@ -168,8 +168,8 @@ menuconfig   12 n
 make_run     10 n
 torch_parity  6 n
 sanitize      8 n
-gpu_builds  205 n
-ptx         110 n
+gpu_builds  270 n
+ptx          80 n
 gpu           1 n
 "
 chosen=() total=0
