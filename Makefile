@@ -168,7 +168,9 @@ CPPFLAGS := -I$(O)/include -Iinclude -I. -MMD -MP
 SANITIZE_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
 CFLAGS := -std=c11 -O3 -march=native -D_POSIX_C_SOURCE=200809L $(WARN) $(if $(CONFIG_HOST_OPENMP),-fopenmp) \
           $(SANITIZE_FLAGS)
-LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-fopenmp) $(SANITIZE_FLAGS)
+# Packaged libraries: zlib (gzip IDX), cJSON (safetensors headers, JSON output).
+LIBS := -lcjson -lz -lm
+LDLIBS := $(LIBS) $(if $(CONFIG_HOST_OPENMP),-fopenmp) $(SANITIZE_FLAGS)
 
 ifeq ($(CONFIG_TARGET_CUDA),y)
 ifeq ($(NVCC),)
@@ -195,7 +197,7 @@ endif
 NVCCFLAGS := -std=c++17 -O3 -lineinfo -gencode arch=$(target-virt),code=[$(target-real),$(target-virt)] \
              -Xcompiler "$(WARN) -Wno-unused-parameter" -Xptxas -warn-spills $(EXTRA_NVCCFLAGS)
 LD := $(NVCC) -gencode arch=$(target-virt),code=$(target-real)
-LDLIBS := -lz -lm $(if $(CONFIG_HOST_OPENMP),-Xcompiler -fopenmp) $(if $(SANITIZE_FLAGS),-Xcompiler "$(SANITIZE_FLAGS)")
+LDLIBS := $(LIBS) $(if $(CONFIG_HOST_OPENMP),-Xcompiler -fopenmp) $(if $(SANITIZE_FLAGS),-Xcompiler "$(SANITIZE_FLAGS)")
 else
 LD := $(CC)
 endif

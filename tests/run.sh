@@ -75,6 +75,7 @@ suite_pool() { run "pool allocator" "$H/tests/bin/host/test_pool"; }
 suite_strategies() { run "memory strategies" tests/host/test_strategies.sh "$H" "$P"; }
 suite_bench_mm() { run "memory benchmark tables" tests/host/test_bench_mm.py; }
 suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load"; }
+suite_safetensors() { run "safetensors reader" tests/host/test_safetensors.sh "$H/tests/bin/host/test_safetensors"; }
 suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "idx fuzz" tests/host/test_fuzz.sh; }
 suite_fetch() { run "fetch" tests/host/test_fetch.sh; }
 suite_config() { run "config" tests/host/test_config.sh; }
@@ -157,6 +158,7 @@ pool          1 y
 strategies    2 y
 bench_mm      1 y
 idx           2 y
+safetensors   1 y
 fuzz         22 y
 fetch         3 y
 config       14 y

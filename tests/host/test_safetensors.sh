@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# test_safetensors.sh DRIVER: the safetensors reader on good and malformed
+# files. DRIVER is test_safetensors: with no argument it runs its round
+# trips; given files it reads each, printing "ok NAME: N tensors" or the
+# reader's message and exiting 1. Each malformed file must be refused with
+# a message naming its defect. Prints one ok / not ok line per case, exits 0.
+set -u
+driver=${1:-}
+if [[ -z $driver || ! -x $driver ]]; then
+    echo "not ok - safetensors: driver '${driver}' missing or not executable"
+    exit 0
+fi
+python=$(command -v python3 || command -v /usr/bin/python3) || {
+    echo "skip - safetensors: no python3 to write the test files"
+    exit 0
+}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/snn-st.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+"$driver"
+
+# Each case: a file NAME and the words its refusal must contain (a file
+# whose words are "ok" must be accepted). Written by Python's struct + json,
+# independently of the reader.
+"$python" - "$tmp" <<'PY' || { echo "not ok - safetensors: writing the test files failed"; exit 0; }
+import json, struct, sys, os
+root = sys.argv[1]
+cases = []
+
+def header(h, pad=True):
+    text = json.dumps(h, separators=(",", ":")).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    return text
+
+def write(name, expect, raw):
+    with open(os.path.join(root, name), "wb") as f:
+        f.write(raw)
+    cases.append((name, expect))
+
+def st(name, expect, h, data, length=None, pad=True):
+    text = header(h, pad)
+    n = len(text) if length is None else length
+    write(name, expect, struct.pack("<Q", n) + text + data)
+
+t = lambda dtype, shape, a, b: {"dtype": dtype, "shape": shape, "data_offsets": [a, b]}
+f32 = struct.pack("<6f", *range(6))
+st("good", "ok", {"__metadata__": {"k": "v"}, "a": t("F32", [2, 3], 0, 24)}, f32)
+st("good-unpadded", "ok", {"a": t("F32", [2, 3], 0, 24)}, f32, pad=False)
+st("good-empty", "ok", {}, b"")
+st("good-unsorted-keys", "ok", {"b": t("F32", [3], 12, 24), "a": t("F32", [3], 0, 12)}, f32)
+write("empty-file", "too short", b"")
+write("short-file", "too short", b"\x10\x00\x00")
+st("length-past-file", "runs past the end of the file", {"a": t("F32", [6], 0, 24)}, f32, length=4096)
+st("huge-length", "above the format's limit", {}, b"", length=1 << 62)
+write("not-json", "not valid JSON", struct.pack("<Q", 8) + b"{nope!!}")
+write("not-object", "not a JSON object", struct.pack("<Q", 8) + b"[1,2,3] ")
+write("two-values", "bytes after its JSON object", struct.pack("<Q", 8) + b"{}{}    ")
+write("nul-in-header", "bytes after its JSON object", struct.pack("<Q", 8) + b"{}\x00     ")
+st("past-data", "run past the data's 24 bytes", {"a": t("F32", [8], 0, 32)}, f32)
+st("overlap", "overlaps", {"a": t("F32", [4], 0, 16), "b": t("F32", [4], 8, 24)}, f32)
+st("gap", "a gap in the data", {"a": t("F32", [2], 0, 8), "b": t("F32", [2], 16, 24)}, f32)
+st("tail", "belong to no tensor", {"a": t("F32", [4], 0, 16)}, f32)
+st("reversed", "end before they begin", {"a": t("F32", [0], 24, 0)}, f32)
+st("unknown-dtype", "unknown dtype 'F31'", {"a": t("F31", [6], 0, 24)}, f32)
+st("dtype-number", "unknown dtype (not a string)", {"a": {"dtype": 4, "shape": [6], "data_offsets": [0, 24]}}, f32)
+st("shape-mismatch", "does not fill its data_offsets' 24 bytes", {"a": t("F32", [5], 0, 24)}, f32)
+st("shape-negative", "shape entry 0 is not a whole number", {"a": t("F32", [-6], 0, 24)}, f32)
+st("shape-fraction", "shape entry 1 is not a whole number", {"a": t("F32", [2, 1.5], 0, 24)}, f32)
+st("shape-overflow", "does not fill", {"a": t("F32", [2**40, 2**40, 2**30], 0, 24)}, f32)
+st("shape-not-array", "shape is not an array", {"a": {"dtype": "F32", "shape": 6, "data_offsets": [0, 24]}}, f32)
+st("offsets-three", "data_offsets is not [begin, end]", {"a": {"dtype": "F32", "shape": [6], "data_offsets": [0, 12, 24]}}, f32)
+st("missing-offsets", "no 'data_offsets'", {"a": {"dtype": "F32", "shape": [6]}}, f32)
+st("extra-key", "unknown key 'stride'", {"a": {"dtype": "F32", "shape": [6], "data_offsets": [0, 24], "stride": 1}}, f32)
+st("entry-not-object", "its entry is not a JSON object", {"a": [0, 24]}, f32)
+st("metadata-number", "'epoch' is not a string", {"__metadata__": {"epoch": 3}, "a": t("F32", [6], 0, 24)}, f32)
+write("duplicate-name", "appears twice", struct.pack("<Q", 120) +
+      b'{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"a":{"dtype":"F32","shape":[3],"data_offsets":[12,24]}}'.ljust(120) + f32)
+st("empty-name", "empty or holds control characters", {"": t("F32", [6], 0, 24)}, f32)
+with open(os.path.join(root, "cases"), "w") as f:
+    for name, expect in cases:
+        f.write(f"{name}\t{expect}\n")
+PY
+
+while IFS=$'\t' read -r name expect; do
+    out=$("$driver" "$tmp/$name" 2>&1); rc=$?
+    if [[ $expect == ok ]]; then
+        if [[ $rc -eq 0 && $out == "ok "* ]]; then echo "ok - safetensors: $name accepted"
+        else echo "not ok - safetensors: $name refused: $out"; fi
+    elif [[ $rc -eq 1 && $(wc -l <<<"$out") -eq 1 && $out == *"$tmp/$name: "*"$expect"* ]]; then
+        echo "ok - safetensors: $name refused: ${out#*$tmp/}"
+    else
+        echo "not ok - safetensors: $name: wanted one line with '$expect', exit 1; got exit $rc: $out"
+    fi
+done <"$tmp/cases"
+exit 0
