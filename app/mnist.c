@@ -1,13 +1,17 @@
-/* mnist: the fixed-shape training run of the configured build. */
-#include <errno.h>
-#include <getopt.h>
+/* mnist: the fixed-shape training run of the configured build, and the
+ * evaluation and use of the models it saves. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "app/evaluate.h"
+#include "app/json.h"
+#include "app/model_file.h"
+#include "app/options.h"
 #include "app/outfile.h"
 #include "app/signals.h"
 #include "arch/runtime.h"
@@ -16,95 +20,19 @@
 #include "nn/train.h"
 #include "snn_check.h"
 
-typedef struct {
-    const char *data_dir, *log_path, *dump_dir, *save_path;
-    int max_steps, epochs;
-} options;
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: mnist [options]\n"
-            "Trains the MLP this build was configured for (make menuconfig) on " SNN_DATASET_NAME ".\n\n"
-            "  --data DIR       dataset directory (default: " SNN_DATA_DIR ")\n"
-            "  --log FILE       write JSON lines: the config, every %d-th step's loss, each epoch,\n"
-            "                   and at the end the memory strategy's figures\n"
-            "  --dump DIR       write the run's shape and numerics (meta.json), initial\n"
-            "                   parameters (init.bin), each epoch's sample order (order-E.bin)\n"
-            "                   and step losses (losses-E.bin), for tools/torch_parity.py\n"
-            "  --save FILE      write the final parameters: little-endian float32, layer by layer,\n"
-            "                   W [out][in] row-major then b [out]; inputs are (pixel/255 - mean)/std\n"
-            "                   with mean %.4f, std %.4f (" SNN_DATASET_NAME ")\n"
-            "  --epochs N       train N epochs instead of the configured %d\n"
-            "  --max-steps N    stop each epoch after N steps (smoke tests, sanitizers)\n"
-            "  --help           this text\n\n"
-            "SIGINT or SIGTERM stops the run after the current step: --save gets the parameters as\n"
-            "they are, --log the figures so far; the exit status is 130 or 143.\n",
-            CONFIG_TRAIN_LOG_EVERY, (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, CONFIG_TRAIN_EPOCHS);
-}
-
-static int parse_count(const char *opt, const char *text)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || *end || end == text || v < 1 || v > 1000000000)
-        snn_die("%s wants a positive whole number, not '%s'", opt, text);
-    return (int)v;
-}
-
-static options parse_options(int argc, char **argv)
-{
-    static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'}, {"log", required_argument, 0, 'l'},
-        {"dump", required_argument, 0, 'u'}, {"save", required_argument, 0, 's'},
-        {"max-steps", required_argument, 0, 'm'}, {"epochs", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    options o = {SNN_DATA_DIR, NULL, NULL, NULL, SNN_STEPS_PER_EPOCH, CONFIG_TRAIN_EPOCHS};
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
-        switch (c) {
-        case 'd': o.data_dir = optarg; break;
-        case 'l': o.log_path = optarg; break;
-        case 'u': o.dump_dir = optarg; break;
-        case 's': o.save_path = optarg; break;
-        case 'm': o.max_steps = parse_count("--max-steps", optarg); break;
-        case 'e': o.epochs = parse_count("--epochs", optarg); break;
-        case 'h': usage(stdout); exit(0);
-        default: /* inside a cluster like -xy, optind has not moved past it yet */
-            if (strncmp(argv[optind - 1], "--", 2) == 0)
-                snn_die("unknown or incomplete option '%s' (see mnist --help)", argv[optind - 1]);
-            snn_die("unknown option '-%c' (see mnist --help)", optopt);
-        }
-    }
-    if (optind < argc)
-        snn_die("unexpected argument '%s' (see mnist --help)", argv[optind]);
-    if (o.max_steps > SNN_STEPS_PER_EPOCH)
-        o.max_steps = SNN_STEPS_PER_EPOCH;
-    return o;
-}
-
-/* A JSON string: quoted, with quotes, backslashes and control characters escaped. */
-static void put_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void dump_epoch_file(snn_out_dir *dump, const char *what, int epoch, const void *data, size_t bytes)
 {
     char name[64];
     snprintf(name, sizeof(name), "%s-%d.bin", what, epoch);
     snn_out_dir_write(dump, name, data, bytes);
+}
+
+static cJSON *dims_array(void)
+{
+    int dims[SNN_LAYERS + 1];
+    for (int l = 0; l <= SNN_LAYERS; l++)
+        dims[l] = SNN_DIM(l);
+    return snn_json_ints(dims, SNN_LAYERS + 1);
 }
 
 /* What tools/torch_parity.py needs to rebuild the run: the shape, the
@@ -114,23 +42,20 @@ static void dump_start(snn_out_dir *dump, const snn_model *m, const float *param
     char path[4096];
     snn_out_dir_path(dump, "meta.json", path, sizeof(path));
     snn_out *meta = snn_out_open(path);
-    FILE *f = snn_out_stream(meta);
-    fprintf(f, "{\"dims\":[");
-    for (int l = 0; l <= SNN_LAYERS; l++)
-        fprintf(f, l ? ",%d" : "%d", SNN_DIM(l));
-    fprintf(f,
-            "],\"batch\":%d,\"epochs\":%d,\"steps_per_epoch\":%d,\"lr\":%.9g,\"momentum\":%.9g,"
-            "\"pixel_mean\":%.9g,\"pixel_std\":%.9g,\"dataset\":\"%s\",\"target\":\"%s\",\"data_dir\":",
-            SNN_BATCH, o->epochs, o->max_steps, CONFIG_TRAIN_LR_VALUE, CONFIG_TRAIN_MOMENTUM_VALUE,
-            (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD, SNN_DATASET_NAME, SNN_TARGET_NAME);
-    put_json_string(f, o->data_dir);
-    fprintf(f, ",\"precision\":");
-    const char *numerics = snn_model_numerics(m);
-    if (numerics)
-        put_json_string(f, numerics);
-    else
-        fprintf(f, "null");
-    fprintf(f, "}\n");
+    cJSON *j = snn_json_object();
+    snn_json_add(j, "dims", dims_array());
+    snn_json_number(j, "batch", SNN_BATCH);
+    snn_json_number(j, "epochs", o->epochs);
+    snn_json_number(j, "steps_per_epoch", o->max_steps);
+    snn_json_float(j, "lr", SNN_LR);
+    snn_json_float(j, "momentum", SNN_MOMENTUM);
+    snn_json_float(j, "pixel_mean", SNN_PIXEL_MEAN);
+    snn_json_float(j, "pixel_std", SNN_PIXEL_STD);
+    snn_json_string(j, "dataset", SNN_DATASET_NAME);
+    snn_json_string(j, "target", SNN_TARGET_NAME);
+    snn_json_string(j, "data_dir", o->data_dir);
+    snn_json_string(j, "precision", snn_model_numerics(m));
+    snn_json_put(snn_out_stream(meta), j);
     snn_out_commit(meta);
     snn_out_dir_write(dump, "init.bin", params, SNN_PARAMS * sizeof(float));
 }
@@ -148,6 +73,8 @@ static void print_summary(const snn_device_info *dev, const options *o)
                dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
     else
         printf("  target %s on %s (%d threads)\n", SNN_TARGET_NAME, dev->name, dev->units);
+    if (o->eval)
+        return;
     printf("  data %s: %d train, %d test; %d steps per epoch", o->data_dir, SNN_TRAIN_COUNT,
            SNN_TEST_COUNT, o->max_steps);
     if (o->max_steps < SNN_STEPS_PER_EPOCH)
@@ -158,7 +85,8 @@ static void print_summary(const snn_device_info *dev, const options *o)
         printf("\n");
 }
 
-static void load_dataset(snn_model *m, const char *dir)
+/* Uploads the dataset; test_labels_host, where given, keeps the test labels. */
+static void load_dataset(snn_model *m, const char *dir, uint8_t *test_labels_host)
 {
     char err[512];
     size_t train = (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM, test = (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM;
@@ -171,6 +99,8 @@ static void load_dataset(snn_model *m, const char *dir)
     snn_rt_upload(m->test_images, vi, test);
     snn_rt_upload(m->test_labels, vl, SNN_TEST_COUNT);
     snn_rt_sync();
+    if (test_labels_host)
+        memcpy(test_labels_host, vl, SNN_TEST_COUNT);
     free(host);
 }
 
@@ -194,6 +124,8 @@ static outputs open_outputs(const options *o)
     outputs out = {0};
     if (o->save_path)
         out.save = snn_out_open(o->save_path);
+    if (o->checkpoint_path) /* written afresh each time: only checked here */
+        snn_out_abandon(snn_out_open(o->checkpoint_path));
     if (o->log_path)
         out.log = snn_out_open(o->log_path);
     if (o->dump_dir)
@@ -201,20 +133,33 @@ static outputs open_outputs(const options *o)
     return out;
 }
 
-static void log_config(FILE *f, const snn_device_info *dev, const options *o, size_t arena_bytes)
+static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, const options *o,
+                       size_t arena_bytes, const snn_progress *resumed)
 {
     char shape[256];
     snn_model_shape(shape, sizeof(shape));
-    fprintf(f, "{\"event\":\"config\",\"target\":\"%s\",\"dataset\":\"%s\",\"shape\":\"%s\",\"batch\":%d,"
-               "\"epochs\":%d,\"lr\":%.9g,\"momentum\":%.9g,\"seed\":%d,\"pixel_mean\":%.9g,\"pixel_std\":%.9g,"
-               "\"arena_bytes\":%zu,\"data_dir\":",
-            SNN_TARGET_NAME, SNN_DATASET_NAME, shape, SNN_BATCH, o->epochs, CONFIG_TRAIN_LR_VALUE,
-            CONFIG_TRAIN_MOMENTUM_VALUE, CONFIG_TRAIN_SEED, (double)SNN_PIXEL_MEAN, (double)SNN_PIXEL_STD,
-            arena_bytes);
-    put_json_string(f, o->data_dir);
-    fprintf(f, ",\"device\":");
-    put_json_string(f, dev->name);
-    fprintf(f, "}\n");
+    cJSON *e = snn_json_event("config");
+    snn_json_string(e, "target", SNN_TARGET_NAME);
+    snn_json_string(e, "dataset", SNN_DATASET_NAME);
+    snn_json_string(e, "shape", shape);
+    snn_json_number(e, "batch", SNN_BATCH);
+    snn_json_number(e, "epochs", o->epochs);
+    snn_json_float(e, "lr", SNN_LR);
+    snn_json_float(e, "momentum", SNN_MOMENTUM);
+    snn_json_number(e, "seed", CONFIG_TRAIN_SEED);
+    snn_json_string(e, "precision", SNN_PRECISION_NAME);
+    snn_json_string(e, "numerics", snn_model_numerics(m));
+    snn_json_float(e, "pixel_mean", SNN_PIXEL_MEAN);
+    snn_json_float(e, "pixel_std", SNN_PIXEL_STD);
+    snn_json_number(e, "arena_bytes", (double)arena_bytes);
+    snn_json_string(e, "data_dir", o->data_dir);
+    snn_json_string(e, "device", dev->name);
+    snn_json_string(e, "model", o->load_path ? o->load_path : o->resume_path);
+    if (resumed) {
+        snn_json_number(e, "resumed_epoch", resumed->epoch);
+        snn_json_number(e, "resumed_step", resumed->step);
+    }
+    snn_json_put(f, e);
 }
 
 /* A run that cannot go on: the log keeps its figures and the reason, the
@@ -227,9 +172,9 @@ __attribute__((noreturn, format(printf, 2, 3))) static void fail_run(outputs *ou
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (out->log) {
-        fprintf(snn_out_stream(out->log), "{\"event\":\"error\",\"message\":");
-        put_json_string(snn_out_stream(out->log), msg);
-        fprintf(snn_out_stream(out->log), "}\n");
+        cJSON *e = snn_json_event("error");
+        snn_json_string(e, "message", msg);
+        snn_json_put(snn_out_stream(out->log), e);
         snn_out_commit(out->log);
     }
     if (out->save)
@@ -268,128 +213,266 @@ static void check_learning(outputs *out, const float *losses, int steps, int epo
                  epoch, n, sum / n, SNN_CLASSES, log(SNN_CLASSES), SNN_BATCH, CONFIG_TRAIN_LR);
 }
 
-static void save_params(snn_out *save, snn_model *m, float *params)
+/* The run's state: the model, the generator, and where the epoch is. */
+typedef struct {
+    snn_model m;
+    snn_rng rng;
+    snn_progress at; /* at.order, at.losses, at.correct: host copies */
+} run_state;
+
+static void write_checkpoint(const options *o, run_state *r)
 {
-    snn_rt_download(params, m->params, SNN_PARAMS * sizeof(float));
-    fwrite(params, sizeof(float), SNN_PARAMS, snn_out_stream(save)); /* a failure is the commit's to report */
-    snn_out_commit(save);
+    snn_epoch_figures(&r->m, r->at.step, r->at.losses, r->at.correct);
+    r->at.rng = r->rng;
+    snn_model_file_save(snn_out_open(o->checkpoint_path), &r->m, &r->at, SNN_FILE_CHECKPOINT);
 }
 
-/* Stopped by a signal after `steps` steps of `epoch`: what was trained is
- * kept (--save, --log), the half-written dump is dropped, exit 128 + signal. */
-__attribute__((noreturn)) static void stop_run(outputs *out, const options *o, snn_model *m, float *params,
-                                               int epoch, int steps)
+/* Stopped by a signal after `steps` steps of the epoch: what was trained is
+ * kept (--save, --checkpoint, --log), the half-written dump is dropped, exit
+ * 128 + signal. */
+__attribute__((noreturn)) static void stop_run(outputs *out, const options *o, run_state *r, int steps)
 {
     int sig = snn_stop_signal();
+    r->at.step = steps;
     if (out->save)
-        save_params(out->save, m, params);
+        snn_model_file_save(out->save, &r->m, &r->at, SNN_FILE_WEIGHTS);
+    if (o->checkpoint_path)
+        write_checkpoint(o, r);
     if (out->log) {
-        fprintf(snn_out_stream(out->log), "{\"event\":\"interrupted\",\"signal\":\"%s\",\"epoch\":%d,\"step\":%d}\n",
-                snn_signal_name(sig), epoch, steps);
+        cJSON *e = snn_json_event("interrupted");
+        snn_json_string(e, "signal", snn_signal_name(sig));
+        snn_json_number(e, "epoch", r->at.epoch);
+        snn_json_number(e, "step", steps);
+        snn_json_put(snn_out_stream(out->log), e);
         snn_out_commit(out->log);
     }
     if (out->dump)
         snn_out_dir_abandon(out->dump);
     fflush(stdout);
-    fprintf(stderr, "mnist: interrupted by %s in epoch %d after step %d of %d%s%s\n", snn_signal_name(sig), epoch,
-            steps, o->max_steps, o->save_path ? "; the parameters as they are saved to " : "",
-            o->save_path ? o->save_path : "");
+    fprintf(stderr, "mnist: interrupted by %s in epoch %d after step %d of %d%s%s%s%s\n", snn_signal_name(sig),
+            r->at.epoch, steps, o->max_steps, o->save_path ? "; the weights as they are saved to " : "",
+            o->save_path ? o->save_path : "", o->checkpoint_path ? "; the checkpoint written to " : "",
+            o->checkpoint_path ? o->checkpoint_path : "");
     exit(128 + sig);
+}
+
+static void log_epoch(FILE *f, const float *losses, int steps, int epoch, snn_score train, snn_score test,
+                      float ms, double rate, double train_s, double wall_s)
+{
+    for (int s = CONFIG_TRAIN_LOG_EVERY - 1; s < steps; s += CONFIG_TRAIN_LOG_EVERY) {
+        cJSON *e = snn_json_event("step");
+        snn_json_number(e, "epoch", epoch);
+        snn_json_number(e, "step", s + 1);
+        snn_json_float(e, "loss", losses[s]);
+        snn_json_put(f, e);
+    }
+    cJSON *e = snn_json_event("epoch");
+    snn_json_number(e, "epoch", epoch);
+    snn_json_float(e, "train_loss", (float)train.loss);
+    snn_json_float(e, "train_acc", (float)train.accuracy);
+    snn_json_float(e, "test_loss", (float)test.loss);
+    snn_json_float(e, "test_acc", (float)test.accuracy);
+    snn_json_float(e, "ms", ms);
+    snn_json_number(e, "samples_per_s", round(rate));
+    snn_json_float(e, "train_s", (float)train_s);
+    snn_json_float(e, "wall_s", (float)wall_s);
+    snn_json_put(f, e);
+}
+
+static void log_memory(FILE *f, const snn_mm_stats *s)
+{
+    cJSON *e = snn_json_event("memory");
+    snn_json_string(e, "strategy", SNN_MM_NAME);
+    snn_json_number(e, "startup_alloc_calls", s->startup_calls);
+    snn_json_number(e, "training_alloc_calls", s->training_calls);
+    snn_json_number(e, "tensors", s->tensors);
+    snn_json_number(e, "waits", s->waits);
+    snn_json_number(e, "arena_bytes", (double)s->arena);
+    snn_json_number(e, "reserved_bytes", (double)s->reserved);
+    snn_json_number(e, "peak_in_use_bytes", (double)s->peak_in_use);
+    snn_json_put(f, e);
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+/* One epoch from step `first` (0, or where a checkpoint left it). */
+static void train_epoch(outputs *out, const options *o, run_state *r, int first, double *train_s,
+                        const struct timespec *t0)
+{
+    snn_model *m = &r->m;
+    const int epoch = r->at.epoch, check = CONFIG_TRAIN_CHECK_EVERY;
+    const int tty = isatty(STDOUT_FILENO), tick = o->max_steps / 100 + 1;
+    float *losses = r->at.losses;
+    snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
+    if (snn_stop_signal())
+        stop_run(out, o, r, first);
+    snn_rt_mark(start);
+    for (int s = first; s < o->max_steps; s++) {
+        snn_rt_run_step(snn_train_step, m);
+        if ((s + 1) % check == 0) { /* one read-back per `check` steps, not per step */
+            snn_rt_download(losses + s + 1 - check, m->train_loss + s + 1 - check, check * sizeof(float));
+            check_finite(out, losses, s + 1 - check, check, epoch);
+        }
+        if (snn_stop_signal()) {
+            if (tty)
+                printf("\r%*s\r", 60, "");
+            stop_run(out, o, r, s + 1);
+        }
+        if (tty && s % tick == 0)
+            progress(epoch, s, o->max_steps);
+    }
+    snn_rt_mark(stop);
+    float ms = snn_rt_elapsed_ms(start, stop);
+    snn_rt_mark_free(start);
+    snn_rt_mark_free(stop);
+    if (tty)
+        printf("\r%*s\r", 60, "");
+    snn_score train = snn_epoch_score(m, o->max_steps, losses);
+    if (out->dump)
+        dump_epoch_file(out->dump, "losses", epoch, losses, o->max_steps * sizeof(float));
+    const int checked = o->max_steps / check * check; /* the windows the loop has read back */
+    check_finite(out, losses, checked, o->max_steps - checked, epoch);
+    check_learning(out, losses, o->max_steps, epoch);
+    snn_score test = snn_evaluate(m);
+    double rate = (double)(o->max_steps - first) * SNN_BATCH / (ms / 1e3);
+    *train_s += ms / 1e3;
+    printf("%5d  %10.4f  %8.2f%%  %9.4f  %7.2f%%  %8.1f ms  %11.0f\n", epoch, train.loss, 100 * train.accuracy,
+           test.loss, 100 * test.accuracy, ms, rate);
+    fflush(stdout);
+    r->at.step = o->max_steps;
+    if (out->log)
+        log_epoch(snn_out_stream(out->log), losses, o->max_steps, epoch, train, test, ms, rate, *train_s,
+                  seconds_since(t0));
+}
+
+/* The epochs to run: from the start, or from where --resume's checkpoint was. */
+static void train(outputs *out, const options *o, run_state *r, int resumed)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double train_s = 0;
+    int epoch = resumed ? r->at.epoch : 1, first = resumed ? r->at.step : 0;
+    if (first == o->max_steps) /* the checkpoint's epoch was complete */
+        epoch++, first = 0;
+    printf("epoch  train loss  train acc  test loss  test acc      time      samples/s\n");
+    fflush(stdout);
+    for (; epoch <= o->epochs; epoch++, first = 0) {
+        r->at.epoch = epoch;
+        if (first) {
+            snn_epoch_resume(&r->m, r->at.order, first, r->at.losses, r->at.correct);
+        } else {
+            snn_epoch_begin(&r->m, &r->rng, r->at.order);
+            if (out->dump)
+                dump_epoch_file(out->dump, "order", epoch, r->at.order, SNN_TRAIN_COUNT * sizeof(int32_t));
+        }
+        r->at.step = first;
+        train_epoch(out, o, r, first, &train_s, &t0);
+        if (o->checkpoint_path && (epoch % o->checkpoint_every == 0 || epoch == o->epochs))
+            write_checkpoint(o, r);
+    }
+}
+
+static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device_info *dev, snn_plan *plan)
+{
+    snn_model_plan(plan);
+    snn_rt_init(dev, plan->total);
+    print_summary(dev, o);
+    if (!o->eval)
+        snn_model_print_plan(plan, stdout);
+    snn_rng_seed(rng, CONFIG_TRAIN_SEED);
+    snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
+}
+
+/* --load FILE --eval: no training. */
+static int infer(const options *o)
+{
+    snn_out *log = o->log_path ? snn_out_open(o->log_path) : NULL;
+    snn_model m;
+    snn_rng rng;
+    snn_plan plan;
+    snn_device_info dev;
+    start_model(&m, &rng, o, &dev, &plan);
+    snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
+    printf("  model %s\n", o->load_path);
+    if (o->eval) {
+        uint8_t *labels = snn_xmalloc(SNN_TEST_COUNT, "test labels");
+        float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * sizeof(float), "test logits");
+        load_dataset(&m, o->data_dir, labels);
+        snn_score score = snn_evaluate_logits(&m, logits);
+        if (log)
+            log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
+        snn_report_evaluation(logits, labels, SNN_TEST_COUNT, score, stdout, log ? snn_out_stream(log) : NULL);
+        free(labels);
+        free(logits);
+    }
+    if (log)
+        snn_out_commit(log);
+    snn_mm_stop(m.arena);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    options o = parse_options(argc, argv);
+    options o = snn_parse_options(argc, argv);
     snn_signals_install();
+    if (o.eval)
+        return infer(&o);
     outputs out = open_outputs(&o);
+    run_state r = {0};
     snn_plan plan;
-    snn_model_plan(&plan);
     snn_device_info dev;
-    snn_rt_init(&dev, plan.total);
-    print_summary(&dev, &o);
-    snn_model_print_plan(&plan, stdout);
-
-    snn_model m;
-    snn_rng rng;
-    snn_rng_seed(&rng, CONFIG_TRAIN_SEED);
-    snn_model_init(&m, &plan, snn_mm_start(plan.total), SNN_ON_TARGET, &rng);
-    load_dataset(&m, o.data_dir);
-    float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters");
+    start_model(&r.m, &r.rng, &o, &dev, &plan);
+    r.at = (snn_progress){.epoch = 1, .steps_per_epoch = o.max_steps,
+                          .order = snn_xmalloc(SNN_TRAIN_COUNT * sizeof(int32_t), "sample order"),
+                          .losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses"),
+                          .correct = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(int32_t), "step counts")};
+    if (o.load_path) {
+        snn_model_file_load(o.load_path, &r.m, NULL, SNN_FILE_WEIGHTS);
+        printf("  starting from the weights of %s\n", o.load_path);
+    }
+    if (o.resume_path) {
+        snn_model_file_load(o.resume_path, &r.m, &r.at, SNN_FILE_CHECKPOINT);
+        if (r.at.steps_per_epoch != o.max_steps)
+            snn_die("%s: its epochs have %d steps, this run's %d (--max-steps): resume with the same --max-steps",
+                    o.resume_path, r.at.steps_per_epoch, o.max_steps);
+        if (r.at.epoch > o.epochs || (r.at.epoch == o.epochs && r.at.step == o.max_steps))
+            snn_die("%s is at epoch %d step %d: --epochs %d leaves nothing to train; give --epochs above %d",
+                    o.resume_path, r.at.epoch, r.at.step, o.epochs, r.at.epoch - (r.at.step < o.max_steps));
+        r.rng = r.at.rng;
+        printf("  resuming %s at epoch %d after step %d of %d\n", o.resume_path, r.at.epoch, r.at.step,
+               o.max_steps);
+    }
+    load_dataset(&r.m, o.data_dir, NULL);
     if (out.dump) {
-        snn_rt_download(params, m.params, SNN_PARAMS * sizeof(float));
-        dump_start(out.dump, &m, params, &o);
+        float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters");
+        snn_model_get_state(&r.m, params, NULL);
+        dump_start(out.dump, &r.m, params, &o);
+        free(params);
     }
     if (out.log)
-        log_config(snn_out_stream(out.log), &dev, &o, plan.total);
+        log_config(snn_out_stream(out.log), &r.m, &dev, &o, plan.total, o.resume_path ? &r.at : NULL);
 
-    int32_t *order = snn_xmalloc(SNN_TRAIN_COUNT * sizeof(int32_t), "sample order");
-    float *losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses");
-    snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
-    int tty = isatty(STDOUT_FILENO), tick = o.max_steps / 100 + 1;
-    const int check = CONFIG_TRAIN_CHECK_EVERY;
-    printf("epoch  train loss  train acc  val loss  val acc     time      samples/s\n");
-    fflush(stdout);
-    for (int epoch = 1; epoch <= o.epochs; epoch++) {
-        if (snn_stop_signal())
-            stop_run(&out, &o, &m, params, epoch, 0);
-        snn_epoch_begin(&m, &rng, order);
-        if (out.dump)
-            dump_epoch_file(out.dump, "order", epoch, order, SNN_TRAIN_COUNT * sizeof(int32_t));
-        snn_rt_mark(start);
-        for (int s = 0; s < o.max_steps; s++) {
-            snn_rt_run_step(snn_train_step, &m);
-            if ((s + 1) % check == 0) { /* one read-back per `check` steps, not per step */
-                snn_rt_download(losses + s + 1 - check, m.train_loss + s + 1 - check, check * sizeof(float));
-                check_finite(&out, losses, s + 1 - check, check, epoch);
-            }
-            if (snn_stop_signal()) {
-                if (tty)
-                    printf("\r%*s\r", 60, "");
-                stop_run(&out, &o, &m, params, epoch, s + 1);
-            }
-            if (tty && s % tick == 0)
-                progress(epoch, s, o.max_steps);
-        }
-        snn_rt_mark(stop);
-        float ms = snn_rt_elapsed_ms(start, stop);
-        if (tty)
-            printf("\r%*s\r", 60, "");
-        snn_score train = snn_epoch_score(&m, o.max_steps, losses);
-        if (out.dump)
-            dump_epoch_file(out.dump, "losses", epoch, losses, o.max_steps * sizeof(float));
-        const int checked = o.max_steps / check * check; /* the windows the loop has read back */
-        check_finite(&out, losses, checked, o.max_steps - checked, epoch);
-        check_learning(&out, losses, o.max_steps, epoch);
-        snn_score val = snn_evaluate(&m);
-        double rate = (double)o.max_steps * SNN_BATCH / (ms / 1e3);
-        printf("%5d  %10.4f  %8.2f%%  %8.4f  %6.2f%%  %8.1f ms  %11.0f\n", epoch, train.loss,
-               100 * train.accuracy, val.loss, 100 * val.accuracy, ms, rate);
-        fflush(stdout);
-        if (out.log) {
-            FILE *f = snn_out_stream(out.log);
-            for (int s = CONFIG_TRAIN_LOG_EVERY - 1; s < o.max_steps; s += CONFIG_TRAIN_LOG_EVERY)
-                fprintf(f, "{\"event\":\"step\",\"epoch\":%d,\"step\":%d,\"loss\":%.7g}\n", epoch, s + 1, losses[s]);
-            fprintf(f, "{\"event\":\"epoch\",\"epoch\":%d,\"train_loss\":%.7g,\"train_acc\":%.6f,"
-                       "\"val_loss\":%.7g,\"val_acc\":%.6f,\"ms\":%.3f,\"samples_per_s\":%.1f}\n",
-                    epoch, train.loss, train.accuracy, val.loss, val.accuracy, ms, rate);
-        }
-    }
+    train(&out, &o, &r, o.resume_path != NULL);
+
     if (out.save)
-        save_params(out.save, &m, params);
+        snn_model_file_save(out.save, &r.m, &r.at, SNN_FILE_WEIGHTS);
     if (out.dump)
         snn_out_dir_commit(out.dump);
     snn_mm_stats mem;
     snn_mm_stats_get(&mem);
     snn_mm_print(&mem, stdout);
     if (out.log) {
-        snn_mm_log(&mem, snn_out_stream(out.log));
+        log_memory(snn_out_stream(out.log), &mem);
         snn_out_commit(out.log);
     }
-    free(order);
-    free(losses);
-    free(params);
-    snn_rt_mark_free(start);
-    snn_rt_mark_free(stop);
-    snn_mm_stop(m.arena);
+    free(r.at.order);
+    free(r.at.losses);
+    free(r.at.correct);
+    snn_mm_stop(r.m.arena);
     return 0;
 }

@@ -44,14 +44,3 @@ void snn_mm_print(const snn_mm_stats *s, FILE *out)
             s->reserved, mib(s->reserved), s->arena, s->reserved - s->arena);
     fprintf(out, "  peak in use              %14zu B (%.1f MiB)\n", s->peak_in_use, mib(s->peak_in_use));
 }
-
-void snn_mm_log(const snn_mm_stats *s, FILE *out)
-{
-    fprintf(
-        out,
-        "{\"event\":\"memory\",\"strategy\":\"%s\",\"startup_alloc_calls\":%ld,\"training_alloc_calls\":%ld,"
-        "\"tensors\":%ld,\"waits\":%ld,\"arena_bytes\":%zu,\"reserved_bytes\":%zu,\"peak_in_use_bytes\":%zu}"
-        "\n",
-        SNN_MM_NAME, s->startup_calls, s->training_calls, s->tensors, s->waits, s->arena, s->reserved,
-        s->peak_in_use);
-}

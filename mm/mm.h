@@ -43,6 +43,5 @@ void snn_mm_stats_get(snn_mm_stats *s);
 void snn_mm_stop(void *arena);
 
 void snn_mm_print(const snn_mm_stats *s, FILE *out);
-void snn_mm_log(const snn_mm_stats *s, FILE *out); /* the {"event":"memory",...} line of --log */
 
 #endif

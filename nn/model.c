@@ -131,6 +131,37 @@ static void put(int on_host, void *dst, const void *src, size_t bytes)
         snn_rt_upload(dst, src, bytes);
 }
 
+/* A model in host memory (beside a GPU one) runs the host kernels. */
+static int in_host_memory(const snn_model *m) { return m->kernels == &snn_host_kernels; }
+
+/* After the FP32 weights were written other than by the update. */
+static void refresh_twins(snn_model *m)
+{
+    if (!in_host_memory(m) && TWIN_BYTES)
+        m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS); /* layer 0's weights open the parameters */
+}
+
+void snn_model_get_state(const snn_model *m, float *params, float *momentum)
+{
+    if (in_host_memory(m)) {
+        memcpy(params, m->params, SNN_PARAMS * F);
+        if (momentum)
+            memcpy(momentum, m->momentum, SNN_PARAMS * F);
+    } else {
+        snn_rt_download(params, m->params, SNN_PARAMS * F);
+        if (momentum)
+            snn_rt_download(momentum, m->momentum, SNN_PARAMS * F);
+    }
+}
+
+void snn_model_set_state(snn_model *m, const float *params, const float *momentum)
+{
+    put(in_host_memory(m), m->params, params, SNN_PARAMS * F);
+    if (momentum)
+        put(in_host_memory(m), m->momentum, momentum, SNN_PARAMS * F);
+    refresh_twins(m);
+}
+
 void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng)
 {
     static const int32_t counters[2] = {0, 0};
@@ -153,10 +184,9 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
     free(zeros);
     const snn_plan_entry *ws = &plan->region[SNN_T_GEMM_WORKSPACE];
     m->kernels->bind_workspace(ws->bytes ? snn_plan_at(plan, arena, SNN_T_GEMM_WORKSPACE) : NULL, (long)(ws->bytes / F));
-    if (!on_host && TWIN_BYTES) {
+    if (!on_host && TWIN_BYTES)
         bind_twins(m);
-        m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS); /* layer 0's weights open the parameters */
-    }
+    refresh_twins(m);
 }
 
 static inline void draw_uniform(float *x, long n, double bound, snn_rng *rng)

@@ -73,6 +73,13 @@ typedef enum { SNN_ON_TARGET, SNN_ON_HOST } snn_place;
  * program, the tests and the tools. */
 void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng);
 
+/* The trained state in host arrays of SNN_PARAMS floats each, in the arena's
+ * layout: reading it (for a checkpoint) and replacing it (loading one), the
+ * latter refreshing the weights' 16-bit twin. momentum may be NULL: left as
+ * it is. */
+void snn_model_get_state(const snn_model *m, float *params_host, float *momentum_host);
+void snn_model_set_state(snn_model *m, const float *params_host, const float *momentum_host);
+
 /* Draws the initial parameters into params_host, SNN_PARAMS floats in the
  * arena's layout: W0, b0, W1, b1, ... (snn_model_init does it for a model). */
 void snn_model_draw_params(float *params_host, snn_rng *rng);

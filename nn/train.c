@@ -56,9 +56,10 @@ void snn_train_step(void *model)
     k->step_advance(m->train_step);
 }
 
-void snn_eval_step(void *model)
+/* One evaluation step; logits_host, where given, gets its logits (a
+ * synchronisation, so never inside a captured step). */
+static void eval_step(snn_model *m, float *logits_host)
 {
-    snn_model *m = model;
     const snn_kernels *k = m->kernels;
     const int B = SNN_EVAL_BATCH;
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->test_images, m->test_labels, NULL, m->eval_step,
@@ -72,9 +73,13 @@ void snn_eval_step(void *model)
     }
     k->softmax_xent(NULL, NULL, m->eval_loss, m->eval_correct, m->act[SNN_LAYERS], m->batch_labels, m->eval_step,
                     B);
+    if (logits_host)
+        snn_rt_download(logits_host, m->act[SNN_LAYERS], (size_t)B * SNN_CLASSES * sizeof(float));
     drop(&m->act[SNN_LAYERS]);
     k->step_advance(m->eval_step);
 }
+
+void snn_eval_step(void *model) { eval_step(model, NULL); }
 
 void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host)
 {
@@ -82,6 +87,23 @@ void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host)
     snn_rng_permutation(rng, order_host, SNN_TRAIN_COUNT);
     snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
     snn_rt_upload(m->train_step, &zero, sizeof(zero));
+}
+
+void snn_epoch_resume(snn_model *m, const int32_t *order_host, int step, const float *losses_host,
+                      const int32_t *correct_host)
+{
+    snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
+    snn_rt_upload(m->train_step, &step, sizeof(step));
+    if (step) {
+        snn_rt_upload(m->train_loss, losses_host, step * sizeof(float));
+        snn_rt_upload(m->train_correct, correct_host, step * sizeof(int32_t));
+    }
+}
+
+void snn_epoch_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host)
+{
+    snn_rt_download(losses_host, m->train_loss, steps * sizeof(float));
+    snn_rt_download(correct_host, m->train_correct, steps * sizeof(int32_t));
 }
 
 static snn_score score(const float *loss_dev, const int32_t *correct_dev, int steps, int rows,
@@ -111,5 +133,15 @@ snn_score snn_evaluate(snn_model *m)
     snn_rt_upload(m->eval_step, &zero, sizeof(zero));
     for (int s = 0; s < SNN_EVAL_STEPS; s++)
         snn_rt_run_step(snn_eval_step, m);
+    return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
+}
+
+snn_score snn_evaluate_logits(snn_model *m, float *logits_host)
+{
+    static const int32_t zero = 0;
+    float losses[SNN_EVAL_STEPS];
+    snn_rt_upload(m->eval_step, &zero, sizeof(zero));
+    for (int s = 0; s < SNN_EVAL_STEPS; s++)
+        eval_step(m, logits_host + (size_t)s * SNN_EVAL_BATCH * SNN_CLASSES);
     return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
 }

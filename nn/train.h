@@ -15,6 +15,13 @@ void snn_eval_step(void *model);
 /* Draws this epoch's order (kept in order_host too) and resets the counter. */
 void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host);
 
+/* Continues an epoch from a checkpoint: its order, its next step, and the
+ * losses and correct counts of the steps done (step of each). */
+void snn_epoch_resume(snn_model *m, const int32_t *order_host, int step, const float *losses_host,
+                      const int32_t *correct_host);
+/* The losses and correct counts of the epoch's first `steps` steps. */
+void snn_epoch_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host);
+
 typedef struct {
     double loss, accuracy; /* mean over the steps or the test set */
 } snn_score;
@@ -23,5 +30,8 @@ typedef struct {
 snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host);
 /* Runs the whole test set and scores it. */
 snn_score snn_evaluate(snn_model *m);
+/* The same, step by step without a graph, keeping every test image's logits
+ * (SNN_TEST_COUNT x SNN_CLASSES floats, whatever test_images holds). */
+snn_score snn_evaluate_logits(snn_model *m, float *logits_host);
 
 #endif

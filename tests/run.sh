@@ -83,6 +83,7 @@ suite_layers() { run "layers" tests/host/test_layers.sh; }
 suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
 suite_program() { run "program" tests/host/test_app.sh "$H/app/mnist"; }
 suite_outputs() { run "outputs and signals" tests/host/test_outputs.sh "$H/app/mnist"; }
+suite_model_files() { run "model files" tests/host/test_model_files.sh "$H/app/mnist"; }
 suite_guards() { run "training guards" tests/host/test_guards.sh "$G-diverge/app/mnist" "$G-collapse/app/mnist"; }
 
 # make run: configure for this machine (no GPU here: host), build, train.
@@ -165,6 +166,7 @@ config       14 y
 layers        1 y
 outputs       3 y
 guards        3 y
+model_files  10 y
 program      10 y
 menuconfig   12 n
 make_run     10 n

@@ -91,8 +91,8 @@ def read_engine_log(text):
     config = next((e for e in events if e.get("event") == "config"), {})
     ms = [e["ms"] for e in epochs]
     last = epochs[-1]
-    return {"ms_all": ms, "ms_median": median_after_first(ms), "val_acc": last["val_acc"],
-            "val_loss": last["val_loss"], "train_loss": last["train_loss"], "device": config.get("device")}
+    return {"ms_all": ms, "ms_median": median_after_first(ms), "test_acc": last["test_acc"],
+            "test_loss": last["test_loss"], "train_loss": last["train_loss"], "device": config.get("device")}
 
 
 # ---- report --------------------------------------------------------------------
@@ -120,13 +120,13 @@ def table_row(name, result):
     cells += [torch_cell(torch.get(mode)) for mode in MODES]
     best = [e["ms_median"] for e in torch.values() if e and e.get("ok")]
     cells.append(f"{min(best) / engine_ms:.2f}x" if best and engine_ms else "-")
-    cells.append(f"{100 * engine['val_acc']:.2f}%" if engine else "-")
+    cells.append(f"{100 * engine['test_acc']:.2f}%" if engine else "-")
     return cells
 
 
 def render_markdown(results, gpu, date):
     head = ["config", "staticnn ms/epoch", "eager", "compile", "graph", "best torch / staticnn",
-            "staticnn final val acc"]
+            "staticnn final test acc"]
     lines = [f"## staticnn vs PyTorch on {gpu}, {date}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(table_row(name, r)) + " |" for name, r in results.items()]

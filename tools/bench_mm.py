@@ -116,7 +116,7 @@ def config_rows(name, result):
         peak = m["peak_in_use_bytes"]
         rows.append([label, VARIANTS[variant][3], fmt_ms(run["ms_median"]), ratio(run["ms_median"], base_ms),
                      f"{m['startup_alloc_calls']} + {m['training_alloc_calls']}", str(m["tensors"]),
-                     mib(m["reserved_bytes"]), mib(peak), ratio(peak, base_peak), f"{100 * run['val_acc']:.2f}%"])
+                     mib(m["reserved_bytes"]), mib(peak), ratio(peak, base_peak), f"{100 * run['test_acc']:.2f}%"])
     torch = result.get("torch")
     if torch is not None:
         peak = torch.get("max_memory_bytes")
@@ -127,7 +127,7 @@ def config_rows(name, result):
 
 def render_markdown(results, gpu, date, epochs):
     head = ["config", "strategy", "ms/epoch", "time vs static", "device alloc calls (start-up + training)",
-            "per-step tensors", "reserved MiB", "peak in use MiB", "peak vs static", "final val acc"]
+            "per-step tensors", "reserved MiB", "peak in use MiB", "peak vs static", "final test acc"]
     lines = [f"## Memory strategies on {gpu}, {date}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, result in results.items():

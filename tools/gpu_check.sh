@@ -58,11 +58,11 @@ fp32_acc=
 
 accuracy_verdict() { # PRECISION ACC: the final validation accuracy against the FP32 run's
     if [ -z "$2" ]; then echo "no validation accuracy in the run's log"
-    elif [ "$1" = FP32 ]; then echo "val acc $2% (the FP32 baseline)"
-    elif [ -z "$fp32_acc" ]; then echo "val acc $2% (no FP32 run to compare with)"
+    elif [ "$1" = FP32 ]; then echo "test acc $2% (the FP32 baseline)"
+    elif [ -z "$fp32_acc" ]; then echo "test acc $2% (no FP32 run to compare with)"
     elif python3 -c "import sys; sys.exit(abs($2 - $fp32_acc) > $ACC_POINTS)"; then
-        echo "val acc $2% (FP32 $fp32_acc%, within $ACC_POINTS points: ok)"
-    else echo "val acc $2% (FP32 $fp32_acc%, more than $ACC_POINTS points apart: NOT OK)"; fi
+        echo "test acc $2% (FP32 $fp32_acc%, within $ACC_POINTS points: ok)"
+    else echo "test acc $2% (FP32 $fp32_acc%, more than $ACC_POINTS points apart: NOT OK)"; fi
 }
 
 # parity_run NAME BOARD SM PRECISION [NUMERICS [CONFIG_LINE...]]: BOARD's
@@ -96,7 +96,7 @@ parity_run() {
     python3 tools/torch_parity.py "$d/dump" --precision "$numerics" --epochs 0 --png "$OUT/parity-$name.png" \
         >"$L/parity-$name.txt" 2>&1
     line=$(grep '^parity ' "$L/parity-$name.txt" || echo "torch_parity failed: $(tail -n 1 "$L/parity-$name.txt")")
-    acc=$(val_acc "$L/parity-$name-run.jsonl")
+    acc=$(test_acc "$L/parity-$name-run.jsonl")
     [ "$prec" = FP32 ] && fp32_acc=$acc
     say "$name: $line; $(accuracy_verdict "$prec" "$acc")"
 }

@@ -8,8 +8,8 @@ gpu_cc() { nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null 
 usable() { [ -n "$1" ] && [ "$1" -ge "$2" ] && { [ "$2" -ne 90 ] || [ "$1" -eq 90 ]; }; }
 
 # The last epoch's validation accuracy (%) in an app/mnist --log file.
-val_acc() {
-    python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"val_acc\"' in l][-1]['val_acc']))" "$1" 2>/dev/null
+test_acc() {
+    python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"test_acc\"' in l][-1]['test_acc']))" "$1" 2>/dev/null
 }
 
 # board_def_retarget BOARD DIR: BOARD's defconfig without its target and

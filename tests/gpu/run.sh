@@ -33,7 +33,7 @@ if [ ! -x "$HOST_APP" ] && ! { make --no-print-directory O="$OUT/host" host_defc
 fi
 host_acc=
 if [ -x "$HOST_APP" ] && "$HOST_APP" --data "$DATA" --epochs 1 --log "$OUT/gpu-host-epoch.jsonl" >/dev/null 2>&1; then
-    host_acc=$(val_acc "$OUT/gpu-host-epoch.jsonl")
+    host_acc=$(test_acc "$OUT/gpu-host-epoch.jsonl")
 fi
 
 # build_variant NAME DIR: build DIR/def for this card (its .log next to it)
@@ -53,7 +53,7 @@ check_variant() {
     prefixed "$name" "$d/tests/bin/gpu/test_kernels"
     prefixed "$name" "$d/tests/bin/gpu/test_step"
     if "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/epoch.jsonl" >"$d/epoch.out" 2>&1; then
-        acc=$(val_acc "$d/epoch.jsonl")
+        acc=$(test_acc "$d/epoch.jsonl")
         if [ -n "$host_acc" ] && python3 -c "import sys; sys.exit(abs($acc - $host_acc) > $TOL_POINTS)"; then
             echo "ok - $name: one epoch reaches $acc% (host engine $host_acc%, within $TOL_POINTS points)"
         else echo "not ok - $name: one epoch reaches $acc%, host engine '$host_acc'% (tolerance $TOL_POINTS points)"; fi

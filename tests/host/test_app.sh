@@ -64,7 +64,7 @@ else echo "ok - plain lines when stdout is not a terminal"; fi
 start=$(date +%s.%N)
 "$APP" --data "$DATA" --log "$T/full.jsonl" >"$T/full.out" 2>&1; rc=$?
 secs=$(echo "$(date +%s.%N) - $start" | bc)
-acc=$(python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"epoch\"' in l and 'val_acc' in l][-1]['val_acc']))" "$T/full.jsonl" 2>/dev/null)
+acc=$(python3 -c "import json,sys; print('%.2f' % (100*[json.loads(l) for l in open(sys.argv[1]) if '\"epoch\"' in l and 'test_acc' in l][-1]['test_acc']))" "$T/full.jsonl" 2>/dev/null)
 if [ $rc -eq 0 ] && [ -n "$acc" ] && python3 -c "import sys; sys.exit(not float('$acc') >= $MIN_ACC)"; then
     echo "ok - end-to-end training reaches $acc% validation accuracy (>= $MIN_ACC%) in ${secs%.*} s"
 else echo "not ok - end-to-end: status $rc, accuracy '${acc}' (want >= $MIN_ACC%)"; tail -n 8 "$T/full.out" | sed 's/^/    /'; fi

@@ -17,8 +17,8 @@ def verdict(ok, name, why=""):
 
 def fake_log(epoch_ms, strategy, tensors, calls, reserved, peak, arena=100 * 2**20):
     lines = [{"event": "config", "target": "sm90", "device": "NVIDIA H100 80GB HBM3", "shape": "784-784-784-10"}]
-    lines += [{"event": "epoch", "epoch": i + 1, "train_loss": 0.1, "train_acc": 0.97, "val_loss": 0.08,
-               "val_acc": 0.9812, "ms": ms, "samples_per_s": 1.0} for i, ms in enumerate(epoch_ms)]
+    lines += [{"event": "epoch", "epoch": i + 1, "train_loss": 0.1, "train_acc": 0.97, "test_loss": 0.08,
+               "test_acc": 0.9812, "ms": ms, "samples_per_s": 1.0} for i, ms in enumerate(epoch_ms)]
     lines.append({"event": "memory", "strategy": strategy, "startup_alloc_calls": 1, "training_alloc_calls": calls,
                   "tensors": tensors, "waits": 0, "arena_bytes": arena, "reserved_bytes": reserved,
                   "peak_in_use_bytes": peak})

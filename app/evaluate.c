@@ -1,0 +1,56 @@
+#include "app/evaluate.h"
+
+#include "app/json.h"
+#include "snn_config.h"
+
+int snn_predicted_class(const float *logits)
+{
+    int best = 0;
+    for (int c = 1; c < SNN_CLASSES; c++)
+        if (logits[c] > logits[best])
+            best = c;
+    return best;
+}
+
+void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, snn_score score, FILE *out,
+                           FILE *log)
+{
+    int confusion[SNN_CLASSES][SNN_CLASSES] = {{0}}, total[SNN_CLASSES] = {0}, right = 0;
+    for (int i = 0; i < n; i++) {
+        int predicted = snn_predicted_class(logits + (size_t)i * SNN_CLASSES);
+        confusion[labels[i]][predicted]++;
+        total[labels[i]]++;
+        right += predicted == labels[i];
+    }
+    float per_class[SNN_CLASSES];
+    for (int c = 0; c < SNN_CLASSES; c++)
+        per_class[c] = total[c] ? (float)confusion[c][c] / total[c] : 0.0f;
+
+    fprintf(out, "test set: loss %.4f, accuracy %.2f%% (%d of %d)\n", score.loss, 100 * score.accuracy, right, n);
+    fprintf(out, "\nconfusion matrix (rows: true class, columns: predicted)\n  true  accuracy |");
+    for (int c = 0; c < SNN_CLASSES; c++)
+        fprintf(out, " %5d", c);
+    fprintf(out, "\n  ---------------+");
+    for (int c = 0; c < SNN_CLASSES; c++)
+        fprintf(out, "------");
+    fprintf(out, "\n");
+    for (int t = 0; t < SNN_CLASSES; t++) {
+        fprintf(out, "  %4d   %6.2f%% |", t, 100 * per_class[t]);
+        for (int c = 0; c < SNN_CLASSES; c++)
+            fprintf(out, " %5d", confusion[t][c]);
+        fprintf(out, "\n");
+    }
+    if (!log)
+        return;
+    cJSON *e = snn_json_event("evaluation");
+    snn_json_string(e, "set", "test");
+    snn_json_number(e, "loss", score.loss);
+    snn_json_number(e, "accuracy", score.accuracy);
+    snn_json_number(e, "samples", n);
+    snn_json_add(e, "per_class_accuracy", snn_json_floats(per_class, SNN_CLASSES));
+    cJSON *rows = cJSON_CreateArray();
+    snn_json_add(e, "confusion", rows);
+    for (int t = 0; t < SNN_CLASSES; t++)
+        cJSON_AddItemToArray(rows, snn_json_ints(confusion[t], SNN_CLASSES));
+    snn_json_put(log, e);
+}

@@ -1,0 +1,267 @@
+#include "app/model_file.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/json.h"
+#include "data/safetensors.h"
+#include "snn_check.h"
+
+#define FORMAT "staticnn 1"
+#define MAX_TENSORS (4 * SNN_LAYERS + 4) /* weights and biases, their momentum, rng, order, losses, correct */
+
+#if defined(CONFIG_NN_INIT_TORCH)
+#define INIT_SYMBOL "NN_INIT_TORCH"
+#elif defined(CONFIG_NN_INIT_XAVIER)
+#define INIT_SYMBOL "NN_INIT_XAVIER"
+#else
+#define INIT_SYMBOL "NN_INIT_KAIMING"
+#endif
+
+/* The metadata: strings, as the format wants. */
+typedef struct {
+    char shape[256], module[1024], input[128], optimizer[128], config[1024];
+    char pixel_mean[32], pixel_std[32], epoch[16], step[16], steps_per_epoch[16], batch[16], seed[16];
+    snn_st_meta meta[20];
+    int count;
+} metadata;
+
+static void upper_symbol(char *dst, size_t len, const char *prefix, const char *name)
+{
+    int n = snprintf(dst, len, "%s", prefix);
+    for (; *name && n > 0 && (size_t)n + 1 < len; name++)
+        dst[n++] = *name == '-' ? '_' : (char)(*name >= 'a' && *name <= 'z' ? *name - 32 : *name);
+    dst[n] = 0;
+}
+
+/* The configuration symbols that define the model and its training. */
+static void config_fragment(char *buf, size_t len)
+{
+    char dataset[64], precision[64], target[64];
+    upper_symbol(dataset, sizeof(dataset), "CONFIG_DATASET_", SNN_DATASET_SLUG);
+    upper_symbol(precision, sizeof(precision), "CONFIG_PRECISION_", SNN_PRECISION_NAME);
+    upper_symbol(target, sizeof(target), "CONFIG_TARGET_", SNN_TARGET_NAME);
+    snprintf(buf, len,
+             "%s=y\nCONFIG_NN_HIDDEN_LAYERS=%d\nCONFIG_NN_HIDDEN_WIDTH=%d\nCONFIG_" INIT_SYMBOL "=y\n"
+             "CONFIG_TRAIN_BATCH_SIZE=%d\nCONFIG_TRAIN_LR=\"%s\"\nCONFIG_TRAIN_MOMENTUM=\"%s\"\nCONFIG_TRAIN_SEED=%d\n"
+             "%s=y\n%s=y\n",
+             dataset, CONFIG_NN_HIDDEN_LAYERS, CONFIG_NN_HIDDEN_WIDTH, SNN_BATCH, CONFIG_TRAIN_LR,
+             CONFIG_TRAIN_MOMENTUM, CONFIG_TRAIN_SEED, precision, target);
+}
+
+static void module_text(char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "torch.nn.Sequential(");
+    for (int l = 0; l < SNN_LAYERS && n > 0 && (size_t)n < len; l++)
+        n += snprintf(buf + n, len - n, "%storch.nn.Linear(%d, %d)%s", l ? ", " : "", SNN_DIM(l), SNN_DIM(l + 1),
+                      l + 1 < SNN_LAYERS ? ", torch.nn.ReLU()" : ")");
+}
+
+static void optimizer_text(char *buf, size_t len)
+{
+    snprintf(buf, len, "SGD lr %s momentum %s", CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM);
+}
+
+static void add(metadata *md, const char *key, const char *value)
+{
+    md->meta[md->count++] = (snn_st_meta){key, value};
+}
+
+static void build_metadata(metadata *md, const snn_model *m, const snn_progress *p, snn_file_kind kind)
+{
+    memset(md, 0, sizeof(*md));
+    snn_model_shape(md->shape, sizeof(md->shape));
+    module_text(md->module, sizeof(md->module));
+    snn_float_text(md->pixel_mean, sizeof(md->pixel_mean), SNN_PIXEL_MEAN);
+    snn_float_text(md->pixel_std, sizeof(md->pixel_std), SNN_PIXEL_STD);
+    snprintf(md->input, sizeof(md->input), "28x28 row-major, white on black, (pixel/255 - %s)/%s", md->pixel_mean,
+             md->pixel_std);
+    optimizer_text(md->optimizer, sizeof(md->optimizer));
+    config_fragment(md->config, sizeof(md->config));
+    snprintf(md->epoch, sizeof(md->epoch), "%d", p->epoch);
+    snprintf(md->step, sizeof(md->step), "%d", p->step);
+    snprintf(md->steps_per_epoch, sizeof(md->steps_per_epoch), "%d", p->steps_per_epoch);
+    snprintf(md->batch, sizeof(md->batch), "%d", SNN_BATCH);
+    snprintf(md->seed, sizeof(md->seed), "%d", CONFIG_TRAIN_SEED);
+    (void)m;
+    add(md, "format", FORMAT);
+    add(md, "kind", kind == SNN_FILE_CHECKPOINT ? "checkpoint" : "weights");
+    add(md, "module", md->module);
+    add(md, "shape", md->shape);
+    add(md, "dataset", SNN_DATASET_NAME);
+    add(md, "input", md->input);
+    add(md, "pixel_mean", md->pixel_mean);
+    add(md, "pixel_std", md->pixel_std);
+    add(md, "target", SNN_TARGET_NAME);
+    add(md, "precision", SNN_PRECISION_NAME);
+    add(md, "optimizer", md->optimizer);
+    add(md, "batch", md->batch);
+    add(md, "init", snn_init_name());
+    add(md, "seed", md->seed);
+    add(md, "epoch", md->epoch);
+    add(md, "step", md->step);
+    add(md, "steps_per_epoch", md->steps_per_epoch);
+    add(md, "config", md->config);
+}
+
+/* The tensors of a file of this kind, pointing into the host arrays given. */
+typedef struct {
+    char names[MAX_TENSORS][48];
+    snn_st_tensor t[MAX_TENSORS];
+    int count;
+} tensor_list;
+
+static void add_tensor(tensor_list *list, const char *name, snn_st_dtype dtype, int rank, int64_t d0, int64_t d1,
+                       const void *data)
+{
+    snn_st_tensor *t = &list->t[list->count];
+    snprintf(list->names[list->count], sizeof(list->names[0]), "%s", name);
+    *t = (snn_st_tensor){.name = list->names[list->count], .dtype = dtype, .rank = rank, .shape = {d0, d1},
+                         .data = data};
+    list->count++;
+}
+
+static void add_params(tensor_list *list, const char *prefix, const float *p)
+{
+    char name[48];
+    for (int l = 0; l < SNN_LAYERS; l++) {
+        long in = SNN_DIM(l), out = SNN_DIM(l + 1);
+        snprintf(name, sizeof(name), "%s%d.weight", prefix, 2 * l);
+        add_tensor(list, name, SNN_ST_F32, 2, out, in, p);
+        p += out * in;
+        snprintf(name, sizeof(name), "%s%d.bias", prefix, 2 * l);
+        add_tensor(list, name, SNN_ST_F32, 1, out, 0, p);
+        p += out;
+    }
+}
+
+static void list_tensors(tensor_list *list, snn_file_kind kind, const float *params, const float *momentum,
+                         const snn_progress *p)
+{
+    list->count = 0;
+    add_params(list, "", params);
+    if (kind == SNN_FILE_WEIGHTS)
+        return;
+    add_params(list, "momentum.", momentum);
+    add_tensor(list, "rng.state", SNN_ST_U64, 1, 4, 0, p->rng.s);
+    add_tensor(list, "epoch.order", SNN_ST_I32, 1, SNN_TRAIN_COUNT, 0, p->order);
+    add_tensor(list, "epoch.losses", SNN_ST_F32, 1, p->step, 0, p->losses);
+    add_tensor(list, "epoch.correct", SNN_ST_I32, 1, p->step, 0, p->correct);
+}
+
+void snn_model_file_save(snn_out *out, const snn_model *m, const snn_progress *p, snn_file_kind kind)
+{
+    float *params = snn_xmalloc(2 * SNN_PARAMS * sizeof(float), "the parameters to save");
+    float *momentum = params + SNN_PARAMS;
+    snn_model_get_state(m, params, kind == SNN_FILE_CHECKPOINT ? momentum : NULL);
+    metadata md;
+    build_metadata(&md, m, p, kind);
+    tensor_list list;
+    list_tensors(&list, kind, params, momentum, p);
+    char err[512];
+    if (snn_st_write(snn_out_stream(out), "the output", list.t, list.count, md.meta, md.count, err, sizeof(err)))
+        snn_die("%s", err);
+    free(params);
+    snn_out_commit(out); /* a write error is reported here */
+}
+
+/* ---- loading ------------------------------------------------------------------ */
+
+/* A metadata value that must equal this build's; the message names the field. */
+static void require_same(const snn_st_file *f, const char *path, const char *key, const char *mine,
+                         const char *what)
+{
+    const char *theirs = snn_st_meta_get(f, key);
+    if (theirs && strcmp(theirs, mine) != 0)
+        snn_die("%s: the %s differs: the file's is %s, this build's is %s (a file for another build: configure "
+                "this one to match with make menuconfig, or use the build that wrote it)",
+                path, what, theirs, mine);
+}
+
+static int meta_int(const snn_st_file *f, const char *path, const char *key, int lo, int hi)
+{
+    const char *v = snn_st_meta_get(f, key);
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    if (!v || end == v || *end || n < lo || n > hi)
+        snn_die("%s: the checkpoint's metadata '%s' is %s%s%s, not a whole number in [%d, %d]", path, key,
+                v ? "'" : "missing", v ? v : "", v ? "'" : "", lo, hi);
+    return (int)n;
+}
+
+static void check_metadata(const snn_st_file *f, const char *path, snn_file_kind kind)
+{
+    const char *format = snn_st_meta_get(f, "format"), *is = snn_st_meta_get(f, "kind");
+    if (kind == SNN_FILE_CHECKPOINT && (!format || !is || strcmp(is, "checkpoint")))
+        snn_die("%s: not a staticnn checkpoint (its metadata's kind is %s); --resume wants a file written by "
+                "--checkpoint, --load takes weights", path, is ? is : "missing");
+    if (format && strcmp(format, FORMAT))
+        snn_die("%s: written as '%s', this build reads '%s'", path, format, FORMAT);
+    char shape[256], optimizer[128], batch[16];
+    snn_model_shape(shape, sizeof(shape));
+    require_same(f, path, "shape", shape, "model shape");
+    require_same(f, path, "dataset", SNN_DATASET_NAME, "dataset");
+    if (kind == SNN_FILE_WEIGHTS)
+        return;
+    optimizer_text(optimizer, sizeof(optimizer));
+    snprintf(batch, sizeof(batch), "%d", SNN_BATCH);
+    require_same(f, path, "optimizer", optimizer, "optimizer");
+    require_same(f, path, "batch", batch, "batch size");
+    const char *target = snn_st_meta_get(f, "target"), *precision = snn_st_meta_get(f, "precision");
+    if ((target && strcmp(target, SNN_TARGET_NAME)) || (precision && strcmp(precision, SNN_PRECISION_NAME)))
+        printf("note: %s was written by target %s in %s; this build runs %s in %s: training goes on, but not "
+               "bitwise as the run that wrote it would have\n",
+               path, target ? target : "?", precision ? precision : "?", SNN_TARGET_NAME, SNN_PRECISION_NAME);
+}
+
+/* Copies each listed tensor's bytes from the file, checking its dtype and
+ * shape; any tensor of the file not listed is refused by name. */
+static void read_tensors(const snn_st_file *f, const char *path, const tensor_list *list, int allow_extra)
+{
+    char err[512];
+    for (int i = 0; i < list->count; i++) {
+        const snn_st_tensor *want = &list->t[i], *t;
+        if (!(t = snn_st_expect(f, want->name, want->dtype, want->rank, want->shape, err, sizeof(err))))
+            snn_die("%s", err);
+        memcpy((void *)want->data, t->data, snn_st_bytes(t));
+        if (want->dtype == SNN_ST_F32)
+            for (size_t k = 0; k < snn_st_bytes(t) / sizeof(float); k++)
+                if (!isfinite(((const float *)want->data)[k]))
+                    snn_die("%s: tensor '%s' holds a non-finite value at element %zu", path, want->name, k);
+    }
+    for (int i = 0; i < snn_st_count(f) && !allow_extra; i++) {
+        const char *name = snn_st_at(f, i)->name;
+        int known = 0;
+        for (int j = 0; j < list->count && !known; j++)
+            known = !strcmp(name, list->t[j].name);
+        if (!known)
+            snn_die("%s: tensor '%s' is not one of this model's (its %d Linear layers are 0.weight, 0.bias, ..., "
+                    "%d.weight, %d.bias)", path, name, SNN_LAYERS, 2 * SNN_LAYERS - 2, 2 * SNN_LAYERS - 2);
+    }
+}
+
+void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind)
+{
+    char err[512];
+    snn_st_file *f = snn_st_read(path, err, sizeof(err));
+    if (!f)
+        snn_die("%s", err);
+    check_metadata(f, path, kind);
+    float *params = snn_xmalloc(2 * SNN_PARAMS * sizeof(float), "the parameters to load");
+    float *momentum = params + SNN_PARAMS;
+    tensor_list list;
+    if (kind == SNN_FILE_CHECKPOINT) {
+        p->epoch = meta_int(f, path, "epoch", 1, 1000000000);
+        p->steps_per_epoch = meta_int(f, path, "steps_per_epoch", 1, SNN_STEPS_PER_EPOCH);
+        p->step = meta_int(f, path, "step", 0, p->steps_per_epoch);
+    }
+    list_tensors(&list, kind, params, momentum, p);
+    /* --load takes a checkpoint's weights and leaves the rest. */
+    const char *is = snn_st_meta_get(f, "kind");
+    read_tensors(f, path, &list, kind == SNN_FILE_WEIGHTS && is && !strcmp(is, "checkpoint"));
+    snn_model_set_state(m, params, kind == SNN_FILE_CHECKPOINT ? momentum : NULL);
+    free(params);
+    snn_st_close(f);
+}

@@ -1,0 +1,39 @@
+/* Models in safetensors files (data/safetensors.h). The weights alone
+ * (--save, --load) are named and shaped as the PyTorch module the metadata
+ * names: layer l is the Linear at index 2l of nn.Sequential(Linear, ReLU,
+ * ..., Linear), "0.weight" [out, in], "0.bias" [out], "2.weight", ... A
+ * checkpoint (--checkpoint, --resume) adds what training needs to go on as
+ * if it had never stopped: the momentum, the generator, the epoch's order,
+ * its position and the figures of its steps so far. */
+#ifndef SNN_MODEL_FILE_H
+#define SNN_MODEL_FILE_H
+
+#include <stdint.h>
+
+#include "app/outfile.h"
+#include "nn/model.h"
+
+/* Where a run is: epoch (from 1) has had step of steps_per_epoch steps. */
+typedef struct {
+    int epoch, step, steps_per_epoch;
+    snn_rng rng;      /* after the epoch's order was drawn */
+    int32_t *order;   /* SNN_TRAIN_COUNT: the epoch's sample order */
+    float *losses;    /* the epoch's first `step` step losses ... */
+    int32_t *correct; /* ... and correct counts */
+} snn_progress;
+
+typedef enum { SNN_FILE_WEIGHTS, SNN_FILE_CHECKPOINT } snn_file_kind;
+
+/* Writes the model (and for a checkpoint the progress p) to out and commits
+ * it; or dies saying why. */
+void snn_model_file_save(snn_out *out, const snn_model *m, const snn_progress *p, snn_file_kind kind);
+
+/* Loads path into m: its weights (SNN_FILE_WEIGHTS: a weights file or a
+ * checkpoint; the momentum is left as it is), or a checkpoint's whole state
+ * and its progress into p (whose arrays the caller owns). A file of another
+ * shape, dataset or (for a checkpoint) optimizer or batch is refused with
+ * one message naming what differs. Prints a note where a checkpoint came
+ * from another target or precision (it goes on, but not bitwise). */
+void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind);
+
+#endif

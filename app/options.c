@@ -1,0 +1,115 @@
+#include "app/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snn_check.h"
+#include "snn_config.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: mnist [options]                      train the configured model (make menuconfig)\n"
+            "       mnist --load MODEL --eval [--log F]  evaluate a saved model on the test set\n"
+            "\n"
+            "Trains the MLP this build was configured for on " SNN_DATASET_NAME ".\n\n"
+            "  --data DIR            dataset directory (default: " SNN_DATA_DIR ")\n"
+            "  --epochs N            train N epochs instead of the configured %d (with --resume: up to\n"
+            "                        epoch N in all)\n"
+            "  --max-steps N         stop each epoch after N steps (smoke tests, sanitizers)\n"
+            "  --log FILE            write JSON lines: the config, every %d-th step's loss, each epoch,\n"
+            "                        the memory strategy's figures, and with --eval the evaluation\n"
+            "  --save FILE           write the final weights as safetensors (README: model files)\n"
+            "  --load FILE           start from the weights of FILE (a --save file or a checkpoint)\n"
+            "  --checkpoint FILE     write the whole training state to FILE every --checkpoint-every\n"
+            "                        epochs, at the end, and when SIGINT or SIGTERM stops the run\n"
+            "  --checkpoint-every N  epochs between checkpoints (default 1)\n"
+            "  --resume FILE         go on from a checkpoint: the same parameters, bit for bit, as a\n"
+            "                        run that was never stopped\n"
+            "  --eval                with --load: the test set's loss, accuracy, per-class accuracy\n"
+            "                        and confusion matrix; trains nothing\n"
+
+            "  --dump DIR            write the run's shape and numerics, initial parameters, each\n"
+            "                        epoch's order and step losses, for tools/torch_parity.py\n"
+            "  --help                this text\n\n"
+            "SIGINT or SIGTERM stops the run after the current step: --save and --checkpoint get the\n"
+            "state as it is, --log the figures so far; the exit status is 130 or 143.\n",
+            CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_LOG_EVERY);
+}
+
+static int parse_count(const char *opt, const char *text)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || *end || end == text || v < 1 || v > 1000000000)
+        snn_die("%s wants a positive whole number, not '%s'", opt, text);
+    return (int)v;
+}
+
+/* Options that make no sense together, each refused by name. */
+static void check_combinations(const options *o, int epochs_given, int max_steps_given, int every_given)
+{
+    const int infer = o->eval;
+    if (infer && !o->load_path)
+        snn_die("--eval needs --load FILE: the model to evaluate");
+    const char *training_only[][2] = {{"--save", o->save_path}, {"--checkpoint", o->checkpoint_path},
+                                      {"--resume", o->resume_path}, {"--dump", o->dump_dir},
+                                      {"--epochs", epochs_given ? "" : NULL},
+                                      {"--max-steps", max_steps_given ? "" : NULL}};
+    for (size_t i = 0; infer && i < sizeof(training_only) / sizeof(training_only[0]); i++)
+        if (training_only[i][1])
+            snn_die("--eval trains nothing: %s does not go with it", training_only[i][0]);
+    if (o->resume_path && o->load_path)
+        snn_die("--resume loads the model from its checkpoint: --load does not go with it");
+    if (o->resume_path && o->dump_dir)
+        snn_die("--dump records a run from its start: it does not go with --resume");
+    if (every_given && !o->checkpoint_path)
+        snn_die("--checkpoint-every needs --checkpoint FILE");
+}
+
+options snn_parse_options(int argc, char **argv)
+{
+    enum { DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, MAX_STEPS, EPOCHS, HELP };
+    static const struct option longs[] = {
+        {"data", required_argument, 0, DATA},         {"log", required_argument, 0, LOG},
+        {"dump", required_argument, 0, DUMP},         {"save", required_argument, 0, SAVE},
+        {"load", required_argument, 0, LOAD},         {"resume", required_argument, 0, RESUME},
+        {"checkpoint", required_argument, 0, CHECKPOINT}, {"checkpoint-every", required_argument, 0, EVERY},
+        {"eval", no_argument, 0, EVAL},
+        {"max-steps", required_argument, 0, MAX_STEPS}, {"epochs", required_argument, 0, EPOCHS},
+        {"help", no_argument, 0, HELP},               {0, 0, 0, 0}};
+    options o = {.data_dir = SNN_DATA_DIR, .max_steps = SNN_STEPS_PER_EPOCH, .epochs = CONFIG_TRAIN_EPOCHS,
+                 .checkpoint_every = 1};
+    int c, epochs_given = 0, max_steps_given = 0, every_given = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (c) {
+        case DATA: o.data_dir = optarg; break;
+        case LOG: o.log_path = optarg; break;
+        case DUMP: o.dump_dir = optarg; break;
+        case SAVE: o.save_path = optarg; break;
+        case LOAD: o.load_path = optarg; break;
+        case RESUME: o.resume_path = optarg; break;
+        case CHECKPOINT: o.checkpoint_path = optarg; break;
+        case EVERY: o.checkpoint_every = parse_count("--checkpoint-every", optarg), every_given = 1; break;
+        case EVAL: o.eval = 1; break;
+        case MAX_STEPS: o.max_steps = parse_count("--max-steps", optarg), max_steps_given = 1; break;
+        case EPOCHS: o.epochs = parse_count("--epochs", optarg), epochs_given = 1; break;
+        case HELP: usage(stdout); exit(0);
+        default: /* inside a cluster like -xy, optind has not moved past it yet */
+            if (strncmp(argv[optind - 1], "--", 2) == 0)
+                snn_die("unknown or incomplete option '%s' (see mnist --help)", argv[optind - 1]);
+            snn_die("unknown option '-%c' (see mnist --help)", optopt);
+        }
+    }
+    if (optind < argc)
+        snn_die("unexpected argument '%s' (see mnist --help)", argv[optind]);
+    if (o.max_steps > SNN_STEPS_PER_EPOCH)
+        o.max_steps = SNN_STEPS_PER_EPOCH;
+    check_combinations(&o, epochs_given, max_steps_given, every_given);
+    return o;
+}

@@ -1,0 +1,16 @@
+/* The command line of mnist: what to train, load, save and report. */
+#ifndef SNN_OPTIONS_H
+#define SNN_OPTIONS_H
+
+typedef struct {
+    const char *data_dir, *log_path, *dump_dir, *save_path;
+    const char *load_path, *resume_path, *checkpoint_path;
+    int max_steps, epochs, checkpoint_every;
+    int eval;                /* --eval: evaluate the loaded model, train nothing */
+} options;
+
+/* Parses argv; a bad or contradictory command line is one message naming
+ * the option and exit 1; --help prints the usage and exits 0. */
+options snn_parse_options(int argc, char **argv);
+
+#endif

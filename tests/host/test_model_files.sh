@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Model files as a user meets them: --save, --load, --eval, --checkpoint and
+# --resume. Resuming gives the parameters of a run never stopped, bit for
+# bit, at an epoch's end and after a signal mid-epoch; a file for another
+# build is refused naming what differs; a saved file read by an independent
+# reader (Python struct + json + numpy) scores what --eval says.
+# usage: test_model_files.sh PATH/TO/mnist   (built from configs/host_defconfig)
+set -u
+cd "$(dirname "$0")/../.."
+APP=$1
+DATA=${SNN_DATA:-data/mnist}
+T=$(mktemp -d "${TMPDIR:-/tmp}/snn-model.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+PY=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && command -v "$p" && break; done)
+S=150 # steps per epoch: short epochs, several of them
+
+verdict() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1${3:+: $3}"; fi; }
+expect_refusal() { # NAME FRAGMENT CMD...
+    local name=$1 want=$2 out rc; shift 2
+    out=$("$@" 2>&1); rc=$?
+    if [ $rc -ne 1 ]; then echo "not ok - $name: exit $rc, want 1: $(tail -n 2 <<<"$out" | tr '\n' ' ')"
+    elif ! grep -qF -- "$want" <<<"$out"; then echo "not ok - $name: message lacks '$want': $(grep error: <<<"$out")"
+    elif [ "$(grep -c 'error:' <<<"$out")" -ne 1 ]; then echo "not ok - $name: more than one error line"
+    else echo "ok - $name: $(grep -o 'error: .*' <<<"$out" | cut -c 8-90)..."; fi
+}
+# meta FILE KEY: a metadata value of a safetensors file
+meta() { python3 -c 'import json, struct, sys; b = open(sys.argv[1], "rb").read(8 << 20)
+print(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"][sys.argv[2]])' "$1" "$2"; }
+# edit IN OUT PYTHON: OUT is IN with its header (h) and data (d) changed by PYTHON
+edit() { python3 - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]
+h, d = json.loads(b[8:8 + n]), bytearray(b[8 + n:])
+exec(sys.argv[3])
+t = json.dumps(h).encode(); t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + bytes(d))
+PY
+}
+
+expect_refusal "--eval without --load" "--eval needs --load FILE" "$APP" --eval
+expect_refusal "--eval with --save" "--eval trains nothing: --save does not go with it" "$APP" --load x --eval --save y
+expect_refusal "--resume with --load" "--load does not go with it" "$APP" --resume x --load y
+expect_refusal "--resume with --dump" "does not go with --resume" "$APP" --resume x --dump y
+expect_refusal "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint" "$APP" --checkpoint-every 2
+expect_refusal "--load of a missing file" "$T/none.st: cannot open" "$APP" --data "$DATA" --load "$T/none.st" --eval
+
+# 2 epochs, a checkpoint, 2 more from it: the parameters of 4 epochs in one go.
+run() { "$APP" --data "$DATA" --max-steps $S "$@" >"$T/out" 2>&1 || { echo "not ok - run $*: $(tail -n 2 "$T/out")"; return 1; }; }
+run --epochs 4 --save "$T/full4.st" --log "$T/full4.jsonl"
+run --epochs 2 --checkpoint "$T/c2.st" --checkpoint-every 2
+run --epochs 4 --resume "$T/c2.st" --save "$T/resumed4.st" --log "$T/resumed4.jsonl"
+verdict "2 epochs + checkpoint + resume + 2 epochs = 4 epochs, bit for bit" 'cmp -s "$T/full4.st" "$T/resumed4.st"'
+verdict "the resumed run trains epochs 3 and 4 only, and logs where it came from" \
+    '[ "$(grep -c "\"event\":\"epoch\"" "$T/resumed4.jsonl")" -eq 2 ] && grep -q "\"resumed_epoch\":2" "$T/resumed4.jsonl" &&
+     diff <(grep "\"epoch\":4," "$T/full4.jsonl" | grep -o "\"test_acc\":[0-9.]*") <(grep "\"epoch\":4," "$T/resumed4.jsonl" | grep -o "\"test_acc\":[0-9.]*")'
+verdict "a checkpoint says where it is (epoch 2, step $S of $S)" \
+    '[ "$(meta "$T/c2.st" kind)/$(meta "$T/c2.st" epoch)/$(meta "$T/c2.st" step)/$(meta "$T/c2.st" steps_per_epoch)" = "checkpoint/2/$S/$S" ]'
+run --epochs 3 --checkpoint "$T/c3.st" --checkpoint-every 2
+verdict "--checkpoint-every 2 over 3 epochs leaves the last epoch's state" '[ "$(meta "$T/c3.st" epoch)" = 3 ]'
+
+# A signal mid-epoch: the checkpoint holds the step reached; resuming from it
+# gives the uninterrupted run's parameters, wherever the signal fell.
+run --epochs 3 --max-steps 900 --save "$T/full3.st"
+interrupted=0
+for delay in 0.3 0.6 0.1; do
+    "$APP" --data "$DATA" --epochs 3 --max-steps 900 --checkpoint "$T/ci.st" --log "$T/ci.jsonl" >"$T/ci.out" 2>"$T/ci.err" &
+    pid=$!
+    for _ in $(seq 300); do grep -q '^epoch ' "$T/ci.out" && break; sleep 0.02; done
+    sleep $delay
+    kill -INT $pid; wait $pid; rc=$?
+    [ $rc -eq 130 ] && { interrupted=1; break; }
+done
+if [ $interrupted = 1 ]; then
+    at="epoch $(meta "$T/ci.st" epoch) step $(meta "$T/ci.st" step)"
+    verdict "SIGINT mid-run writes the checkpoint ($at) and says so" \
+        'grep -q "the checkpoint written to $T/ci.st" "$T/ci.err" && tail -n 1 "$T/ci.jsonl" | grep -q interrupted'
+    "$APP" --data "$DATA" --epochs 3 --max-steps 900 --resume "$T/ci.st" --save "$T/ri.st" >"$T/ri.out" 2>&1
+    verdict "resumed from the signal's checkpoint ($at): the uninterrupted run's parameters, bit for bit" \
+        'cmp -s "$T/full3.st" "$T/ri.st"' "$(tail -n 2 "$T/ri.out")"
+else echo "not ok - SIGINT mid-run: the run was never caught mid-epoch (status $rc)"; fi
+
+# Files for another build, each refused by what differs.
+edit "$T/c2.st" "$T/shape.st" 'h["__metadata__"]["shape"] = "784-128-10"'
+expect_refusal "a checkpoint of another shape" "the model shape differs: the file's is 784-128-10, this build's is 784-256-10" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/shape.st"
+edit "$T/c2.st" "$T/fashion.st" 'h["__metadata__"]["dataset"] = "Fashion-MNIST"'
+expect_refusal "a checkpoint of another dataset" "the dataset differs: the file's is Fashion-MNIST, this build's is MNIST" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/fashion.st"
+edit "$T/c2.st" "$T/opt.st" 'h["__metadata__"]["optimizer"] = "SGD lr 0.05 momentum 0"'
+expect_refusal "a checkpoint of another optimizer" "the optimizer differs: the file's is SGD lr 0.05 momentum 0, this build's is SGD lr 0.02 momentum 0.9" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/opt.st"
+edit "$T/c2.st" "$T/batch.st" 'h["__metadata__"]["batch"] = "32"'
+expect_refusal "a checkpoint of another batch size" "the batch size differs: the file's is 32" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/batch.st"
+expect_refusal "a checkpoint resumed with other --max-steps" "its epochs have $S steps, this run's 100" \
+    "$APP" --data "$DATA" --max-steps 100 --resume "$T/c2.st"
+expect_refusal "a checkpoint with nothing left to train" "--epochs 2 leaves nothing to train" \
+    "$APP" --data "$DATA" --max-steps $S --epochs 2 --resume "$T/c2.st"
+expect_refusal "a weights file given to --resume" "not a staticnn checkpoint" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/full4.st"
+edit "$T/full4.st" "$T/bare.st" '
+del h["__metadata__"]
+h["0.weight"]["shape"] = [784, 256]'
+expect_refusal "weights of another shape (no metadata)" "tensor '0.weight' has shape [784, 256], not [256, 784]" \
+    "$APP" --data "$DATA" --load "$T/bare.st" --eval
+edit "$T/full4.st" "$T/extra.st" '
+h["extra"] = {"dtype": "U8", "shape": [0], "data_offsets": [len(d), len(d)]}'
+expect_refusal "weights with a tensor of no layer" "tensor 'extra' is not one of this model's" \
+    "$APP" --data "$DATA" --load "$T/extra.st" --eval
+edit "$T/full4.st" "$T/nan.st" '
+o = h["2.bias"]["data_offsets"][0]; d[o:o + 4] = struct.pack("<f", float("nan"))'
+expect_refusal "weights holding a NaN" "tensor '2.bias' holds a non-finite value at element 0" \
+    "$APP" --data "$DATA" --load "$T/nan.st" --eval
+head -c 5000 "$T/full4.st" >"$T/cut.st"
+expect_refusal "a truncated weights file" "run past the data's" "$APP" --data "$DATA" --load "$T/cut.st" --eval
+
+# --eval: the figures of the final epoch, a confusion matrix that adds up.
+"$APP" --data "$DATA" --load "$T/full4.st" --eval --log "$T/eval.jsonl" >"$T/eval.out" 2>&1
+eval_acc=$(sed -n 's/^test set: .*accuracy \([0-9.]*\)%.*/\1/p' "$T/eval.out")
+train_acc=$(python3 -c 'import json, sys; print("%.2f" % (100 * [json.loads(l) for l in open(sys.argv[1]) if "\"epoch\"" in l][-1]["test_acc"]))' "$T/full4.jsonl")
+verdict "--load --eval reproduces the trained run's test accuracy ($eval_acc% = $train_acc%)" '[ -n "$eval_acc" ] && [ "$eval_acc" = "$train_acc" ]' "$(tail -n 3 "$T/eval.out")"
+verdict "--eval prints per-class accuracy and a 10x10 confusion matrix, logs it the same" "python3 - '$T/eval.out' '$T/eval.jsonl' '$DATA' <<'PY'
+import gzip, json, os, re, sys
+out, log, data = sys.argv[1:4]
+rows = [list(map(int, l.split('|')[1].split())) for l in open(out) if re.match(r'^ +[0-9] +[0-9.]+% \|', l)]
+e = [json.loads(l) for l in open(log)][-1]
+p = os.path.join(data, 't10k-labels-idx1-ubyte')
+labels = (open(p, 'rb').read() if os.path.exists(p) else gzip.open(p + '.gz').read())[8:]
+counts = [labels.count(c) for c in range(10)]
+assert len(rows) == 10 and all(len(r) == 10 for r in rows), rows
+assert [sum(r) for r in rows] == counts, ([sum(r) for r in rows], counts)
+assert e['event'] == 'evaluation' and e['confusion'] == rows
+assert abs(sum(rows[c][c] for c in range(10)) / 10000 - e['accuracy']) < 1e-9
+assert all(abs(e['per_class_accuracy'][c] - rows[c][c] / counts[c]) < 1e-6 for c in range(10))
+PY"
+
+# An independent reader: the names, shapes and metadata a PyTorch user is
+# told to expect, and a numpy forward pass that scores what --eval scores.
+if [ -n "$PY" ]; then
+    ind=$("$PY" - "$T/full4.st" "$DATA" <<'PY' 2>&1
+import gzip, json, os, struct, sys
+import numpy as np
+path, data = sys.argv[1:3]
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n]); meta = h.pop("__metadata__")
+assert (8 + n) % 8 == 0, "data not 8-byte aligned"
+assert list(h) == ["0.weight", "0.bias", "2.weight", "2.bias"], list(h)
+assert meta["module"] == "torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))", meta["module"]
+assert meta["kind"] == "weights" and meta["dataset"] == "MNIST" and meta["shape"] == "784-256-10"
+t = {k: np.frombuffer(raw, "<f4", int(np.prod(v["shape"])), 8 + n + v["data_offsets"][0]).reshape(v["shape"])
+     for k, v in h.items() if v["dtype"] == "F32"}
+assert t["0.weight"].shape == (256, 784) and t["2.bias"].shape == (10,)
+def idx(name):
+    p = os.path.join(data, name)
+    return open(p, "rb").read() if os.path.exists(p) else gzip.open(p + ".gz").read()
+x = np.frombuffer(idx("t10k-images-idx3-ubyte"), np.uint8, offset=16).reshape(-1, 784).astype(np.float32)
+y = np.frombuffer(idx("t10k-labels-idx1-ubyte"), np.uint8, offset=8)
+x = (x / 255 - float(meta["pixel_mean"])) / float(meta["pixel_std"])
+hid = np.maximum(x @ t["0.weight"].T + t["0.bias"], 0)
+print("%.2f" % (100 * np.mean(np.argmax(hid @ t["2.weight"].T + t["2.bias"], 1) == y)))
+PY
+)
+    verdict "an independent reader (struct, json, numpy) loads the weights as documented and scores $ind% (--eval $eval_acc%)" \
+        '[ -n "$eval_acc" ] && python3 -c "import sys; sys.exit(abs(float(\"$ind\") - float(\"$eval_acc\")) > 0.011)"' "$ind"
+else echo "skip - independent reader: skipped: no python3 with numpy"; fi
+
+# --load then training: starts from the file's weights.
+run --epochs 1 --load "$T/full4.st" --log "$T/ft.jsonl"
+verdict "--load then train starts from the file's weights" \
+    'grep -q "starting from the weights of" "$T/out" && python3 -c "import json,sys; sys.exit(not [json.loads(l) for l in open(sys.argv[1]) if \"\\\"epoch\\\"\" in l][-1][\"test_acc\"] > 0.95)" "$T/ft.jsonl"'
+exit 0
