@@ -31,13 +31,13 @@ BOARD_ALIASES := h100_mlp128_b64:h100_128x1_b64 h100_mlp784x4_b64:h100_784x4_b64
 board-alias-old := $(foreach a,$(BOARD_ALIASES),$(firstword $(subst :, ,$(a))))
 board-renamed = $(word 2,$(subst :, ,$(filter $(1):%,$(BOARD_ALIASES))))
 
-config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check \
+config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check plot \
                   $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig defconfig_%
 build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
 config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
 
 .DEFAULT_GOAL := all
-.PHONY: all test check run data defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
+.PHONY: all test check run data plot defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
 
 ifneq ($(and $(config-goals),$(build-goals)),)
 # 'make host_defconfig all': run each goal on its own, in order, as Kbuild does.
@@ -97,6 +97,16 @@ test:
 check:
 	$(Q)tests/run.sh --quick
 
+# 'make plot LOG="a.jsonl b.jsonl"': the runs' curves and confusion matrices,
+# by the first python3 that has matplotlib (Debian's python3-matplotlib lives
+# under /usr/bin/python3).
+PLOT_OUT ?= $(patsubst ./%,%,$(O)/build/plots)
+PLOT_PYTHON = $(firstword $(foreach p,python3 /usr/bin/python3,$(if $(shell $(p) -c 'import matplotlib' 2>/dev/null && echo y),$(p))))
+plot:
+	$(if $(LOG),,$(error usage: make plot LOG="run.jsonl ..." [PLOT_OUT=dir]: plots mnist --log files into $(PLOT_OUT)))
+	$(Q)$(or $(PLOT_PYTHON),$(error matplotlib not found: run 'apt-get install python3-matplotlib' (or tools/setup.sh))) \
+		tools/plot.py --out $(PLOT_OUT) $(LOG)
+
 help:
 	@echo 'Configuration:'
 	@echo '  menuconfig        edit $(KCONFIG_CONFIG) in a terminal UI (kconfiglib)'
@@ -114,6 +124,8 @@ help:
 	@echo '                    fetch the data, build and train'
 	@echo '  test              build the host configuration and run every test (about 8 min on 2 cores)'
 	@echo '  check             the quick tests only (under 2 min), for the edit-build-test loop'
+	@echo '  plot              LOG="a.jsonl b.jsonl": loss, accuracy and confusion plots of mnist --log'
+	@echo '                    files into PLOT_OUT (default $(PLOT_OUT))'
 	@echo '  clean             remove objects and programs'
 	@echo '  distclean         also remove .config and the generated headers'
 	@echo 'Variables: O=DIR (output directory), V=1 (show commands),'
