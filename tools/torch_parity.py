@@ -90,7 +90,7 @@ emulation that rounds it toward zero differs from it by 1.4e-3 to 2.1e-3 by
 step 5, so a tensor core that truncates fails here, and the emulation would
 have to follow it.
 
-Also a small library for tools/torch_bench.py: load_train_set, disable_tf32.
+Also a small library for tools/torch_bench.py: load_train_set, load_test_set, disable_tf32.
 """
 import argparse
 import collections
@@ -107,6 +107,7 @@ import numpy as np
 PROG = "torch_parity"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_COUNT = 60000
+TEST_COUNT = 10000
 IMAGE_PIXELS = 28 * 28
 CLASSES = 10
 IDX_UBYTE = 0x08
@@ -144,13 +145,23 @@ def read_idx(directory, name, shape):
     return data.reshape(shape).copy()  # writable, as torch.from_numpy wants
 
 
+def load_set(directory, prefix, count, name):
+    """The images (uint8 [count][784]) and labels (uint8 [count]) of the files PREFIX-*-idx?-ubyte."""
+    images = read_idx(directory, f"{prefix}-images-idx3-ubyte", (count, 28, 28))
+    labels = read_idx(directory, f"{prefix}-labels-idx1-ubyte", (count,))
+    if labels.max() >= CLASSES:
+        raise DataError(f"{directory}: a {name} label is {labels.max()}, beyond the {CLASSES} classes")
+    return images.reshape(count, IMAGE_PIXELS), labels
+
+
 def load_train_set(directory):
     """Training images (uint8 [60000][784]) and labels (uint8 [60000])."""
-    images = read_idx(directory, "train-images-idx3-ubyte", (TRAIN_COUNT, 28, 28))
-    labels = read_idx(directory, "train-labels-idx1-ubyte", (TRAIN_COUNT,))
-    if labels.max() >= CLASSES:
-        raise DataError(f"{directory}: a training label is {labels.max()}, beyond the {CLASSES} classes")
-    return images.reshape(TRAIN_COUNT, IMAGE_PIXELS), labels
+    return load_set(directory, "train", TRAIN_COUNT, "training")
+
+
+def load_test_set(directory):
+    """Test images (uint8 [10000][784]) and labels (uint8 [10000])."""
+    return load_set(directory, "t10k", TEST_COUNT, "test")
 
 
 def normalise(images, mean, std):
