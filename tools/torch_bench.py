@@ -4,7 +4,7 @@
     tools/torch_bench.py --dims 784,128,10 --batch 64 --lr 0.02 --momentum 0.9 --epochs 4
                          [--modes eager,compile,graph] [--json OUT] [--max-memory]
                          [--data DIR] [--mean 0.1307 --std 0.3081] [--seed 1] [--device cuda|cpu]
-                         [--precision fp32|bf16|fp16]
+                         [--precision fp32|bf16|fp16] [--log FILE [--log-mode eager|compile|graph]]
 
 Trains Linear/ReLU/.../Linear with mean cross-entropy and torch.optim.SGD
 (momentum), float32 with TF32 off; or, with --precision bf16/fp16, the forward
@@ -29,6 +29,19 @@ is recorded: every mode must train. A mode that fails is reported in its note,
 and the others still run. Exits 1 when a mode failed or did not train, or the
 data is missing.
 
+--log FILE writes one mode's run as `mnist --log` does (tools/train_log.py),
+so that tools/plot.py draws it beside staticnn's runs: a config event (target
+pytorch-MODE), and per epoch the mean loss and accuracy over its steps, the
+test set's (its 10000 images, evaluated under the same autocast after the
+epoch's timer has stopped), the epoch's ms, train_s (the epochs' ms so far)
+and wall_s (since the first epoch began: the permutations and evaluations
+too, not the mode's compile or capture); an error event ends the log of a
+mode that failed. The mode is --log-mode, else graph if it trained, else the
+last of --modes that trained, else the last of --modes. With --log every step
+also counts its right answers on the device (staticnn's step does too), so
+its ms include that work; and the test set sits on the device, in
+--max-memory's peak.
+
 --device cpu (wall-clock timing; no graph mode) exists to check this script on
 machines without a GPU.
 """
@@ -39,7 +52,8 @@ import statistics
 import sys
 import time
 
-from torch_parity import DataError, disable_tf32, load_train_set
+import train_log
+from torch_parity import DataError, disable_tf32, load_test_set, load_train_set
 
 try:
     import torch
@@ -52,21 +66,32 @@ MODES = ("eager", "compile", "graph")
 TRAINED_LOSS = 1.0  # a final-epoch mean loss below this has learnt (chance is ln 10 = 2.30)
 GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before capture, as PyTorch's recipe
 COMPILE_PROBE_STEPS = 5  # compiled steps before timing: compile, record, replay
+EVAL_BATCH = 1000  # test images per forward pass, as staticnn's CONFIG_EVAL_BATCH_SIZE
 
 
 class Data:
-    """The training set on the device: uint8 images, int64 labels, and the normalisation."""
+    """The training set (and, with test, the test set) on the device: uint8 images, int64 labels, and the
+    normalisation."""
 
-    def __init__(self, directory, mean, std, device):
+    def __init__(self, directory, mean, std, device, test=False):
         images, labels = load_train_set(directory)
         self.images = torch.from_numpy(images).to(device)
         self.labels = torch.from_numpy(labels.astype("int64")).to(device)
         self.count = len(labels)
         self.mean, self.std = mean, std
+        if test:
+            images, labels = load_test_set(directory)
+            self.test_images = torch.from_numpy(images).to(device)
+            self.test_labels = torch.from_numpy(labels.astype("int64")).to(device)
+
+    def normalise(self, pixels):
+        return (pixels.float() / 255 - self.mean) / self.std
 
     def batch(self, idx):
-        x = (self.images.index_select(0, idx).float() / 255 - self.mean) / self.std
-        return x, self.labels.index_select(0, idx)
+        return self.normalise(self.images.index_select(0, idx)), self.labels.index_select(0, idx)
+
+    def test_batch(self, start, count):
+        return self.normalise(self.test_images[start : start + count]), self.test_labels[start : start + count]
 
 
 class EpochTimer:
@@ -101,17 +126,46 @@ def build(args, device):
 
 
 AUTOCAST = None  # the 16-bit type of --precision, or None for FP32
+COUNT_CORRECT = False  # --log: each step also counts its right answers
+
+
+def autocast():
+    # no cast cache: a cached cast of the weights would outlive a graph replay's update
+    return torch.autocast("cuda", dtype=AUTOCAST or torch.float32, enabled=AUTOCAST is not None, cache_enabled=False)
 
 
 def train_step(model, opt, data, idx):
-    """Gather, forward, loss, backward, SGD step; the gradients must be None on entry."""
+    """Gather, forward, loss, backward, SGD step; the gradients must be None on entry. Returns the loss and
+    the number of right answers (None unless COUNT_CORRECT)."""
     x, y = data.batch(idx)
-    # no cast cache: a cached cast of the weights would outlive a graph replay's update
-    with torch.autocast("cuda", dtype=AUTOCAST or torch.float32, enabled=AUTOCAST is not None, cache_enabled=False):
-        loss = F.cross_entropy(model(x), y)
+    with autocast():
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
     loss.backward()
     opt.step()
-    return loss.detach()
+    return loss.detach(), (logits.argmax(1) == y).sum() if COUNT_CORRECT else None
+
+
+class StepStats:
+    """Each step's loss, and under COUNT_CORRECT its right answers, kept on the device through the epoch."""
+
+    def __init__(self, steps, device):
+        self.losses = torch.zeros(steps, device=device)
+        self.correct = torch.zeros(steps, dtype=torch.long, device=device) if COUNT_CORRECT else None
+
+    def store(self, s, result):
+        """train_step's result for step s, a Python int."""
+        loss, correct = result
+        self.losses[s] = loss
+        if correct is not None:
+            self.correct[s] = correct
+
+    def store_at(self, step, result):
+        """train_step's result for the step whose index is in the device tensor step."""
+        loss, correct = result
+        self.losses.index_copy_(0, step, loss.view(1))
+        if correct is not None:
+            self.correct.index_copy_(0, step, correct.view(1))
 
 
 # ---- modes: each setup returns (prepare(perm), run(perm), note); perm is [steps][batch] ----
@@ -121,26 +175,26 @@ def no_prepare(perm):
     """Eager and compiled steps slice the permutation directly."""
 
 
-def python_loop(step, opt, losses, before_step=None):
+def python_loop(step, opt, stats, before_step=None):
     def run(perm):
         for s in range(perm.shape[0]):
             if before_step:
                 before_step()
             opt.zero_grad(set_to_none=True)
-            losses[s] = step(perm[s])
+            stats.store(s, step(perm[s]))
 
     return run
 
 
-def setup_eager(model, opt, data, losses, batch, device):
-    return no_prepare, python_loop(lambda idx: train_step(model, opt, data, idx), opt, losses), "plain loop"
+def setup_eager(model, opt, data, stats, batch, device):
+    return no_prepare, python_loop(lambda idx: train_step(model, opt, data, idx), opt, stats), "plain loop"
 
 
-def compiled_loop(step, opt, losses, batch, device):
+def compiled_loop(step, opt, stats, batch, device):
     """The loop over a compiled step, run a few times before timing, so that
     compiling and CUDA-graph recording happen outside the epochs."""
     mark = torch.compiler.cudagraph_mark_step_begin if device.startswith("cuda") else None
-    run = python_loop(step, opt, losses, mark)
+    run = python_loop(step, opt, stats, mark)
     run(torch.arange(COMPILE_PROBE_STEPS * batch, device=device).view(COMPILE_PROBE_STEPS, batch))
     return run
 
@@ -157,45 +211,45 @@ def zero_momentum(opt):
             torch._dynamo.mark_static_address(buf)
 
 
-def setup_compile_step(model, opt, data, losses, batch, device):
+def setup_compile_step(model, opt, data, stats, batch, device):
     torch._dynamo.reset()
     for t in (data.images, data.labels):  # fixed addresses: CUDA graphs need not copy the dataset each step
         torch._dynamo.mark_static_address(t)
     zero_momentum(opt)
     compiled = torch.compile(lambda idx: train_step(model, opt, data, idx), mode="max-autotune")
     start = time.perf_counter()
-    run = compiled_loop(compiled, opt, losses, batch, device)
+    run = compiled_loop(compiled, opt, stats, batch, device)
     seconds = time.perf_counter() - start
     return no_prepare, run, f"compiled the whole train step, max-autotune ({seconds:.0f} s to compile)"
 
 
-def setup_compile_model(model, opt, data, losses, batch, device):
+def setup_compile_model(model, opt, data, stats, batch, device):
     torch._dynamo.reset()
     compiled = torch.compile(model, mode="max-autotune")
     start = time.perf_counter()
-    run = compiled_loop(lambda idx: train_step(compiled, opt, data, idx), opt, losses, batch, device)
+    run = compiled_loop(lambda idx: train_step(compiled, opt, data, idx), opt, stats, batch, device)
     seconds = time.perf_counter() - start
     return no_prepare, run, f"compiled the model only, max-autotune ({seconds:.0f} s to compile)"
 
 
-def device_indexed_step(model, opt, data, losses, perm, step):
-    """The train step of batch perm[step], its loss to losses[step], then step += 1:
+def device_indexed_step(model, opt, data, stats, perm, step):
+    """The train step of batch perm[step], its figures to stats at step, then step += 1:
     every index on the device, so that one captured graph serves every step."""
 
     def body():
         idx = perm.index_select(0, step).view(-1)
-        losses.index_copy_(0, step, train_step(model, opt, data, idx).view(1))
+        stats.store_at(step, train_step(model, opt, data, idx))
         step.add_(1)
 
     return body
 
 
-def setup_graph(model, opt, data, losses, batch, device):
+def setup_graph(model, opt, data, stats, batch, device):
     if not device.startswith("cuda"):
         raise RuntimeError("graph mode needs CUDA")
-    perm = torch.arange(losses.numel() * batch, device=device).view(-1, batch)
+    perm = torch.arange(stats.losses.numel() * batch, device=device).view(-1, batch)
     step = torch.zeros(1, dtype=torch.long, device=device)
-    body = device_indexed_step(model, opt, data, losses, perm, step)
+    body = device_indexed_step(model, opt, data, stats, perm, step)
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -227,27 +281,80 @@ SETUPS = {
 }
 
 
+# ---- the log (--log) -----------------------------------------------------------
+
+
+def evaluate(model, data):
+    """The test set's mean loss and accuracy, under the training's autocast."""
+    loss = torch.zeros((), device=data.test_labels.device)
+    correct = torch.zeros((), dtype=torch.long, device=data.test_labels.device)
+    count = len(data.test_labels)
+    with torch.no_grad(), autocast():
+        for start in range(0, count, EVAL_BATCH):
+            x, y = data.test_batch(start, EVAL_BATCH)
+            logits = model(x)
+            loss += F.cross_entropy(logits, y, reduction="sum").float()
+            correct += (logits.argmax(1) == y).sum()
+    return loss.item() / count, correct.item() / count
+
+
+def logged_epoch(epoch, model, data, stats, batch, ms, started):
+    """The epoch's log event: its steps' figures, then the test set's; started: perf_counter() at the
+    first epoch's start."""
+    samples = stats.losses.numel() * batch
+    train_loss, train_acc = stats.losses.mean().item(), stats.correct.sum().item() / samples
+    test_loss, test_acc = evaluate(model, data)
+    return train_log.epoch_event(epoch, train_loss, train_acc, test_loss, test_acc, ms[-1], sum(ms) / 1e3,
+                                 time.perf_counter() - started, samples)
+
+
+def logged_mode(requested, results):
+    """--log-mode, else graph if it trained, else the last mode that trained, else the last mode."""
+    if requested:
+        return requested
+    trained = [mode for mode, r in results.items() if r["ok"]]
+    if "graph" in trained:
+        return "graph"
+    return trained[-1] if trained else list(results)[-1]
+
+
+def log_events(mode, result, history, args, device_name):
+    """The mode's run as mnist --log writes it: the config, its epochs, and an error if the mode failed."""
+    config = train_log.event("config", target=f"pytorch-{mode}", shape="-".join(map(str, args.dims)),
+                             batch=args.batch, epochs=args.epochs, lr=args.lr, momentum=args.momentum,
+                             seed=args.seed, precision=args.precision, pixel_mean=args.mean, pixel_std=args.std,
+                             data_dir=args.data, device=device_name, torch=torch.__version__, note=result["note"])
+    failed = [train_log.event("error", message=result["note"])] if result["ms_median"] is None else []
+    return [config] + history + failed
+
+
 # ---- timing ------------------------------------------------------------------
 
 
-def time_setup(setup, args, data, device):
-    """Builds a fresh model, sets the mode up and times its epochs."""
+def time_setup(setup, args, data, device, history):
+    """Builds a fresh model, sets the mode up and times its epochs; with --log, history (cleared first)
+    gets each epoch's log event."""
+    if history is not None:
+        history.clear()
     model, opt = build(args, device)
     steps = data.count // args.batch
-    losses = torch.zeros(steps, device=device)
+    stats = StepStats(steps, device)
     cuda = device.startswith("cuda")
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-    prepare, run, note = setup(model, opt, data, losses, args.batch, device)
+    prepare, run, note = setup(model, opt, data, stats, args.batch, device)
     generator = torch.Generator(device=device)
     generator.manual_seed(args.seed)
     timer, ms = EpochTimer(device), []
-    for _ in range(args.epochs):
+    started = time.perf_counter()
+    for epoch in range(1, args.epochs + 1):
         perm = torch.randperm(data.count, generator=generator, device=device)[: steps * args.batch]
         perm = perm.view(steps, args.batch)
         prepare(perm)
         ms.append(timer.time(lambda: run(perm)))
-    loss = losses.mean().item()
+        if history is not None:
+            history.append(logged_epoch(epoch, model, data, stats, args.batch, ms, started))
+    loss = stats.losses.mean().item()
     timed = ms[1:] if len(ms) > 1 else ms
     result = {"ms_median": statistics.median(timed), "ms_all": ms, "loss": loss,
               "ok": loss < TRAINED_LOSS, "note": note if loss < TRAINED_LOSS else f"{note}; DID NOT TRAIN"}
@@ -261,13 +368,14 @@ def error_text(e):
     return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
 
 
-def run_mode(mode, args, data, device):
-    """The first setup of the mode that works; the failures of those before it go in the note."""
+def run_mode(mode, args, data, device, history):
+    """The first setup of the mode that works; the failures of those before it go in the note. history:
+    as time_setup's, of the setup that worked or else the last one tried."""
     print(f"{PROG}: {mode} ...", flush=True)
     failures = []
     for setup in SETUPS[mode]:
         try:
-            result = time_setup(setup, args, data, device)
+            result = time_setup(setup, args, data, device, history)
             if failures:
                 result["note"] += " (after: " + "; ".join(failures) + ")"
             return result
@@ -303,6 +411,10 @@ def parse_args():
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
                    help="fp32 (TF32 off), or autocast of the forward and loss to bf16 or fp16")
+    p.add_argument("--log", metavar="FILE", help="write one mode's run as mnist --log does, for tools/plot.py")
+    p.add_argument("--log-mode", choices=MODES,
+                   help="the mode --log records (default: graph if it trained, else the last of --modes that "
+                        "trained, else the last of --modes)")
     args = p.parse_args()
     try:
         args.dims = [int(d) for d in args.dims.split(",")]
@@ -312,6 +424,10 @@ def parse_args():
     unknown = [m for m in args.modes if m not in MODES]
     if unknown:
         p.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    if args.log_mode and args.log_mode not in args.modes:
+        p.error(f"--log-mode {args.log_mode} is not among --modes {','.join(args.modes)}")
+    if args.log_mode and not args.log:
+        p.error("--log-mode names the mode --log records: give --log FILE too")
     if len(args.dims) < 2 or min(args.dims) < 1 or args.batch < 1 or args.epochs < 1:
         p.error("--dims needs two or more positive widths; --batch and --epochs must be positive")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -333,21 +449,32 @@ def print_table(results, device_name, args):
 
 
 def main():
-    global AUTOCAST
+    global AUTOCAST, COUNT_CORRECT
     args = parse_args()
     device = args.device
     if device == "cuda":
         disable_tf32(torch)
     AUTOCAST = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
+    COUNT_CORRECT = bool(args.log)
     try:
-        data = Data(args.data, args.mean, args.std, device)
+        log = open(args.log, "w") if args.log else None  # refused now rather than after the runs
+    except OSError as e:
+        sys.exit(f"{PROG}: error: cannot write {args.log}: {e.strerror}")
+    try:
+        data = Data(args.data, args.mean, args.std, device, test=bool(args.log))
     except DataError as e:
         sys.exit(f"{PROG}: error: {e}")
     if data.count < args.batch:
         sys.exit(f"{PROG}: error: batch {args.batch} exceeds the {data.count} training images")
     device_name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
-    results = {mode: run_mode(mode, args, data, device) for mode in args.modes}
+    histories = {mode: [] if log else None for mode in args.modes}
+    results = {mode: run_mode(mode, args, data, device, histories[mode]) for mode in args.modes}
     print_table(results, device_name, args)
+    if log:
+        mode = logged_mode(args.log_mode, results)
+        with log:
+            train_log.write(log, log_events(mode, results[mode], histories[mode], args, device_name))
+        print(f"{PROG}: the log of {mode}: {args.log}")
     if args.json:
         settings = {k: getattr(args, k) for k in ("dims", "batch", "lr", "momentum", "epochs", "seed", "mean", "std",
                                                   "precision")}

@@ -1,4 +1,5 @@
-"""The training log, `mnist --log FILE`'s JSON lines, as tools/plot.py reads it.
+"""The training log, `mnist --log FILE`'s JSON lines: read by tools/plot.py, and written by
+tools/torch_bench.py --log so that PyTorch runs plot beside staticnn's.
 
 One JSON object per line, each with an "event": "config" (the run's settings),
 "step", "epoch" (train_loss, train_acc, test_loss, test_acc, ms, train_s:
@@ -14,6 +15,27 @@ import math
 
 class LogError(Exception):
     """A log that cannot be read; the message names the file, the line where there is one, and the problem."""
+
+
+# ---- writing -------------------------------------------------------------------
+
+
+def event(name, **fields):
+    return {"event": name, **fields}
+
+
+def epoch_event(epoch, train_loss, train_acc, test_loss, test_acc, ms, train_s, wall_s, samples):
+    """An epoch's figures; samples: how many the epoch trained on."""
+    return event("epoch", epoch=epoch, train_loss=train_loss, train_acc=train_acc, test_loss=test_loss,
+                 test_acc=test_acc, ms=ms, samples_per_s=samples / (ms / 1e3), train_s=train_s, wall_s=wall_s)
+
+
+def write(f, events):
+    for e in events:
+        f.write(json.dumps(e) + "\n")
+
+
+# ---- reading -------------------------------------------------------------------
 
 
 class Run:
