@@ -96,12 +96,15 @@ suite_make_run() {
     else echo "not ok - make run: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
 }
 
-suite_torch_parity() {
-    # the first python3 with numpy (Debian's python3-numpy is under /usr/bin/python3)
-    local py
-    py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && command -v "$p" && break; done)
-    run "torch_parity numerics" "${py:-$(command -v python3)}" tests/host/test_torch_parity.py "$H/app/mnist"
+# the first python3 that can import $1 (Debian's python3-* packages are under /usr/bin/python3)
+python_with() {
+    local p
+    for p in python3 /usr/bin/python3; do "$p" -c "import $1" 2>/dev/null && command -v "$p" && return; done
+    command -v python3
 }
+
+suite_torch_parity() { run "torch_parity numerics" "$(python_with numpy)" tests/host/test_torch_parity.py "$H/app/mnist"; }
+suite_plot() { run "plot" "$(python_with matplotlib)" tests/host/test_plot.py "$H/app/mnist"; }
 
 # Every GPU board compiles (no GPU needed), and so does the device side of
 # the other memory strategies; CI must have nvcc. A CUDA build run where no
@@ -168,6 +171,7 @@ outputs       3 y
 guards        3 y
 model_files  10 y
 program      10 y
+plot          7 y
 menuconfig   12 n
 make_run     10 n
 torch_parity  6 n
