@@ -42,7 +42,7 @@ except ImportError:
 PROG = "plot"
 FASHION_CLASSES = ("T-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot")
 TRAIN, TEST = "-", "--"  # line styles
-MARKERS = "os^Dv<>P"  # one per run: runs that train alike overlap, and their markers tell them apart
+MARKERS = "os^Dv<>P"  # one per run: where runs coincide, the markers still tell them apart
 DPI = 120
 
 
@@ -88,8 +88,9 @@ def curves_figure(path, runs, labels, rows, title):
     legend_rows = max(2, len(runs))
     fig, axes = plt.subplots(len(rows), 2, figsize=(12, 4.2 * len(rows) + 0.6 + 0.25 * legend_rows), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    looks = [dict(color=colors[i % len(colors)], marker=MARKERS[i % len(MARKERS)], ms=5, mfc="none")
-             for i in range(len(runs))]
+    # the first run on top: where runs coincide, each shows its marker within the next's
+    looks = [dict(color=colors[i % len(colors)], marker=MARKERS[i % len(MARKERS)], ms=5, mfc="none",
+                  zorder=3 - i / len(runs)) for i in range(len(runs))]
     # a GPU run beside a host run: on a linear time axis the fast one would sit in a corner
     ends = [run.epochs[-1][x_key] for x_key, _ in rows if x_key != "epoch" for run in runs if x_key in run.epochs[-1]]
     log_time = bool(ends) and max(ends) > 10 * min(ends)
@@ -196,8 +197,10 @@ def main():
             print(f"{PROG}: note: {run.path}: the run {run.ending}; plotted as far as it got", file=sys.stderr)
     trained = [(run, label) for run, label in zip(runs, labels) if run.epochs]
     no_wall = [run.path for run, _ in trained if not all("wall_s" in e for e in run.epochs)]
-    if no_wall and len(no_wall) < len(trained):
-        print(f"{PROG}: note: no wall_s in {', '.join(no_wall)}: not in the wall-time panels", file=sys.stderr)
+    if no_wall:
+        print(f"{PROG}: note: no wall_s in {', '.join(no_wall)}: "
+              + ("not in the wall-time panels" if len(no_wall) < len(trained) else "no wall-time panels"),
+              file=sys.stderr)
 
     written = []
     try:
