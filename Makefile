@@ -180,8 +180,9 @@ CPPFLAGS := -I$(O)/include -Iinclude -I. -MMD -MP
 SANITIZE_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
 CFLAGS := -std=c11 -O3 -march=native -D_POSIX_C_SOURCE=200809L $(WARN) $(if $(CONFIG_HOST_OPENMP),-fopenmp) \
           $(SANITIZE_FLAGS)
-# Packaged libraries: zlib (gzip IDX), cJSON (safetensors headers, JSON output).
-LIBS := -lcjson -lz -lm
+# Packaged libraries: zlib (gzip IDX), cJSON (safetensors headers, JSON
+# output), libpng (--predict images).
+LIBS := -lcjson -lpng -lz -lm
 LDLIBS := $(LIBS) $(if $(CONFIG_HOST_OPENMP),-fopenmp) $(SANITIZE_FLAGS)
 
 ifeq ($(CONFIG_TARGET_CUDA),y)

@@ -12,6 +12,7 @@ have_py numpy || need+=(python3-numpy)           # tools/torch_parity.py's numpy
 have_py matplotlib || need+=(python3-matplotlib) # the parity plots
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev) # safetensors headers, --log JSON
+[ -f /usr/include/png.h ] || need+=(libpng-dev) # data/image_png.c: users' digit images
 # The IDX fuzz test: libFuzzer and the sanitizers' runtime for clang.
 fuzzer_works() { echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |
     clang -fsanitize=fuzzer,address -x c - -o /dev/null 2>/dev/null; }
