@@ -76,6 +76,7 @@ suite_strategies() { run "memory strategies" tests/host/test_strategies.sh "$H" 
 suite_bench_mm() { run "memory benchmark tables" tests/host/test_bench_mm.py; }
 suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load"; }
 suite_safetensors() { run "safetensors reader" tests/host/test_safetensors.sh "$H/tests/bin/host/test_safetensors"; }
+suite_images() { run "image files and digits" tests/host/test_images.sh "$H/tests/bin/host/test_image_load"; }
 suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "idx fuzz" tests/host/test_fuzz.sh; }
 suite_fetch() { run "fetch" tests/host/test_fetch.sh; }
 suite_config() { run "config" tests/host/test_config.sh; }
@@ -146,6 +147,8 @@ suite_sanitize() {
         echo "ok - sanitized build: a short training run, no report"
     else echo "not ok - sanitized build: $(tail -n 5 <<<"$out" | tr '\n' ' ')"; fi
     run "sanitized host kernels" "$d/tests/bin/host/test_kernels" | sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
+    run "sanitized image files and digits" tests/host/test_images.sh "$d/tests/bin/host/test_image_load" |
+        sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
 }
 
 suite_ptx() { run "tensor-core ptx" tests/host/test_ptx.sh; }
@@ -163,6 +166,7 @@ strategies    2 y
 bench_mm      1 y
 idx           2 y
 safetensors   1 y
+images        3 y
 fuzz         22 y
 fetch         3 y
 config       14 y
@@ -175,7 +179,7 @@ plot          7 y
 menuconfig   12 n
 make_run     10 n
 torch_parity  6 n
-sanitize      8 n
+sanitize     11 n
 gpu_builds  270 n
 ptx          80 n
 gpu           1 n
