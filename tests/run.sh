@@ -77,7 +77,7 @@ suite_bench_mm() { run "memory benchmark tables" tests/host/test_bench_mm.py; }
 suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load"; }
 suite_safetensors() { run "safetensors reader" tests/host/test_safetensors.sh "$H/tests/bin/host/test_safetensors"; }
 suite_images() { run "image files and digits" tests/host/test_images.sh "$H/tests/bin/host/test_image_load"; }
-suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "idx fuzz" tests/host/test_fuzz.sh; }
+suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "fuzz" tests/host/test_fuzz.sh; }
 suite_fetch() { run "fetch" tests/host/test_fetch.sh; }
 suite_config() { run "config" tests/host/test_config.sh; }
 suite_layers() { run "layers" tests/host/test_layers.sh; }
