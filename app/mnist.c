@@ -13,6 +13,7 @@
 #include "app/model_file.h"
 #include "app/options.h"
 #include "app/outfile.h"
+#include "app/predict.h"
 #include "app/signals.h"
 #include "arch/runtime.h"
 #include "data/dataset.h"
@@ -73,7 +74,7 @@ static void print_summary(const snn_device_info *dev, const options *o)
                dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
     else
         printf("  target %s on %s (%d threads)\n", SNN_TARGET_NAME, dev->name, dev->units);
-    if (o->eval)
+    if (o->eval || o->image_count)
         return;
     printf("  data %s: %d train, %d test; %d steps per epoch", o->data_dir, SNN_TRAIN_COUNT,
            SNN_TEST_COUNT, o->max_steps);
@@ -382,13 +383,13 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
     snn_model_plan(plan);
     snn_rt_init(dev, plan->total);
     print_summary(dev, o);
-    if (!o->eval)
+    if (!o->eval && !o->image_count)
         snn_model_print_plan(plan, stdout);
     snn_rng_seed(rng, CONFIG_TRAIN_SEED);
     snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
 }
 
-/* --load FILE --eval: no training. */
+/* --load FILE --eval and/or --predict: no training. */
 static int infer(const options *o)
 {
     snn_out *log = o->log_path ? snn_out_open(o->log_path) : NULL;
@@ -399,6 +400,7 @@ static int infer(const options *o)
     start_model(&m, &rng, o, &dev, &plan);
     snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
     printf("  model %s\n", o->load_path);
+    int failed = 0;
     if (o->eval) {
         uint8_t *labels = snn_xmalloc(SNN_TEST_COUNT, "test labels");
         float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * sizeof(float), "test logits");
@@ -410,17 +412,19 @@ static int infer(const options *o)
         free(labels);
         free(logits);
     }
+    if (o->image_count)
+        failed = snn_predict_images(&m, (const char *const *)o->images, o->image_count, stdout);
     if (log)
         snn_out_commit(log);
     snn_mm_stop(m.arena);
-    return 0;
+    return failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
     options o = snn_parse_options(argc, argv);
     snn_signals_install();
-    if (o.eval)
+    if (o.eval || o.image_count)
         return infer(&o);
     outputs out = open_outputs(&o);
     run_state r = {0};

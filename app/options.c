@@ -14,7 +14,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: mnist [options]                      train the configured model (make menuconfig)\n"
             "       mnist --load MODEL --eval [--log F]  evaluate a saved model on the test set\n"
-            "\n"
+            "       mnist --load MODEL --predict IMAGE...  classify PNG, PGM or PPM images\n\n"
             "Trains the MLP this build was configured for on " SNN_DATASET_NAME ".\n\n"
             "  --data DIR            dataset directory (default: " SNN_DATA_DIR ")\n"
             "  --epochs N            train N epochs instead of the configured %d (with --resume: up to\n"
@@ -31,7 +31,8 @@ static void usage(FILE *out)
             "                        run that was never stopped\n"
             "  --eval                with --load: the test set's loss, accuracy, per-class accuracy\n"
             "                        and confusion matrix; trains nothing\n"
-
+            "  --predict IMAGE...    with --load: each image's class and probability; any size,\n"
+            "                        grey or colour, dark or light background (made MNIST-like)\n"
             "  --dump DIR            write the run's shape and numerics, initial parameters, each\n"
             "                        epoch's order and step losses, for tools/torch_parity.py\n"
             "  --help                this text\n\n"
@@ -53,16 +54,20 @@ static int parse_count(const char *opt, const char *text)
 /* Options that make no sense together, each refused by name. */
 static void check_combinations(const options *o, int epochs_given, int max_steps_given, int every_given)
 {
-    const int infer = o->eval;
+    const int infer = o->eval || o->image_count;
     if (infer && !o->load_path)
-        snn_die("--eval needs --load FILE: the model to evaluate");
+        snn_die("%s needs --load FILE: the model to %s", o->eval ? "--eval" : "--predict",
+                o->eval ? "evaluate" : "classify with");
     const char *training_only[][2] = {{"--save", o->save_path}, {"--checkpoint", o->checkpoint_path},
                                       {"--resume", o->resume_path}, {"--dump", o->dump_dir},
                                       {"--epochs", epochs_given ? "" : NULL},
                                       {"--max-steps", max_steps_given ? "" : NULL}};
     for (size_t i = 0; infer && i < sizeof(training_only) / sizeof(training_only[0]); i++)
         if (training_only[i][1])
-            snn_die("--eval trains nothing: %s does not go with it", training_only[i][0]);
+            snn_die("%s trains nothing: %s does not go with it", o->eval ? "--eval" : "--predict",
+                    training_only[i][0]);
+    if (o->image_count && !o->eval && o->log_path)
+        snn_die("--log records training and --eval; --predict prints its results");
     if (o->resume_path && o->load_path)
         snn_die("--resume loads the model from its checkpoint: --load does not go with it");
     if (o->resume_path && o->dump_dir)
@@ -73,18 +78,18 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
 
 options snn_parse_options(int argc, char **argv)
 {
-    enum { DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, MAX_STEPS, EPOCHS, HELP };
+    enum { DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, PREDICT, MAX_STEPS, EPOCHS, HELP };
     static const struct option longs[] = {
         {"data", required_argument, 0, DATA},         {"log", required_argument, 0, LOG},
         {"dump", required_argument, 0, DUMP},         {"save", required_argument, 0, SAVE},
         {"load", required_argument, 0, LOAD},         {"resume", required_argument, 0, RESUME},
         {"checkpoint", required_argument, 0, CHECKPOINT}, {"checkpoint-every", required_argument, 0, EVERY},
-        {"eval", no_argument, 0, EVAL},
+        {"eval", no_argument, 0, EVAL},               {"predict", no_argument, 0, PREDICT},
         {"max-steps", required_argument, 0, MAX_STEPS}, {"epochs", required_argument, 0, EPOCHS},
         {"help", no_argument, 0, HELP},               {0, 0, 0, 0}};
     options o = {.data_dir = SNN_DATA_DIR, .max_steps = SNN_STEPS_PER_EPOCH, .epochs = CONFIG_TRAIN_EPOCHS,
                  .checkpoint_every = 1};
-    int c, epochs_given = 0, max_steps_given = 0, every_given = 0;
+    int c, predict = 0, epochs_given = 0, max_steps_given = 0, every_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
@@ -97,6 +102,7 @@ options snn_parse_options(int argc, char **argv)
         case CHECKPOINT: o.checkpoint_path = optarg; break;
         case EVERY: o.checkpoint_every = parse_count("--checkpoint-every", optarg), every_given = 1; break;
         case EVAL: o.eval = 1; break;
+        case PREDICT: predict = 1; break;
         case MAX_STEPS: o.max_steps = parse_count("--max-steps", optarg), max_steps_given = 1; break;
         case EPOCHS: o.epochs = parse_count("--epochs", optarg), epochs_given = 1; break;
         case HELP: usage(stdout); exit(0);
@@ -106,7 +112,12 @@ options snn_parse_options(int argc, char **argv)
             snn_die("unknown option '-%c' (see mnist --help)", optopt);
         }
     }
-    if (optind < argc)
+    if (predict) {
+        o.images = argv + optind;
+        o.image_count = argc - optind;
+        if (!o.image_count)
+            snn_die("--predict needs at least one image file");
+    } else if (optind < argc)
         snn_die("unexpected argument '%s' (see mnist --help)", argv[optind]);
     if (o.max_steps > SNN_STEPS_PER_EPOCH)
         o.max_steps = SNN_STEPS_PER_EPOCH;

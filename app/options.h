@@ -7,6 +7,8 @@ typedef struct {
     const char *load_path, *resume_path, *checkpoint_path;
     int max_steps, epochs, checkpoint_every;
     int eval;                /* --eval: evaluate the loaded model, train nothing */
+    char **images;           /* --predict: the images to classify (count of them) */
+    int image_count;
 } options;
 
 /* Parses argv; a bad or contradictory command line is one message naming

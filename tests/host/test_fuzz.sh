@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # test_fuzz.sh [OUT]: builds the libFuzzer targets (ASan, UBSan) into OUT
 # (default $SNN_TEST_OUT/fuzz): tests/fuzz/fuzz_idx.c, the IDX reader, and
-# tests/fuzz/fuzz_image.c, the image decoders and the digit recipe. Each runs
-# every seed of its corpus (tests/fuzz/corpus_NAME) once, then fuzzes a copy
-# of it, so that the repository's stays as it is, for $SNN_FUZZ_SECONDS (20);
-# the two run side by side, so the whole takes about that long. Prints one
+# tests/fuzz/fuzz_image.c, the image decoders and the digit recipe, and
+# tests/fuzz/fuzz_safetensors.c, the model files' reader. Each runs every
+# seed of its corpus (tests/fuzz/corpus_NAME) once, then fuzzes a copy of
+# it, so that the repository's stays as it is, for $SNN_FUZZ_SECONDS (20);
+# they run side by side, so the whole takes about that long. Prints one
 # ok / not ok / skip line per check, target by target, and exits 0; a crash's
 # input is kept in OUT/NAME/artifacts.
 set -u
@@ -21,6 +22,7 @@ echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' 
 if ! clang "${cflags[@]}" "$out/probe.c" -o "$out/probe" >"$out/probe.log" 2>&1; then
     echo "skip - idx fuzz: skipped: no clang with libFuzzer (tools/setup.sh installs it)"
     echo "skip - image fuzz: skipped: no clang with libFuzzer (tools/setup.sh installs it)"
+    echo "skip - safetensors fuzz: skipped: no clang with libFuzzer (tools/setup.sh installs it)"
     exit 0
 fi
 
@@ -69,6 +71,7 @@ target() {
 target idx tests/fuzz/fuzz_idx.c data/idx.c -lz >"$out/idx.verdict" 2>&1 &
 target image tests/fuzz/fuzz_image.c data/image.c data/image_png.c data/image_pnm.c data/digit.c -lpng -lz \
     >"$out/image.verdict" 2>&1 &
+target safetensors tests/fuzz/fuzz_safetensors.c data/safetensors.c -lcjson >"$out/safetensors.verdict" 2>&1 &
 wait
-cat "$out/idx.verdict" "$out/image.verdict"
+cat "$out/idx.verdict" "$out/image.verdict" "$out/safetensors.verdict"
 exit 0

@@ -38,6 +38,7 @@ PY
 }
 
 expect_refusal "--eval without --load" "--eval needs --load FILE" "$APP" --eval
+expect_refusal "--predict without images" "--predict needs at least one image" "$APP" --load x --predict
 expect_refusal "--eval with --save" "--eval trains nothing: --save does not go with it" "$APP" --load x --eval --save y
 expect_refusal "--resume with --load" "--load does not go with it" "$APP" --resume x --load y
 expect_refusal "--resume with --dump" "does not go with --resume" "$APP" --resume x --dump y
@@ -164,6 +165,50 @@ PY
     verdict "an independent reader (struct, json, numpy) loads the weights as documented and scores $ind% (--eval $eval_acc%)" \
         '[ -n "$eval_acc" ] && python3 -c "import sys; sys.exit(abs(float(\"$ind\") - float(\"$eval_acc\")) > 0.011)"' "$ind"
 else echo "skip - independent reader: skipped: no python3 with numpy"; fi
+
+# --predict: real test digits drawn as users' files (PNG at 28x28, 4x larger
+# on a light background in colour, PGM), a uniform image, a truncated PNG
+# and a text file: each readable one classified, each bad one one error line.
+if [ -n "$PY" ]; then
+    mkdir -p "$T/img"
+    if "$PY" - "$T/img" "$DATA" <<'PY'
+import gzip, os, sys
+sys.path.insert(0, "tests/host")
+import numpy as np
+from imagefiles import png, pnm, RGB
+out, data = sys.argv[1:3]
+def idx(name, offset):
+    p = os.path.join(data, name)
+    raw = open(p, "rb").read() if os.path.exists(p) else gzip.open(p + ".gz").read()
+    return np.frombuffer(raw, np.uint8, offset=offset)
+images = idx("t10k-images-idx3-ubyte", 16).reshape(-1, 28, 28)
+labels = idx("t10k-labels-idx1-ubyte", 8)
+for i in range(20):
+    d, big = images[i], np.kron(images[i], np.ones((4, 4), np.uint8))
+    light = 255 - big
+    open(f"{out}/d{i:02d}-label{labels[i]}.png", "wb").write(png(d))
+    open(f"{out}/b{i:02d}-label{labels[i]}.png", "wb").write(png(big))
+    open(f"{out}/c{i:02d}-label{labels[i]}.png", "wb").write(png(np.stack([light] * 3, axis=2), RGB))
+open(f"{out}/d00.pgm", "wb").write(pnm(images[0]))
+open(f"{out}/uniform.png", "wb").write(png(np.full((40, 30), 200, np.uint8)))
+raw = png(images[1])
+open(f"{out}/truncated.png", "wb").write(raw[: len(raw) // 2])
+open(f"{out}/notes.txt", "w").write("not an image\n")
+PY
+    then
+        "$APP" --load "$T/full4.st" --predict "$T"/img/[dbc]*.png "$T/img/d00.pgm" >"$T/pred.out" 2>"$T/pred.err"; rc=$?
+        verdict "--predict classifies 61 images, one line each, exit 0"             '[ $rc -eq 0 ] && [ "$(grep -c "^$T/img/.*: [0-9] ([0-9.]*%), then [0-9] ([0-9.]*%)$" "$T/pred.out")" -eq 61 ] && [ ! -s "$T/pred.err" ]'             "status $rc: $(head -n 2 "$T/pred.err")"
+        verdict "--predict: the 28x28 test digits as PNG get their labels (at least 18 of 20)"             '[ "$(grep -cE "/d[0-9]+-label([0-9])\.png: \1 " "$T/pred.out")" -ge 18 ]' "$(grep /d "$T/pred.out" | head -n 3)"
+        verdict "--predict: 4x larger on a light background, in colour, they get the same line as 4x dark grey (inverted exactly)"             'diff <(grep /b "$T/pred.out" | sed "s|.*/b||") <(grep /c "$T/pred.out" | sed "s|.*/c||")'
+        verdict "--predict: 4x larger and made MNIST-like again, at least 17 of 20 get their labels"             '[ "$(grep -cE "/b[0-9]+-label([0-9])\.png: \1 " "$T/pred.out")" -ge 17 ]' "$(grep /b "$T/pred.out" | head -n 3)"
+        verdict "--predict: the same digit as PGM and as PNG, the same line"             '[ "$(grep "/d00.pgm:" "$T/pred.out" | cut -d: -f2)" = "$(grep "/d00-label" "$T/pred.out" | cut -d: -f2)" ]'
+        "$APP" --load "$T/full4.st" --predict "$T/img/d03-label0.png" "$T/img/truncated.png" "$T/img/notes.txt"             "$T/img/uniform.png" "$T/img/none.png" >"$T/bad.out" 2>"$T/bad.err"; rc=$?
+        verdict "--predict: bad files get one error line each, the good one is still classified, exit 1"             '[ $rc -eq 1 ] && [ "$(wc -l <"$T/bad.err")" -eq 4 ] && [ "$(grep -c "error:" "$T/bad.err")" -eq 4 ] &&
+             grep -q "truncated.png: " "$T/bad.err" && grep -q "notes.txt: not a PNG, PGM or PPM image" "$T/bad.err" &&
+             grep -q "uniform.png: no digit found" "$T/bad.err" && grep -q "none.png: " "$T/bad.err" &&
+             [ "$(grep -c "^$T/img/" "$T/bad.out")" -eq 1 ] && grep -q "d03-label0.png: " "$T/bad.out"' "status $rc: $(cat "$T/bad.err")"
+    else echo "not ok - --predict: writing the test images failed"; fi
+else echo "skip - --predict: skipped: no python3 with numpy"; fi
 
 # --load then training: starts from the file's weights.
 run --epochs 1 --load "$T/full4.st" --log "$T/ft.jsonl"

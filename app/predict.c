@@ -1,0 +1,74 @@
+#include "app/predict.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/evaluate.h"
+#include "arch/runtime.h"
+#include "data/digit.h"
+#include "data/image.h"
+#include "nn/train.h"
+#include "snn_check.h"
+
+SNN_STATIC_ASSERT(SNN_DIGIT_PIXELS == SNN_INPUT_DIM, "a digit is the model's input");
+
+/* Makes path the model's input; 0, or -1 after one error line. */
+static int read_digit(const char *path, uint8_t *pixels)
+{
+    char err[512], why[480];
+    snn_gray_image img;
+    int rc = snn_image_load(path, &img, err, sizeof(err));
+    if (rc == 0) {
+        if ((rc = snn_digit_from_image(&img, pixels, why, sizeof(why))))
+            snprintf(err, sizeof(err), "%s: %s", path, why); /* the recipe knows no file name */
+        snn_image_free(&img);
+    }
+    if (rc) {
+        fflush(stdout);
+        fprintf(stderr, "mnist: error: %s\n", err);
+    }
+    return rc;
+}
+
+static void print_prediction(FILE *out, const char *path, const float *logits)
+{
+    double p[SNN_CLASSES], sum = 0, top = logits[snn_predicted_class(logits)];
+    for (int c = 0; c < SNN_CLASSES; c++)
+        sum += p[c] = exp((double)logits[c] - top);
+    int first = snn_predicted_class(logits), second = first ? 0 : 1;
+    for (int c = 0; c < SNN_CLASSES; c++)
+        if (c != first && p[c] > p[second])
+            second = c;
+    fprintf(out, "%s: %d (%.2f%%), then %d (%.2f%%)\n", path, first, 100 * p[first] / sum, second,
+            100 * p[second] / sum);
+}
+
+int snn_predict_images(snn_model *m, const char *const *paths, int count, FILE *out)
+{
+    const size_t image_bytes = (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM;
+    uint8_t *images = calloc(image_bytes + SNN_TEST_COUNT, 1); /* the labels after: zeros, any class will do */
+    int *ok = snn_xmalloc(SNN_TEST_COUNT * sizeof(int), "image verdicts");
+    float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * sizeof(float), "image logits");
+    SNN_CHECK_SYS(images, "allocating the images to classify");
+    snn_rt_upload(m->test_labels, images + image_bytes, SNN_TEST_COUNT);
+    int failed = 0;
+    for (int from = 0; from < count; from += SNN_TEST_COUNT) {
+        int n = count - from < SNN_TEST_COUNT ? count - from : SNN_TEST_COUNT;
+        memset(images, 0, image_bytes);
+        for (int i = 0; i < n; i++) {
+            ok[i] = read_digit(paths[from + i], images + (size_t)i * SNN_INPUT_DIM) == 0;
+            failed += !ok[i];
+        }
+        snn_rt_upload(m->test_images, images, image_bytes);
+        snn_evaluate_logits(m, logits);
+        for (int i = 0; i < n; i++)
+            if (ok[i])
+                print_prediction(out, paths[from + i], logits + (size_t)i * SNN_CLASSES);
+    }
+    fflush(out);
+    free(images);
+    free(ok);
+    free(logits);
+    return failed;
+}
