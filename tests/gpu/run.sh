@@ -76,6 +76,28 @@ sanitize() {
     done
 }
 
+# model_files BOARD DIR: on the device, 2 epochs + checkpoint + resume + 2
+# epochs give the parameters of 4 epochs bit for bit; the saved weights load
+# into PyTorch (safetensors.torch) and score what --eval scores (the host
+# engine's for FP32, the device's for the board's precision).
+model_files() {
+    local board=$1 d=$2 run=("$2/app/mnist" --data "$DATA" --max-steps 300) acc host
+    rm -f "$d"/full4.st "$d"/c2.st "$d"/resumed4.st
+    if "${run[@]}" --epochs 4 --save "$d/full4.st" >"$d/resume.out" 2>&1 &&
+        "${run[@]}" --epochs 2 --checkpoint "$d/c2.st" >>"$d/resume.out" 2>&1 &&
+        "${run[@]}" --epochs 4 --resume "$d/c2.st" --save "$d/resumed4.st" >>"$d/resume.out" 2>&1 &&
+        cmp -s "$d/full4.st" "$d/resumed4.st"; then
+        echo "ok - $board: 2 epochs + checkpoint + resume + 2 epochs = 4 epochs, bit for bit, on the device"
+    else echo "not ok - $board: resume identity on the device: $(tail -n 2 "$d/resume.out" | tr '\n' ' ')"; fi
+    acc=$(eval_acc "$d/app/mnist" "$d/full4.st") host=$(eval_acc "$HOST_APP" "$d/full4.st")
+    if [ -z "$acc" ] || [ -z "$host" ]; then echo "not ok - $board: --load --eval printed no accuracy"; return; fi
+    python3 tests/gpu/test_torch_load.py "$d/full4.st" "$DATA" "$host" "$acc" 2>&1 |
+        sed "s/^\(ok\|not ok\|skip\) - /\1 - $board: /"
+}
+eval_acc() { # APP FILE: the test accuracy APP's --eval of FILE prints
+    "$1" --data "$DATA" --load "$2" --eval 2>&1 | sed -n 's/^test set: .*accuracy \([0-9.]*\)%.*/\1/p'
+}
+
 # build_board BOARD: BOARD's defconfig built for this card in $OUT/gpu-BOARD;
 # a skip line, and false, where this card cannot run its code path
 build_board() {
@@ -101,6 +123,7 @@ for board in rtx2060 a100 h100; do
         cmp -s "$d/a.bin" "$d/b.bin"; then echo "ok - $board: two runs with one seed give identical parameters"
     else echo "not ok - $board: two runs with one seed differ"; fi
 
+    model_files "$board" "$d"
     sanitize "$board" "$d"
 done
 
