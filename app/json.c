@@ -30,21 +30,18 @@ void snn_json_number(cJSON *o, const char *key, double v) { snn_json_add(o, key,
 
 /* cJSON prints a double with 15 digits where they read back exactly, else 17:
  * handing it the double nearest the float's shortest decimal keeps it short. */
-void snn_float_text(char *buf, size_t len, float v)
+snn_decimal snn_float_text(float v)
 {
+    snn_decimal d;
     for (int digits = 6; digits <= 9; digits++) {
-        snprintf(buf, len, "%.*g", digits, (double)v);
-        if (strtof(buf, NULL) == v)
-            return;
+        snprintf(d.text, sizeof(d.text), "%.*g", digits, (double)v);
+        if (strtof(d.text, NULL) == v)
+            break;
     }
+    return d;
 }
 
-static double shortest(float v)
-{
-    char text[32];
-    snn_float_text(text, sizeof(text), v);
-    return strtod(text, NULL);
-}
+static double shortest(float v) { return strtod(snn_float_text(v).text, NULL); }
 
 void snn_json_float(cJSON *o, const char *key, float v) { snn_json_number(o, key, shortest(v)); }
 

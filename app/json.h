@@ -16,8 +16,11 @@ void snn_json_string(cJSON *o, const char *key, const char *s); /* NULL: null */
 void snn_json_add(cJSON *o, const char *key, cJSON *item);
 cJSON *snn_json_floats(const float *v, int n); /* arrays, each element as snn_json_float */
 cJSON *snn_json_ints(const int *v, int n);
-/* v's shortest decimal that reads back to it, into buf. */
-void snn_float_text(char *buf, size_t len, float v);
+/* v's shortest decimal that reads back to it. */
+typedef struct {
+    char text[32];
+} snn_decimal;
+snn_decimal snn_float_text(float v);
 /* Prints o on one line and a newline, then deletes it. */
 void snn_json_put(FILE *f, cJSON *o);
 

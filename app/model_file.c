@@ -74,8 +74,8 @@ static void build_metadata(metadata *md, const snn_model *m, const snn_progress 
     memset(md, 0, sizeof(*md));
     snn_model_shape(md->shape, sizeof(md->shape));
     module_text(md->module, sizeof(md->module));
-    snn_float_text(md->pixel_mean, sizeof(md->pixel_mean), SNN_PIXEL_MEAN);
-    snn_float_text(md->pixel_std, sizeof(md->pixel_std), SNN_PIXEL_STD);
+    snprintf(md->pixel_mean, sizeof(md->pixel_mean), "%s", snn_float_text(SNN_PIXEL_MEAN).text);
+    snprintf(md->pixel_std, sizeof(md->pixel_std), "%s", snn_float_text(SNN_PIXEL_STD).text);
     snprintf(md->input, sizeof(md->input), "28x28 row-major, white on black, (pixel/255 - %s)/%s", md->pixel_mean,
              md->pixel_std);
     optimizer_text(md->optimizer, sizeof(md->optimizer));

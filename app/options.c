@@ -74,6 +74,14 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
         snn_die("--dump records a run from its start: it does not go with --resume");
     if (every_given && !o->checkpoint_path)
         snn_die("--checkpoint-every needs --checkpoint FILE");
+    /* Each output is written whole and renamed: two of them on one name would leave only the last. */
+    const char *outputs[][2] = {{"--save", o->save_path}, {"--checkpoint", o->checkpoint_path},
+                                {"--log", o->log_path}, {"--dump", o->dump_dir}};
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (outputs[i][1] && outputs[j][1] && strcmp(outputs[i][1], outputs[j][1]) == 0)
+                snn_die("%s and %s name the same file, %s: give each its own", outputs[i][0], outputs[j][0],
+                        outputs[i][1]);
 }
 
 options snn_parse_options(int argc, char **argv)

@@ -149,6 +149,13 @@ suite_sanitize() {
     run "sanitized host kernels" "$d/tests/bin/host/test_kernels" | sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
     run "sanitized image files and digits" tests/host/test_images.sh "$d/tests/bin/host/test_image_load" |
         sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
+    run "sanitized safetensors reader" tests/host/test_safetensors.sh "$d/tests/bin/host/test_safetensors" |
+        sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
+    local m=("$d/app/mnist" --data data/mnist --max-steps 30) f=$d/model
+    if out=$("${m[@]}" --epochs 1 --checkpoint "$f-c.st" 2>&1 && "${m[@]}" --epochs 2 --resume "$f-c.st" --save "$f.st" 2>&1 &&
+        "$d/app/mnist" --data data/mnist --load "$f.st" --eval 2>&1 && "$d/app/mnist" --load "$f.st" --predict tests/fuzz/corpus_image/* 2>&1); then
+        echo "ok - sanitized build: checkpoint, resume, save, --eval and --predict, no report"
+    else echo "not ok - sanitized build: model files: $(tail -n 5 <<<"$out" | tr '\n' ' ')"; fi
 }
 
 suite_ptx() { run "tensor-core ptx" tests/host/test_ptx.sh; }
@@ -179,7 +186,7 @@ plot          7 y
 menuconfig   12 n
 make_run     10 n
 torch_parity  6 n
-sanitize     11 n
+sanitize     14 n
 gpu_builds  270 n
 ptx          80 n
 gpu           1 n

@@ -42,6 +42,7 @@ expect_refusal "--predict without images" "--predict needs at least one image" "
 expect_refusal "--eval with --save" "--eval trains nothing: --save does not go with it" "$APP" --load x --eval --save y
 expect_refusal "--resume with --load" "--load does not go with it" "$APP" --resume x --load y
 expect_refusal "--resume with --dump" "does not go with --resume" "$APP" --resume x --dump y
+expect_refusal "--save and --checkpoint to one file" "--save and --checkpoint name the same file" "$APP" --save a.st --checkpoint a.st
 expect_refusal "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint" "$APP" --checkpoint-every 2
 expect_refusal "--load of a missing file" "$T/none.st: cannot open" "$APP" --data "$DATA" --load "$T/none.st" --eval
 
@@ -104,6 +105,8 @@ del h["__metadata__"]
 h["0.weight"]["shape"] = [784, 256]'
 expect_refusal "weights of another shape (no metadata)" "tensor '0.weight' has shape [784, 256], not [256, 784]" \
     "$APP" --data "$DATA" --load "$T/bare.st" --eval
+edit "$T/full4.st" "$T/dtype.st" 'h["2.bias"]["dtype"] = "I32"'
+expect_refusal "weights of another dtype" "tensor '2.bias' is I32, not F32" "$APP" --data "$DATA" --load "$T/dtype.st" --eval
 edit "$T/full4.st" "$T/extra.st" '
 h["extra"] = {"dtype": "U8", "shape": [0], "data_offsets": [len(d), len(d)]}'
 expect_refusal "weights with a tensor of no layer" "tensor 'extra' is not one of this model's" \
