@@ -44,13 +44,13 @@ void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, sn
         return;
     cJSON *e = snn_json_event("evaluation");
     snn_json_string(e, "set", "test");
-    snn_json_number(e, "loss", score.loss);
-    snn_json_number(e, "accuracy", score.accuracy);
+    snn_json_float(e, "loss", (float)score.loss);
+    snn_json_float(e, "accuracy", (float)score.accuracy);
     snn_json_number(e, "samples", n);
     snn_json_add(e, "per_class_accuracy", snn_json_floats(per_class, SNN_CLASSES));
-    cJSON *rows = cJSON_CreateArray();
-    snn_json_add(e, "confusion", rows);
+    cJSON *rows = snn_json_array();
     for (int t = 0; t < SNN_CLASSES; t++)
-        cJSON_AddItemToArray(rows, snn_json_ints(confusion[t], SNN_CLASSES));
+        snn_json_push(rows, snn_json_ints(confusion[t], SNN_CLASSES));
+    snn_json_add(e, "confusion", rows);
     snn_json_put(log, e);
 }

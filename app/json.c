@@ -50,12 +50,19 @@ void snn_json_string(cJSON *o, const char *key, const char *s)
     snn_json_add(o, key, s ? cJSON_CreateString(s) : cJSON_CreateNull());
 }
 
+cJSON *snn_json_array(void) { return must(cJSON_CreateArray()); }
+
+void snn_json_push(cJSON *array, cJSON *item)
+{
+    if (!cJSON_AddItemToArray(array, must(item)))
+        snn_die("out of memory building JSON output");
+}
+
 cJSON *snn_json_floats(const float *v, int n)
 {
-    cJSON *a = must(cJSON_CreateArray());
+    cJSON *a = snn_json_array();
     for (int i = 0; i < n; i++)
-        if (!cJSON_AddItemToArray(a, must(cJSON_CreateNumber(shortest(v[i])))))
-            snn_die("out of memory building JSON output");
+        snn_json_push(a, cJSON_CreateNumber(shortest(v[i])));
     return a;
 }
 

@@ -14,6 +14,8 @@ void snn_json_number(cJSON *o, const char *key, double v);
 void snn_json_float(cJSON *o, const char *key, float v);
 void snn_json_string(cJSON *o, const char *key, const char *s); /* NULL: null */
 void snn_json_add(cJSON *o, const char *key, cJSON *item);
+cJSON *snn_json_array(void);
+void snn_json_push(cJSON *array, cJSON *item);
 cJSON *snn_json_floats(const float *v, int n); /* arrays, each element as snn_json_float */
 cJSON *snn_json_ints(const int *v, int n);
 /* v's shortest decimal that reads back to it. */

@@ -64,17 +64,20 @@ static void dump_start(snn_out_dir *dump, const snn_model *m, const float *param
 static void print_summary(const snn_device_info *dev, const options *o)
 {
     char shape[256];
+    const int infer = o->eval || o->image_count;
     snn_model_shape(shape, sizeof(shape));
-    printf("staticnn: %s, MLP %s (%ld parameters), batch %d, %d epochs\n", SNN_DATASET_NAME, shape,
-           (long)SNN_PARAMS, SNN_BATCH, o->epochs);
-    printf("  SGD lr %s momentum %s, init %s, seed %d\n", CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM,
-           snn_init_name(), CONFIG_TRAIN_SEED);
+    printf("staticnn: %s, MLP %s (%ld parameters)", SNN_DATASET_NAME, shape, (long)SNN_PARAMS);
+    if (infer)
+        printf(", evaluation batch %d\n", SNN_EVAL_BATCH);
+    else
+        printf(", batch %d, %d epochs\n  SGD lr %s momentum %s, init %s, seed %d\n", SNN_BATCH, o->epochs,
+               CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM, snn_init_name(), CONFIG_TRAIN_SEED);
     if (dev->cc)
         printf("  target %s on %s (compute capability %d.%d, %d SMs, %.1f GiB free)\n", SNN_TARGET_NAME,
                dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
     else
         printf("  target %s on %s (%d threads)\n", SNN_TARGET_NAME, dev->name, dev->units);
-    if (o->eval || o->image_count)
+    if (infer)
         return;
     printf("  data %s: %d train, %d test; %d steps per epoch", o->data_dir, SNN_TRAIN_COUNT,
            SNN_TEST_COUNT, o->max_steps);
@@ -221,11 +224,21 @@ typedef struct {
     snn_progress at; /* at.order, at.losses, at.correct: host copies */
 } run_state;
 
-static void write_checkpoint(const options *o, run_state *r)
+/* The whole state at the step reached, and a line in the log saying so; a
+ * non-finite loss since the last check ends the run instead. */
+static void write_checkpoint(outputs *out, const options *o, run_state *r)
 {
     snn_epoch_figures(&r->m, r->at.step, r->at.losses, r->at.correct);
+    check_finite(out, r->at.losses, 0, r->at.step, r->at.epoch);
     r->at.rng = r->rng;
     snn_model_file_save(snn_out_open(o->checkpoint_path), &r->m, &r->at, SNN_FILE_CHECKPOINT);
+    if (out->log) {
+        cJSON *e = snn_json_event("checkpoint");
+        snn_json_number(e, "epoch", r->at.epoch);
+        snn_json_number(e, "step", r->at.step);
+        snn_json_string(e, "path", o->checkpoint_path);
+        snn_json_put(snn_out_stream(out->log), e);
+    }
 }
 
 /* Stopped by a signal after `steps` steps of the epoch: what was trained is
@@ -238,7 +251,7 @@ __attribute__((noreturn)) static void stop_run(outputs *out, const options *o, r
     if (out->save)
         snn_model_file_save(out->save, &r->m, &r->at, SNN_FILE_WEIGHTS);
     if (o->checkpoint_path)
-        write_checkpoint(o, r);
+        write_checkpoint(out, o, r);
     if (out->log) {
         cJSON *e = snn_json_event("interrupted");
         snn_json_string(e, "signal", snn_signal_name(sig));
@@ -319,7 +332,9 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first,
             snn_rt_download(losses + s + 1 - check, m->train_loss + s + 1 - check, check * sizeof(float));
             check_finite(out, losses, s + 1 - check, check, epoch);
         }
-        if (snn_stop_signal()) {
+        /* After the epoch's last step, a stop waits for the epoch's end (its
+         * evaluation, log and checkpoint) and the next epoch's order. */
+        if (s + 1 < o->max_steps && snn_stop_signal()) {
             if (tty)
                 printf("\r%*s\r", 60, "");
             stop_run(out, o, r, s + 1);
@@ -351,20 +366,23 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first,
                   seconds_since(t0));
 }
 
-/* The epochs to run: from the start, or from where --resume's checkpoint was. */
+/* The epochs to run: from the start, or from where --resume's checkpoint
+ * was. A checkpoint inside an epoch (from step 0: its order drawn) goes on
+ * with that epoch's order; a complete epoch's starts the next one. */
 static void train(outputs *out, const options *o, run_state *r, int resumed)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     double train_s = 0;
-    int epoch = resumed ? r->at.epoch : 1, first = resumed ? r->at.step : 0;
-    if (first == o->max_steps) /* the checkpoint's epoch was complete */
-        epoch++, first = 0;
+    int epoch = resumed ? r->at.epoch : 1, inside = resumed && r->at.step < o->max_steps;
+    if (resumed && !inside)
+        epoch++;
     printf("epoch  train loss  train acc  test loss  test acc      time      samples/s\n");
     fflush(stdout);
-    for (; epoch <= o->epochs; epoch++, first = 0) {
+    for (; epoch <= o->epochs; epoch++, inside = 0) {
+        const int first = inside ? r->at.step : 0;
         r->at.epoch = epoch;
-        if (first) {
+        if (inside) {
             snn_epoch_resume(&r->m, r->at.order, first, r->at.losses, r->at.correct);
         } else {
             snn_epoch_begin(&r->m, &r->rng, r->at.order);
@@ -374,7 +392,7 @@ static void train(outputs *out, const options *o, run_state *r, int resumed)
         r->at.step = first;
         train_epoch(out, o, r, first, &train_s, &t0);
         if (o->checkpoint_path && (epoch % o->checkpoint_every == 0 || epoch == o->epochs))
-            write_checkpoint(o, r);
+            write_checkpoint(out, o, r);
     }
 }
 
@@ -389,6 +407,22 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
     snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
 }
 
+/* A stop during --eval or --predict: what was printed stays, the log says
+ * so, exit 128 + signal. */
+__attribute__((noreturn)) static void stop_inference(snn_out *log)
+{
+    int sig = snn_stop_signal();
+    if (log) {
+        cJSON *e = snn_json_event("interrupted");
+        snn_json_string(e, "signal", snn_signal_name(sig));
+        snn_json_put(snn_out_stream(log), e);
+        snn_out_commit(log);
+    }
+    fflush(stdout);
+    fprintf(stderr, "mnist: interrupted by %s\n", snn_signal_name(sig));
+    exit(128 + sig);
+}
+
 /* --load FILE --eval and/or --predict: no training. */
 static int infer(const options *o)
 {
@@ -400,20 +434,22 @@ static int infer(const options *o)
     start_model(&m, &rng, o, &dev, &plan);
     snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
     printf("  model %s\n", o->load_path);
-    int failed = 0;
     if (o->eval) {
         uint8_t *labels = snn_xmalloc(SNN_TEST_COUNT, "test labels");
         float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * sizeof(float), "test logits");
         load_dataset(&m, o->data_dir, labels);
-        snn_score score = snn_evaluate_logits(&m, logits);
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
+        snn_score score = snn_evaluate_logits(&m, logits);
+        if (snn_stop_signal())
+            stop_inference(log);
         snn_report_evaluation(logits, labels, SNN_TEST_COUNT, score, stdout, log ? snn_out_stream(log) : NULL);
         free(labels);
         free(logits);
     }
-    if (o->image_count)
-        failed = snn_predict_images(&m, (const char *const *)o->images, o->image_count, stdout);
+    int failed = 0;
+    if (o->image_count && (failed = snn_predict_images(&m, (const char *const *)o->images, o->image_count, stdout)) < 0)
+        stop_inference(log);
     if (log)
         snn_out_commit(log);
     snn_mm_stop(m.arena);

@@ -69,7 +69,7 @@ static void add(metadata *md, const char *key, const char *value)
     md->meta[md->count++] = (snn_st_meta){key, value};
 }
 
-static void build_metadata(metadata *md, const snn_model *m, const snn_progress *p, snn_file_kind kind)
+static void build_metadata(metadata *md, const snn_progress *p, snn_file_kind kind)
 {
     memset(md, 0, sizeof(*md));
     snn_model_shape(md->shape, sizeof(md->shape));
@@ -85,7 +85,6 @@ static void build_metadata(metadata *md, const snn_model *m, const snn_progress 
     snprintf(md->steps_per_epoch, sizeof(md->steps_per_epoch), "%d", p->steps_per_epoch);
     snprintf(md->batch, sizeof(md->batch), "%d", SNN_BATCH);
     snprintf(md->seed, sizeof(md->seed), "%d", CONFIG_TRAIN_SEED);
-    (void)m;
     add(md, "format", FORMAT);
     add(md, "kind", kind == SNN_FILE_CHECKPOINT ? "checkpoint" : "weights");
     add(md, "module", md->module);
@@ -157,7 +156,7 @@ void snn_model_file_save(snn_out *out, const snn_model *m, const snn_progress *p
     float *momentum = params + SNN_PARAMS;
     snn_model_get_state(m, params, kind == SNN_FILE_CHECKPOINT ? momentum : NULL);
     metadata md;
-    build_metadata(&md, m, p, kind);
+    build_metadata(&md, p, kind);
     tensor_list list;
     list_tensors(&list, kind, params, momentum, p);
     char err[512];
@@ -169,11 +168,14 @@ void snn_model_file_save(snn_out *out, const snn_model *m, const snn_progress *p
 
 /* ---- loading ------------------------------------------------------------------ */
 
-/* A metadata value that must equal this build's; the message names the field. */
+/* A metadata value that must equal this build's (and be there, when
+ * required); the message names the field. */
 static void require_same(const snn_st_file *f, const char *path, const char *key, const char *mine,
-                         const char *what)
+                         const char *what, int required)
 {
     const char *theirs = snn_st_meta_get(f, key);
+    if (!theirs && required)
+        snn_die("%s: its metadata has no '%s' (the %s): not a checkpoint this build wrote", path, key, what);
     if (theirs && strcmp(theirs, mine) != 0)
         snn_die("%s: the %s differs: the file's is %s, this build's is %s (a file for another build: configure "
                 "this one to match with make menuconfig, or use the build that wrote it)",
@@ -194,21 +196,25 @@ static int meta_int(const snn_st_file *f, const char *path, const char *key, int
 static void check_metadata(const snn_st_file *f, const char *path, snn_file_kind kind)
 {
     const char *format = snn_st_meta_get(f, "format"), *is = snn_st_meta_get(f, "kind");
-    if (kind == SNN_FILE_CHECKPOINT && (!format || !is || strcmp(is, "checkpoint")))
-        snn_die("%s: not a staticnn checkpoint (its metadata's kind is %s); --resume wants a file written by "
-                "--checkpoint, --load takes weights", path, is ? is : "missing");
+    const int checkpoint = kind == SNN_FILE_CHECKPOINT;
+    if (checkpoint && !format)
+        snn_die("%s: its metadata has no 'format': not a file staticnn wrote; --resume wants a file written by "
+                "--checkpoint", path);
     if (format && strcmp(format, FORMAT))
         snn_die("%s: written as '%s', this build reads '%s'", path, format, FORMAT);
+    if (checkpoint && (!is || strcmp(is, "checkpoint")))
+        snn_die("%s: not a checkpoint (its metadata's kind is %s); --resume wants a file written by "
+                "--checkpoint, --load takes weights", path, is ? is : "missing");
     char shape[256], optimizer[128], batch[16];
     snn_model_shape(shape, sizeof(shape));
-    require_same(f, path, "shape", shape, "model shape");
-    require_same(f, path, "dataset", SNN_DATASET_NAME, "dataset");
-    if (kind == SNN_FILE_WEIGHTS)
+    require_same(f, path, "shape", shape, "model shape", checkpoint);
+    require_same(f, path, "dataset", SNN_DATASET_NAME, "dataset", checkpoint);
+    if (!checkpoint)
         return;
     optimizer_text(optimizer, sizeof(optimizer));
     snprintf(batch, sizeof(batch), "%d", SNN_BATCH);
-    require_same(f, path, "optimizer", optimizer, "optimizer");
-    require_same(f, path, "batch", batch, "batch size");
+    require_same(f, path, "optimizer", optimizer, "optimizer", 1);
+    require_same(f, path, "batch", batch, "batch size", 1);
     const char *target = snn_st_meta_get(f, "target"), *precision = snn_st_meta_get(f, "precision");
     if ((target && strcmp(target, SNN_TARGET_NAME)) || (precision && strcmp(precision, SNN_PRECISION_NAME)))
         printf("note: %s was written by target %s in %s; this build runs %s in %s: training goes on, but not "
@@ -216,9 +222,27 @@ static void check_metadata(const snn_st_file *f, const char *path, snn_file_kind
                path, target ? target : "?", precision ? precision : "?", SNN_TARGET_NAME, SNN_PRECISION_NAME);
 }
 
+/* A name a checkpoint holds besides the weights. */
+static int checkpoint_only(const char *name)
+{
+    static const char *const names[] = {"rng.state", "epoch.order", "epoch.losses", "epoch.correct"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(name, names[i]))
+            return 1;
+    for (int l = 0; l < SNN_LAYERS; l++) {
+        char w[48], b[48];
+        snprintf(w, sizeof(w), "momentum.%d.weight", 2 * l);
+        snprintf(b, sizeof(b), "momentum.%d.bias", 2 * l);
+        if (!strcmp(name, w) || !strcmp(name, b))
+            return 1;
+    }
+    return 0;
+}
+
 /* Copies each listed tensor's bytes from the file, checking its dtype and
- * shape; any tensor of the file not listed is refused by name. */
-static void read_tensors(const snn_st_file *f, const char *path, const tensor_list *list, int allow_extra)
+ * shape; any other tensor of the file is refused by name (but those of a
+ * checkpoint, where allowed: --load takes its weights and leaves the rest). */
+static void read_tensors(const snn_st_file *f, const char *path, const tensor_list *list, int allow_checkpoint)
 {
     char err[512];
     for (int i = 0; i < list->count; i++) {
@@ -231,15 +255,37 @@ static void read_tensors(const snn_st_file *f, const char *path, const tensor_li
                 if (!isfinite(((const float *)want->data)[k]))
                     snn_die("%s: tensor '%s' holds a non-finite value at element %zu", path, want->name, k);
     }
-    for (int i = 0; i < snn_st_count(f) && !allow_extra; i++) {
+    for (int i = 0; i < snn_st_count(f); i++) {
         const char *name = snn_st_at(f, i)->name;
-        int known = 0;
+        int known = allow_checkpoint && checkpoint_only(name);
         for (int j = 0; j < list->count && !known; j++)
             known = !strcmp(name, list->t[j].name);
         if (!known)
             snn_die("%s: tensor '%s' is not one of this model's (its %d Linear layers are 0.weight, 0.bias, ..., "
                     "%d.weight, %d.bias)", path, name, SNN_LAYERS, 2 * SNN_LAYERS - 2, 2 * SNN_LAYERS - 2);
     }
+}
+
+/* What the device will index with or count from a checkpoint: the order a
+ * permutation of the training set, each step's correct count within the
+ * batch, the generator not stuck at zero. */
+static void check_progress(const snn_progress *p, const char *path)
+{
+    uint8_t *seen = calloc(SNN_TRAIN_COUNT, 1);
+    SNN_CHECK_SYS(seen, "allocating the order's check");
+    for (int i = 0; i < SNN_TRAIN_COUNT; i++) {
+        int32_t k = p->order[i];
+        if (k < 0 || k >= SNN_TRAIN_COUNT || seen[k]++)
+            snn_die("%s: tensor 'epoch.order' is not a permutation of the %d training samples (element %d is %d)",
+                    path, SNN_TRAIN_COUNT, i, (int)k);
+    }
+    free(seen);
+    for (int s = 0; s < p->step; s++)
+        if (p->correct[s] < 0 || p->correct[s] > SNN_BATCH)
+            snn_die("%s: tensor 'epoch.correct' holds %d at step %d, outside [0, %d]", path, (int)p->correct[s], s,
+                    SNN_BATCH);
+    if (!(p->rng.s[0] | p->rng.s[1] | p->rng.s[2] | p->rng.s[3]))
+        snn_die("%s: tensor 'rng.state' is all zeros, a state the generator never reaches", path);
 }
 
 void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind)
@@ -258,9 +304,10 @@ void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_fi
         p->step = meta_int(f, path, "step", 0, p->steps_per_epoch);
     }
     list_tensors(&list, kind, params, momentum, p);
-    /* --load takes a checkpoint's weights and leaves the rest. */
     const char *is = snn_st_meta_get(f, "kind");
     read_tensors(f, path, &list, kind == SNN_FILE_WEIGHTS && is && !strcmp(is, "checkpoint"));
+    if (kind == SNN_FILE_CHECKPOINT)
+        check_progress(p, path);
     snn_model_set_state(m, params, kind == SNN_FILE_CHECKPOINT ? momentum : NULL);
     free(params);
     snn_st_close(f);

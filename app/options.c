@@ -37,7 +37,7 @@ static void usage(FILE *out)
             "                        epoch's order and step losses, for tools/torch_parity.py\n"
             "  --help                this text\n\n"
             "SIGINT or SIGTERM stops the run after the current step: --save and --checkpoint get the\n"
-            "state as it is, --log the figures so far; the exit status is 130 or 143.\n",
+            "state as it is, --log the figures so far; the exit status is 128 + the signal.\n",
             CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_LOG_EVERY);
 }
 

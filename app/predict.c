@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app/evaluate.h"
+#include "app/signals.h"
 #include "arch/runtime.h"
 #include "data/digit.h"
 #include "data/image.h"
@@ -57,6 +58,10 @@ int snn_predict_images(snn_model *m, const char *const *paths, int count, FILE *
         int n = count - from < SNN_TEST_COUNT ? count - from : SNN_TEST_COUNT;
         memset(images, 0, image_bytes);
         for (int i = 0; i < n; i++) {
+            if (snn_stop_signal()) {
+                failed = -1;
+                goto done;
+            }
             ok[i] = read_digit(paths[from + i], images + (size_t)i * SNN_INPUT_DIM) == 0;
             failed += !ok[i];
         }
@@ -66,6 +71,7 @@ int snn_predict_images(snn_model *m, const char *const *paths, int count, FILE *
             if (ok[i])
                 print_prediction(out, paths[from + i], logits + (size_t)i * SNN_CLASSES);
     }
+done:
     fflush(out);
     free(images);
     free(ok);

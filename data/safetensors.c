@@ -18,8 +18,6 @@ static const struct {
     [SNN_ST_U64] = {"U64", 8},
 };
 
-const char *snn_st_dtype_name(snn_st_dtype t) { return t < SNN_ST_DTYPES ? dtypes[t].name : "?"; }
-
 struct snn_st_file {
     char *name;     /* for messages */
     uint8_t *owned; /* the file's bytes when snn_st_read read them */
@@ -225,14 +223,31 @@ static int parse_entry(const cJSON *e, snn_st_tensor *t, uint64_t range[2], cons
     return 0;
 }
 
+static int by_string(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 static int check_metadata(const cJSON *m, const char *file, char *err, size_t errlen)
 {
     if (!cJSON_IsObject(m))
         return fail(err, errlen, file, "__metadata__ is not a JSON object");
     const cJSON *k;
-    cJSON_ArrayForEach(k, m) if (!cJSON_IsString(k))
-        return fail(err, errlen, file, "__metadata__ '%s' is not a string (the format allows strings only)", k->string);
-    return 0;
+    int n = 0, rc = 0;
+    cJSON_ArrayForEach(k, m) {
+        if (!cJSON_IsString(k))
+            return fail(err, errlen, file, "__metadata__ '%s' is not a string (the format allows strings only)",
+                        k->string);
+        n++;
+    }
+    const char **keys = malloc((n ? n : 1) * sizeof(*keys));
+    if (!keys)
+        return fail(err, errlen, file, "out of memory for %d metadata keys", n);
+    n = 0;
+    cJSON_ArrayForEach(k, m) keys[n++] = k->string;
+    qsort(keys, n, sizeof(*keys), by_string);
+    for (int i = 1; i < n && !rc; i++)
+        if (!strcmp(keys[i], keys[i - 1]))
+            rc = fail(err, errlen, file, "__metadata__ '%s' appears twice", keys[i]);
+    free(keys);
+    return rc;
 }
 
 static int has_control(const char *s)
@@ -288,6 +303,64 @@ static int check_spans(span *s, int n, uint64_t data_len, const char *file, char
     return 0;
 }
 
+/* Length of the UTF-8 sequence at s (at most n bytes), 0 when invalid:
+ * overlong forms, surrogates and code points above U+10FFFF included. */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (!len || len > n)
+        return 0;
+    unsigned cp = len == 1 ? c : c & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* What cJSON lets through and the format's reference reader does not: text
+ * that is not UTF-8, a \u0000 escape (it would cut a name short), and
+ * numbers that are not plain whole numbers (06, 6.0, 2.4e1). */
+static int check_lexical(const char *json, size_t n, const char *file, char *err, size_t errlen)
+{
+    const unsigned char *p = (const unsigned char *)json;
+    int in_string = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_length(p + i, n - i);
+        if (!len)
+            return fail(err, errlen, file, "the header is not UTF-8 (byte %zu)", i + 8);
+        if (in_string) {
+            if (p[i] == '\\' && i + 1 < n) {
+                if (p[i + 1] == 'u' && n - i >= 6 && !memcmp(p + i + 2, "0000", 4))
+                    return fail(err, errlen, file, "the header holds a \\u0000 escape (byte %zu)", i + 8);
+                i += 2;
+                continue;
+            }
+            in_string = p[i] != '"';
+        } else if (p[i] == '"') {
+            in_string = 1;
+        } else if (p[i] == '-' || (p[i] >= '0' && p[i] <= '9')) {
+            size_t start = i;
+            i += p[i] == '-';
+            while (i < n && p[i] >= '0' && p[i] <= '9')
+                i++;
+            size_t digits = i - start - (p[start] == '-');
+            if (digits == 0 || (digits > 1 && p[i - digits] == '0') ||
+                (i < n && (p[i] == '.' || p[i] == 'e' || p[i] == 'E')))
+                return fail(err, errlen, file, "the header's number at byte %zu is not a plain whole number",
+                            start + 8);
+            continue;
+        }
+        i += len;
+    }
+    return 0;
+}
+
 static int parse_header(snn_st_file *f, const uint8_t *buf, size_t len, const char *file, char *err,
                         size_t errlen)
 {
@@ -304,6 +377,8 @@ static int parse_header(snn_st_file *f, const uint8_t *buf, size_t len, const ch
     const char *json = (const char *)buf + 8, *end = NULL;
     if (n == 0 || json[0] != '{')
         return fail(err, errlen, file, "the header is not a JSON object (it must start with '{')");
+    if (check_lexical(json, n, file, err, errlen))
+        return -1;
     f->header = cJSON_ParseWithLengthOpts(json, n, &end, 0);
     if (!f->header || !cJSON_IsObject(f->header))
         return fail(err, errlen, file, "the header is not valid JSON (at byte %td of %llu)",
@@ -388,11 +463,11 @@ snn_st_file *snn_st_read(const char *path, char *err, size_t errlen)
         got = fread(buf + len, 1, cap - len, in);
         len += got;
     } while (got);
-    int bad = ferror(in);
+    int bad = ferror(in) ? errno : 0;
     fclose(in);
     if (bad) {
         free(buf);
-        fail(err, errlen, path, "read error");
+        fail(err, errlen, path, "cannot read: %s", strerror(bad));
         return NULL;
     }
     snn_st_file *f = snn_st_parse(buf, len, path, err, errlen);

@@ -22,8 +22,6 @@ typedef enum {
     SNN_ST_BF16, SNN_ST_I32, SNN_ST_U32, SNN_ST_F32, SNN_ST_F64, SNN_ST_I64, SNN_ST_U64, SNN_ST_DTYPES
 } snn_st_dtype;
 
-const char *snn_st_dtype_name(snn_st_dtype t);
-
 typedef struct {
     const char *name;
     snn_st_dtype dtype;
@@ -49,7 +47,9 @@ typedef struct snn_st_file snn_st_file;
  * JSON object, every tensor's entry exactly {dtype, shape, data_offsets}
  * with a known dtype, a shape whose bytes are its byte range's length,
  * ranges that tile the data from 0 to its end without gap or overlap, names
- * unique, __metadata__ an object of strings. name is used in messages. */
+ * unique, __metadata__ an object of strings with unique keys; and, where
+ * cJSON is lenient, the text UTF-8, no \u0000 escape, numbers plain whole
+ * numbers. name is used in messages. */
 snn_st_file *snn_st_parse(const uint8_t *buf, size_t len, const char *name, char *err, size_t errlen);
 /* Reads the whole file and parses it; the buffer is freed by snn_st_close. */
 snn_st_file *snn_st_read(const char *path, char *err, size_t errlen);

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!copy)
         return 0;
     memcpy(copy, data, size);
-    char err[512];
+    char err[512] = "";
     snn_st_file *f = snn_st_parse(copy, size, "input", err, sizeof(err));
     if (f) {
         volatile uint8_t sum = 0;

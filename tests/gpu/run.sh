@@ -94,6 +94,34 @@ model_files() {
     python3 tests/gpu/test_torch_load.py "$d/full4.st" "$DATA" "$host" "$acc" 2>&1 |
         sed "s/^\(ok\|not ok\|skip\) - /\1 - $board: /"
 }
+# resume_mid_epoch BOARD DIR: a SIGINT inside an epoch (a board whose steps
+# take a millisecond, so the signal lands between steps), then --resume from
+# its checkpoint: the uninterrupted run's parameters, bit for bit; then a
+# SIGINT before the first step (while --log, a FIFO, waits for its reader).
+resume_mid_epoch() {
+    local board=$1 d=$2 run=("$2/app/mnist" --data "$DATA" --max-steps 600 --epochs 2) pid rc at
+    rm -f "$d"/mid-*.st "$d/log.fifo"
+    "${run[@]}" --save "$d/mid-full.st" >/dev/null 2>&1
+    "${run[@]}" --checkpoint "$d/mid-c.st" >"$d/mid.out" 2>&1 &
+    pid=$!
+    for _ in $(seq 500); do grep -q '^epoch ' "$d/mid.out" && break; sleep 0.02; done
+    sleep 0.3; kill -INT $pid; wait $pid; rc=$?
+    at=$(sed -n 's/.*interrupted by SIGINT in \(epoch [0-9]* after step [0-9]*\).*/\1/p' "$d/mid.out")
+    if [ $rc -eq 130 ] && "${run[@]}" --resume "$d/mid-c.st" --save "$d/mid-resumed.st" >>"$d/mid.out" 2>&1 &&
+        cmp -s "$d/mid-full.st" "$d/mid-resumed.st"; then
+        echo "ok - $board: SIGINT in $at, then --resume: the uninterrupted run's parameters, bit for bit"
+    else echo "not ok - $board: resume after SIGINT (status $rc, $at): $(tail -n 2 "$d/mid.out" | tr '\n' ' ')"; fi
+    mkfifo "$d/log.fifo"
+    "${run[@]}" --checkpoint "$d/mid-c0.st" --log "$d/log.fifo" >"$d/mid0.out" 2>&1 &
+    pid=$!
+    sleep 0.5; kill -INT $pid; cat "$d/log.fifo" >/dev/null; wait $pid; rc=$?
+    if [ $rc -eq 130 ] && grep -q "in epoch 1 after step 0 of" "$d/mid0.out" &&
+        "${run[@]}" --resume "$d/mid-c0.st" --save "$d/mid-resumed0.st" >>"$d/mid0.out" 2>&1 &&
+        cmp -s "$d/mid-full.st" "$d/mid-resumed0.st"; then
+        echo "ok - $board: SIGINT before the first step, then --resume: bit for bit"
+    else echo "not ok - $board: resume from epoch 1 step 0 (status $rc): $(tail -n 2 "$d/mid0.out" | tr '\n' ' ')"; fi
+}
+
 eval_acc() { # APP FILE: the test accuracy APP's --eval of FILE prints
     "$1" --data "$DATA" --load "$2" --eval 2>&1 | sed -n 's/^test set: .*accuracy \([0-9.]*\)%.*/\1/p'
 }
@@ -135,6 +163,7 @@ for f in configs/*_defconfig; do
     build_board "$board" || continue
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_kernels"
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
+    [ "$board" = h100_8192x3_b32 ] && resume_mid_epoch "$board" "$OUT/gpu-$board"
 done
 
 # The tensor-core precisions the boards' defconfigs do not select: the h100

@@ -27,7 +27,17 @@ def main():
         return
     with safe_open(path, "pt") as f:
         meta = f.metadata()
-    model = eval(meta["module"], {"torch": torch})  # "torch.nn.Sequential(torch.nn.Linear(784, 256), ...)"
+    dims = [int(d) for d in meta["shape"].split("-")]  # as the README builds it: no eval of file contents
+    layers = []
+    for n_in, n_out in zip(dims, dims[1:]):
+        layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1])
+    said = "torch.nn.Sequential(" + ", ".join(
+        f"torch.nn.Linear({a}, {b})" + (", torch.nn.ReLU()" if i + 2 < len(dims) else "")
+        for i, (a, b) in enumerate(zip(dims, dims[1:]))) + ")"
+    if said != meta["module"]:
+        print(f"not ok - {NAME}: the metadata's module is {meta['module']}, its shape says {said}")
+        return
     model.load_state_dict(load_file(path))  # strict: every name and shape must match
     images = read_idx(data, "t10k-images-idx3-ubyte", (10000, 28, 28)).reshape(10000, 784)
     labels = read_idx(data, "t10k-labels-idx1-ubyte", (10000,))

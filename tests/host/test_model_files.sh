@@ -57,8 +57,10 @@ verdict "the resumed run trains epochs 3 and 4 only, and logs where it came from
      diff <(grep "\"epoch\":4," "$T/full4.jsonl" | grep -o "\"test_acc\":[0-9.]*") <(grep "\"epoch\":4," "$T/resumed4.jsonl" | grep -o "\"test_acc\":[0-9.]*")'
 verdict "a checkpoint says where it is (epoch 2, step $S of $S)" \
     '[ "$(meta "$T/c2.st" kind)/$(meta "$T/c2.st" epoch)/$(meta "$T/c2.st" step)/$(meta "$T/c2.st" steps_per_epoch)" = "checkpoint/2/$S/$S" ]'
-run --epochs 3 --checkpoint "$T/c3.st" --checkpoint-every 2
-verdict "--checkpoint-every 2 over 3 epochs leaves the last epoch's state" '[ "$(meta "$T/c3.st" epoch)" = 3 ]'
+run --epochs 5 --checkpoint "$T/c5.st" --checkpoint-every 2 --log "$T/c5.jsonl"
+verdict "--checkpoint-every 2 over 5 epochs writes after epochs 2, 4 and 5 (the log says), the last one in place" \
+    '[ "$(python3 -c "import json, sys; print(*[e[\"epoch\"] for e in map(json.loads, open(sys.argv[1])) if e[\"event\"] == \"checkpoint\"])" "$T/c5.jsonl")" = "2 4 5" ] &&
+     [ "$(meta "$T/c5.st" epoch)" = 5 ]'
 
 # A signal mid-epoch: the checkpoint holds the step reached; resuming from it
 # gives the uninterrupted run's parameters, wherever the signal fell.
@@ -81,6 +83,21 @@ if [ $interrupted = 1 ]; then
         'cmp -s "$T/full3.st" "$T/ri.st"' "$(tail -n 2 "$T/ri.out")"
 else echo "not ok - SIGINT mid-run: the run was never caught mid-epoch (status $rc)"; fi
 
+# A stop before the first step (here: SIGINT while opening --log, a FIFO no
+# one reads yet): the checkpoint holds epoch 1 at step 0 with its order
+# drawn, and resuming from it trains what the full run trains.
+run --epochs 2 --save "$T/full2.st"
+mkfifo "$T/log.fifo"
+"$APP" --data "$DATA" --max-steps $S --epochs 2 --checkpoint "$T/c0.st" --log "$T/log.fifo" >"$T/c0.out" 2>&1 &
+pid=$!
+sleep 0.3; kill -INT $pid
+cat "$T/log.fifo" >"$T/c0.jsonl"
+wait $pid; rc=$?
+verdict "SIGINT before the first step writes a checkpoint at epoch 1 step 0" \
+    '[ $rc -eq 130 ] && [ "$(meta "$T/c0.st" epoch)/$(meta "$T/c0.st" step)" = 1/0 ]' "status $rc: $(tail -n 1 "$T/c0.out")"
+run --epochs 2 --resume "$T/c0.st" --save "$T/r0.st"
+verdict "resumed from epoch 1 step 0: the full run's parameters, bit for bit" 'cmp -s "$T/full2.st" "$T/r0.st"'
+
 # Files for another build, each refused by what differs.
 edit "$T/c2.st" "$T/shape.st" 'h["__metadata__"]["shape"] = "784-128-10"'
 expect_refusal "a checkpoint of another shape" "the model shape differs: the file's is 784-128-10, this build's is 784-256-10" \
@@ -98,7 +115,24 @@ expect_refusal "a checkpoint resumed with other --max-steps" "its epochs have $S
     "$APP" --data "$DATA" --max-steps 100 --resume "$T/c2.st"
 expect_refusal "a checkpoint with nothing left to train" "--epochs 2 leaves nothing to train" \
     "$APP" --data "$DATA" --max-steps $S --epochs 2 --resume "$T/c2.st"
-expect_refusal "a weights file given to --resume" "not a staticnn checkpoint" \
+edit "$T/c2.st" "$T/order.st" '
+o = h["epoch.order"]["data_offsets"][0] + 4 * 1539; d[o:o + 4] = struct.pack("<i", 1000000000)'
+expect_refusal "a checkpoint whose order indexes past the training set" \
+    "tensor 'epoch.order' is not a permutation of the 60000 training samples (element 1539 is 1000000000)" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/order.st"
+edit "$T/c2.st" "$T/correct.st" '
+o = h["epoch.correct"]["data_offsets"][0] + 4 * 7; d[o:o + 4] = struct.pack("<i", -5)'
+expect_refusal "a checkpoint with an impossible correct count" "tensor 'epoch.correct' holds -5 at step 7, outside [0, 64]" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/correct.st"
+edit "$T/c2.st" "$T/nometa.st" 'del h["__metadata__"]["optimizer"]'
+expect_refusal "a checkpoint without its optimizer" "its metadata has no 'optimizer'" \
+    "$APP" --data "$DATA" --max-steps $S --resume "$T/nometa.st"
+edit "$T/c2.st" "$T/cextra.st" '
+h["momentum.9.weight"] = {"dtype": "U8", "shape": [0], "data_offsets": [len(d), len(d)]}'
+expect_refusal "a checkpoint with a tensor of no layer, given to --load" "tensor 'momentum.9.weight' is not one of this model's" \
+    "$APP" --data "$DATA" --load "$T/cextra.st" --eval
+expect_refusal "a directory given to --load" "cannot read: Is a directory" "$APP" --data "$DATA" --load "$T" --eval
+expect_refusal "a weights file given to --resume" "not a checkpoint (its metadata's kind is weights)" \
     "$APP" --data "$DATA" --max-steps $S --resume "$T/full4.st"
 edit "$T/full4.st" "$T/bare.st" '
 del h["__metadata__"]
@@ -212,6 +246,9 @@ PY
              [ "$(grep -c "^$T/img/" "$T/bad.out")" -eq 1 ] && grep -q "d03-label0.png: " "$T/bad.out"' "status $rc: $(cat "$T/bad.err")"
     else echo "not ok - --predict: writing the test images failed"; fi
 else echo "skip - --predict: skipped: no python3 with numpy"; fi
+
+ck_acc=$("$APP" --data "$DATA" --load "$T/c2.st" --eval 2>&1 | sed -n 's/^test set: .*accuracy \([0-9.]*\)%.*/\1/p')
+verdict "--load of a checkpoint takes its weights ($ck_acc%)" '[ -n "$ck_acc" ]'
 
 # --load then training: starts from the file's weights.
 run --epochs 1 --load "$T/full4.st" --log "$T/ft.jsonl"

@@ -66,7 +66,7 @@ st("unknown-dtype", "unknown dtype 'F31'", {"a": t("F31", [6], 0, 24)}, f32)
 st("dtype-number", "unknown dtype (not a string)", {"a": {"dtype": 4, "shape": [6], "data_offsets": [0, 24]}}, f32)
 st("shape-mismatch", "does not fill its data_offsets' 24 bytes", {"a": t("F32", [5], 0, 24)}, f32)
 st("shape-negative", "shape entry 0 is not a whole number", {"a": t("F32", [-6], 0, 24)}, f32)
-st("shape-fraction", "shape entry 1 is not a whole number", {"a": t("F32", [2, 1.5], 0, 24)}, f32)
+st("shape-fraction", "number at byte 39 is not a plain whole number", {"a": t("F32", [2, 1.5], 0, 24)}, f32)
 st("shape-overflow", "does not fill", {"a": t("F32", [2**40, 2**40, 2**30], 0, 24)}, f32)
 st("shape-not-array", "shape is not an array", {"a": {"dtype": "F32", "shape": 6, "data_offsets": [0, 24]}}, f32)
 st("offsets-three", "data_offsets is not [begin, end]", {"a": {"dtype": "F32", "shape": [6], "data_offsets": [0, 12, 24]}}, f32)
@@ -77,6 +77,18 @@ st("metadata-number", "'epoch' is not a string", {"__metadata__": {"epoch": 3}, 
 write("duplicate-name", "appears twice", struct.pack("<Q", 120) +
       b'{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"a":{"dtype":"F32","shape":[3],"data_offsets":[12,24]}}'.ljust(120) + f32)
 st("empty-name", "empty or holds control characters", {"": t("F32", [6], 0, 24)}, f32)
+def raw(name, expect, text):
+    text = text.encode() if isinstance(text, str) else text
+    text += b" " * (-len(text) % 8)
+    write(name, expect, struct.pack("<Q", len(text)) + text + f32)
+raw("leading-zero", "number at byte 37 is not a plain whole number", '{"a":{"dtype":"F32","shape":[06],"data_offsets":[0,24]}}')
+raw("fraction-shape", "is not a plain whole number", '{"a":{"dtype":"F32","shape":[6.0],"data_offsets":[0,24]}}')
+raw("exponent-offset", "is not a plain whole number", '{"a":{"dtype":"F32","shape":[6],"data_offsets":[0,2.4e1]}}')
+raw("not-utf8", "the header is not UTF-8", b'{"a\xff":{"dtype":"F32","shape":[6],"data_offsets":[0,24]}}')
+raw("overlong-utf8", "the header is not UTF-8", b'{"a\xc0\xaf":{"dtype":"F32","shape":[6],"data_offsets":[0,24]}}')
+raw("nul-escape", "holds a \\u0000 escape", '{"a\\u0000b":{"dtype":"F32","shape":[6],"data_offsets":[0,24]}}')
+raw("metadata-twice", "__metadata__ 'k' appears twice", '{"__metadata__":{"k":"1","k":"2"},"a":{"dtype":"F32","shape":[6],"data_offsets":[0,24]}}')
+raw("good-utf8-name", "ok", '{"\u00e9t\u00e9":{"dtype":"F32","shape":[6],"data_offsets":[0,24]}}')
 with open(os.path.join(root, "cases"), "w") as f:
     for name, expect in cases:
         f.write(f"{name}\t{expect}\n")
