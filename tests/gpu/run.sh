@@ -7,6 +7,9 @@
 # and the wgmma-everywhere variants (kernel, step and epoch tests,
 # compute-sanitizer where marked), and the memory strategies against the
 # static arena. Elsewhere: one "skip" line.
+# SNN_GPU_PARTS picks parts (default all: boards others precisions wgmma
+# strategies), so that the suite (about 10 min on an H100) can be split
+# across calls of a device lent 10 minutes at a time.
 set -u
 cd "$(dirname "$0")/../.."
 . tools/gpu_lib.sh
@@ -18,6 +21,8 @@ if [ -z "$NVCC" ]; then echo "not ok - gpu tests: a GPU but no nvcc"; exit 0; fi
 DATA=${SNN_DATA:-data/mnist}
 HOST_APP=$OUT/host/app/mnist
 TOL_POINTS=0.3
+PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies} "
+part_wanted() { [[ $PARTS == *" $1 "* ]]; }
 
 prefixed() { # BOARD CMD...: CMD's verdict lines tagged with the board; a crash is a failure
     local board=$1; shift
@@ -140,6 +145,7 @@ build_board() {
 }
 
 for board in rtx2060 a100 h100; do
+    part_wanted boards || break
     build_board "$board" || continue
     d=$OUT/gpu-$board
     mm_board=$board
@@ -158,6 +164,7 @@ done
 # The other boards (deeper, wider, other batches): their kernel and
 # training-step tests; their nets differ from the host engine's, so no epoch.
 for f in configs/*_defconfig; do
+    part_wanted others || break
     board=$(basename "$f" _defconfig)
     case $board in host | rtx2060 | a100 | h100) continue ;; esac
     build_board "$board" || continue
@@ -177,10 +184,12 @@ precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig (its tiles) o
     { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >>"$d/def"
     build_variant "$name" "$d" && check_variant "$name" "$d" && sanitize "$name" "$d"
 }
-precision_variant h100-sm80-tf32 h100 80 TF32
-precision_variant h100-sm80-fp16 h100 80 FP16
-precision_variant h100-sm80-bf16 h100 80 BF16
-precision_variant rtx2060-fp16 rtx2060 75 FP16
+if part_wanted precisions; then
+    precision_variant h100-sm80-tf32 h100 80 TF32
+    precision_variant h100-sm80-fp16 h100 80 FP16
+    precision_variant h100-sm80-bf16 h100 80 BF16
+    precision_variant rtx2060-fp16 rtx2060 75 FP16
+fi
 
 # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the
 # kernel and step tests exercise it in each role, in BF16 and FP16; in TF32
@@ -195,9 +204,11 @@ wgmma_variant() { # NAME PRECISION [sanitize]
     build_variant "$name" "$d" && check_variant "$name" "$d" && prefixed "$name" "$d/tests/bin/gpu/test_wgmma" &&
         if [ "${3:-}" = sanitize ]; then sanitize "$name" "$d"; fi
 }
-wgmma_variant h100-wgmma-all-bf16 BF16 sanitize
-wgmma_variant h100-wgmma-all-fp16 FP16
-wgmma_variant h100-wgmma-all-tf32 TF32 sanitize
+if part_wanted wgmma; then
+    wgmma_variant h100-wgmma-all-bf16 BF16 sanitize
+    wgmma_variant h100-wgmma-all-fp16 FP16
+    wgmma_variant h100-wgmma-all-tf32 TF32 sanitize
+fi
 
 # The memory strategies, on the last board built (h100 on a Hopper card): the
 # static arena with the CUDA graph and without, our pool and cudaMallocAsync
@@ -212,7 +223,10 @@ mm_variant() { # VARIANT: the def line it appends to the board's config
     cuda-async) echo "CONFIG_MM_CUDA_ASYNC=y" ;;
     esac
 }
-if [ -n "${mm_board:-}" ]; then
+if part_wanted strategies && ! part_wanted boards; then # the board the boards part would have left
+    for board in h100 a100 rtx2060; do build_board "$board" >/dev/null && mm_board=$board && break; done
+fi
+if part_wanted strategies && [ -n "${mm_board:-}" ]; then
     for v in static-nograph static-graph pool cuda-async; do
         d=$OUT/gpu-$mm_board-mm-$v
         mkdir -p "$d"
