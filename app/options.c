@@ -1,7 +1,9 @@
+#define _DEFAULT_SOURCE /* realpath */
 #include "app/options.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,20 @@ static int parse_count(const char *opt, const char *text)
     return (int)v;
 }
 
+/* Where path will be written: its directory resolved (links, ".", ".."),
+ * then its name; as given where the directory does not resolve (the open
+ * will say why). */
+static void resolved(const char *path, char *out, size_t len)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    if (realpath(dir, real))
+        snprintf(out, len, "%s/%s", real, name);
+    else
+        snprintf(out, len, "%s", path);
+}
+
 /* Options that make no sense together, each refused by name. */
 static void check_combinations(const options *o, int epochs_given, int max_steps_given, int every_given)
 {
@@ -77,11 +93,16 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
     /* Each output is written whole and renamed: two of them on one name would leave only the last. */
     const char *outputs[][2] = {{"--save", o->save_path}, {"--checkpoint", o->checkpoint_path},
                                 {"--log", o->log_path}, {"--dump", o->dump_dir}};
+    char a[2 * PATH_MAX], b[2 * PATH_MAX];
     for (int i = 0; i < 4; i++)
-        for (int j = i + 1; j < 4; j++)
-            if (outputs[i][1] && outputs[j][1] && strcmp(outputs[i][1], outputs[j][1]) == 0)
-                snn_die("%s and %s name the same file, %s: give each its own", outputs[i][0], outputs[j][0],
-                        outputs[i][1]);
+        for (int j = i + 1; j < 4 && outputs[i][1]; j++) {
+            if (!outputs[j][1])
+                continue;
+            resolved(outputs[i][1], a, sizeof(a));
+            resolved(outputs[j][1], b, sizeof(b));
+            if (strcmp(a, b) == 0)
+                snn_die("%s and %s name the same file, %s: give each its own", outputs[i][0], outputs[j][0], a);
+        }
 }
 
 options snn_parse_options(int argc, char **argv)

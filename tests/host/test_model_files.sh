@@ -42,7 +42,8 @@ expect_refusal "--predict without images" "--predict needs at least one image" "
 expect_refusal "--eval with --save" "--eval trains nothing: --save does not go with it" "$APP" --load x --eval --save y
 expect_refusal "--resume with --load" "--load does not go with it" "$APP" --resume x --load y
 expect_refusal "--resume with --dump" "does not go with --resume" "$APP" --resume x --dump y
-expect_refusal "--save and --checkpoint to one file" "--save and --checkpoint name the same file" "$APP" --save a.st --checkpoint a.st
+expect_refusal "--save and --checkpoint to one file" "--save and --checkpoint name the same file" \
+    "$APP" --save "$T/a.st" --checkpoint "$T/../$(basename "$T")/./a.st"
 expect_refusal "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint" "$APP" --checkpoint-every 2
 expect_refusal "--load of a missing file" "$T/none.st: cannot open" "$APP" --data "$DATA" --load "$T/none.st" --eval
 
