@@ -74,6 +74,7 @@ suite_gradcheck() { run "gradient check" "$S/tests/bin/host/test_gradcheck"; }
 suite_pool() { run "pool allocator" "$H/tests/bin/host/test_pool"; }
 suite_strategies() { run "memory strategies" tests/host/test_strategies.sh "$H" "$P"; }
 suite_bench_mm() { run "memory benchmark tables" tests/host/test_bench_mm.py; }
+suite_roofline() { run "roofline" tests/host/test_roofline.py; }
 suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load"; }
 suite_safetensors() { run "safetensors reader" tests/host/test_safetensors.sh "$H/tests/bin/host/test_safetensors"; }
 suite_images() { run "image files and digits" tests/host/test_images.sh "$H/tests/bin/host/test_image_load"; }
@@ -171,6 +172,7 @@ gradcheck     1 y
 pool          1 y
 strategies    2 y
 bench_mm      1 y
+roofline      1 y
 idx           2 y
 safetensors   1 y
 images        3 y

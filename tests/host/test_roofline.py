@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""tools/roofline.py: the floors issues 20 and 23 quote, FLOPs by hand, the
+fraction from a fake log, and its refusals (one line, exit 1)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.path.join(HERE, "..", "..", "tools", "roofline.py")
+
+
+def verdict(ok, name, why=""):
+    print(f"ok - roofline: {name}" if ok else f"not ok - roofline: {name}: {why}")
+
+
+def roofline(*args):
+    p = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def rows(*args):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "rows.json")
+        rc, _, err = roofline(*args, "--json", out)
+        return json.load(open(out)) if rc == 0 else err
+
+
+def test_quoted_floors():
+    quoted = {"h100_128x1_b64": 2.8, "h100_128x3_b32": 9.4, "h100_784x4_b64": 8.5, "h100_1024x3_b32": 40}
+    got = rows(*[a for b in quoted for a in ("--board", b)])
+    ms = {r["board"]: r["floor_ms_epoch"] for r in got} if isinstance(got, list) else got
+    ok = isinstance(ms, dict) and all(abs(ms[b] / q - 1) <= 0.10 for b, q in quoted.items())
+    verdict(ok, "issue 20's floors per epoch, within 10 %", ms)
+    got = rows("--board", "h100_8192x3_b32")
+    r = got[0] if isinstance(got, list) else {}
+    ok = r.get("binding") == "memory" and not r["fits_l2"] and abs(r["floor_ms_epoch"] / 1935 - 1) <= 0.05
+    verdict(ok, "issue 23's memory floor of 784-8192x3-10 b32, 1935 ms within 5 %", r)
+
+
+def test_tiny_shape():
+    # 4-3-2, b5: forward 2*5*(12+6) = 180, weight gradient 180, input gradient of layer 2 only 2*5*6 = 60
+    got = rows("--shape", "4-3-2", "--batch", "5")
+    r = got[0] if isinstance(got, list) else {}
+    ok = (r.get("gflop_step") == 420e-9 and r["steps"] == 12000 and r["dims"] == [4, 3, 2]
+          and abs(r["mb_step"] - (12 * 20 + 6 * 22 + 16 * 5) / 1e6) < 1e-12 and r["binding"] == "latency"
+          and r["floor_us"]["latency"] == 3.0)
+    verdict(ok, "a tiny shape: FLOPs, bytes, steps and phases by hand", r)
+    r = rows("--shape", "784-128x3-10", "--batch", "32", "--precision", "fp32")
+    ok = isinstance(r, list) and r[0]["shape"] == "784-128x3-10" and r[0]["dims"] == [784, 128, 128, 128, 10]
+    verdict(ok, "a shape's label run-length codes the hidden widths", r)
+
+
+def test_log():
+    events = [{"event": "config", "shape": "784-128-128-128-10", "batch": 32, "precision": "bf16"}]
+    events += [{"event": "epoch", "epoch": i + 1, "ms": ms} for i, ms in enumerate([500, 20, 18.75, 19])]
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "run.jsonl")
+        with open(log, "w") as f:
+            f.writelines(json.dumps(e) + "\n" for e in events)
+        got = rows("--log", log)
+        rc, out, _ = roofline("--log", log)
+        r = got[0] if isinstance(got, list) else {}
+        ok = (r.get("measured_ms") == 19 and abs(r["fraction"] - r["floor_ms_epoch"] / 19) < 1e-12
+              and rc == 0 and f"| {r['fraction']:.3f} |" in out)
+        verdict(ok, "a --log's median epoch after the first, and floor / measured", (r, out))
+
+        with open(log, "w") as f:
+            f.write(json.dumps(events[0]) + "\n")
+        refusals = {"a log without epochs": ["--log", log], "an unknown board": ["--board", "nope"],
+                    "a bad shape": ["--shape", "784-x-10", "--batch", "8"], "--shape without --batch":
+                    ["--shape", "784-10"], "--ms without one row": ["--ms", "3"], "a zero batch":
+                    ["--shape", "784-10", "--batch", "0"], "a missing log": ["--log", os.path.join(d, "none")]}
+        for name, args in refusals.items():
+            rc, out, err = roofline(*args)
+            ok = rc == 1 and not out and len(err.splitlines()) == 1 and err.startswith("roofline: error: ")
+            verdict(ok, f"{name} is refused in one line", (rc, out, err))
+
+
+test_quoted_floors()
+test_tiny_shape()
+test_log()
