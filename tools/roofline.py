@@ -171,12 +171,12 @@ class Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--board", action="append", default=[], help="configs/NAME_defconfig (repeatable)")
+    p.add_argument("--board", action="extend", nargs="+", default=[], help="configs/NAME_defconfig (one or more)")
     p.add_argument("--shape", help="a model shape, like 784-128x3-10")
     p.add_argument("--batch", type=int, help="the batch of --shape")
     p.add_argument("--precision", default="bf16", choices=sorted(PRECISIONS), help="the precision of --shape")
     p.add_argument("--ms", type=positive, help="measured ms/epoch of the one --board or --shape")
-    p.add_argument("--log", action="append", default=[], help="an app/mnist --log file (repeatable)")
+    p.add_argument("--log", action="extend", nargs="+", default=[], help="app/mnist --log files (one or more)")
     p.add_argument("--json", help="write the rows here")
     p.add_argument("--peak-tflops", type=positive, default=790.0, help="H100 dense BF16")
     p.add_argument("--hbm-tbps", type=positive, default=3.0)

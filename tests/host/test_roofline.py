@@ -65,6 +65,8 @@ def test_log():
         ok = (r.get("measured_ms") == 19 and abs(r["fraction"] - r["floor_ms_epoch"] / 19) < 1e-12
               and rc == 0 and f"| {r['fraction']:.3f} |" in out)
         verdict(ok, "a --log's median epoch after the first, and floor / measured", (r, out))
+        two = rows("--log", log, log)
+        verdict(isinstance(two, list) and len(two) == 2, "--log takes several files, a row each", two)
 
         with open(log, "w") as f:
             f.write(json.dumps(events[0]) + "\n")
