@@ -222,27 +222,11 @@ static void check_metadata(const snn_st_file *f, const char *path, snn_file_kind
                path, target ? target : "?", precision ? precision : "?", SNN_TARGET_NAME, SNN_PRECISION_NAME);
 }
 
-/* A name a checkpoint holds besides the weights. */
-static int checkpoint_only(const char *name)
-{
-    static const char *const names[] = {"rng.state", "epoch.order", "epoch.losses", "epoch.correct"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (!strcmp(name, names[i]))
-            return 1;
-    for (int l = 0; l < SNN_LAYERS; l++) {
-        char w[48], b[48];
-        snprintf(w, sizeof(w), "momentum.%d.weight", 2 * l);
-        snprintf(b, sizeof(b), "momentum.%d.bias", 2 * l);
-        if (!strcmp(name, w) || !strcmp(name, b))
-            return 1;
-    }
-    return 0;
-}
-
 /* Copies each listed tensor's bytes from the file, checking its dtype and
- * shape; any other tensor of the file is refused by name (but those of a
- * checkpoint, where allowed: --load takes its weights and leaves the rest). */
-static void read_tensors(const snn_st_file *f, const char *path, const tensor_list *list, int allow_checkpoint)
+ * shape; a tensor of the file that known does not name is refused by name
+ * (known: the list itself, or a checkpoint's names when --load takes a
+ * checkpoint's weights and leaves the rest). */
+static void read_tensors(const snn_st_file *f, const char *path, const tensor_list *list, const tensor_list *known)
 {
     char err[512];
     for (int i = 0; i < list->count; i++) {
@@ -257,14 +241,15 @@ static void read_tensors(const snn_st_file *f, const char *path, const tensor_li
     }
     for (int i = 0; i < snn_st_count(f); i++) {
         const char *name = snn_st_at(f, i)->name;
-        int known = allow_checkpoint && checkpoint_only(name);
-        for (int j = 0; j < list->count && !known; j++)
-            known = !strcmp(name, list->t[j].name);
-        if (!known)
+        int is_known = 0;
+        for (int j = 0; j < known->count && !is_known; j++)
+            is_known = !strcmp(name, known->t[j].name);
+        if (!is_known)
             snn_die("%s: tensor '%s' is not one of this model's (its %d Linear layers are 0.weight, 0.bias, ..., "
                     "%d.weight, %d.bias)", path, name, SNN_LAYERS, 2 * SNN_LAYERS - 2, 2 * SNN_LAYERS - 2);
     }
 }
+
 
 /* What the device will index with or count from a checkpoint: the order a
  * permutation of the training set, each step's correct count within the
@@ -305,7 +290,10 @@ void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_fi
     }
     list_tensors(&list, kind, params, momentum, p);
     const char *is = snn_st_meta_get(f, "kind");
-    read_tensors(f, path, &list, kind == SNN_FILE_WEIGHTS && is && !strcmp(is, "checkpoint"));
+    tensor_list checkpoint; /* its names only */
+    const snn_progress no_progress = {0};
+    list_tensors(&checkpoint, SNN_FILE_CHECKPOINT, params, momentum, &no_progress);
+    read_tensors(f, path, &list, kind == SNN_FILE_WEIGHTS && is && !strcmp(is, "checkpoint") ? &checkpoint : &list);
     if (kind == SNN_FILE_CHECKPOINT)
         check_progress(p, path);
     snn_model_set_state(m, params, kind == SNN_FILE_CHECKPOINT ? momentum : NULL);

@@ -93,16 +93,15 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
     /* Each output is written whole and renamed: two of them on one name would leave only the last. */
     const char *outputs[][2] = {{"--save", o->save_path}, {"--checkpoint", o->checkpoint_path},
                                 {"--log", o->log_path}, {"--dump", o->dump_dir}};
-    char a[2 * PATH_MAX], b[2 * PATH_MAX];
+    char where[4][2 * PATH_MAX];
     for (int i = 0; i < 4; i++)
-        for (int j = i + 1; j < 4 && outputs[i][1]; j++) {
-            if (!outputs[j][1])
-                continue;
-            resolved(outputs[i][1], a, sizeof(a));
-            resolved(outputs[j][1], b, sizeof(b));
-            if (strcmp(a, b) == 0)
-                snn_die("%s and %s name the same file, %s: give each its own", outputs[i][0], outputs[j][0], a);
-        }
+        if (outputs[i][1])
+            resolved(outputs[i][1], where[i], sizeof(where[i]));
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4 && outputs[i][1]; j++)
+            if (outputs[j][1] && strcmp(where[i], where[j]) == 0)
+                snn_die("%s and %s name the same file, %s: give each its own", outputs[i][0], outputs[j][0],
+                        where[i]);
 }
 
 options snn_parse_options(int argc, char **argv)

@@ -34,10 +34,11 @@ static int read_digit(const char *path, uint8_t *pixels)
 
 static void print_prediction(FILE *out, const char *path, const float *logits)
 {
-    double p[SNN_CLASSES], sum = 0, top = logits[snn_predicted_class(logits)];
+    const int first = snn_predicted_class(logits);
+    double p[SNN_CLASSES], sum = 0;
     for (int c = 0; c < SNN_CLASSES; c++)
-        sum += p[c] = exp((double)logits[c] - top);
-    int first = snn_predicted_class(logits), second = first ? 0 : 1;
+        sum += p[c] = exp((double)logits[c] - logits[first]);
+    int second = first ? 0 : 1;
     for (int c = 0; c < SNN_CLASSES; c++)
         if (c != first && p[c] > p[second])
             second = c;

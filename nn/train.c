@@ -126,22 +126,22 @@ snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host)
     return score(m->train_loss, m->train_correct, steps, SNN_BATCH, losses_host);
 }
 
-snn_score snn_evaluate(snn_model *m)
+/* The test set, step by step: replayed as a graph, or run directly keeping
+ * each step's logits (a synchronisation per step). */
+static snn_score evaluate(snn_model *m, float *logits_host)
 {
     static const int32_t zero = 0;
     float losses[SNN_EVAL_STEPS];
     snn_rt_upload(m->eval_step, &zero, sizeof(zero));
-    for (int s = 0; s < SNN_EVAL_STEPS; s++)
-        snn_rt_run_step(snn_eval_step, m);
+    for (int s = 0; s < SNN_EVAL_STEPS; s++) {
+        if (logits_host)
+            eval_step(m, logits_host + (size_t)s * SNN_EVAL_BATCH * SNN_CLASSES);
+        else
+            snn_rt_run_step(snn_eval_step, m);
+    }
     return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
 }
 
-snn_score snn_evaluate_logits(snn_model *m, float *logits_host)
-{
-    static const int32_t zero = 0;
-    float losses[SNN_EVAL_STEPS];
-    snn_rt_upload(m->eval_step, &zero, sizeof(zero));
-    for (int s = 0; s < SNN_EVAL_STEPS; s++)
-        eval_step(m, logits_host + (size_t)s * SNN_EVAL_BATCH * SNN_CLASSES);
-    return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
-}
+snn_score snn_evaluate(snn_model *m) { return evaluate(m, NULL); }
+
+snn_score snn_evaluate_logits(snn_model *m, float *logits_host) { return evaluate(m, logits_host); }
