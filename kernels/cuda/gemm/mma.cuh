@@ -197,13 +197,14 @@ static __device__ __forceinline__ void
             gemm_mma(acc[i][j], f.a[i], f.b[j]);
 }
 
-/* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the
- * epilogue epi; over k tiles [z per, (z + 1) per) in the block's slice z.
- * KW: K is a multiple of the block tile's (GemmOperand's WHOLE_K). */
+/* One block tile: C[m][n] = sum_k A(m,k) B(n,k) for m0 <= m < min(m0 + BM, M), n0 <= n < min(n0 + BN, N),
+ * each through the epilogue epi, over the k tiles kt_begin .. kt_end - 1, staged in smem (the ring's
+ * bytes). KW: K is a multiple of the block tile's (GemmOperand's WHOLE_K). The kernel below runs one per
+ * block; the fused step (kernels/cuda/fused/) several per block. */
 template <class T, class G, int LA, int LB, int VA, int VB, bool KW, class Epi>
-__global__ void __launch_bounds__(T::THREADS)
-    gemm_mma_kernel(const G *__restrict__ A, int lda, const G *__restrict__ B, int ldb, int M, int N, int K, int per,
-                    Epi epi)
+static __device__ __forceinline__ void gemm_mma_tile(unsigned char *smem_bytes, const G *__restrict__ A, int lda,
+                                                     const G *__restrict__ B, int ldb, int M, int N, int K, int m0,
+                                                     int n0, int kt_begin, int kt_end, const Epi &epi)
 {
     constexpr int TILES_M = T::WM / GEMM_MMA_M, TILES_N = T::WN / GEMM_MMA_N;
     typedef GemmMmaElem<G> E;
@@ -212,11 +213,9 @@ __global__ void __launch_bounds__(T::THREADS)
     using OpB = GemmMmaOperand<T, LB, T::BN, VB, G, KW>;
     using FragA = GemmMmaFrag<OpA::kSmemLayout, OpA::kStride, E>;
     using FragB = GemmMmaFrag<OpB::kSmemLayout, OpB::kStride, E>;
-    extern __shared__ __align__(16) unsigned char gemm_mma_smem[];
 
     const int warp = threadIdx.x / SNN_CUDA_WARP, lane = threadIdx.x % SNN_CUDA_WARP;
     const int wm = (warp / T::WARPS_N) * T::WM, wn = (warp % T::WARPS_N) * T::WN;
-    const int kt_begin = blockIdx.z * per, kt_end = min(kt_begin + per, (K + T::BK - 1) / T::BK);
 
     GemmMmaAcc acc[TILES_M][TILES_N][GEMM_MMA_ACC_REGS];
 #pragma unroll
@@ -228,7 +227,7 @@ __global__ void __launch_bounds__(T::THREADS)
                 acc[i][j][e] = 0;
 
     constexpr int STEPS = T::BK / GEMM_MMA_KSTEP;
-    E *smem = reinterpret_cast<E *>(gemm_mma_smem);
+    E *smem = reinterpret_cast<E *>(smem_bytes);
     auto load = [&](GemmMmaFrags<T> &f, const E *As, const E *Bs, int step) {
         gemm_mma_load<T, FragA, FragB>(f, As, Bs, wm, wn, step * GEMM_MMA_KSTEP, lane);
     };
@@ -237,12 +236,12 @@ __global__ void __launch_bounds__(T::THREADS)
     /* 16-bit tiles only: ldmatrix loads fragments straight into their registers, where FP32 tiles build them
      * through loads and conversions whose temporaries, beside a second fragment set, spill */
     if constexpr (STEPS % 2 == 0 && sizeof(E) == 2)
-        gemm_mainloop_overlapped<T, OpA, OpB, STAGES, STEPS, GemmMmaFrags<T>>(smem, A, lda, B, ldb, M, N, K, kt_begin,
-                                                                             kt_end, load, step);
+        gemm_mainloop_overlapped<T, OpA, OpB, STAGES, STEPS, GemmMmaFrags<T>>(smem, A, lda, B, ldb, M, N, K, m0, n0,
+                                                                             kt_begin, kt_end, load, step);
     else
 #endif
         /* one k tile at a time, WK deep per unrolled step group */
-        gemm_mainloop<T, OpA, OpB, STAGES>(smem, A, lda, B, ldb, M, N, K, kt_begin, kt_end,
+        gemm_mainloop<T, OpA, OpB, STAGES>(smem, A, lda, B, ldb, M, N, K, m0, n0, kt_begin, kt_end,
                                            [&](const E *As, const E *Bs) {
 #pragma unroll 1
                                                for (int kk = 0; kk < STEPS; kk += T::WK / GEMM_MMA_KSTEP)
@@ -256,7 +255,7 @@ __global__ void __launch_bounds__(T::THREADS)
 
     /* the epilogue one row of the warp tile at a time (a whole tile's inputs would not fit in registers
      * beside the accumulators) */
-    const int m0 = blockIdx.y * T::BM + wm + lane / 4, n0 = blockIdx.x * T::BN + wn + 2 * (lane % 4);
+    const int lm = m0 + wm + lane / 4, ln = n0 + wn + 2 * (lane % 4);
 #pragma unroll
     for (int i = 0; i < TILES_M; ++i)
 #pragma unroll
@@ -265,13 +264,25 @@ __global__ void __launch_bounds__(T::THREADS)
             GemmFloats<2> v[TILES_N];
 #pragma unroll
             for (int j = 0; j < TILES_N; ++j) {
-                m[j] = m0 + i * GEMM_MMA_M + h * 8;
-                n[j] = n0 + j * GEMM_MMA_N;
+                m[j] = lm + i * GEMM_MMA_M + h * 8;
+                n[j] = ln + j * GEMM_MMA_N;
                 v[j].f[0] = gemm_mma_acc(acc[i][j], 2 * h);
                 v[j].f[1] = gemm_mma_acc(acc[i][j], 2 * h + 1);
             }
             gemm_epi_runs(epi, M, N, m, n, v);
         }
+}
+
+/* The block tile (blockIdx.y, blockIdx.x) over k tiles [z per, (z + 1) per) in the block's slice z. */
+template <class T, class G, int LA, int LB, int VA, int VB, bool KW, class Epi>
+__global__ void __launch_bounds__(T::THREADS)
+    gemm_mma_kernel(const G *__restrict__ A, int lda, const G *__restrict__ B, int ldb, int M, int N, int K, int per,
+                    Epi epi)
+{
+    extern __shared__ __align__(16) unsigned char gemm_mma_smem[];
+    const int kt_begin = blockIdx.z * per, kt_end = min(kt_begin + per, (K + T::BK - 1) / T::BK);
+    gemm_mma_tile<T, G, LA, LB, VA, VB, KW>(gemm_mma_smem, A, lda, B, ldb, M, N, K, blockIdx.y * T::BM,
+                                            blockIdx.x * T::BN, kt_begin, kt_end, epi);
 }
 
 /* ---------------------------------------------------------------------------

@@ -63,22 +63,21 @@ static __device__ __forceinline__ void gemm_stage_fma(float (&acc)[T::TM][T::TN]
     }
 }
 
-/* C[m][n] = sum_k A(m,k) B(n,k) for m < M, n < N, each through the epilogue epi; A, B in layouts LA, LB,
- * loaded VA, VB floats at a time. */
+/* One block tile: C[m][n] = sum_k A(m,k) B(n,k) for m0 <= m < min(m0 + BM, M), n0 <= n < min(n0 + BN, N),
+ * each through the epilogue epi, over the k tiles kt_begin .. kt_end - 1; A, B in layouts LA, LB, loaded
+ * VA, VB floats at a time, staged in gemm_smem. The kernel below runs one per block; the fused step (kernels/cuda/fused/) several per block. */
 template <class T, int LA, int LB, int VA, int VB, class Epi>
-__global__ void __launch_bounds__(T::THREADS)
-    gemm_f32_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
-                    Epi epi)
+static __device__ __forceinline__ void gemm_f32_tile(float *gemm_smem, const float *__restrict__ A, int lda,
+                                                     const float *__restrict__ B, int ldb, int M, int N, int K,
+                                                     int m0, int n0, int kt_begin, int kt_end, const Epi &epi)
 {
     using OpA = GemmF32Operand<T, LA, T::BM, VA>;
     using OpB = GemmF32Operand<T, LB, T::BN, VB>;
-    extern __shared__ __align__(16) float gemm_smem[];
 
     const int tid = threadIdx.x;
     const int warp = tid / SNN_CUDA_WARP, lane = tid % SNN_CUDA_WARP;
     const int wm = warp / T::WARPS_N, wn = warp % T::WARPS_N;
     const int lm = lane / T::LANES_N, ln = lane % T::LANES_N;
-    const int m0 = blockIdx.y * T::BM, n0 = blockIdx.x * T::BN;
     const int a_off = wm * T::WM + lm * T::VM;
     const int b_off = wn * T::WN + ln * T::VN;
 
@@ -89,7 +88,7 @@ __global__ void __launch_bounds__(T::THREADS)
         for (int j = 0; j < T::TN; ++j)
             acc[i][j] = 0.0f;
 
-    gemm_mainloop<T, OpA, OpB>(gemm_smem, A, lda, B, ldb, M, N, K, 0, (K + T::BK - 1) / T::BK,
+    gemm_mainloop<T, OpA, OpB>(gemm_smem, A, lda, B, ldb, M, N, K, m0, n0, kt_begin, kt_end,
                                [&](const float *As, const float *Bs) {
                                    gemm_stage_fma<T, OpA::kStride, OpB::kStride>(acc, As + a_off, Bs + b_off);
                                });
@@ -112,6 +111,17 @@ __global__ void __launch_bounds__(T::THREADS)
                 }
             }
     }
+}
+
+/* The block tile (blockIdx.y, blockIdx.x). */
+template <class T, int LA, int LB, int VA, int VB, class Epi>
+__global__ void __launch_bounds__(T::THREADS)
+    gemm_f32_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
+                    Epi epi)
+{
+    extern __shared__ __align__(16) float gemm_smem[];
+    gemm_f32_tile<T, LA, LB, VA, VB>(gemm_smem, A, lda, B, ldb, M, N, K, blockIdx.y * T::BM, blockIdx.x * T::BN, 0,
+                                     (K + T::BK - 1) / T::BK, epi);
 }
 
 /* ---------------------------------------------------------------------------
