@@ -108,6 +108,7 @@ static void load_dataset(snn_model *m, const char *dir, uint8_t *test_labels_hos
     free(host);
 }
 
+#ifndef CONFIG_STEP_FUSED /* a fused epoch shows no progress: it is one launch */
 static void progress(int epoch, int done, int total)
 {
     int width = 40, filled = (int)((long)done * width / total);
@@ -115,6 +116,7 @@ static void progress(int epoch, int done, int total)
            width - filled, "", (int)(100L * done / total));
     fflush(stdout);
 }
+#endif
 
 /* Where the run's results go; each opened before training, so that a name
  * that cannot be written is refused before the work, not after it. */
@@ -153,6 +155,7 @@ static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, 
     snn_json_number(e, "seed", CONFIG_TRAIN_SEED);
     snn_json_string(e, "precision", SNN_PRECISION_NAME);
     snn_json_string(e, "numerics", snn_model_numerics(m));
+    snn_json_string(e, "step", SNN_STEP_NAME);
     snn_json_float(e, "pixel_mean", SNN_PIXEL_MEAN);
     snn_json_float(e, "pixel_std", SNN_PIXEL_STD);
     snn_json_number(e, "arena_bytes", (double)arena_bytes);
@@ -326,6 +329,10 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first,
     if (snn_stop_signal())
         stop_run(out, o, r, first);
     snn_rt_mark(start);
+#ifdef CONFIG_STEP_FUSED
+    (void)tick, (void)tty, (void)check;
+    snn_train_fused(m, first, o->max_steps); /* the epoch in one launch: its losses are checked at its end */
+#else
     for (int s = first; s < o->max_steps; s++) {
         snn_rt_run_step(snn_train_step, m);
         if ((s + 1) % check == 0) { /* one read-back per `check` steps, not per step */
@@ -342,6 +349,7 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first,
         if (tty && s % tick == 0)
             progress(epoch, s, o->max_steps);
     }
+#endif
     snn_rt_mark(stop);
     float ms = snn_rt_elapsed_ms(start, stop);
     snn_rt_mark_free(start);
@@ -351,7 +359,11 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first,
     snn_score train = snn_epoch_score(m, o->max_steps, losses);
     if (out->dump)
         dump_epoch_file(out->dump, "losses", epoch, losses, o->max_steps * sizeof(float));
+#ifdef CONFIG_STEP_FUSED
+    const int checked = 0; /* the fused epoch read nothing back */
+#else
     const int checked = o->max_steps / check * check; /* the windows the loop has read back */
+#endif
     check_finite(out, losses, checked, o->max_steps - checked, epoch);
     check_learning(out, losses, o->max_steps, epoch);
     snn_score test = snn_evaluate(m);
@@ -405,6 +417,11 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
         snn_model_print_plan(plan, stdout);
     snn_rng_seed(rng, CONFIG_TRAIN_SEED);
     snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
+    if (!o->eval && !o->image_count) {
+        char step[320];
+        snn_train_describe(step, sizeof(step));
+        printf("training step: %s\n", step);
+    }
 }
 
 /* A stop during --eval or --predict: what was printed stays, the log says

@@ -29,6 +29,25 @@
 #define TWIN_BYTES 0
 #endif
 
+#ifdef CONFIG_STEP_FUSED
+/* The fused step's buffers (kernels/fused.h), each 256-byte aligned: the row tiles' sums, the second input
+ * batch and its labels, and an output-gradient buffer per layer (the layered step's two are ping-pong; a
+ * fused phase reads the gradients of two layers while it writes a third's). */
+#define FUSED_ALIGN(b) (((size_t)(b) + 255) / 256 * 256)
+#define FUSED_PART_LOSS FUSED_ALIGN(2 * SNN_FUSED_ROW_TILES * sizeof(double))
+#define FUSED_PART_CORRECT FUSED_ALIGN(2 * SNN_FUSED_ROW_TILES * sizeof(int32_t))
+#define FUSED_INPUT FUSED_ALIGN((size_t)SNN_MAX_ROWS * SNN_INPUT_DIM * F)
+#define FUSED_LABELS FUSED_ALIGN(SNN_MAX_ROWS)
+#define FUSED_GRAD(l) FUSED_ALIGN((size_t)SNN_BATCH * SNN_DIM((l) + 1) * F)
+#define FUSED_SPLIT_WS FUSED_ALIGN(SNN_FUSED_SPLIT_FLOATS * F)
+#define FUSED_SPLIT_COUNT FUSED_ALIGN(SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS * sizeof(int32_t))
+#define FUSED_BYTES                                                                                        \
+    (FUSED_PART_LOSS + FUSED_PART_CORRECT + FUSED_INPUT + FUSED_LABELS + (SNN_LAYERS - 1) * FUSED_GRAD(0) + \
+     FUSED_GRAD(SNN_LAYERS - 1) + FUSED_SPLIT_WS + FUSED_SPLIT_COUNT)
+#else
+#define FUSED_BYTES 0
+#endif
+
 static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_PARAMS] = {"parameters", SNN_PARAMS * F, 0},
     [SNN_T_MOMENTUM] = {"momentum", SNN_PARAMS * F, 0},
@@ -46,6 +65,7 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_STEP_COUNTERS] = {"step counters", 2 * sizeof(int32_t), 0},
     [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
     [SNN_T_GEMM_WORKSPACE] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
+    [SNN_T_FUSED] = {"fused step buffers", FUSED_BYTES, 0},
 };
 
 void snn_model_plan(snn_plan *plan) { snn_plan_make(plan, tensor_table, SNN_T_COUNT); }
@@ -123,6 +143,48 @@ static void bind_twins(snn_model *m)
         m->grad16[g] = grads16 + (m->grad[g] - m->grad[0]);
 }
 
+#ifdef CONFIG_STEP_FUSED
+/* The fused step's view: the model's tensors and its own buffers. */
+static void bind_fused(snn_model *m)
+{
+    static int32_t zeros[SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS];
+    snn_fused_net *n = &m->fused;
+    unsigned char *at = snn_plan_at(&m->plan, m->arena, SNN_T_FUSED);
+    for (int l = 0; l < SNN_LAYERS; l++)
+        n->layer[l] = (snn_fused_layer){m->layer[l].w, m->layer[l].b, m->layer[l].vw, m->layer[l].vb};
+    for (int l = 1; l <= SNN_LAYERS; l++)
+        n->act[l] = m->act[l];
+    n->part_loss = (double *)at;
+    at += FUSED_PART_LOSS;
+    n->part_correct = (int32_t *)at;
+    at += FUSED_PART_CORRECT;
+    n->input[0] = m->act[0];
+    n->input[1] = (float *)at;
+    at += FUSED_INPUT;
+    n->labels[0] = m->batch_labels;
+    n->labels[1] = at;
+    at += FUSED_LABELS;
+    for (int l = 0; l < SNN_LAYERS; at += FUSED_GRAD(l), l++)
+        n->grad[l] = (float *)at;
+    n->split_ws = (float *)at;
+    at += FUSED_SPLIT_WS;
+    n->split_count = (int32_t *)at;
+    snn_rt_upload(n->split_count, zeros, sizeof(zeros));
+    n->train_images = m->train_images;
+    n->train_labels = m->train_labels;
+    n->test_images = m->test_images;
+    n->test_labels = m->test_labels;
+    n->order = m->order;
+    n->train_loss = m->train_loss;
+    n->eval_loss = m->eval_loss;
+    n->train_correct = m->train_correct;
+    n->eval_correct = m->eval_correct;
+    n->train_step = m->train_step;
+    n->lr = m->lr;
+    n->mu = m->mu;
+}
+#endif
+
 static void put(int on_host, void *dst, const void *src, size_t bytes)
 {
     if (on_host)
@@ -186,6 +248,10 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
     m->kernels->bind_workspace(ws->bytes ? snn_plan_at(plan, arena, SNN_T_GEMM_WORKSPACE) : NULL, (long)(ws->bytes / F));
     if (!on_host && TWIN_BYTES)
         bind_twins(m);
+#ifdef CONFIG_STEP_FUSED
+    if (!on_host)
+        bind_fused(m);
+#endif
     refresh_twins(m);
 }
 
@@ -220,7 +286,14 @@ void snn_model_draw_params(float *p, snn_rng *rng)
     }
 }
 
-const char *snn_model_numerics(const snn_model *m) { return m->kernels->gemm_numerics(); }
+const char *snn_model_numerics(const snn_model *m)
+{
+#ifdef CONFIG_STEP_FUSED
+    if (!in_host_memory(m))
+        return SNN_PRECISION_NAME; /* the fused step rounds every operand as it stages it, as mma.sync reads it */
+#endif
+    return m->kernels->gemm_numerics();
+}
 
 const char *snn_init_name(void)
 {

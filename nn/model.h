@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kernels/fused.h"
 #include "kernels/ops.h"
 #include "mm/arena.h"
 #include "nn/rng.h"
@@ -30,6 +31,7 @@ enum snn_tensor {
     SNN_T_STEP_COUNTERS, /* the training and the evaluation step          int32 */
     SNN_T_TWINS,         /* 16-bit twins of params, activations, act grads (CONFIG_GEMM_TWINS) */
     SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs float */
+    SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
     SNN_T_COUNT
 };
 
@@ -56,6 +58,9 @@ typedef struct {
     float *train_loss, *eval_loss;    /* one per step */
     int32_t *train_correct, *eval_correct;
     int32_t *train_step, *eval_step;  /* step counters, in device memory */
+#ifdef CONFIG_STEP_FUSED
+    snn_fused_net fused;              /* the same tensors, and the fused step's own, for its kernels */
+#endif
 } snn_model;
 
 /* The arena's plan for this build: the tensor table, laid out. */

@@ -1,5 +1,6 @@
 #include "nn/train.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "arch/runtime.h"
@@ -81,6 +82,40 @@ static void eval_step(snn_model *m, float *logits_host)
 
 void snn_eval_step(void *model) { eval_step(model, NULL); }
 
+#ifdef CONFIG_STEP_FUSED
+void snn_train_fused(snn_model *m, int first, int last)
+{
+    cuda_fused_train(&m->fused, first, last);
+    /* It updates the FP32 weights only; the layered kernels (--eval, --predict) read their twins. */
+    if (m->layer[0].w16)
+        m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS);
+}
+#endif
+
+void snn_train_describe(char *buf, int len)
+{
+#if defined(CONFIG_STEP_FUSED)
+    char launch[200];
+    cuda_fused_describe(launch, sizeof(launch));
+    snprintf(buf, len, "fused, one persistent kernel per epoch (CONFIG_STEP_FUSED, %s %d hidden units): %s",
+             SNN_HIDDEN <= CONFIG_STEP_FUSED_DEFAULT_WIDTH ? "the default up to" : "chosen over the default above",
+             CONFIG_STEP_FUSED_DEFAULT_WIDTH, launch);
+#elif defined(CONFIG_TARGET_CUDA) && !defined(CONFIG_MM_STATIC)
+    snprintf(buf, len, "layered, a kernel per op (the fused step needs CONFIG_MM_STATIC)");
+#elif defined(CONFIG_TARGET_CUDA)
+    snprintf(buf, len, "layered, a kernel per op%s (CONFIG_STEP_LAYERED, %s %d hidden units)",
+#ifdef CONFIG_CUDA_GRAPH
+             ", each step a CUDA graph replay",
+#else
+             "",
+#endif
+             SNN_HIDDEN > CONFIG_STEP_FUSED_DEFAULT_WIDTH ? "the default above" : "chosen over the default up to",
+             CONFIG_STEP_FUSED_DEFAULT_WIDTH);
+#else
+    snprintf(buf, len, "layered, the host kernels run directly");
+#endif
+}
+
 void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host)
 {
     static const int32_t zero = 0;
@@ -133,6 +168,12 @@ static snn_score evaluate(snn_model *m, float *logits_host)
     static const int32_t zero = 0;
     float losses[SNN_EVAL_STEPS];
     snn_rt_upload(m->eval_step, &zero, sizeof(zero));
+#ifdef CONFIG_STEP_FUSED
+    if (!logits_host && m->kernels != &snn_host_kernels) {
+        cuda_fused_evaluate(&m->fused);
+        return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
+    }
+#endif
     for (int s = 0; s < SNN_EVAL_STEPS; s++) {
         if (logits_host)
             eval_step(m, logits_host + (size_t)s * SNN_EVAL_BATCH * SNN_CLASSES);

@@ -12,6 +12,19 @@
 void snn_train_step(void *model);
 void snn_eval_step(void *model);
 
+#ifdef CONFIG_STEP_FUSED
+/* Steps first .. last - 1 of the epoch in one launch of the fused step (no
+ * host work inside); the weights' 16-bit twins are rewritten after it. */
+void snn_train_fused(snn_model *m, int first, int last);
+#endif
+#ifdef CONFIG_STEP_FUSED
+#define SNN_STEP_NAME "fused"
+#else
+#define SNN_STEP_NAME "layered"
+#endif
+/* Which training step this build runs, and why: one line. */
+void snn_train_describe(char *buf, int len);
+
 /* Draws this epoch's order (kept in order_host too) and resets the counter. */
 void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The benchmark driver: staticnn against PyTorch, per benchmark defconfig.
 
-    tools/bench.py --out DIR [--configs c1,c2,...] [--skip-torch]
+    tools/bench.py --out DIR [--configs c1,c2,...] [--skip-torch] [--layered]
                    [--modes eager,compile,graph] [--torch-timeout 240] [--run-timeout 300]
 
 Run from the repository root on the GPU machine. For each configs/<name>_defconfig:
@@ -12,6 +12,8 @@ Run from the repository root on the GPU machine. For each configs/<name>_defconf
   3. times PyTorch on the same shape and schedule (read from the build's
      include/generated/config.h): tools/torch_bench.py, one subprocess per mode
      with its own timeout, so that one failure leaves the rest (DIR/<name>.torch-<mode>.{json,log})
+  4. with --layered, where the board runs the fused step: builds and trains it again
+     with CONFIG_STEP_LAYERED=y (build/bench/<name>-layered), the other path in the same call
 and writes DIR/bench.md (a markdown table: config, staticnn ms/epoch, PyTorch
 eager / compile / graph ms/epoch, best PyTorch / staticnn, staticnn's final
 validation accuracy) and DIR/bench.json (everything), rewritten after each
@@ -92,7 +94,8 @@ def read_engine_log(text):
     ms = [e["ms"] for e in epochs]
     last = epochs[-1]
     return {"ms_all": ms, "ms_median": median_after_first(ms), "test_acc": last["test_acc"],
-            "test_loss": last["test_loss"], "train_loss": last["train_loss"], "device": config.get("device")}
+            "test_loss": last["test_loss"], "train_loss": last["train_loss"], "device": config.get("device"),
+            "step": config.get("step", "layered")}
 
 
 # ---- report --------------------------------------------------------------------
@@ -121,17 +124,25 @@ def table_row(name, result):
     best = [e["ms_median"] for e in torch.values() if e and e.get("ok")]
     cells.append(f"{min(best) / engine_ms:.2f}x" if best and engine_ms else "-")
     cells.append(f"{100 * engine['test_acc']:.2f}%" if engine else "-")
+    layered = result.get("layered")
+    cells.append(engine.get("step", "layered") if engine else "-")
+    cells.append(f"{fmt_ms(layered['ms_median'])} ({100 * layered['test_acc']:.2f}%)" if layered else "-")
+    cells.append(f"{layered['ms_median'] / engine_ms:.2f}x" if layered and engine_ms else "-")
+    floor = result.get("floor_ms")
+    cells.append(f"{fmt_ms(floor)} ({floor / engine_ms:.2f})" if floor and engine_ms else "-")
     return cells
 
 
 def render_markdown(results, gpu, date):
     head = ["config", "staticnn ms/epoch", "eager", "compile", "graph", "best torch / staticnn",
-            "staticnn final test acc"]
+            "staticnn final test acc", "step", "layered ms/epoch (acc)", "layered / staticnn",
+            "floor ms/epoch (floor / staticnn)"]
     lines = [f"## staticnn vs PyTorch on {gpu}, {date}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(table_row(name, r)) + " |" for name, r in results.items()]
     lines += ["", "ms/epoch: training only, median of the epochs after the first. PyTorch columns: "
-              "torch_bench.py ms/epoch per mode. Ratio > 1: staticnn is faster.", ""]
+              "torch_bench.py ms/epoch per mode. Ratio > 1: staticnn is faster. step: the path the board runs; "
+              "layered: the same board with CONFIG_STEP_LAYERED=y (--layered). floor: tools/roofline.py.", ""]
     for name, r in results.items():
         for mode, entry in r.get("torch", {}).items():
             if entry:
@@ -183,10 +194,26 @@ def run_logged(cmd, log_path, timeout, mode="w"):
     return f"exit {rc}" if rc else None
 
 
+LAYERED = "-layered"  # the suffix of a board's build with CONFIG_STEP_LAYERED=y
+
+
+def layered_defconfig(text):
+    """A board's defconfig with the layered step forced."""
+    return "".join(l for l in text.splitlines(True) if not l.startswith("CONFIG_STEP_")) + "CONFIG_STEP_LAYERED=y\n"
+
+
 def build(name, out):
     obj = f"build/bench/{name}"
     log = os.path.join(out, f"{name}.build.log")
-    error = run_logged(["make", f"O={obj}", f"{name}_defconfig"], log, BUILD_TIMEOUT_S)
+    if name.endswith(LAYERED):
+        os.makedirs(os.path.join(REPO, obj), exist_ok=True)
+        with open(os.path.join(REPO, "configs", f"{name[:-len(LAYERED)]}_defconfig")) as f:
+            text = layered_defconfig(f.read())
+        with open(os.path.join(REPO, obj, "def"), "w") as f:
+            f.write(text)
+        error = run_logged(["make", f"O={obj}", "defconfig", f"DEFCONFIG={obj}/def"], log, BUILD_TIMEOUT_S)
+    else:
+        error = run_logged(["make", f"O={obj}", f"{name}_defconfig"], log, BUILD_TIMEOUT_S)
     if not error:
         error = run_logged(["make", f"O={obj}", f"-j{os.cpu_count()}", f"{obj}/app/mnist"], log, BUILD_TIMEOUT_S,
                            "a")
@@ -249,6 +276,24 @@ def bench_config(name, args):
         except (OSError, RuntimeError, ValueError) as e:
             result["staticnn_error"] = "failed"
             print(f"{PROG}: {name}: staticnn {e}, see {args.out}/{name}.out", file=sys.stderr)
+    engine = result.get("staticnn")
+    if args.layered and engine and engine["step"] != "layered":
+        say(f"{name}: building and training the layered step")
+        layered = name + LAYERED
+        if build(layered, args.out):
+            print(f"{PROG}: {layered}: build failed, see {args.out}/{layered}.build.log", file=sys.stderr)
+        else:
+            try:
+                result["layered"] = run_engine(layered, args.out, args.run_timeout)
+            except (OSError, RuntimeError, ValueError) as e:
+                print(f"{PROG}: {layered}: {e}, see {args.out}/{layered}.out", file=sys.stderr)
+    try:
+        import roofline
+        shape = result["shape"]
+        result["floor_ms"] = roofline.floor(shape["dims"], shape["batch"], shape["precision"],
+                                            roofline.DEFAULT_PEAKS)["floor_ms_epoch"]
+    except (ImportError, AttributeError, KeyError) as e:
+        print(f"{PROG}: {name}: no floor ({e})", file=sys.stderr)
     if not args.skip_torch:
         result["torch"] = {}
         for mode in args.modes:
@@ -273,6 +318,8 @@ def parse_args():
     p.add_argument("--out", required=True, help="directory for the logs and reports")
     p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help="benchmark defconfig names, comma-separated")
     p.add_argument("--skip-torch", action="store_true", help="staticnn only")
+    p.add_argument("--layered", action="store_true",
+                   help="also build and train each fused board with CONFIG_STEP_LAYERED=y")
     p.add_argument("--modes", default=",".join(MODES), help="torch_bench.py modes (default: all)")
     p.add_argument("--torch-timeout", type=int, default=240, help="seconds per torch_bench.py mode (default 240)")
     p.add_argument("--run-timeout", type=int, default=300, help="seconds per staticnn run (default 300)")

@@ -45,6 +45,10 @@ PRECISIONS = {"bf16": 2, "fp16": 2, "fp16_acc16": 2, "tf32": 4, "fp32": 4}  # by
 L2_USABLE = 0.5
 
 
+# The H100's figures (the defaults of the options below).
+DEFAULT_PEAKS = {"peak_tflops": 790.0, "hbm_tbps": 3.0, "l2_tbps": 6.0, "l2_mb": 50.0, "phase_us": 0.5}
+
+
 class Refusal(Exception):
     pass
 
@@ -178,11 +182,11 @@ def parse_args(argv):
     p.add_argument("--ms", type=positive, help="measured ms/epoch of the one --board or --shape")
     p.add_argument("--log", action="extend", nargs="+", default=[], help="app/mnist --log files (one or more)")
     p.add_argument("--json", help="write the rows here")
-    p.add_argument("--peak-tflops", type=positive, default=790.0, help="H100 dense BF16")
-    p.add_argument("--hbm-tbps", type=positive, default=3.0)
-    p.add_argument("--l2-tbps", type=positive, default=6.0)
-    p.add_argument("--l2-mb", type=positive, default=50.0)
-    p.add_argument("--phase-us", type=positive, default=0.5, help="one dependent phase of a step")
+    p.add_argument("--peak-tflops", type=positive, default=DEFAULT_PEAKS["peak_tflops"], help="H100 dense BF16")
+    p.add_argument("--hbm-tbps", type=positive, default=DEFAULT_PEAKS["hbm_tbps"])
+    p.add_argument("--l2-tbps", type=positive, default=DEFAULT_PEAKS["l2_tbps"])
+    p.add_argument("--l2-mb", type=positive, default=DEFAULT_PEAKS["l2_mb"])
+    p.add_argument("--phase-us", type=positive, default=DEFAULT_PEAKS["phase_us"], help="one dependent phase of a step")
     args = p.parse_args(argv)
     if (args.shape is None) != (args.batch is None):
         p.error("--shape and --batch go together")

@@ -8,7 +8,7 @@
 # compute-sanitizer where marked), and the memory strategies against the
 # static arena. Elsewhere: one "skip" line.
 # SNN_GPU_PARTS picks parts (default all: boards others precisions wgmma
-# strategies), so that the suite (about 10 min on an H100) can be split
+# strategies fused), so that the suite (about 10 min on an H100) can be split
 # across calls of a device lent 10 minutes at a time.
 set -u
 cd "$(dirname "$0")/../.."
@@ -21,7 +21,7 @@ if [ -z "$NVCC" ]; then echo "not ok - gpu tests: a GPU but no nvcc"; exit 0; fi
 DATA=${SNN_DATA:-data/mnist}
 HOST_APP=$OUT/host/app/mnist
 TOL_POINTS=0.3
-PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies} "
+PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused} "
 part_wanted() { [[ $PARTS == *" $1 "* ]]; }
 
 prefixed() { # BOARD CMD...: CMD's verdict lines tagged with the board; a crash is a failure
@@ -57,6 +57,7 @@ check_variant() {
     local name=$1 d=$2 acc
     prefixed "$name" "$d/tests/bin/gpu/test_kernels"
     prefixed "$name" "$d/tests/bin/gpu/test_step"
+    [ -x "$d/tests/bin/gpu/test_fused" ] && prefixed "$name" "$d/tests/bin/gpu/test_fused"
     if "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/epoch.jsonl" >"$d/epoch.out" 2>&1; then
         acc=$(test_acc "$d/epoch.jsonl")
         if [ -n "$host_acc" ] && python3 -c "import sys; sys.exit(abs($acc - $host_acc) > $TOL_POINTS)"; then
@@ -65,13 +66,13 @@ check_variant() {
     else echo "not ok - $name: the epoch run failed"; tail -n 5 "$d/epoch.out"; fi
 }
 
-# sanitize NAME DIR: compute-sanitizer memcheck and racecheck over a short training run
+# sanitize NAME DIR: compute-sanitizer memcheck, racecheck and synccheck over a short training run
 sanitize() {
     local name=$1 d=$2 tool log rc
     if ! command -v compute-sanitizer >/dev/null; then
         echo "skip - $name: compute-sanitizer: skipped: not installed"; return
     fi
-    for tool in memcheck racecheck; do
+    for tool in memcheck racecheck synccheck; do
         log=$d/sanitizer-$tool.log
         compute-sanitizer --tool $tool --error-exitcode 3 "$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 10 >"$log" 2>&1
         rc=$?
@@ -170,6 +171,7 @@ for f in configs/*_defconfig; do
     build_board "$board" || continue
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_kernels"
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
+    [ -x "$OUT/gpu-$board/tests/bin/gpu/test_fused" ] && prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_fused"
     [ "$board" = h100_8192x3_b32 ] && resume_mid_epoch "$board" "$OUT/gpu-$board"
 done
 
@@ -215,7 +217,8 @@ fi
 # (both without the graph, by Kconfig dependency) must train to identical
 # parameters, as the kernels are deterministic; each reports its figures.
 # All four without the 16-bit twins (and so without wgmma), which need the
-# static arena: the same kernels everywhere.
+# static arena, and on the layered step, which the fused one needs too: the
+# same kernels everywhere.
 mm_variant() { # VARIANT: the def line it appends to the board's config
     case $1 in
     static-nograph) echo "# CONFIG_CUDA_GRAPH is not set" ;;
@@ -230,7 +233,8 @@ if part_wanted strategies && [ -n "${mm_board:-}" ]; then
     for v in static-nograph static-graph pool cuda-async; do
         d=$OUT/gpu-$mm_board-mm-$v
         mkdir -p "$d"
-        { cat "$OUT/gpu-$mm_board/def"; echo "# CONFIG_GEMM_TWINS is not set"; mm_variant $v; } >"$d/def"
+        { cat "$OUT/gpu-$mm_board/def"; echo "# CONFIG_GEMM_TWINS is not set"; echo "CONFIG_STEP_LAYERED=y"
+          mm_variant $v; } >"$d/def"
         build_variant "$mm_board memory strategy $v" "$d" || continue
         graph=$(grep -c '^#define CONFIG_CUDA_GRAPH 1' "$d/include/generated/config.h")
         if [ "$graph" -ne "$([ $v = static-graph ] && echo 1 || echo 0)" ]; then
@@ -269,4 +273,44 @@ PY
             else echo "skip - $mm_board memory strategy $v: compute-sanitizer: skipped: not installed"; fi
         fi
     done
+fi
+
+# The fused step (CONFIG_STEP_FUSED) on awkward shapes, each on its target's
+# path: widths not multiples of 16 (or of 4), batch 1 and odd batches, 0 and
+# 8 hidden layers, every precision; test_fused checks it op by op against
+# the host engine, free-running, for determinism and its evaluation against
+# the layered one; two of them under compute-sanitizer. Then the h100 board's
+# epoch on the fused step against the same board on the layered one.
+fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize]
+    local name=fused-$1 d=$OUT/gpu-fused-$1
+    if ! usable "$cc" "$2"; then echo "skip - gpu $name path: skipped: needs compute capability $2, this GPU is $cc"; return; fi
+    mkdir -p "$d"
+    printf 'CONFIG_TARGET_SM%s=y\nCONFIG_PRECISION_%s=y\nCONFIG_NN_HIDDEN_LAYERS=%s\nCONFIG_NN_HIDDEN_WIDTH=%s\nCONFIG_TRAIN_BATCH_SIZE=%s\nCONFIG_STEP_FUSED=y\nCONFIG_CUDA_ARCH_OVERRIDE=%s\n' \
+        "$2" "$3" "$4" "$5" "$6" "$cc" >"$d/def"
+    build_variant "$name" "$d" || return
+    prefixed "$name" "$d/tests/bin/gpu/test_fused"
+    if [ "${7:-}" = sanitize ]; then sanitize "$name" "$d"; fi
+}
+if part_wanted fused; then
+    fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
+    fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
+    fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7
+    fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64
+    fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
+    fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32
+    fused_variant sm75-fp16acc16-50x1-b5 75 FP16_ACC16 1 50 5
+    fused_variant sm75-fp32-128x3-b32 75 FP32 3 128 32
+    if build_board h100 >/dev/null; then
+        d=$OUT/gpu-h100-layered
+        mkdir -p "$d"
+        { cat "$OUT/gpu-h100/def"; echo "CONFIG_STEP_LAYERED=y"; } >"$d/def"
+        if build_variant h100-layered "$d" >/dev/null &&
+            "$OUT/gpu-h100/app/mnist" --data "$DATA" --epochs 1 --log "$d/fused.jsonl" >/dev/null 2>&1 &&
+            "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/layered.jsonl" >/dev/null 2>&1; then
+            fused=$(test_acc "$d/fused.jsonl") layered=$(test_acc "$d/layered.jsonl")
+            if python3 -c "import sys; sys.exit(abs($fused - $layered) > 0.1)"; then
+                echo "ok - h100: one epoch on the fused step reaches $fused%, on the layered $layered% (within 0.1 point)"
+            else echo "not ok - h100: one epoch on the fused step reaches $fused%, on the layered $layered% (tolerance 0.1 point)"; fi
+        else echo "not ok - h100: the fused and layered epochs did not both run"; fi
+    fi
 fi

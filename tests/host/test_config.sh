@@ -68,6 +68,33 @@ if $M O="$d" olddefconfig >/dev/null 2>&1 && grep -q '^CONFIG_TRAIN_SEED=1$' "$d
     echo "ok - olddefconfig fills in the new symbol"
 else echo "not ok - olddefconfig did not set CONFIG_TRAIN_SEED"; fi
 
+# The training step: fused by default up to STEP_FUSED_DEFAULT_WIDTH hidden
+# units with the static arena, layered above it or with a per-step strategy;
+# either forced; fused refused without the static arena.
+step_of() { sed -n 's/^CONFIG_STEP_\(FUSED\|LAYERED\)=y$/\1/p' "$1/.config"; }
+for c in "h100 FUSED" "h100_128x3_b32 FUSED" "h100_784x4_b64 LAYERED" "h100_8192x3_b32 LAYERED"; do
+    set -- $c
+    d=$T/step-$1
+    if $M O="$d" "$1_defconfig" >/dev/null 2>&1 && [ "$(step_of "$d")" = "$2" ]; then
+        echo "ok - the $1 board defaults to the ${2,,} step"
+    else echo "not ok - the $1 board's step: '$(step_of "$d")', want $2"; fi
+done
+for c in "forced-fused CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_WIDTH=4096 FUSED" \
+    "forced-layered CONFIG_STEP_LAYERED=y CONFIG_NN_HIDDEN_WIDTH=64 LAYERED" \
+    "pool-default CONFIG_MM_POOL=y CONFIG_NN_HIDDEN_WIDTH=64 LAYERED"; do
+    set -- $c
+    d=$(with "$1" 'CONFIG_TARGET_SM90=y' "$2" "$3")
+    if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && [ "$(step_of "$d")" = "$4" ]; then
+        echo "ok - $2 with $3: the ${4,,} step"
+    else echo "not ok - $2 with $3: step '$(step_of "$d")', want $4"; fi
+done
+d=$(with fused-pool 'CONFIG_TARGET_SM90=y' 'CONFIG_MM_POOL=y' 'CONFIG_STEP_FUSED=y')
+expect_refusal "the fused step without the static arena refused" \
+    'CONFIG_STEP_FUSED=y cannot be set (it depends on' $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with fused-host 'CONFIG_STEP_FUSED=y')
+expect_refusal "the fused step on the host target refused" \
+    'CONFIG_STEP_FUSED=y cannot be set' $M O="$d" defconfig DEFCONFIG="$d/def"
+
 # A check only the compiler can make, named by symbol.
 d=$(with eval 'CONFIG_EVAL_BATCH_SIZE=300')
 $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1

@@ -5,7 +5,8 @@
 # cp.async and (its kernel on 16-bit twins) ldmatrix, the Hopper path
 # (sm90a, the h100 board) wgmma.mma_async (m64nNk8 .tf32 in TF32),
 # cp.async.bulk.tensor (TMA), mbarrier waits and setmaxnreg; and ptxas -v
-# must report no spills for any instance of the kernel.
+# must report no spills for any instance of the kernel; the fused step's
+# kernels likewise.
 # Skipped where there is no nvcc.
 set -u
 cd "$(dirname "$0")/../.."
@@ -67,5 +68,10 @@ for pt in BF16:bf16:16 FP16:f16:16 TF32:tf32:8; do # precision : PTX type : inst
         'cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes' \
         'mbarrier\.try_wait\.parity' 'mbarrier\.arrive\.expect_tx' 'setmaxnreg\.(inc|dec)' 'wgmma\.wait_group'
 done
+# The fused step (kernels/cuda/fused/step.cu) reads FP32 operands and rounds them as it stages them: the
+# same instructions from cp.async'd FP32 tiles on sm90, from registers on sm75.
+queue fused-sm90-bf16 h100_128x1_b64 90 BF16 fused/step 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' \
+    'cp\.async\.ca\.shared\.global.*16' # FP32 tiles through L1
+queue fused-sm75-fp16acc16 rtx2060 75 FP16_ACC16 fused/step 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16'
 wait
 for name in "${order[@]}"; do cat "$T/$name.out"; done

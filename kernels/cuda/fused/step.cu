@@ -1,0 +1,559 @@
+/* The fused training step (CONFIG_STEP_FUSED): one cooperative kernel runs every step of an epoch, and
+ * another the whole test set, with no host work inside. A step is 2L phases (L linear layers) separated by
+ * grid-wide barriers; in each, every block takes the phase's work items (GEMM block tiles, or k slices of
+ * them where the tiles alone would leave blocks idle; bias columns) blockIdx.x, blockIdx.x + gridDim.x, ...
+ * and computes them with the layered path's tile code (gemm_mma_tile, gemm_f32_tile) and epilogues, on the
+ * FP32 tensors rounded as staged:
+ *
+ *   F0 .. F(L-1)  forward layer l (bias, ReLU); F0 also gathers the next step's batch into the other input
+ *                 buffer; F(L-1) ends each row tile with softmax, cross-entropy and dlogits
+ *   B(L-1)        dX of layer L-1; the last block adds the step's per-tile losses in order
+ *   B(l), l > 0   dX of layer l, and the weight gradient + SGD of layer l + 1 (its dX has read it)
+ *   B0            the weight gradients + SGD of layers 1 and 0
+ *
+ * Every buffer a phase reads is written by an earlier phase and rewritten by none of this one: the input
+ * and its labels alternate by step parity, each layer's output gradient has its own buffer. Deterministic:
+ * fixed tiles and slices for a grid size, fixed summation orders; the only atomics count a split tile's
+ * finished slices (and the barrier's own). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "kernels/cuda/gemm/epilogue.cuh"
+#include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/gemm/tile.cuh"
+#include "kernels/fused.h"
+#ifdef CONFIG_GEMM_TENSOR_CORES
+#include "kernels/cuda/gemm/mma.cuh"
+#else
+#include "kernels/cuda/gemm/simt.cuh"
+#endif
+
+namespace cg = cooperative_groups;
+
+typedef GEMM_ROLE_TILE(FUSED) FusedTile;
+GEMM_CHECK_TILE(FusedTile, FUSED);
+#ifndef CONFIG_GEMM_TENSOR_CORES
+GEMM_CHECK_SIMT_TILE(FusedTile, FUSED);
+#endif
+static_assert(
+    CONFIG_GEMM_FUSED_BLOCK_N >= SNN_CLASSES,
+    "CONFIG_GEMM_FUSED_BLOCK_N must cover the 10 classes: the block that computes a row tile of the "
+    "logits also takes their softmax");
+
+constexpr int FT_THREADS = FusedTile::THREADS;
+/* Bias gradient items: BIAS_COLS columns, each summed by BIAS_SLICES threads over strided rows. */
+constexpr int BIAS_SLICES = 8, BIAS_COLS = FT_THREADS / BIAS_SLICES;
+static_assert(FT_THREADS % BIAS_SLICES == 0, "fused step: threads per block a multiple of 8");
+
+/* Every tensor offset the GEMMs read is a multiple of 4 floats when the hidden width is (or there is no
+ * hidden layer); the arena's regions and the fused buffers are 256-byte aligned. */
+constexpr bool FUSED_OFFSETS4 = SNN_LAYERS == 1 || SNN_HIDDEN % 4 == 0;
+#ifdef CONFIG_GEMM_TENSOR_CORES
+constexpr bool FUSED_TRANSPOSES = false;
+#else
+constexpr bool FUSED_TRANSPOSES = true; /* the SIMT tiles are MN-major */
+#endif
+/* Floats per load of an operand in layout L with leading dimension LD, ROWS its tile's rows. */
+template <int L, int ROWS, int LD>
+constexpr int FUSED_VEC = FUSED_OFFSETS4 &&LD % 4 == 0 &&
+                                  gemm_vec_allowed<FusedTile, L, ROWS, FUSED_TRANSPOSES>()
+                              ? 4
+                              : 1;
+
+/* Shared memory of one tile's ring, in the layouts (la, lb) of a role. */
+template <int LA, int LB> constexpr int fused_ring_bytes()
+{
+#ifdef CONFIG_GEMM_TENSOR_CORES
+    typedef GemmMmaRing<FusedTile, float, LA, LB> Ring;
+    return Ring::STAGE_BYTES * Ring::STAGES;
+#else
+    return GEMM_SMEM_STAGES * FusedTile::stage_bytes(LA, LB);
+#endif
+}
+constexpr int FUSED_SMEM =
+    std::max({fused_ring_bytes<GEMM_K_MAJOR, GEMM_K_MAJOR>(), fused_ring_bytes<GEMM_K_MAJOR, GEMM_MN_MAJOR>(),
+              fused_ring_bytes<GEMM_MN_MAJOR, GEMM_MN_MAJOR>()});
+
+GEMM_HD constexpr int fused_tiles(int M, int N)
+{
+    return (M + FusedTile::BM - 1) / FusedTile::BM * ((N + FusedTile::BN - 1) / FusedTile::BN);
+}
+GEMM_HD constexpr int fused_bias_items(int N) { return (N + BIAS_COLS - 1) / BIAS_COLS; }
+
+/* ---------------------------------------------------------------------------
+ * work items
+ * ------------------------------------------------------------------------- */
+
+/* A k slice's partial tile, stored BM x BN from the tile's origin (m0, n0) at p. */
+struct FusedEpiPartial {
+    float *p;
+    int m0, n0;
+    static constexpr SnnTwin *twin = nullptr;
+    static constexpr int ld = 0; /* no twin to index */
+    typedef GemmEpiNothing In;
+    __device__ __forceinline__ In load(int, int) const { return {}; }
+    __device__ __forceinline__ float apply(int m, int n, float v, In) const
+    {
+        p[(m - m0) * FusedTile::BN + n - n0] = v;
+        return v;
+    }
+    template <int V> using InV = GemmEpiNothing;
+    template <int V> __device__ __forceinline__ bool vec_aligned() const
+    {
+        return FusedTile::BN % V == 0 && n0 % V == 0;
+    }
+    template <int V> __device__ __forceinline__ InV<V> loadv(int, int) const { return {}; }
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V>) const
+    {
+        gemm_stv(p + (m - m0) * FusedTile::BN + n - n0, v);
+        return v;
+    }
+};
+
+/* The k slices of a GEMM of `tiles` block tiles and k extent K: as many as keep the grid's blocks busy,
+ * none empty, each at least FUSED_SLICE_KTILES k tiles deep: a slice's partial tile and its share of the
+ * reduction cost about as much as that many k tiles (docs/PERF.md: splitting every GEMM down to single k
+ * tiles made the small boards slower). */
+constexpr int FUSED_SLICE_KTILES = 16;
+static __device__ __forceinline__ int fused_slices(int tiles, int K)
+{
+    const int ktiles = (K + FusedTile::BK - 1) / FusedTile::BK;
+    const int want = max(1, min(ktiles / FUSED_SLICE_KTILES, (int)gridDim.x / tiles));
+    const int per = (ktiles + want - 1) / want;
+    return (ktiles + per - 1) / per;
+}
+
+/* Work items of C[M][N] = A . B^T over K: its tiles times their slices. */
+static __device__ __forceinline__ int fused_items(int M, int N, int K)
+{
+    const int tiles = fused_tiles(M, N);
+    return tiles * fused_slices(tiles, K);
+}
+
+/* Item `item` of C = A . B^T through epi (tile item / slices, slice item % slices; tiles row-major over
+ * M x N). Split, the slice's partial tile goes to split slot `slot` and the block that completes a tile adds
+ * its slices in order and applies epi. Whether this block completed the tile. */
+template <int LA, int LB, int VA, int VB, class Epi>
+static __device__ __forceinline__ bool fused_gemm_item(unsigned char *smem, const snn_fused_net &net,
+                                                       int slot, const float *A, int lda, const float *B,
+                                                       int ldb, int M, int N, int K, int item, const Epi &epi)
+{
+    constexpr int BM = FusedTile::BM, BN = FusedTile::BN, AREA = BM * BN;
+    const int tiles = fused_tiles(M, N), slices = fused_slices(tiles, K);
+    const int tile = item / slices, slice = item % slices, tiles_n = (N + BN - 1) / BN;
+    const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+    const int ktiles = (K + FusedTile::BK - 1) / FusedTile::BK, per = (ktiles + slices - 1) / slices;
+    const int kt0 = slice * per, kt1 = min(kt0 + per, ktiles);
+    auto run = [&](const auto &e) {
+#ifdef CONFIG_GEMM_TENSOR_CORES
+        gemm_mma_tile<FusedTile, float, LA, LB, VA, VB, false>(smem, A, lda, B, ldb, M, N, K, m0, n0, kt0,
+                                                               kt1, e);
+#else
+        gemm_f32_tile<FusedTile, LA, LB, VA, VB>(reinterpret_cast<float *>(smem), A, lda, B, ldb, M, N, K, m0,
+                                                 n0, kt0, kt1, e);
+#endif
+        __syncthreads(); /* the ring is the next tile's */
+    };
+    if (slices == 1) {
+        run(epi);
+        return true;
+    }
+    float *ws = net.split_ws + (size_t)slot * SNN_FUSED_MAX_BLOCKS * AREA + (size_t)tile * slices * AREA;
+    run(FusedEpiPartial{ws + (size_t)slice * AREA, m0, n0});
+    __shared__ int last;
+    __threadfence(); /* this block's partial sums before its count */
+    __syncthreads();
+    int32_t *count = net.split_count + slot * SNN_FUSED_MAX_BLOCKS + tile;
+    if (threadIdx.x == 0)
+        last = atomicAdd(count, 1) == slices - 1;
+    __syncthreads();
+    if (!last)
+        return false;
+    __threadfence(); /* the other slices' sums after their counts */
+    for (int e = threadIdx.x; e < AREA; e += FT_THREADS) {
+        const int m = m0 + e / BN, n = n0 + e % BN;
+        if (m >= M || n >= N)
+            continue;
+        float v = 0.0f;
+#pragma unroll 4
+        for (int j = 0; j < slices; ++j)
+            v += __ldcg(ws + (size_t)j * AREA + e);
+        gemm_epi_one(epi, m, n, v, epi.load(m, n));
+    }
+    if (threadIdx.x == 0)
+        *count = 0; /* for the next phase that splits in this slot, a barrier away */
+    __syncthreads();
+    return true;
+}
+
+/* Y[rows][OUT] = X . W^T + b (ReLU unless the last layer): A = X, B = W, both K-major. */
+template <int IN, int OUT>
+static __device__ __forceinline__ bool fused_forward_item(unsigned char *smem, const snn_fused_net &net,
+                                                          int l, const float *x, int rows, int item)
+{
+    const snn_fused_layer &L = net.layer[l];
+    const GemmEpiBiasRelu epi = {net.act[l + 1], nullptr, L.b, OUT, l + 1 < SNN_LAYERS};
+    return fused_gemm_item<GEMM_K_MAJOR, GEMM_K_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, IN>,
+                           FUSED_VEC<GEMM_K_MAJOR, FusedTile::BN, IN>>(smem, net, 0, x, IN, L.w, IN, rows,
+                                                                       OUT, IN, item, epi);
+}
+
+/* dX[rows][IN] = (dY . W) * (act > 0): A = dY K-major, B = W as [OUT][IN], MN-major. */
+template <int IN, int OUT>
+static __device__ __forceinline__ void fused_dgrad_item(unsigned char *smem, const snn_fused_net &net, int l,
+                                                        int item)
+{
+    const GemmEpiReluMask epi = {net.grad[l - 1], nullptr, net.act[l], IN};
+    fused_gemm_item<GEMM_K_MAJOR, GEMM_MN_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, OUT>,
+                    FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BN, IN>>(
+        smem, net, 0, net.grad[l], OUT, net.layer[l].w, IN, SNN_BATCH, IN, OUT, item, epi);
+}
+
+/* gW[OUT][IN] = dY^T . X -> SGD with momentum: A = dY, B = X, both MN-major (k = the batch). */
+template <int IN, int OUT>
+static __device__ __forceinline__ void fused_wgrad_item(unsigned char *smem, const snn_fused_net &net,
+                                                        int slot, int l, const float *x, int item)
+{
+    const snn_fused_layer &L = net.layer[l];
+    const GemmEpiSgd epi = {L.w, nullptr, L.vw, IN, net.lr, net.mu};
+    fused_gemm_item<GEMM_MN_MAJOR, GEMM_MN_MAJOR, FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BM, OUT>,
+                    FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BN, IN>>(smem, net, slot, net.grad[l], OUT, x, IN,
+                                                                 OUT, IN, SNN_BATCH, item, epi);
+}
+
+/* Bias columns item * BIAS_COLS ..: gb = sum over rows of dY, in BIAS_SLICES strided slices added in order,
+ * then vb = mu vb + gb, b -= lr vb (the layered path's bias kernel's order). */
+static __device__ __forceinline__ void fused_bias_item(const snn_fused_layer &L, const float *dy, int rows,
+                                                       int out, float lr, float mu, int item)
+{
+    __shared__ float part[BIAS_SLICES][BIAS_COLS];
+    const int tx = threadIdx.x % BIAS_COLS, ty = threadIdx.x / BIAS_COLS;
+    const int n = item * BIAS_COLS + tx;
+    float s = 0.0f;
+    if (n < out)
+        for (int m = ty; m < rows; m += BIAS_SLICES)
+            s += dy[(size_t)m * out + n];
+    part[ty][tx] = s;
+    __syncthreads();
+    if (ty == 0 && n < out) {
+        float g = part[0][tx];
+#pragma unroll
+        for (int i = 1; i < BIAS_SLICES; ++i)
+            g += part[i][tx];
+        const float v = mu * L.vb[n] + g;
+        L.vb[n] = v;
+        L.b[n] -= lr * v;
+    }
+    __syncthreads();
+}
+
+/* Softmax + cross-entropy of the logits' row tile `tile` (the block has just written it): each row's loss,
+ * arg-max and (dlogits non-NULL) gradient, as softmax_xent_kernel computes them; the tile's loss sum (in row
+ * order) and correct count into part_loss[tile], part_correct[tile]. */
+static __device__ __forceinline__ void fused_softmax_tile(const float *logits, const uint8_t *labels,
+                                                          float *dlogits, int rows, int tile,
+                                                          double *part_loss, int32_t *part_correct)
+{
+    __shared__ double s_loss[FusedTile::BM];
+    __shared__ int s_correct[FusedTile::BM];
+    const float scale = 1.0f / (float)rows;
+    const int r0 = tile * FusedTile::BM;
+    for (int i = threadIdx.x; i < FusedTile::BM; i += FT_THREADS) {
+        const int r = r0 + i;
+        double loss = 0.0;
+        int right = 0;
+        if (r < rows) {
+            const float *z = logits + (size_t)r * SNN_CLASSES;
+            const int label = labels[r];
+            float zmax = z[0];
+            int arg = 0;
+#pragma unroll
+            for (int c = 1; c < SNN_CLASSES; ++c)
+                if (z[c] > zmax) {
+                    zmax = z[c];
+                    arg = c;
+                }
+            float sum = 0.0f;
+#pragma unroll
+            for (int c = 0; c < SNN_CLASSES; ++c)
+                sum += expf(z[c] - zmax);
+            loss = (double)(logf(sum) - (z[label] - zmax));
+            right = arg == label;
+            if (dlogits)
+#pragma unroll
+                for (int c = 0; c < SNN_CLASSES; ++c)
+                    dlogits[(size_t)r * SNN_CLASSES + c] =
+                        (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+        }
+        s_loss[i] = loss;
+        s_correct[i] = right;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double loss = 0.0;
+        int right = 0;
+        for (int i = 0; i < FusedTile::BM; ++i) {
+            loss += s_loss[i];
+            right += s_correct[i];
+        }
+        part_loss[tile] = loss;
+        part_correct[tile] = right;
+    }
+    __syncthreads();
+}
+
+/* loss[step], correct[step] from the row tiles' sums, added in tile order. */
+static __device__ __forceinline__ void fused_step_figures(const double *part_loss,
+                                                          const int32_t *part_correct, int rows, float *loss,
+                                                          int32_t *correct, int step)
+{
+    if (threadIdx.x != 0)
+        return;
+    const int tiles = (rows + FusedTile::BM - 1) / FusedTile::BM;
+    double sum = 0.0;
+    int right = 0;
+    for (int t = 0; t < tiles; ++t) {
+        sum += part_loss[t];
+        right += part_correct[t];
+    }
+    loss[step] = (float)(sum / rows);
+    correct[step] = right;
+}
+
+/* This block's share of gathering batch `step` (rows of images by order, or in order where order is NULL)
+ * into x, normalised, and its labels into y. */
+static __device__ __forceinline__ void fused_gather(float *x, uint8_t *y, const uint8_t *images,
+                                                    const uint8_t *labels, const int32_t *order, int step,
+                                                    int rows)
+{
+    const long base = (long)step * rows;
+    const int stride = gridDim.x * FT_THREADS;
+    for (int i = blockIdx.x * FT_THREADS + threadIdx.x; i < rows * SNN_INPUT_DIM; i += stride) {
+        const int row = i / SNN_INPUT_DIM, j = i % SNN_INPUT_DIM;
+        const long r = order ? (long)order[base + row] : base + row;
+        x[i] = ((float)images[r * SNN_INPUT_DIM + j] / 255.0f - SNN_PIXEL_MEAN) / SNN_PIXEL_STD;
+        if (j == 0)
+            y[row] = labels[r];
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * phases
+ * ------------------------------------------------------------------------- */
+
+/* The widths of layer l as template arguments: its kind is first, hidden or last (the shapes a model has). */
+template <int N> using FusedInt = std::integral_constant<int, N>;
+template <class F> static __device__ __forceinline__ void fused_with_shape(int l, F &&f)
+{
+    if (l == 0)
+        f(FusedInt<SNN_DIM(0)>(), FusedInt<SNN_DIM(1)>());
+    else if (l == SNN_LAYERS - 1)
+        f(FusedInt<SNN_DIM(SNN_LAYERS - 1)>(), FusedInt<SNN_CLASSES>());
+    else
+        f(FusedInt<SNN_HIDDEN>(), FusedInt<SNN_HIDDEN>());
+}
+
+/* Forward layer l over `rows` rows of x; the last layer's row tiles end with their softmax (dlogits: the
+ * training step's gradient, or NULL) into the partial sums `part`, by the block that completes the tile. */
+static __device__ void fused_forward_phase(unsigned char *smem, const snn_fused_net &net, int l,
+                                           const float *x, const uint8_t *labels, float *dlogits, int rows,
+                                           double *part_loss, int32_t *part_correct)
+{
+    fused_with_shape(l, [&](auto in, auto out) {
+        constexpr int IN = decltype(in)::value, OUT = decltype(out)::value;
+        const int tiles = fused_tiles(rows, OUT), slices = fused_slices(tiles, IN);
+        for (int i = blockIdx.x; i < tiles * slices; i += gridDim.x)
+            if (fused_forward_item<IN, OUT>(smem, net, l, x, rows, i) && l == SNN_LAYERS - 1)
+                fused_softmax_tile(net.act[l + 1], labels, dlogits, rows, i / slices, part_loss,
+                                   part_correct);
+    });
+}
+
+/* Layer l's weight gradient + SGD in split slot `slot`: its GEMM's items, then its bias columns. */
+static __device__ int fused_update_items(int l)
+{
+    return fused_items(SNN_DIM(l + 1), SNN_DIM(l), SNN_BATCH) + fused_bias_items(SNN_DIM(l + 1));
+}
+static __device__ void fused_update_item(unsigned char *smem, const snn_fused_net &net, int slot, int l,
+                                         const float *x, int item)
+{
+    fused_with_shape(l, [&](auto in, auto out) {
+        constexpr int IN = decltype(in)::value, OUT = decltype(out)::value;
+        const int gemm = fused_items(OUT, IN, SNN_BATCH);
+        if (item < gemm)
+            fused_wgrad_item<IN, OUT>(smem, net, slot, l, x, item);
+        else
+            fused_bias_item(net.layer[l], net.grad[l], SNN_BATCH, OUT, net.lr, net.mu, item - gemm);
+    });
+}
+
+/* Backward phase B(l) of a step whose input is x0 (see the file's opening comment); split slots: 0 the
+ * input gradient, 1 the upper layer's update, 2 layer 0's. */
+static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused_net &net, int l,
+                                            const float *x0)
+{
+    const int dgrad = l > 0 ? fused_items(SNN_BATCH, SNN_DIM(l), SNN_DIM(l + 1)) : 0;
+    const int upper = l + 1 < SNN_LAYERS ? fused_update_items(l + 1) : 0;
+    const int lower = l == 0 ? fused_update_items(0) : 0;
+    for (int i = blockIdx.x; i < dgrad + upper + lower; i += gridDim.x) {
+        if (i < dgrad)
+            fused_with_shape(l, [&](auto in, auto out) {
+                fused_dgrad_item<decltype(in)::value, decltype(out)::value>(smem, net, l, i);
+            });
+        else if (i < dgrad + upper)
+            fused_update_item(smem, net, 1, l + 1, net.act[l + 1], i - dgrad);
+        else
+            fused_update_item(smem, net, 2, 0, x0, i - dgrad - upper);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * kernels
+ * ------------------------------------------------------------------------- */
+
+__global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_net net, int first, int last)
+{
+    extern __shared__ __align__(16) unsigned char fused_smem[];
+    cg::grid_group grid = cg::this_grid();
+    fused_gather(net.input[first % 2], net.labels[first % 2], net.train_images, net.train_labels, net.order,
+                 first, SNN_BATCH);
+    grid.sync();
+    for (int s = first; s < last; ++s) {
+        const int p = s % 2;
+        double *part_loss = net.part_loss + p * SNN_FUSED_ROW_TILES;
+        int32_t *part_correct = net.part_correct + p * SNN_FUSED_ROW_TILES;
+        for (int l = 0; l < SNN_LAYERS; ++l) {
+            fused_forward_phase(fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p],
+                                net.grad[SNN_LAYERS - 1], SNN_BATCH, part_loss, part_correct);
+            if (l == 0 && s + 1 < last)
+                fused_gather(net.input[p ^ 1], net.labels[p ^ 1], net.train_images, net.train_labels,
+                             net.order, s + 1, SNN_BATCH);
+            grid.sync();
+        }
+        for (int l = SNN_LAYERS - 1; l >= 0; --l) {
+            if (l == SNN_LAYERS - 1 && blockIdx.x == gridDim.x - 1)
+                fused_step_figures(part_loss, part_correct, SNN_BATCH, net.train_loss, net.train_correct, s);
+            fused_backward_phase(fused_smem, net, l, net.input[p]);
+            grid.sync();
+        }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *net.train_step = last;
+}
+
+__global__ void __launch_bounds__(FT_THREADS, 1) fused_eval_kernel(snn_fused_net net)
+{
+    extern __shared__ __align__(16) unsigned char fused_smem[];
+    cg::grid_group grid = cg::this_grid();
+    const int E = SNN_EVAL_BATCH;
+    fused_gather(net.input[0], net.labels[0], net.test_images, net.test_labels, nullptr, 0, E);
+    grid.sync();
+    for (int s = 0; s < SNN_EVAL_STEPS; ++s) {
+        const int p = s % 2;
+        for (int l = 0; l < SNN_LAYERS; ++l) {
+            fused_forward_phase(fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p], nullptr, E,
+                                net.part_loss + p * SNN_FUSED_ROW_TILES,
+                                net.part_correct + p * SNN_FUSED_ROW_TILES);
+            if (l == 0) {
+                if (s + 1 < SNN_EVAL_STEPS)
+                    fused_gather(net.input[p ^ 1], net.labels[p ^ 1], net.test_images, net.test_labels,
+                                 nullptr, s + 1, E);
+                if (s > 0 && blockIdx.x == gridDim.x - 1)
+                    fused_step_figures(net.part_loss + (p ^ 1) * SNN_FUSED_ROW_TILES,
+                                       net.part_correct + (p ^ 1) * SNN_FUSED_ROW_TILES, E, net.eval_loss,
+                                       net.eval_correct, s - 1);
+            }
+            grid.sync();
+        }
+    }
+    const int p = (SNN_EVAL_STEPS - 1) % 2;
+    if (blockIdx.x == gridDim.x - 1)
+        fused_step_figures(net.part_loss + p * SNN_FUSED_ROW_TILES,
+                           net.part_correct + p * SNN_FUSED_ROW_TILES, E, net.eval_loss, net.eval_correct,
+                           SNN_EVAL_STEPS - 1);
+}
+
+/* ---------------------------------------------------------------------------
+ * launchers
+ * ------------------------------------------------------------------------- */
+
+/* Blocks the GPU holds at once for `kernel`, and the grid: CONFIG_STEP_FUSED_BLOCKS, or one per SM; at most
+ * SNN_FUSED_MAX_BLOCKS (the split-K workspace's bound). */
+static int fused_blocks(const void *kernel, int *resident)
+{
+    static bool opted_in[2];
+    const int which = kernel == (const void *)fused_train_kernel;
+    if (FUSED_SMEM > SNN_CUDA_SMEM_DEFAULT && !opted_in[which]) {
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, FUSED_SMEM));
+        opted_in[which] = true;
+    }
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FT_THREADS, FUSED_SMEM));
+    if (per_sm < 1)
+        snn_die("the fused step's blocks (%d threads, %d B of shared memory) do not fit on an SM: shrink the "
+                "Fused "
+                "step GEMM tile or CONFIG_GEMM_STAGES",
+                FT_THREADS, FUSED_SMEM);
+    *resident = per_sm * gemm_sm_count();
+    const int want = CONFIG_STEP_FUSED_BLOCKS ? CONFIG_STEP_FUSED_BLOCKS : gemm_sm_count();
+    return std::min({want, *resident, SNN_FUSED_MAX_BLOCKS});
+}
+
+static void fused_launch(const void *kernel, void **args)
+{
+    int resident;
+    const int blocks = fused_blocks(kernel, &resident);
+    CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, blocks, FT_THREADS, args, FUSED_SMEM, snn_stream()));
+    CUDA_CHECK_LAUNCH();
+}
+
+/* The 4-float loads fused_vec allows assume 16-byte aligned tensors. */
+static void fused_check_alignment(const snn_fused_net *net)
+{
+    const void *p[] = {net->input[0], net->input[1], net->act[1], net->layer[0].w, net->layer[0].vw};
+    for (const void *q : p)
+        if ((uintptr_t)q % 16)
+            snn_die("fused step: a tensor at %p is not 16-byte aligned (internal error)", q);
+    for (const float *g : net->grad)
+        if ((uintptr_t)g % 16)
+            snn_die("fused step: a gradient buffer at %p is not 16-byte aligned (internal error)",
+                    (const void *)g);
+}
+
+extern "C" void cuda_fused_train(const snn_fused_net *net, int first, int last)
+{
+    if (first >= last)
+        return;
+    fused_check_alignment(net);
+    snn_fused_net n = *net;
+    void *args[] = {&n, &first, &last};
+    fused_launch((const void *)fused_train_kernel, args);
+}
+
+extern "C" void cuda_fused_evaluate(const snn_fused_net *net)
+{
+    fused_check_alignment(net);
+    snn_fused_net n = *net;
+    void *args[] = {&n};
+    fused_launch((const void *)fused_eval_kernel, args);
+}
+
+extern "C" void cuda_fused_describe(char *buf, int len)
+{
+    int resident;
+    const int blocks = fused_blocks((const void *)fused_train_kernel, &resident);
+    snprintf(
+        buf, len,
+        "%d blocks of %d threads (%s; %d fit at once), %d KB shared memory each, %d grid barriers per step",
+        blocks, FT_THREADS, CONFIG_STEP_FUSED_BLOCKS ? "CONFIG_STEP_FUSED_BLOCKS" : "one per SM", resident,
+        (FUSED_SMEM + 1023) / 1024, 2 * SNN_LAYERS);
+}

@@ -1,0 +1,66 @@
+/* The fused training step (CONFIG_STEP_FUSED): one persistent kernel runs a
+ * whole epoch (kernels/cuda/fused/step.cu). What it reads and writes is
+ * handed over once per launch as one struct of device pointers: the model's
+ * tensors (nn/model.h) and the few buffers only the fused step has. */
+#ifndef SNN_FUSED_H
+#define SNN_FUSED_H
+
+#include <stdint.h>
+
+#include "snn_config.h"
+
+#ifdef CONFIG_STEP_FUSED
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Row tiles of the logits GEMM: one loss and correct count per tile and step. */
+#define SNN_FUSED_ROW_TILES ((SNN_MAX_ROWS + CONFIG_GEMM_FUSED_BLOCK_M - 1) / CONFIG_GEMM_FUSED_BLOCK_M)
+
+/* Split-K: a phase's GEMMs (at most 3) whose tiles leave blocks idle split k into slices; each slice's
+ * partial tile goes to the GEMM's slot of the workspace, and the block that finishes a tile's last slice
+ * adds them in slice order. The grid is at most SNN_FUSED_MAX_BLOCKS blocks, so is a split GEMM's
+ * slices x tiles. */
+#define SNN_FUSED_MAX_BLOCKS 264
+#define SNN_FUSED_SPLIT_SLOTS 3
+#define SNN_FUSED_SPLIT_FLOATS                                                                               \
+    ((long)SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS * CONFIG_GEMM_FUSED_BLOCK_M *                        \
+     CONFIG_GEMM_FUSED_BLOCK_N)
+
+typedef struct {
+    float *w, *b, *vw, *vb; /* as snn_layer */
+} snn_fused_layer;
+
+typedef struct {
+    snn_fused_layer layer[SNN_LAYERS];
+    float *act[SNN_LAYERS + 1]; /* outputs of layers 1..L, [SNN_MAX_ROWS][width]; act[0] unused */
+    float *input[2];            /* two input batches [SNN_MAX_ROWS][784]: step s reads s % 2 while s + 1's is
+                                 * gathered into the other */
+    uint8_t *labels[2];         /* their labels */
+    float *grad[SNN_LAYERS];    /* each layer's output gradient, [SNN_BATCH][its outputs] */
+    double *part_loss;          /* [2][SNN_FUSED_ROW_TILES]: per row tile, for steps of each parity */
+    int32_t *part_correct;      /* the same */
+    float *split_ws;            /* SNN_FUSED_SPLIT_FLOATS */
+    int32_t *split_count;       /* [SNN_FUSED_SPLIT_SLOTS][SNN_FUSED_MAX_BLOCKS], zero between uses */
+    const uint8_t *train_images, *train_labels, *test_images, *test_labels;
+    const int32_t *order;          /* this epoch's sample order */
+    float *train_loss, *eval_loss; /* per step, as the layered step writes them */
+    int32_t *train_correct, *eval_correct;
+    int32_t *train_step; /* set to the launch's last step + 1 */
+    float lr, mu;
+} snn_fused_net;
+
+/* Training steps first .. last - 1 of the epoch, one launch, asynchronous. */
+void cuda_fused_train(const snn_fused_net *net, int first, int last);
+/* The test set's per-step losses and correct counts, one launch, asynchronous. */
+void cuda_fused_evaluate(const snn_fused_net *net);
+/* The kernel's launch as one line: blocks, threads, barriers per step. */
+void cuda_fused_describe(char *buf, int len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
+#endif

@@ -1,0 +1,97 @@
+/* What the GPU step tests compare with: the host ops on operands rounded as
+ * the GPU's GEMMs read them, the relative error, host copies of device
+ * tensors. Static functions: each test is one translation unit. */
+#ifndef SNN_TESTS_GPU_REFERENCE_H
+#define SNN_TESTS_GPU_REFERENCE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/runtime.h"
+#include "kernels/ops.h"
+#include "snn_check.h"
+
+/* v as the GPU's GEMMs read it in the configured precision. */
+static inline float round_operand(float v)
+{
+#if defined(CONFIG_PRECISION_BF16) || defined(CONFIG_PRECISION_TF32)
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+#if defined(CONFIG_PRECISION_BF16)
+    u = (u + 0x7fffu + ((u >> 16) & 1)) & 0xffff0000u; /* to nearest, ties to even (the twins) */
+#else
+    u = (u + 0x1000u) & 0xffffe000u; /* to nearest, ties away (cvt.rna.tf32.f32) */
+#endif
+    memcpy(&v, &u, sizeof v);
+    return v;
+#elif defined(CONFIG_PRECISION_FP16) || defined(CONFIG_PRECISION_FP16_ACC16)
+    return (float)(_Float16)v; /* to nearest, ties to even (the twins) */
+#else
+    return v;
+#endif
+}
+
+static inline float *rounded_copy(const float *src, long n)
+{
+    float *r = snn_xmalloc(n * sizeof(float), "rounded GEMM operand");
+    for (long i = 0; i < n; i++)
+        r[i] = round_operand(src[i]);
+    return r;
+}
+
+static inline void rounded_forward(float *y, const float *x, const float *w, const float *b, int M, int N,
+                                   int K, int relu)
+{
+    float *xr = rounded_copy(x, (long)M * K), *wr = rounded_copy(w, (long)N * K);
+    host_linear_forward(y, NULL, xr, NULL, wr, NULL, b, M, N, K, relu);
+    free(xr);
+    free(wr);
+}
+
+static inline void rounded_backward_input(float *dx, const float *dy, const float *w, const float *act, int M,
+                                          int N, int K)
+{
+    float *dyr = rounded_copy(dy, (long)M * N), *wr = rounded_copy(w, (long)N * K);
+    host_linear_backward_input(dx, NULL, dyr, NULL, wr, NULL, act, M, N, K);
+    free(dyr);
+    free(wr);
+}
+
+/* The weights from the rounded operands; the bias, as on the GPU, from the
+ * FP32 dY. */
+static inline void rounded_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy,
+                                               const float *x, int M, int N, int K, float lr, float mu)
+{
+    float *dyr = rounded_copy(dy, (long)M * N), *xr = rounded_copy(x, (long)M * K);
+    host_linear_backward_weight_sgd(w, NULL, vw, NULL, NULL, dyr, NULL, xr, NULL, M, N, K, lr, mu);
+    host_bias_sgd(b, vb, dy, M, N, lr, mu);
+    free(dyr);
+    free(xr);
+}
+
+/* ||a - b|| / ||b||, relative L2; infinite if a has a non-finite value. */
+static inline double rel_error(const float *a, const float *b, long n)
+{
+    double d = 0, r = 0;
+    for (long i = 0; i < n; i++) {
+        if (!isfinite(a[i]))
+            return INFINITY;
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        r += (double)b[i] * b[i];
+    }
+    return r > 0 ? sqrt(d / r) : sqrt(d);
+}
+
+/* A host copy of n floats of device memory (NULL stays NULL). */
+static inline float *fetch(const float *dev, long n)
+{
+    if (!dev)
+        return NULL;
+    float *h = snn_xmalloc(n * sizeof(float), "host copy of a GPU tensor");
+    snn_rt_download(h, dev, n * sizeof(float));
+    return h;
+}
+
+#endif

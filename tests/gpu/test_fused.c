@@ -1,0 +1,230 @@
+/* The fused step (CONFIG_STEP_FUSED) on the GPU against the host engine,
+ * from identical parameters, zero momentum and random images and labels.
+ *
+ * Op by op: one fused step, then every op it ran checked against the host
+ * op on the inputs the GPU had (every layer's input, output and output
+ * gradient stays in its own buffer), with the GEMM operands rounded as the
+ * GPU reads them (tests/gpu/reference.h): the batch gather (bit for bit),
+ * each forward layer, softmax and cross-entropy (the loss, the correct
+ * count, dlogits), each input gradient, each weight gradient with its SGD
+ * update.
+ *
+ * Then two fused steps in one launch, free-running against the FP32 host
+ * engine (the loss of each within the precision's step tolerance); the
+ * same 20 steps twice, bit for bit; and the fused evaluation of a random
+ * test set against the layered one (same correct counts, losses within
+ * the GEMM tolerance). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/runtime.h"
+#include "nn/train.h"
+#include "snn_check.h"
+#include "tests/gpu/reference.h"
+#include "tests/gpu/tolerance.h"
+
+static void verdict(int ok, const char *line)
+{
+    printf("%s - fused step (%s GEMMs): %s\n", ok ? "ok" : "not ok", SNN_PRECISION_NAME, line);
+}
+
+/* The GPU tensor dev (n floats) against want: relative error within tol. */
+static void check(const char *what, const float *dev, const float *want, long n, double tol)
+{
+    float *got = fetch(dev, n);
+    const double e = rel_error(got, want, n);
+    char line[256];
+    snprintf(line, sizeof line, "%s (relative error %.2e, tolerance %.0e)", what, e, tol);
+    verdict(e <= tol, line);
+    free(got);
+}
+
+/* The host model's copy of the GPU model's state. */
+struct state {
+    float *params, *momentum;
+};
+
+static struct state take_state(const snn_model *m)
+{
+    struct state s = {snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters"),
+                      snn_xmalloc(SNN_PARAMS * sizeof(float), "momentum")};
+    snn_model_get_state(m, s.params, s.momentum);
+    return s;
+}
+
+/* One fused step from order step 0, each op checked on the GPU's inputs. */
+static void op_by_op(snn_model *gpu, const snn_model *host)
+{
+    const int B = SNN_BATCH;
+    const snn_fused_net *n = &gpu->fused;
+    struct state old = take_state(gpu);
+    snn_train_fused(gpu, 0, 1);
+
+    /* the gather: the same arithmetic as the host's, so bit for bit */
+    float *x0 = fetch(n->input[0], (long)B * SNN_INPUT_DIM),
+          *want_x0 = snn_xmalloc((size_t)B * SNN_INPUT_DIM * 4, "x0");
+    uint8_t *labels = snn_xmalloc(B, "labels"), *want_labels = snn_xmalloc(B, "labels");
+    int32_t zero = 0;
+    snn_rt_download(labels, n->labels[0], B);
+    host_gather_batch(want_x0, NULL, want_labels, host->train_images, host->train_labels, host->order, &zero,
+                      B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    const int same = !memcmp(x0, want_x0, (size_t)B * SNN_INPUT_DIM * 4) && !memcmp(labels, want_labels, B);
+    verdict(same, "gather of step 0: images and labels bit for bit as the host's");
+
+    float *x[SNN_LAYERS + 1], *dy[SNN_LAYERS];
+    x[0] = x0;
+    for (int l = 1; l <= SNN_LAYERS; l++)
+        x[l] = fetch(n->act[l], (long)B * SNN_DIM(l));
+    for (int l = 0; l < SNN_LAYERS; l++)
+        dy[l] = fetch(n->grad[l], (long)B * SNN_DIM(l + 1));
+    char what[160];
+    for (int l = 0; l < SNN_LAYERS; l++) {
+        const snn_layer *L = &gpu->layer[l];
+        const float *w = old.params + (L->w - gpu->params), *b = old.params + (L->b - gpu->params);
+        float *want = snn_xmalloc((size_t)B * L->out * 4, "forward");
+        rounded_forward(want, x[l], w, b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+        snprintf(what, sizeof what, "layer %d forward %dx%dx%d on the GPU's inputs", l, B, L->out, L->in);
+        check(what, n->act[l + 1], want, (long)B * L->out, SNN_TOL_STEP_OP);
+        free(want);
+    }
+    float loss, *dlogits = snn_xmalloc((size_t)B * SNN_CLASSES * 4, "dlogits");
+    int32_t correct, got_correct;
+    host_softmax_xent(dlogits, NULL, &loss, &correct, x[SNN_LAYERS], labels, &zero, B);
+    check("softmax + cross-entropy: dlogits", n->grad[SNN_LAYERS - 1], dlogits, (long)B * SNN_CLASSES, 1e-5);
+    check("softmax + cross-entropy: the step's loss", n->train_loss, &loss, 1, 1e-5);
+    snn_rt_download(&got_correct, n->train_correct, sizeof got_correct);
+    snprintf(what, sizeof what, "softmax + cross-entropy: %d correct (host %d)", (int)got_correct,
+             (int)correct);
+    verdict(got_correct == correct, what);
+    for (int l = SNN_LAYERS - 1; l >= 0; l--) {
+        const snn_layer *L = &gpu->layer[l];
+        const long nw = (long)L->out * L->in;
+        const float *w = old.params + (L->w - gpu->params);
+        if (l > 0) {
+            float *want = snn_xmalloc((size_t)B * L->in * 4, "input gradient");
+            rounded_backward_input(want, dy[l], w, x[l], B, L->out, L->in);
+            snprintf(what, sizeof what, "layer %d input gradient %dx%dx%d on the GPU's inputs", l, B, L->in,
+                     L->out);
+            check(what, n->grad[l - 1], want, (long)B * L->in, SNN_TOL_STEP_OP);
+            free(want);
+        }
+        float *hw = old.params + (L->w - gpu->params), *hb = old.params + (L->b - gpu->params);
+        float *hvw = old.momentum + (L->w - gpu->params), *hvb = old.momentum + (L->b - gpu->params);
+        rounded_backward_weight_sgd(hw, hvw, hb, hvb, dy[l], x[l], B, L->out, L->in, gpu->lr, gpu->mu);
+        snprintf(what, sizeof what, "layer %d weight gradient %dx%dx%d + SGD: momentum", l, L->out, L->in, B);
+        check(what, L->vw, hvw, nw, SNN_TOL_STEP_OP);
+        snprintf(what, sizeof what, "layer %d weight gradient + SGD: weights", l);
+        check(what, L->w, hw, nw, SNN_TOL_STEP_OP);
+        snprintf(what, sizeof what, "layer %d bias gradient + SGD: bias and its momentum", l);
+        check(what, L->b, hb, L->out, SNN_TOL_STEP_OP);
+        check(what, L->vb, hvb, L->out, SNN_TOL_STEP_OP);
+    }
+    for (int l = 0; l <= SNN_LAYERS; l++)
+        free(x[l]);
+    for (int l = 0; l < SNN_LAYERS; l++)
+        free(dy[l]);
+    free(want_x0), free(labels), free(want_labels), free(dlogits), free(old.params), free(old.momentum);
+}
+
+/* Both models back to the parameters p and zero momentum, at step 0. */
+static void restart(snn_model *gpu, snn_model *host, const float *p)
+{
+    float *zeros = calloc(SNN_PARAMS, sizeof(float));
+    SNN_CHECK_SYS(zeros, "zeros");
+    snn_model_set_state(gpu, p, zeros);
+    snn_model_set_state(host, p, zeros);
+    const int32_t zero = 0;
+    snn_rt_upload(gpu->train_step, &zero, sizeof zero);
+    host->train_step[0] = 0;
+    free(zeros);
+}
+
+int main(void)
+{
+    if (!snn_rt_gpu_present()) {
+        printf("skip - fused step on the GPU: skipped: no GPU\n");
+        return 0;
+    }
+    snn_plan plan;
+    snn_device_info dev;
+    snn_model gpu, host;
+    snn_rng rng, data_rng;
+    snn_model_plan(&plan);
+    snn_rt_init(&dev, plan.total);
+    snn_rng_seed(&rng, 2024);
+    snn_model_init(&gpu, &plan, snn_rt_alloc(plan.total), SNN_ON_TARGET, &rng);
+    snn_rng_seed(&rng, 2024);
+    snn_model_init(&host, &plan, snn_xmalloc(plan.total, "host arena"), SNN_ON_HOST, &rng);
+    char launch[320];
+    snn_train_describe(launch, sizeof launch);
+    printf("# %s\n", launch);
+
+    snn_rng_seed(&data_rng, 2025);
+    for (long i = 0; i < (long)SNN_TRAIN_COUNT * SNN_INPUT_DIM; i++)
+        host.train_images[i] = (uint8_t)snn_rng_below(&data_rng, 256);
+    for (int i = 0; i < SNN_TRAIN_COUNT; i++)
+        host.train_labels[i] = (uint8_t)snn_rng_below(&data_rng, SNN_CLASSES);
+    for (long i = 0; i < (long)SNN_TEST_COUNT * SNN_INPUT_DIM; i++)
+        host.test_images[i] = (uint8_t)snn_rng_below(&data_rng, 256);
+    for (int i = 0; i < SNN_TEST_COUNT; i++)
+        host.test_labels[i] = (uint8_t)snn_rng_below(&data_rng, SNN_CLASSES);
+    snn_rng_permutation(&data_rng, host.order, SNN_TRAIN_COUNT);
+    snn_rt_upload(gpu.train_images, host.train_images, (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM);
+    snn_rt_upload(gpu.train_labels, host.train_labels, SNN_TRAIN_COUNT);
+    snn_rt_upload(gpu.test_images, host.test_images, (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM);
+    snn_rt_upload(gpu.test_labels, host.test_labels, SNN_TEST_COUNT);
+    snn_rt_upload(gpu.order, host.order, SNN_TRAIN_COUNT * sizeof(int32_t));
+    struct state initial = take_state(&gpu);
+
+    op_by_op(&gpu, &host);
+
+    /* two steps in one launch, free-running against the FP32 host engine */
+    restart(&gpu, &host, initial.params);
+    snn_train_fused(&gpu, 0, 2);
+    snn_train_step(&host);
+    snn_train_step(&host);
+    check("loss of step 1, free-running against the FP32 host engine", gpu.train_loss, host.train_loss, 1,
+          SNN_TOL_STEP);
+    check("loss of step 2, free-running against the FP32 host engine", gpu.train_loss + 1,
+          host.train_loss + 1, 1, SNN_TOL_STEP2);
+    int32_t counter;
+    snn_rt_download(&counter, gpu.train_step, sizeof counter);
+    verdict(counter == 2, "the step counter after steps 0 and 1 is 2");
+
+    /* determinism: 20 steps twice, in one launch and in three */
+    restart(&gpu, &host, initial.params);
+    snn_train_fused(&gpu, 0, 20);
+    struct state a = take_state(&gpu);
+    restart(&gpu, &host, initial.params);
+    snn_train_fused(&gpu, 0, 7);
+    snn_train_fused(&gpu, 7, 8);
+    snn_train_fused(&gpu, 8, 20);
+    struct state b = take_state(&gpu);
+    const int identical =
+        !memcmp(a.params, b.params, SNN_PARAMS * 4) && !memcmp(a.momentum, b.momentum, SNN_PARAMS * 4);
+    verdict(identical, "20 steps in one launch and in launches of 7, 1 and 12: bit for bit");
+
+    /* evaluation: fused against layered, on the trained weights */
+    snn_score fused = snn_evaluate(&gpu);
+    float *fused_losses = fetch(gpu.eval_loss, SNN_EVAL_STEPS);
+    float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * 4, "logits");
+    snn_score layered = snn_evaluate_logits(&gpu, logits);
+    check("evaluation losses of each test batch against the layered step's", gpu.eval_loss, fused_losses,
+          SNN_EVAL_STEPS, SNN_TOL_GEMM);
+    const double images = fabs(fused.accuracy - layered.accuracy) * SNN_TEST_COUNT;
+    char line[160];
+    snprintf(line, sizeof line,
+             "evaluation accuracy %.2f%%, the layered step's %.2f%%: %.0f images apart (at most 2)",
+             100 * fused.accuracy, 100 * layered.accuracy, images);
+    verdict(images <= 2, line);
+
+    free(initial.params), free(initial.momentum), free(a.params), free(a.momentum), free(b.params),
+        free(b.momentum);
+    free(fused_losses), free(logits);
+    snn_rt_free(gpu.arena);
+    free(host.arena);
+    return 0;
+}
