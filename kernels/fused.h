@@ -28,6 +28,11 @@ extern "C" {
     ((long)SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS * CONFIG_GEMM_FUSED_BLOCK_M *                        \
      CONFIG_GEMM_FUSED_BLOCK_N)
 
+/* The timeline of one step in %globaltimer ns, for tools/bench_step: per phase p (0 .. 2L - 1),
+ * clocks[p][b] each block b's end of the phase's work and clocks[p][SNN_FUSED_MAX_BLOCKS] block 0's
+ * passing of the barrier after it; clocks[2L][SNN_FUSED_MAX_BLOCKS] the step's start. */
+#define SNN_FUSED_CLOCKS ((2 * SNN_LAYERS + 1) * (SNN_FUSED_MAX_BLOCKS + 1))
+
 typedef struct {
     float *w, *b, *vw, *vb; /* as snn_layer */
 } snn_fused_layer;
@@ -48,6 +53,8 @@ typedef struct {
     float *train_loss, *eval_loss; /* per step, as the layered step writes them */
     int32_t *train_correct, *eval_correct;
     int32_t *train_step; /* set to the launch's last step + 1 */
+    long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bench_step) */
+    int clock_step;
     float lr, mu;
 } snn_fused_net;
 

@@ -73,6 +73,7 @@ suite_host_kernels() { run "host kernels" "$H/tests/bin/host/test_kernels"; }
 suite_gradcheck() { run "gradient check" "$S/tests/bin/host/test_gradcheck"; }
 suite_pool() { run "pool allocator" "$H/tests/bin/host/test_pool"; }
 suite_strategies() { run "memory strategies" tests/host/test_strategies.sh "$H" "$P"; }
+suite_bench() { run "benchmark tables" tests/host/test_bench.py; }
 suite_bench_mm() { run "memory benchmark tables" tests/host/test_bench_mm.py; }
 suite_roofline() { run "roofline" tests/host/test_roofline.py; }
 suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load"; }
@@ -171,6 +172,7 @@ host_kernels  1 y
 gradcheck     1 y
 pool          1 y
 strategies    2 y
+bench         1 y
 bench_mm      1 y
 roofline      1 y
 idx           2 y

@@ -9,7 +9,13 @@
  * steps after WARMUP, and its share of the summed medians. Events between
  * kernels add a little to each; the graph-replayed step (./app/mnist) has
  * no such gaps, so the sum is above the app's step time, and the rows say
- * where it goes. */
+ * where it goes.
+ *
+ * In a fused build (CONFIG_STEP_FUSED) it then times the fused step: the
+ * mean step of a launch of up to 400 steps (median of 5 launches), and one
+ * step's timeline from the kernel's %globaltimer stamps: per phase, its
+ * work (from the previous barrier's release to the last block's end of the
+ * phase) and its barrier (from there to the release). */
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -122,6 +128,78 @@ static const snn_kernels timed_kernels = {
     .gemm_numerics = cuda_gemm_numerics,
 };
 
+#ifdef CONFIG_STEP_FUSED
+static const char *phase_name(int p, char *buf, size_t len)
+{
+    if (p < SNN_LAYERS)
+        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, p == 0 ? ", next batch's gather" : "",
+                 p == SNN_LAYERS - 1 ? ", softmax" : "");
+    else {
+        const int l = 2 * SNN_LAYERS - 1 - p;
+        if (l == 0)
+            snprintf(buf, len, "B0: update of layer%s 0", SNN_LAYERS > 1 ? "s 1 and" : "");
+        else if (l == SNN_LAYERS - 1)
+            snprintf(buf, len, "B%d: input gradient of layer %d", l, l);
+        else
+            snprintf(buf, len, "B%d: input gradient of layer %d, update of layer %d", l, l, l + 1);
+    }
+    return buf;
+}
+
+static void bench_fused(snn_model &m, const char *device)
+{
+    const int steps = std::min(SNN_STEPS_PER_EPOCH, 400);
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<float> ms;
+    for (int r = 0; r < 6; r++) {
+        CUDA_CHECK(cudaEventRecord(a, snn_stream()));
+        snn_train_fused(&m, 0, steps);
+        CUDA_CHECK(cudaEventRecord(b, snn_stream()));
+        CUDA_CHECK(cudaEventSynchronize(b));
+        float t;
+        CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        if (r) /* the first is a warm-up */
+            ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const int stride = SNN_FUSED_MAX_BLOCKS + 1, phases = 2 * SNN_LAYERS;
+    std::vector<long long> c(SNN_FUSED_CLOCKS);
+    long long *clocks;
+    CUDA_CHECK(cudaMalloc(&clocks, c.size() * sizeof(long long)));
+    CUDA_CHECK(cudaMemset(clocks, 0, c.size() * sizeof(long long)));
+    m.fused.clocks = clocks;
+    m.fused.clock_step = steps / 2;
+    snn_train_fused(&m, 0, steps);
+    m.fused.clocks = NULL;
+    snn_rt_download(c.data(), clocks, c.size() * sizeof(long long));
+    CUDA_CHECK(cudaFree(clocks));
+    char launch[256], name[128];
+    cuda_fused_describe(launch, sizeof launch);
+    printf("\n# the fused step on %s: %s\n", device, launch);
+    printf("# %d steps in one launch: %.2f us per step (median of 5 launches)\n", steps,
+           1e3 * ms[ms.size() / 2] / steps);
+    printf("# step %d's timeline from the kernel's clock stamps (us):\n", steps / 2);
+    printf("| phase | work | barrier |\n|---|---|---|\n");
+    long long start = c[phases * stride + SNN_FUSED_MAX_BLOCKS], total_work = 0, total_barrier = 0;
+    for (int p = 0; p < phases; p++) {
+        long long end = 0;
+        for (int k = 0; k < SNN_FUSED_MAX_BLOCKS; k++)
+            end = std::max(end, c[p * stride + k]);
+        const long long release = c[p * stride + SNN_FUSED_MAX_BLOCKS];
+        printf("| %s | %.2f | %.2f |\n", phase_name(p, name, sizeof name), (end - start) / 1e3,
+               (release - end) / 1e3);
+        total_work += end - start;
+        total_barrier += release - end;
+        start = release;
+    }
+    printf("| step | %.2f | %.2f |\n", total_work / 1e3, total_barrier / 1e3);
+    CUDA_CHECK(cudaEventDestroy(a));
+    CUDA_CHECK(cudaEventDestroy(b));
+}
+#endif
+
 int main(void)
 {
     snn_plan plan;
@@ -164,6 +242,9 @@ int main(void)
     for (size_t i = 0; i < calls.size(); i++)
         printf("| %s | %.4f | %.1f %% |\n", calls[i].what.c_str(), med[i], 100 * med[i] / total);
     printf("| sum | %.4f | |\n", total);
+#ifdef CONFIG_STEP_FUSED
+    bench_fused(m, dev.name);
+#endif
     snn_rt_free(arena);
     return 0;
 }

@@ -91,6 +91,12 @@ done
 d=$(with fused-pool 'CONFIG_TARGET_SM90=y' 'CONFIG_MM_POOL=y' 'CONFIG_STEP_FUSED=y')
 expect_refusal "the fused step without the static arena refused" \
     'CONFIG_STEP_FUSED=y cannot be set (it depends on' $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with fused-blocks 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_BLOCKS=300')
+expect_refusal "fused step blocks above 264 refused" 'CONFIG_STEP_FUSED_BLOCKS=300 is outside its range 0..264' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with fused-slices 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_SLICE_KTILES=0')
+expect_refusal "fused step slices of 0 k tiles refused" 'CONFIG_STEP_FUSED_SLICE_KTILES=0 is outside its range 1..1024' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
 d=$(with fused-host 'CONFIG_STEP_FUSED=y')
 expect_refusal "the fused step on the host target refused" \
     'CONFIG_STEP_FUSED=y cannot be set' $M O="$d" defconfig DEFCONFIG="$d/def"

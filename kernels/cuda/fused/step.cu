@@ -120,10 +120,9 @@ struct FusedEpiPartial {
 };
 
 /* The k slices of a GEMM of `tiles` block tiles and k extent K: as many as keep the grid's blocks busy,
- * none empty, each at least FUSED_SLICE_KTILES k tiles deep: a slice's partial tile and its share of the
- * reduction cost about as much as that many k tiles (docs/PERF.md: splitting every GEMM down to single k
- * tiles made the small boards slower). */
-constexpr int FUSED_SLICE_KTILES = 16;
+ * none empty, each at least CONFIG_STEP_FUSED_SLICE_KTILES k tiles deep (a slice's partial tile and its
+ * share of the reduction cost some k tiles: docs/PERF.md). */
+constexpr int FUSED_SLICE_KTILES = CONFIG_STEP_FUSED_SLICE_KTILES;
 static __device__ __forceinline__ int fused_slices(int tiles, int K)
 {
     const int ktiles = (K + FusedTile::BK - 1) / FusedTile::BK;
@@ -257,8 +256,12 @@ static __device__ __forceinline__ void fused_bias_item(const snn_fused_layer &L,
 }
 
 /* Softmax + cross-entropy of the logits' row tile `tile` (the block has just written it): each row's loss,
- * arg-max and (dlogits non-NULL) gradient, as softmax_xent_kernel computes them; the tile's loss sum (in row
- * order) and correct count into part_loss[tile], part_correct[tile]. */
+ * arg-max and (dlogits non-NULL) gradient, as softmax_xent_kernel computes them, but by XENT_LANES
+ * adjacent threads per row, each on every XENT_LANES-th class, combined by shuffles (the sum's order
+ * differs from the host's serial one by rounding only; the first arg-max is kept); the tile's loss sum (in
+ * row order) and correct count into part_loss[tile], part_correct[tile]. */
+constexpr int XENT_LANES = 4;
+static_assert(FT_THREADS % XENT_LANES == 0, "fused step: threads per block a multiple of 4");
 static __device__ __forceinline__ void fused_softmax_tile(const float *logits, const uint8_t *labels,
                                                           float *dlogits, int rows, int tile,
                                                           double *part_loss, int32_t *part_correct)
@@ -266,36 +269,62 @@ static __device__ __forceinline__ void fused_softmax_tile(const float *logits, c
     __shared__ double s_loss[FusedTile::BM];
     __shared__ int s_correct[FusedTile::BM];
     const float scale = 1.0f / (float)rows;
-    const int r0 = tile * FusedTile::BM;
-    for (int i = threadIdx.x; i < FusedTile::BM; i += FT_THREADS) {
+    const int r0 = tile * FusedTile::BM, lane = threadIdx.x % XENT_LANES;
+    constexpr int PER = (SNN_CLASSES + XENT_LANES - 1) / XENT_LANES;
+    /* every thread takes part in the shuffles: the row index is uniform within a group of lanes */
+    for (int i = threadIdx.x / XENT_LANES; i < FusedTile::BM; i += FT_THREADS / XENT_LANES) {
         const int r = r0 + i;
-        double loss = 0.0;
-        int right = 0;
-        if (r < rows) {
-            const float *z = logits + (size_t)r * SNN_CLASSES;
-            const int label = labels[r];
-            float zmax = z[0];
-            int arg = 0;
+        const bool live = r < rows;
+        const float *z = logits + (size_t)(live ? r : 0) * SNN_CLASSES;
+        float v[PER];
+        float zmax = -INFINITY;
+        int arg = SNN_CLASSES;
 #pragma unroll
-            for (int c = 1; c < SNN_CLASSES; ++c)
-                if (z[c] > zmax) {
-                    zmax = z[c];
-                    arg = c;
-                }
-            float sum = 0.0f;
-#pragma unroll
-            for (int c = 0; c < SNN_CLASSES; ++c)
-                sum += expf(z[c] - zmax);
-            loss = (double)(logf(sum) - (z[label] - zmax));
-            right = arg == label;
-            if (dlogits)
-#pragma unroll
-                for (int c = 0; c < SNN_CLASSES; ++c)
-                    dlogits[(size_t)r * SNN_CLASSES + c] =
-                        (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+        for (int j = 0; j < PER; ++j) {
+            const int c = lane + j * XENT_LANES;
+            v[j] = live && c < SNN_CLASSES ? z[c] : -INFINITY;
+            if (c < SNN_CLASSES && (v[j] > zmax || arg == SNN_CLASSES)) {
+                zmax = v[j];
+                arg = c;
+            }
         }
-        s_loss[i] = loss;
-        s_correct[i] = right;
+#pragma unroll
+        for (int o = 1; o < XENT_LANES; o *= 2) {
+            const float m = __shfl_xor_sync(0xffffffffu, zmax, o, XENT_LANES);
+            const int a = __shfl_xor_sync(0xffffffffu, arg, o, XENT_LANES);
+            if (m > zmax || (m == zmax && a < arg)) {
+                zmax = m;
+                arg = a;
+            }
+        }
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PER; ++j)
+            if (lane + j * XENT_LANES < SNN_CLASSES)
+                sum += expf(v[j] - zmax);
+#pragma unroll
+        for (int o = 1; o < XENT_LANES; o *= 2)
+            sum += __shfl_xor_sync(0xffffffffu, sum, o, XENT_LANES);
+        if (!live) {
+            if (lane == 0) {
+                s_loss[i] = 0.0;
+                s_correct[i] = 0;
+            }
+            continue;
+        }
+        const int label = labels[r];
+        if (dlogits)
+#pragma unroll
+            for (int j = 0; j < PER; ++j) {
+                const int c = lane + j * XENT_LANES;
+                if (c < SNN_CLASSES)
+                    dlogits[(size_t)r * SNN_CLASSES + c] =
+                        (expf(v[j] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+            }
+        if (lane == 0) {
+            s_loss[i] = (double)(logf(sum) - (z[label] - zmax));
+            s_correct[i] = arg == label;
+        }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -329,21 +358,35 @@ static __device__ __forceinline__ void fused_step_figures(const double *part_los
     correct[step] = right;
 }
 
-/* This block's share of gathering batch `step` (rows of images by order, or in order where order is NULL)
- * into x, normalised, and its labels into y. */
+/* Gathering batch `step` (rows of images by order, or in order where order is NULL) into x, normalised,
+ * and its labels into y: blocks from `from` on share it, 4 pixels a thread (784 is 196 quads; x and the
+ * images' rows are 16- and 4-byte aligned). A phase gives it to the blocks its tiles leave idle. */
 static __device__ __forceinline__ void fused_gather(float *x, uint8_t *y, const uint8_t *images,
                                                     const uint8_t *labels, const int32_t *order, int step,
-                                                    int rows)
+                                                    int rows, int from)
 {
+    static_assert(SNN_INPUT_DIM % 4 == 0, "fused gather: whole quads of pixels");
+    constexpr int QUADS = SNN_INPUT_DIM / 4;
+    if ((int)blockIdx.x < from)
+        return;
     const long base = (long)step * rows;
-    const int stride = gridDim.x * FT_THREADS;
-    for (int i = blockIdx.x * FT_THREADS + threadIdx.x; i < rows * SNN_INPUT_DIM; i += stride) {
-        const int row = i / SNN_INPUT_DIM, j = i % SNN_INPUT_DIM;
+    const int stride = (gridDim.x - from) * FT_THREADS;
+    for (int i = (blockIdx.x - from) * FT_THREADS + threadIdx.x; i < rows * QUADS; i += stride) {
+        const int row = i / QUADS, q = i % QUADS;
         const long r = order ? (long)order[base + row] : base + row;
-        x[i] = ((float)images[r * SNN_INPUT_DIM + j] / 255.0f - SNN_PIXEL_MEAN) / SNN_PIXEL_STD;
-        if (j == 0)
+        const uchar4 p = *reinterpret_cast<const uchar4 *>(images + r * SNN_INPUT_DIM + 4 * q);
+        auto norm = [](unsigned char c) { return ((float)c / 255.0f - SNN_PIXEL_MEAN) / SNN_PIXEL_STD; };
+        *reinterpret_cast<float4 *>(x + (size_t)row * SNN_INPUT_DIM + 4 * q) =
+            make_float4(norm(p.x), norm(p.y), norm(p.z), norm(p.w));
+        if (q == 0)
             y[row] = labels[r];
     }
+}
+
+/* The first block a phase of `items` work items leaves idle, or 0 where it leaves none. */
+static __device__ __forceinline__ int fused_idle_from(int items)
+{
+    return items < (int)gridDim.x ? items : 0;
 }
 
 /* ---------------------------------------------------------------------------
@@ -363,19 +406,23 @@ template <class F> static __device__ __forceinline__ void fused_with_shape(int l
 }
 
 /* Forward layer l over `rows` rows of x; the last layer's row tiles end with their softmax (dlogits: the
- * training step's gradient, or NULL) into the partial sums `part`, by the block that completes the tile. */
-static __device__ void fused_forward_phase(unsigned char *smem, const snn_fused_net &net, int l,
-                                           const float *x, const uint8_t *labels, float *dlogits, int rows,
-                                           double *part_loss, int32_t *part_correct)
+ * training step's gradient, or NULL) into the partial sums `part`, by the block that completes the tile.
+ * Its work items. */
+static __device__ int fused_forward_phase(unsigned char *smem, const snn_fused_net &net, int l,
+                                          const float *x, const uint8_t *labels, float *dlogits, int rows,
+                                          double *part_loss, int32_t *part_correct)
 {
+    int items;
     fused_with_shape(l, [&](auto in, auto out) {
         constexpr int IN = decltype(in)::value, OUT = decltype(out)::value;
         const int tiles = fused_tiles(rows, OUT), slices = fused_slices(tiles, IN);
-        for (int i = blockIdx.x; i < tiles * slices; i += gridDim.x)
+        items = tiles * slices;
+        for (int i = blockIdx.x; i < items; i += gridDim.x)
             if (fused_forward_item<IN, OUT>(smem, net, l, x, rows, i) && l == SNN_LAYERS - 1)
                 fused_softmax_tile(net.act[l + 1], labels, dlogits, rows, i / slices, part_loss,
                                    part_correct);
     });
+    return items;
 }
 
 /* Layer l's weight gradient + SGD in split slot `slot`: its GEMM's items, then its bias columns. */
@@ -420,30 +467,46 @@ static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused
  * kernels
  * ------------------------------------------------------------------------- */
 
+/* With net.clocks, the stamp of phase `phase` of step s (kernels/fused.h): `released` after the barrier. */
+static __device__ __forceinline__ void fused_stamp(const snn_fused_net &net, int s, int phase, bool released)
+{
+    if (!net.clocks || s != net.clock_step || threadIdx.x != 0 || (released && blockIdx.x != 0))
+        return;
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    net.clocks[phase * (SNN_FUSED_MAX_BLOCKS + 1) + (released ? SNN_FUSED_MAX_BLOCKS : blockIdx.x)] = t;
+}
+
 __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_net net, int first, int last)
 {
     extern __shared__ __align__(16) unsigned char fused_smem[];
     cg::grid_group grid = cg::this_grid();
     fused_gather(net.input[first % 2], net.labels[first % 2], net.train_images, net.train_labels, net.order,
-                 first, SNN_BATCH);
+                 first, SNN_BATCH, 0);
     grid.sync();
     for (int s = first; s < last; ++s) {
+        fused_stamp(net, s, 2 * SNN_LAYERS, true);
         const int p = s % 2;
         double *part_loss = net.part_loss + p * SNN_FUSED_ROW_TILES;
         int32_t *part_correct = net.part_correct + p * SNN_FUSED_ROW_TILES;
         for (int l = 0; l < SNN_LAYERS; ++l) {
-            fused_forward_phase(fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p],
-                                net.grad[SNN_LAYERS - 1], SNN_BATCH, part_loss, part_correct);
+            const int items =
+                fused_forward_phase(fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p],
+                                    net.grad[SNN_LAYERS - 1], SNN_BATCH, part_loss, part_correct);
             if (l == 0 && s + 1 < last)
                 fused_gather(net.input[p ^ 1], net.labels[p ^ 1], net.train_images, net.train_labels,
-                             net.order, s + 1, SNN_BATCH);
+                             net.order, s + 1, SNN_BATCH, fused_idle_from(items));
+            fused_stamp(net, s, l, false);
             grid.sync();
+            fused_stamp(net, s, l, true);
         }
         for (int l = SNN_LAYERS - 1; l >= 0; --l) {
             if (l == SNN_LAYERS - 1 && blockIdx.x == gridDim.x - 1)
                 fused_step_figures(part_loss, part_correct, SNN_BATCH, net.train_loss, net.train_correct, s);
             fused_backward_phase(fused_smem, net, l, net.input[p]);
+            fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, false);
             grid.sync();
+            fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, true);
         }
     }
     if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -455,18 +518,18 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_eval_kernel(snn_fused_net
     extern __shared__ __align__(16) unsigned char fused_smem[];
     cg::grid_group grid = cg::this_grid();
     const int E = SNN_EVAL_BATCH;
-    fused_gather(net.input[0], net.labels[0], net.test_images, net.test_labels, nullptr, 0, E);
+    fused_gather(net.input[0], net.labels[0], net.test_images, net.test_labels, nullptr, 0, E, 0);
     grid.sync();
     for (int s = 0; s < SNN_EVAL_STEPS; ++s) {
         const int p = s % 2;
         for (int l = 0; l < SNN_LAYERS; ++l) {
-            fused_forward_phase(fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p], nullptr, E,
-                                net.part_loss + p * SNN_FUSED_ROW_TILES,
-                                net.part_correct + p * SNN_FUSED_ROW_TILES);
+            const int items = fused_forward_phase(
+                fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p], nullptr, E,
+                net.part_loss + p * SNN_FUSED_ROW_TILES, net.part_correct + p * SNN_FUSED_ROW_TILES);
             if (l == 0) {
                 if (s + 1 < SNN_EVAL_STEPS)
                     fused_gather(net.input[p ^ 1], net.labels[p ^ 1], net.test_images, net.test_labels,
-                                 nullptr, s + 1, E);
+                                 nullptr, s + 1, E, fused_idle_from(items));
                 if (s > 0 && blockIdx.x == gridDim.x - 1)
                     fused_step_figures(net.part_loss + (p ^ 1) * SNN_FUSED_ROW_TILES,
                                        net.part_correct + (p ^ 1) * SNN_FUSED_ROW_TILES, E, net.eval_loss,

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""tools/bench.py without a GPU: the layered twin of a board's defconfig, the
+step and the floor a log and a result give its table row."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import bench  # noqa: E402
+
+
+def verdict(ok, name, why=""):
+    print(f"ok - bench: {name}" if ok else f"not ok - bench: {name}: {why}")
+
+
+def engine_log(step, ms):
+    lines = [{"event": "config", "device": "NVIDIA H100 80GB HBM3", "step": step}]
+    lines += [{"event": "epoch", "epoch": i + 1, "ms": m, "test_acc": 0.98, "test_loss": 0.07, "train_loss": 0.05}
+              for i, m in enumerate(ms)]
+    return "".join(json.dumps(e) + "\n" for e in lines)
+
+
+def main():
+    text = bench.layered_defconfig("CONFIG_TARGET_SM90=y\nCONFIG_STEP_FUSED=y\nCONFIG_NN_HIDDEN_WIDTH=128\n")
+    verdict(text == "CONFIG_TARGET_SM90=y\nCONFIG_NN_HIDDEN_WIDTH=128\nCONFIG_STEP_LAYERED=y\n",
+            "the layered twin drops the board's step and forces CONFIG_STEP_LAYERED", repr(text))
+    fused = bench.read_engine_log(engine_log("fused", [30.0, 16.0, 16.2, 16.1]))
+    layered = bench.read_engine_log(engine_log("layered", [40.0, 23.0, 23.0]))
+    verdict(fused["step"] == "fused" and fused["ms_median"] == 16.1, "a log's step and median after the first epoch",
+            str(fused))
+    legacy = bench.read_engine_log(json.dumps({"event": "epoch", "epoch": 1, "ms": 5.0, "test_acc": 0.9,
+                                               "test_loss": 0.1, "train_loss": 0.1}) + "\n")
+    verdict(legacy["step"] == "layered", "a log without a step (older builds) reads as layered", str(legacy))
+    shape = {"dims": [784, 128, 10], "batch": 64, "precision": "bf16"}
+    row = bench.table_row("h100_128x1_b64", {"shape": shape, "staticnn": fused, "layered": layered,
+                                             "floor_ms": 2.81})
+    want_tail = ["fused", "23.00 (98.00%)", "1.43x", "2.81 (0.17)"]
+    verdict(row[-4:] == want_tail, "the row's step, layered, ratio and floor cells", str(row[-4:]))
+    row = bench.table_row("h100_8192x3_b32", {"shape": shape, "staticnn": layered})
+    verdict(row[-4:] == ["layered", "-", "-", "-"], "a layered board has no twin or floor cells", str(row[-4:]))
+
+
+if __name__ == "__main__":
+    main()
