@@ -1,6 +1,8 @@
-/* What the GPU step tests compare with: the host ops on operands rounded as
- * the GPU's GEMMs read them, the relative error, host copies of device
- * tensors. Static functions: each test is one translation unit. */
+/* What the GPU step tests start from and compare with: a GPU model and a
+ * host model with the same parameters and random data, the host ops on
+ * operands rounded as the GPU's GEMMs read them, the relative error, host
+ * copies of device tensors. Static functions: each test is one translation
+ * unit. */
 #ifndef SNN_TESTS_GPU_REFERENCE_H
 #define SNN_TESTS_GPU_REFERENCE_H
 
@@ -11,6 +13,7 @@
 
 #include "arch/runtime.h"
 #include "kernels/ops.h"
+#include "nn/model.h"
 #include "snn_check.h"
 
 /* v as the GPU's GEMMs read it in the configured precision. */
@@ -92,6 +95,34 @@ static inline float *fetch(const float *dev, long n)
     float *h = snn_xmalloc(n * sizeof(float), "host copy of a GPU tensor");
     snn_rt_download(h, dev, n * sizeof(float));
     return h;
+}
+
+/* A model on the GPU and one in host memory, drawn from one seed (2024), with the same random data (seed
+ * 2025) in both: the training images and labels, the sample order, then the test images and labels. */
+static inline void reference_models(snn_model *gpu, snn_model *host, snn_plan *plan, snn_device_info *dev)
+{
+    snn_rng rng, data;
+    snn_model_plan(plan);
+    snn_rt_init(dev, plan->total);
+    snn_rng_seed(&rng, 2024);
+    snn_model_init(gpu, plan, snn_rt_alloc(plan->total), SNN_ON_TARGET, &rng);
+    snn_rng_seed(&rng, 2024);
+    snn_model_init(host, plan, snn_xmalloc(plan->total, "host arena"), SNN_ON_HOST, &rng);
+    snn_rng_seed(&data, 2025);
+    for (long i = 0; i < (long)SNN_TRAIN_COUNT * SNN_INPUT_DIM; i++)
+        host->train_images[i] = (uint8_t)snn_rng_below(&data, 256);
+    for (int i = 0; i < SNN_TRAIN_COUNT; i++)
+        host->train_labels[i] = (uint8_t)snn_rng_below(&data, SNN_CLASSES);
+    snn_rng_permutation(&data, host->order, SNN_TRAIN_COUNT);
+    for (long i = 0; i < (long)SNN_TEST_COUNT * SNN_INPUT_DIM; i++)
+        host->test_images[i] = (uint8_t)snn_rng_below(&data, 256);
+    for (int i = 0; i < SNN_TEST_COUNT; i++)
+        host->test_labels[i] = (uint8_t)snn_rng_below(&data, SNN_CLASSES);
+    snn_rt_upload(gpu->train_images, host->train_images, (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM);
+    snn_rt_upload(gpu->train_labels, host->train_labels, SNN_TRAIN_COUNT);
+    snn_rt_upload(gpu->order, host->order, SNN_TRAIN_COUNT * sizeof(int32_t));
+    snn_rt_upload(gpu->test_images, host->test_images, (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM);
+    snn_rt_upload(gpu->test_labels, host->test_labels, SNN_TEST_COUNT);
 }
 
 #endif

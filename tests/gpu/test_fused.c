@@ -151,32 +151,10 @@ int main(void)
     snn_plan plan;
     snn_device_info dev;
     snn_model gpu, host;
-    snn_rng rng, data_rng;
-    snn_model_plan(&plan);
-    snn_rt_init(&dev, plan.total);
-    snn_rng_seed(&rng, 2024);
-    snn_model_init(&gpu, &plan, snn_rt_alloc(plan.total), SNN_ON_TARGET, &rng);
-    snn_rng_seed(&rng, 2024);
-    snn_model_init(&host, &plan, snn_xmalloc(plan.total, "host arena"), SNN_ON_HOST, &rng);
+    reference_models(&gpu, &host, &plan, &dev);
     char launch[320];
     snn_train_describe(launch, sizeof launch);
     printf("# %s\n", launch);
-
-    snn_rng_seed(&data_rng, 2025);
-    for (long i = 0; i < (long)SNN_TRAIN_COUNT * SNN_INPUT_DIM; i++)
-        host.train_images[i] = (uint8_t)snn_rng_below(&data_rng, 256);
-    for (int i = 0; i < SNN_TRAIN_COUNT; i++)
-        host.train_labels[i] = (uint8_t)snn_rng_below(&data_rng, SNN_CLASSES);
-    for (long i = 0; i < (long)SNN_TEST_COUNT * SNN_INPUT_DIM; i++)
-        host.test_images[i] = (uint8_t)snn_rng_below(&data_rng, 256);
-    for (int i = 0; i < SNN_TEST_COUNT; i++)
-        host.test_labels[i] = (uint8_t)snn_rng_below(&data_rng, SNN_CLASSES);
-    snn_rng_permutation(&data_rng, host.order, SNN_TRAIN_COUNT);
-    snn_rt_upload(gpu.train_images, host.train_images, (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM);
-    snn_rt_upload(gpu.train_labels, host.train_labels, SNN_TRAIN_COUNT);
-    snn_rt_upload(gpu.test_images, host.test_images, (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM);
-    snn_rt_upload(gpu.test_labels, host.test_labels, SNN_TEST_COUNT);
-    snn_rt_upload(gpu.order, host.order, SNN_TRAIN_COUNT * sizeof(int32_t));
     struct state initial = take_state(&gpu);
 
     op_by_op(&gpu, &host);

@@ -157,25 +157,8 @@ int main(void)
     snn_plan plan;
     snn_device_info dev;
     snn_model gpu, fp32;
-    snn_rng rng, data_rng;
-    snn_model_plan(&plan);
-    snn_rt_init(&dev, plan.total);
-    snn_rng_seed(&rng, 2024);
-    snn_model_init(&gpu, &plan, snn_rt_alloc(plan.total), SNN_ON_TARGET, &rng);
-    snn_rng_seed(&rng, 2024);
-    snn_model_init(&fp32, &plan, snn_xmalloc(plan.total, "host arena"), SNN_ON_HOST, &rng);
+    reference_models(&gpu, &fp32, &plan, &dev);
     gpu.kernels = &checked_cuda_kernels;
-
-    /* The same random data for both: images, labels, the order. */
-    snn_rng_seed(&data_rng, 2025);
-    for (long i = 0; i < (long)SNN_TRAIN_COUNT * SNN_INPUT_DIM; i++)
-        fp32.train_images[i] = (uint8_t)snn_rng_below(&data_rng, 256);
-    for (int i = 0; i < SNN_TRAIN_COUNT; i++)
-        fp32.train_labels[i] = (uint8_t)snn_rng_below(&data_rng, SNN_CLASSES);
-    snn_rng_permutation(&data_rng, fp32.order, SNN_TRAIN_COUNT);
-    snn_rt_upload(gpu.train_images, fp32.train_images, (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM);
-    snn_rt_upload(gpu.train_labels, fp32.train_labels, SNN_TRAIN_COUNT);
-    snn_rt_upload(gpu.order, fp32.order, SNN_TRAIN_COUNT * sizeof(int32_t));
 
     train_step_compare(&gpu, &fp32, SNN_TOL_STEP);
     train_step_compare(&gpu, &fp32, SNN_TOL_STEP2);

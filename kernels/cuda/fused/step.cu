@@ -26,6 +26,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "kernels/cuda/gemm/bias.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
 #include "kernels/cuda/gemm/tile.cuh"
@@ -229,30 +230,14 @@ static __device__ __forceinline__ void fused_wgrad_item(unsigned char *smem, con
                                                                  OUT, IN, SNN_BATCH, item, epi);
 }
 
-/* Bias columns item * BIAS_COLS ..: gb = sum over rows of dY, in BIAS_SLICES strided slices added in order,
- * then vb = mu vb + gb, b -= lr vb (the layered path's bias kernel's order). */
+/* Bias columns item * BIAS_COLS ..: gb = the sum over rows of dY, vb = mu vb + gb, b -= lr vb
+ * (gemm/bias.cuh, the layered path's bias kernel's order for these slices). */
 static __device__ __forceinline__ void fused_bias_item(const snn_fused_layer &L, const float *dy, int rows,
                                                        int out, float lr, float mu, int item)
 {
-    __shared__ float part[BIAS_SLICES][BIAS_COLS];
-    const int tx = threadIdx.x % BIAS_COLS, ty = threadIdx.x / BIAS_COLS;
-    const int n = item * BIAS_COLS + tx;
-    float s = 0.0f;
-    if (n < out)
-        for (int m = ty; m < rows; m += BIAS_SLICES)
-            s += dy[(size_t)m * out + n];
-    part[ty][tx] = s;
-    __syncthreads();
-    if (ty == 0 && n < out) {
-        float g = part[0][tx];
-#pragma unroll
-        for (int i = 1; i < BIAS_SLICES; ++i)
-            g += part[i][tx];
-        const float v = mu * L.vb[n] + g;
-        L.vb[n] = v;
-        L.b[n] -= lr * v;
-    }
-    __syncthreads();
+    gemm_bias_sgd_columns<BIAS_COLS, BIAS_SLICES>(L.b, L.vb, dy, rows, out, lr, mu, item * BIAS_COLS,
+                                                  threadIdx.x % BIAS_COLS, threadIdx.x / BIAS_COLS);
+    __syncthreads(); /* its shared sums are the next item's */
 }
 
 /* Softmax + cross-entropy of the logits' row tile `tile` (the block has just written it): each row's loss,

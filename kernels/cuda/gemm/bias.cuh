@@ -1,0 +1,35 @@
+/* The bias gradient fused with its SGD update, for COLS columns from n0 in one block: thread (tx, ty) sums
+ * rows ty, ty + SLICES, ... of column n0 + tx, then one thread per column adds the SLICES sums in order: a
+ * fixed order for a given M, deterministic without atomics. The bias kernel (gemm/bias.cu) runs it once per
+ * block; the fused step (kernels/cuda/fused/) for each of its bias items. */
+#ifndef SNN_GEMM_BIAS_CUH
+#define SNN_GEMM_BIAS_CUH
+
+#include <stddef.h>
+
+#include <cuda_runtime.h>
+
+template <int COLS, int SLICES>
+static __device__ __forceinline__ void gemm_bias_sgd_columns(float *b, float *vb, const float *__restrict__ dy, int M,
+                                                             int N, float lr, float mu, int n0, int tx, int ty)
+{
+    __shared__ float part[SLICES][COLS];
+    const int n = n0 + tx;
+    float s = 0.0f;
+    if (n < N)
+        for (int m = ty; m < M; m += SLICES)
+            s += dy[(size_t)m * N + n];
+    part[ty][tx] = s;
+    __syncthreads();
+    if (ty == 0 && n < N) {
+        float g = part[0][tx];
+#pragma unroll
+        for (int i = 1; i < SLICES; ++i)
+            g += part[i][tx];
+        const float v = mu * vb[n] + g;
+        vb[n] = v;
+        b[n] -= lr * v;
+    }
+}
+
+#endif
