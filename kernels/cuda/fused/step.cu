@@ -41,7 +41,9 @@ namespace cg = cooperative_groups;
 
 typedef GEMM_ROLE_TILE(FUSED) FusedTile;
 GEMM_CHECK_TILE(FusedTile, FUSED);
-#ifndef CONFIG_GEMM_TENSOR_CORES
+#ifdef CONFIG_GEMM_TENSOR_CORES
+GEMM_CHECK_MMA_TILE(FusedTile, FUSED);
+#else
 GEMM_CHECK_SIMT_TILE(FusedTile, FUSED);
 #endif
 static_assert(
@@ -410,7 +412,8 @@ static __device__ int fused_forward_phase(unsigned char *smem, const snn_fused_n
     return items;
 }
 
-/* Layer l's weight gradient + SGD in split slot `slot`: its GEMM's items, then its bias columns. */
+/* The work items of layer l's weight gradient + SGD: its GEMM's items, then its bias columns; and item
+ * `item` of them, a split GEMM's slices in split slot `slot`. */
 static __device__ int fused_update_items(int l)
 {
     return fused_items(SNN_DIM(l + 1), SNN_DIM(l), SNN_BATCH) + fused_bias_items(SNN_DIM(l + 1));
