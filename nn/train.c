@@ -92,25 +92,43 @@ void snn_train_fused(snn_model *m, int first, int last)
 }
 #endif
 
+#if defined(CONFIG_TARGET_CUDA)
+/* The default of arch/cuda/Kconfig's STEP choice, and why, for snn_train_describe. */
+#if defined(CONFIG_TARGET_SM90) && defined(CONFIG_MM_STATIC) && SNN_HIDDEN <= CONFIG_STEP_FUSED_DEFAULT_WIDTH
+#define STEP_DEFAULT_FUSED 1
+#define STEP_DEFAULT_WHY "the default on sm90 up to %d hidden units"
+#elif defined(CONFIG_TARGET_SM90)
+#define STEP_DEFAULT_FUSED 0
+#define STEP_DEFAULT_WHY "the default on sm90 above %d hidden units"
+#else
+#define STEP_DEFAULT_FUSED 0
+#define STEP_DEFAULT_WHY "the default off sm90, where the fused step's crossover (%d hidden units on an H100) is not measured"
+#endif
+#endif
+
 void snn_train_describe(char *buf, int len)
 {
 #if defined(CONFIG_STEP_FUSED)
-    char launch[200];
+    char launch[200], why[160];
     cuda_fused_describe(launch, sizeof(launch));
-    snprintf(buf, len, "fused, one persistent kernel per epoch (CONFIG_STEP_FUSED, %s %d hidden units): %s",
-             SNN_HIDDEN <= CONFIG_STEP_FUSED_DEFAULT_WIDTH ? "the default up to" : "chosen over the default above",
-             CONFIG_STEP_FUSED_DEFAULT_WIDTH, launch);
+    if (STEP_DEFAULT_FUSED)
+        snprintf(why, sizeof(why), STEP_DEFAULT_WHY, CONFIG_STEP_FUSED_DEFAULT_WIDTH);
+    else
+        snprintf(why, sizeof(why), "CONFIG_STEP_FUSED, chosen over the layered default");
+    snprintf(buf, len, "fused, one persistent kernel per epoch (%s): %s", why, launch);
 #elif defined(CONFIG_TARGET_CUDA) && !defined(CONFIG_MM_STATIC)
     snprintf(buf, len, "layered, a kernel per op (the fused step needs CONFIG_MM_STATIC)");
 #elif defined(CONFIG_TARGET_CUDA)
-    snprintf(buf, len, "layered, a kernel per op%s (CONFIG_STEP_LAYERED, %s %d hidden units)",
+    char why[160];
+    if (STEP_DEFAULT_FUSED)
+        snprintf(why, sizeof(why), "CONFIG_STEP_LAYERED, chosen over the fused default");
+    else
+        snprintf(why, sizeof(why), STEP_DEFAULT_WHY, CONFIG_STEP_FUSED_DEFAULT_WIDTH);
 #ifdef CONFIG_CUDA_GRAPH
-             ", each step a CUDA graph replay",
+    snprintf(buf, len, "layered, a kernel per op, each step a CUDA graph replay (%s)", why);
 #else
-             "",
+    snprintf(buf, len, "layered, a kernel per op (%s)", why);
 #endif
-             SNN_HIDDEN > CONFIG_STEP_FUSED_DEFAULT_WIDTH ? "the default above" : "chosen over the default up to",
-             CONFIG_STEP_FUSED_DEFAULT_WIDTH);
 #else
     snprintf(buf, len, "layered, the host kernels run directly");
 #endif

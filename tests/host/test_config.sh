@@ -68,11 +68,12 @@ if $M O="$d" olddefconfig >/dev/null 2>&1 && grep -q '^CONFIG_TRAIN_SEED=1$' "$d
     echo "ok - olddefconfig fills in the new symbol"
 else echo "not ok - olddefconfig did not set CONFIG_TRAIN_SEED"; fi
 
-# The training step: fused by default up to STEP_FUSED_DEFAULT_WIDTH hidden
-# units with the static arena, layered above it or with a per-step strategy;
-# either forced; fused refused without the static arena.
+# The training step: fused by default on sm90 up to STEP_FUSED_DEFAULT_WIDTH
+# hidden units with the static arena, layered above it, off sm90 or with a
+# per-step strategy; either forced; fused refused without the static arena.
 step_of() { sed -n 's/^CONFIG_STEP_\(FUSED\|LAYERED\)=y$/\1/p' "$1/.config"; }
-for c in "h100 FUSED" "h100_128x3_b32 FUSED" "h100_784x4_b64 LAYERED" "h100_8192x3_b32 LAYERED"; do
+for c in "h100 FUSED" "h100_128x3_b32 FUSED" "h100_784x4_b64 LAYERED" "h100_8192x3_b32 LAYERED" "a100 LAYERED" \
+    "rtx2060 LAYERED"; do
     set -- $c
     d=$T/step-$1
     if $M O="$d" "$1_defconfig" >/dev/null 2>&1 && [ "$(step_of "$d")" = "$2" ]; then

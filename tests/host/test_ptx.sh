@@ -24,7 +24,8 @@ run_variant() {
     local name=$1 board=$2 sm=$3 prec=$4 src=build/kernels/cuda/$5 d=$T/$1 p counts="" n; shift 5
     rm -rf "$d" && mkdir -p "$d"
     if ! board_def_retarget "$board" "$d/board" >"$d/def"; then echo "not ok - tensor-core PTX $name: ${board}_defconfig failed"; return; fi
-    { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; } >>"$d/def"
+    { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"
+      if [ "$src" = build/kernels/cuda/fused/step ]; then echo "CONFIG_STEP_FUSED=y"; fi; } >>"$d/def"
     if ! { $M O="$d" defconfig DEFCONFIG="$d/def" && $M O="$d" "$d/$src.ptx" &&
         $M O="$d" EXTRA_WARN=-Werror EXTRA_NVCCFLAGS="-Xptxas -v" "$d/$src.o"; } \
         >"$d.log" 2>&1; then
