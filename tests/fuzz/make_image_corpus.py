@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of tests/fuzz/fuzz_image.c into corpus_image/
 (deterministic): tiny images of each format and PNG colour type."""
+import base64
 import os
 import sys
 
@@ -24,6 +25,10 @@ seeds = {
     "p2-1000.pgm": F.pnm(digit * 1000 // 255, 1000, plain=True, comment="a one"),
     "p6.ppm": F.pnm(rgb),
     "p3.ppm": F.pnm(rgb, plain=True),
+    # found by the fuzzer: a palette PNG whose tEXt chunk claims 1.9 GB (libpng allocated it whole)
+    "text-length-1.9g.png": base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAYAAAAIBAMAAAAo6JMLAAAAMHBMVEUAAP8RAO4iAN0zAMxEALtVAFaZ/2aI/3dxAHeZAGaqAFW7AETM"
+        "ADHdACLuABH/AABthrbpAAAAAnRSTlMAUDYrThhzc3NzdEVYdHNzc3NoAA=="),
 }
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_image")
 os.makedirs(out, exist_ok=True)
