@@ -155,9 +155,21 @@ suite_sanitize() {
         sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
     local m=("$d/app/mnist" --data data/mnist --max-steps 30) f=$d/model
     if out=$("${m[@]}" --epochs 1 --checkpoint "$f-c.st" 2>&1 && "${m[@]}" --epochs 2 --resume "$f-c.st" --save "$f.st" 2>&1 &&
-        "$d/app/mnist" --data data/mnist --load "$f.st" --eval 2>&1 && "$d/app/mnist" --load "$f.st" --predict tests/fuzz/corpus_image/* 2>&1); then
+        "$d/app/mnist" --data data/mnist --load "$f.st" --eval 2>&1 && predict_seeds "$d/app/mnist" "$f.st"); then
         echo "ok - sanitized build: checkpoint, resume, save, --eval and --predict, no report"
     else echo "not ok - sanitized build: model files: $(tail -n 5 <<<"$out" | tr '\n' ' ')"; fi
+}
+
+# predict_seeds APP MODEL: --predict over the image fuzz seeds classifies each
+# good one (a line with a percentage) and refuses each bad-* one (its own
+# error line, exit status 1); true if so.
+predict_seeds() {
+    local seeds=(tests/fuzz/corpus_image/*) bad=(tests/fuzz/corpus_image/bad-*) out rc b
+    out=$("$1" --load "$2" --predict "${seeds[@]}" 2>&1)
+    rc=$?
+    echo "$out"
+    [ $rc -eq 1 ] && [ "$(grep -c '%' <<<"$out")" -eq $((${#seeds[@]} - ${#bad[@]})) ] || return 1
+    for b in "${bad[@]}"; do grep -q "$b" <<<"$out" || return 1; done
 }
 
 suite_ptx() { run "tensor-core ptx" tests/host/test_ptx.sh; }

@@ -25,8 +25,9 @@ seeds = {
     "p2-1000.pgm": F.pnm(digit * 1000 // 255, 1000, plain=True, comment="a one"),
     "p6.ppm": F.pnm(rgb),
     "p3.ppm": F.pnm(rgb, plain=True),
-    # found by the fuzzer: a palette PNG whose tEXt chunk claims 1.9 GB (libpng allocated it whole)
-    "text-length-1.9g.png": base64.b64decode(
+    # found by the fuzzer: a palette PNG whose tEXt chunk claims 1.9 GB (libpng allocated it whole); bad-*:
+    # seeds that must be refused
+    "bad-text-length-1.9g.png": base64.b64decode(
         "iVBORw0KGgoAAAANSUhEUgAAAAYAAAAIBAMAAAAo6JMLAAAAMHBMVEUAAP8RAO4iAN0zAMxEALtVAFaZ/2aI/3dxAHeZAGaqAFW7AETM"
         "ADHdACLuABH/AABthrbpAAAAAnRSTlMAUDYrThhzc3NzdEVYdHNzc3NoAA=="),
 }
