@@ -196,8 +196,7 @@ static void put(int on_host, void *dst, const void *src, size_t bytes)
 /* A model in host memory (beside a GPU one) runs the host kernels. */
 static int in_host_memory(const snn_model *m) { return m->kernels == &snn_host_kernels; }
 
-/* After the FP32 weights were written other than by the update. */
-static void refresh_twins(snn_model *m)
+void snn_model_refresh_twins(snn_model *m)
 {
     if (!in_host_memory(m) && TWIN_BYTES)
         m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS); /* layer 0's weights open the parameters */
@@ -221,7 +220,7 @@ void snn_model_set_state(snn_model *m, const float *params, const float *momentu
     put(in_host_memory(m), m->params, params, SNN_PARAMS * F);
     if (momentum)
         put(in_host_memory(m), m->momentum, momentum, SNN_PARAMS * F);
-    refresh_twins(m);
+    snn_model_refresh_twins(m);
 }
 
 void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng)
@@ -252,7 +251,7 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
     if (!on_host)
         bind_fused(m);
 #endif
-    refresh_twins(m);
+    snn_model_refresh_twins(m);
 }
 
 static inline void draw_uniform(float *x, long n, double bound, snn_rng *rng)

@@ -84,6 +84,10 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
  * it is. */
 void snn_model_get_state(const snn_model *m, float *params_host, float *momentum_host);
 void snn_model_set_state(snn_model *m, const float *params_host, const float *momentum_host);
+/* Rewrites the weights' 16-bit twins (where there are any) from the FP32
+ * weights, after these were written other than by the layered update: set
+ * from the host, or trained by the fused step. */
+void snn_model_refresh_twins(snn_model *m);
 
 /* Draws the initial parameters into params_host, SNN_PARAMS floats in the
  * arena's layout: W0, b0, W1, b1, ... (snn_model_init does it for a model). */

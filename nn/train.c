@@ -86,14 +86,13 @@ void snn_eval_step(void *model) { eval_step(model, NULL); }
 void snn_train_fused(snn_model *m, int first, int last)
 {
     cuda_fused_train(&m->fused, first, last);
-    /* It updates the FP32 weights only; the layered kernels (--eval, --predict) read their twins. */
-    if (m->layer[0].w16)
-        m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS);
+    snn_model_refresh_twins(m); /* the layered kernels (--eval, --predict) read the twins */
 }
 #endif
 
 #if defined(CONFIG_TARGET_CUDA)
-/* The default of arch/cuda/Kconfig's STEP choice, and why, for snn_train_describe. */
+/* The default of arch/cuda/Kconfig's STEP choice, and why, for snn_train_describe: its rule, restated
+ * (a Kconfig symbol derived from it would make a hand-edited width in .config a refused value). */
 #if defined(CONFIG_TARGET_SM90) && defined(CONFIG_MM_STATIC) && SNN_HIDDEN <= CONFIG_STEP_FUSED_DEFAULT_WIDTH
 #define STEP_DEFAULT_FUSED 1
 #define STEP_DEFAULT_WHY "the default on sm90 up to %d hidden units"
