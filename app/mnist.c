@@ -317,25 +317,29 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
 }
 
-/* One epoch from step `first` (0, or where a checkpoint left it). */
-static void train_epoch(outputs *out, const options *o, run_state *r, int first, double *train_s,
-                        const struct timespec *t0)
+#ifdef CONFIG_STEP_FUSED
+/* Steps first .. max_steps - 1 of the epoch in one launch, and how many of
+ * the epoch's losses were read back and checked on the way: none. */
+static int train_steps(outputs *out, const options *o, run_state *r, int first)
+{
+    (void)out; /* nothing to report before the epoch's end */
+    snn_train_fused(&r->m, first, o->max_steps);
+    return 0;
+}
+#else
+/* Steps first .. max_steps - 1 of the epoch, a graph replay each, and how
+ * many of the epoch's losses were read back and checked on the way: one
+ * window of CONFIG_TRAIN_CHECK_EVERY at a time (one synchronisation each,
+ * not one per step). A stop signal ends the run after the current step. */
+static int train_steps(outputs *out, const options *o, run_state *r, int first)
 {
     snn_model *m = &r->m;
-    const int epoch = r->at.epoch, check = CONFIG_TRAIN_CHECK_EVERY;
-    const int tty = isatty(STDOUT_FILENO), tick = o->max_steps / 100 + 1;
+    const int epoch = r->at.epoch, check = CONFIG_TRAIN_CHECK_EVERY, tick = o->max_steps / 100 + 1;
+    const int tty = isatty(STDOUT_FILENO);
     float *losses = r->at.losses;
-    snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
-    if (snn_stop_signal())
-        stop_run(out, o, r, first);
-    snn_rt_mark(start);
-#ifdef CONFIG_STEP_FUSED
-    (void)tick, (void)tty, (void)check;
-    snn_train_fused(m, first, o->max_steps); /* the epoch in one launch: its losses are checked at its end */
-#else
     for (int s = first; s < o->max_steps; s++) {
         snn_rt_run_step(snn_train_step, m);
-        if ((s + 1) % check == 0) { /* one read-back per `check` steps, not per step */
+        if ((s + 1) % check == 0) {
             snn_rt_download(losses + s + 1 - check, m->train_loss + s + 1 - check, check * sizeof(float));
             check_finite(out, losses, s + 1 - check, check, epoch);
         }
@@ -349,21 +353,31 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first,
         if (tty && s % tick == 0)
             progress(epoch, s, o->max_steps);
     }
+    if (tty)
+        printf("\r%*s\r", 60, "");
+    return o->max_steps / check * check;
+}
 #endif
+
+/* One epoch from step `first` (0, or where a checkpoint left it). */
+static void train_epoch(outputs *out, const options *o, run_state *r, int first, double *train_s,
+                        const struct timespec *t0)
+{
+    snn_model *m = &r->m;
+    const int epoch = r->at.epoch;
+    float *losses = r->at.losses;
+    snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
+    if (snn_stop_signal())
+        stop_run(out, o, r, first);
+    snn_rt_mark(start);
+    const int checked = train_steps(out, o, r, first);
     snn_rt_mark(stop);
     float ms = snn_rt_elapsed_ms(start, stop);
     snn_rt_mark_free(start);
     snn_rt_mark_free(stop);
-    if (tty)
-        printf("\r%*s\r", 60, "");
     snn_score train = snn_epoch_score(m, o->max_steps, losses);
     if (out->dump)
         dump_epoch_file(out->dump, "losses", epoch, losses, o->max_steps * sizeof(float));
-#ifdef CONFIG_STEP_FUSED
-    const int checked = 0; /* the fused epoch read nothing back */
-#else
-    const int checked = o->max_steps / check * check; /* the windows the loop has read back */
-#endif
     check_finite(out, losses, checked, o->max_steps - checked, epoch);
     check_learning(out, losses, o->max_steps, epoch);
     snn_score test = snn_evaluate(m);
