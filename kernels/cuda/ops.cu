@@ -9,6 +9,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "kernels/cuda/gather.cuh"
 #include "kernels/cuda/twin.cuh"
 #include "kernels/ops.h"
 #include "snn_config.h"
@@ -30,9 +31,9 @@ __global__ void __launch_bounds__(GATHER_THREADS)
     const int j = blockIdx.x * GATHER_THREADS + threadIdx.x;
     const long base = (long)*step * rows;
     for (int i = blockIdx.y; i < rows; i += gridDim.y) {
-        const long r = order ? (long)order[base + i] : base + i;
+        const long r = snn_gather_sample(order, base, i);
         if (j < SNN_INPUT_DIM) {
-            const float v = ((float)images[r * SNN_INPUT_DIM + j] / 255.0f - mean) / std;
+            const float v = snn_gather_pixel(images[r * SNN_INPUT_DIM + j], mean, std);
             x[(size_t)i * SNN_INPUT_DIM + j] = v;
             snn_twin_store(x16, (size_t)i * SNN_INPUT_DIM + j, v);
         }

@@ -26,6 +26,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "kernels/cuda/gather.cuh"
 #include "kernels/cuda/gemm/bias.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
@@ -360,9 +361,9 @@ static __device__ __forceinline__ void fused_gather(float *x, uint8_t *y, const 
     const int stride = (gridDim.x - from) * FT_THREADS;
     for (int i = (blockIdx.x - from) * FT_THREADS + threadIdx.x; i < rows * QUADS; i += stride) {
         const int row = i / QUADS, q = i % QUADS;
-        const long r = order ? (long)order[base + row] : base + row;
+        const long r = snn_gather_sample(order, base, row);
         const uchar4 p = *reinterpret_cast<const uchar4 *>(images + r * SNN_INPUT_DIM + 4 * q);
-        auto norm = [](unsigned char c) { return ((float)c / 255.0f - SNN_PIXEL_MEAN) / SNN_PIXEL_STD; };
+        auto norm = [](uint8_t c) { return snn_gather_pixel(c, SNN_PIXEL_MEAN, SNN_PIXEL_STD); };
         *reinterpret_cast<float4 *>(x + (size_t)row * SNN_INPUT_DIM + 4 * q) =
             make_float4(norm(p.x), norm(p.y), norm(p.z), norm(p.w));
         if (q == 0)
@@ -551,8 +552,7 @@ static int fused_blocks(const void *kernel, int *resident)
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FT_THREADS, FUSED_SMEM));
     if (per_sm < 1)
         snn_die("the fused step's blocks (%d threads, %d B of shared memory) do not fit on an SM: shrink the "
-                "Fused "
-                "step GEMM tile or CONFIG_GEMM_STAGES",
+                "Fused step GEMM tile or CONFIG_GEMM_STAGES",
                 FT_THREADS, FUSED_SMEM);
     *resident = per_sm * gemm_sm_count();
     const int want = CONFIG_STEP_FUSED_BLOCKS ? CONFIG_STEP_FUSED_BLOCKS : gemm_sm_count();
