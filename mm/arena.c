@@ -10,7 +10,7 @@ void snn_plan_make(snn_plan *plan, const snn_plan_entry *table, int n)
     for (int r = 0; r < n; r++) {
         plan->region[r] = table[r];
         plan->region[r].offset = offset;
-        offset += (table[r].bytes + SNN_ARENA_ALIGN - 1) / SNN_ARENA_ALIGN * SNN_ARENA_ALIGN;
+        offset += SNN_ARENA_ROUND(table[r].bytes);
     }
     plan->count = n;
     plan->total = offset;

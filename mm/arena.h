@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #define SNN_ARENA_ALIGN 256 /* every region's offset */
+/* bytes rounded up to a whole number of SNN_ARENA_ALIGN: a region's footprint */
+#define SNN_ARENA_ROUND(bytes) (((size_t)(bytes) + SNN_ARENA_ALIGN - 1) / SNN_ARENA_ALIGN * SNN_ARENA_ALIGN)
 #define SNN_PLAN_MAX 24
 
 typedef struct {

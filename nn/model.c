@@ -30,17 +30,16 @@
 #endif
 
 #ifdef CONFIG_STEP_FUSED
-/* The fused step's buffers (kernels/fused.h), each 256-byte aligned: the row tiles' sums, the second input
- * batch and its labels, and an output-gradient buffer per layer (the layered step's two are ping-pong; a
+/* The fused step's buffers (kernels/fused.h), each aligned as an arena region: the row tiles' sums, the
+ * second input batch and its labels, and an output-gradient buffer per layer (the layered step's two are ping-pong; a
  * fused phase reads the gradients of two layers while it writes a third's). */
-#define FUSED_ALIGN(b) (((size_t)(b) + 255) / 256 * 256)
-#define FUSED_PART_LOSS FUSED_ALIGN(2 * SNN_FUSED_ROW_TILES * sizeof(double))
-#define FUSED_PART_CORRECT FUSED_ALIGN(2 * SNN_FUSED_ROW_TILES * sizeof(int32_t))
-#define FUSED_INPUT FUSED_ALIGN((size_t)SNN_MAX_ROWS * SNN_INPUT_DIM * F)
-#define FUSED_LABELS FUSED_ALIGN(SNN_MAX_ROWS)
-#define FUSED_GRAD(l) FUSED_ALIGN((size_t)SNN_BATCH * SNN_DIM((l) + 1) * F)
-#define FUSED_SPLIT_WS FUSED_ALIGN(SNN_FUSED_SPLIT_FLOATS * F)
-#define FUSED_SPLIT_COUNT FUSED_ALIGN(SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS * sizeof(int32_t))
+#define FUSED_PART_LOSS SNN_ARENA_ROUND(2 * SNN_FUSED_ROW_TILES * sizeof(double))
+#define FUSED_PART_CORRECT SNN_ARENA_ROUND(2 * SNN_FUSED_ROW_TILES * sizeof(int32_t))
+#define FUSED_INPUT SNN_ARENA_ROUND((size_t)SNN_MAX_ROWS * SNN_INPUT_DIM * F)
+#define FUSED_LABELS SNN_ARENA_ROUND(SNN_MAX_ROWS)
+#define FUSED_GRAD(l) SNN_ARENA_ROUND((size_t)SNN_BATCH * SNN_DIM((l) + 1) * F)
+#define FUSED_SPLIT_WS SNN_ARENA_ROUND(SNN_FUSED_SPLIT_FLOATS * F)
+#define FUSED_SPLIT_COUNT SNN_ARENA_ROUND(SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS * sizeof(int32_t))
 #define FUSED_BYTES                                                                                        \
     (FUSED_PART_LOSS + FUSED_PART_CORRECT + FUSED_INPUT + FUSED_LABELS + (SNN_LAYERS - 1) * FUSED_GRAD(0) + \
      FUSED_GRAD(SNN_LAYERS - 1) + FUSED_SPLIT_WS + FUSED_SPLIT_COUNT)
