@@ -1,7 +1,7 @@
 /* What the GPU step tests start from and compare with: a GPU model and a
  * host model with the same parameters and random data, the host ops on
  * operands rounded as the GPU's GEMMs read them, the relative error, host
- * copies of device tensors. Static functions: each test is one translation
+ * copies of device tensors and their error. Static functions: each test is one translation
  * unit. */
 #ifndef SNN_TESTS_GPU_REFERENCE_H
 #define SNN_TESTS_GPU_REFERENCE_H
@@ -95,6 +95,15 @@ static inline float *fetch(const float *dev, long n)
     float *h = snn_xmalloc(n * sizeof(float), "host copy of a GPU tensor");
     snn_rt_download(h, dev, n * sizeof(float));
     return h;
+}
+
+/* rel_error of n floats of device memory against the host's want. */
+static inline double device_error(const float *dev, const float *want, long n)
+{
+    float *got = fetch(dev, n);
+    const double e = rel_error(got, want, n);
+    free(got);
+    return e;
 }
 
 /* A model on the GPU and one in host memory, drawn from one seed (2024), with the same random data (seed

@@ -41,9 +41,7 @@ static int step_number, op_number;
 /* The GPU's result dev against the host's want; the larger error so far. */
 static double worse(double so_far, const float *dev, const float *want, long n)
 {
-    float *got = fetch(dev, n);
-    double e = rel_error(got, want, n);
-    free(got);
+    const double e = device_error(dev, want, n);
     return e > so_far || isnan(e) ? e : so_far;
 }
 
@@ -112,12 +110,10 @@ static const snn_kernels checked_cuda_kernels = {
 
 static void compare(const char *what, const float *gpu, const float *fp32, long n, double tol)
 {
-    float *got = fetch(gpu, n);
-    double e = rel_error(got, fp32, n);
+    const double e = device_error(gpu, fp32, n);
     printf("%s - training step (%s GEMMs): %s (%ld values, relative error %.2e against the FP32 host engine, "
            "tolerance %.0e)\n",
            e <= tol ? "ok" : "not ok", SNN_PRECISION_NAME, what, n, e, tol);
-    free(got);
 }
 
 /* The momentum of every layer (the gradients after the first step), as diagnostics. */
