@@ -46,13 +46,13 @@ static size_t next_call;
 static bool timing;
 
 /* Runs f between two events, as call number next_call of the step. */
-template <class F> static void timed(const std::string &what, F f)
+/* The milliseconds of what f queues on the engine's stream, by CUDA events around it. */
+template <class F> static float event_ms(F f)
 {
     cudaEvent_t a, b;
     CUDA_CHECK(cudaEventCreate(&a));
     CUDA_CHECK(cudaEventCreate(&b));
     CUDA_CHECK(cudaEventRecord(a, snn_stream()));
-    const cuda_gemm_counts before = cuda_gemm_counts_now();
     f();
     CUDA_CHECK(cudaEventRecord(b, snn_stream()));
     CUDA_CHECK(cudaEventSynchronize(b));
@@ -60,6 +60,13 @@ template <class F> static void timed(const std::string &what, F f)
     CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
     CUDA_CHECK(cudaEventDestroy(a));
     CUDA_CHECK(cudaEventDestroy(b));
+    return ms;
+}
+
+template <class F> static void timed(const std::string &what, F f)
+{
+    const cuda_gemm_counts before = cuda_gemm_counts_now();
+    const float ms = event_ms(f);
     std::string name = what;
 #ifdef CONFIG_GEMM_TENSOR_CORES
     const cuda_gemm_path path = cuda_gemm_path_since(before);
@@ -149,32 +156,23 @@ static const char *phase_name(int p, char *buf, size_t len)
 static void bench_fused(snn_model &m, const char *device)
 {
     const int steps = std::min(SNN_STEPS_PER_EPOCH, 400);
-    cudaEvent_t a, b;
-    CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&b));
     std::vector<float> ms;
     for (int r = 0; r < 6; r++) {
-        CUDA_CHECK(cudaEventRecord(a, snn_stream()));
-        snn_train_fused(&m, 0, steps);
-        CUDA_CHECK(cudaEventRecord(b, snn_stream()));
-        CUDA_CHECK(cudaEventSynchronize(b));
-        float t;
-        CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        const float t = event_ms([&] { snn_train_fused(&m, 0, steps); });
         if (r) /* the first is a warm-up */
             ms.push_back(t);
     }
     std::sort(ms.begin(), ms.end());
     const int stride = SNN_FUSED_MAX_BLOCKS + 1, phases = 2 * SNN_LAYERS;
     std::vector<long long> c(SNN_FUSED_CLOCKS);
-    long long *clocks;
-    CUDA_CHECK(cudaMalloc(&clocks, c.size() * sizeof(long long)));
-    CUDA_CHECK(cudaMemset(clocks, 0, c.size() * sizeof(long long)));
+    long long *clocks = (long long *)snn_rt_alloc(c.size() * sizeof(long long));
+    snn_rt_upload(clocks, c.data(), c.size() * sizeof(long long)); /* zeros: blocks past the grid stamp none */
     m.fused.clocks = clocks;
     m.fused.clock_step = steps / 2;
     snn_train_fused(&m, 0, steps);
     m.fused.clocks = NULL;
     snn_rt_download(c.data(), clocks, c.size() * sizeof(long long));
-    CUDA_CHECK(cudaFree(clocks));
+    snn_rt_free(clocks);
     char launch[256], name[128];
     cuda_fused_describe(launch, sizeof launch);
     printf("\n# the fused step on %s: %s\n", device, launch);
@@ -195,8 +193,6 @@ static void bench_fused(snn_model &m, const char *device)
         start = release;
     }
     printf("| step | %.2f | %.2f |\n", total_work / 1e3, total_barrier / 1e3);
-    CUDA_CHECK(cudaEventDestroy(a));
-    CUDA_CHECK(cudaEventDestroy(b));
 }
 #endif
 
