@@ -99,35 +99,33 @@ verdict "SIGINT before the first step writes a checkpoint at epoch 1 step 0" \
 run --epochs 2 --resume "$T/c0.st" --save "$T/r0.st"
 verdict "resumed from epoch 1 step 0: the full run's parameters, bit for bit" 'cmp -s "$T/full2.st" "$T/r0.st"'
 
+# resume_refused NAME FRAGMENT EDIT: the 2-epoch checkpoint changed by EDIT
+# (edit's Python) is refused by --resume with FRAGMENT
+resume_refused() {
+    edit "$T/c2.st" "$T/edited.st" "$3"
+    expect_refusal "$1" "$2" "$APP" --data "$DATA" --max-steps $S --resume "$T/edited.st"
+}
 # Files for another build, each refused by what differs.
-edit "$T/c2.st" "$T/shape.st" 'h["__metadata__"]["shape"] = "784-128-10"'
-expect_refusal "a checkpoint of another shape" "the model shape differs: the file's is 784-128-10, this build's is 784-256-10" \
-    "$APP" --data "$DATA" --max-steps $S --resume "$T/shape.st"
-edit "$T/c2.st" "$T/fashion.st" 'h["__metadata__"]["dataset"] = "Fashion-MNIST"'
-expect_refusal "a checkpoint of another dataset" "the dataset differs: the file's is Fashion-MNIST, this build's is MNIST" \
-    "$APP" --data "$DATA" --max-steps $S --resume "$T/fashion.st"
-edit "$T/c2.st" "$T/opt.st" 'h["__metadata__"]["optimizer"] = "SGD lr 0.05 momentum 0"'
-expect_refusal "a checkpoint of another optimizer" "the optimizer differs: the file's is SGD lr 0.05 momentum 0, this build's is SGD lr 0.02 momentum 0.9" \
-    "$APP" --data "$DATA" --max-steps $S --resume "$T/opt.st"
-edit "$T/c2.st" "$T/batch.st" 'h["__metadata__"]["batch"] = "32"'
-expect_refusal "a checkpoint of another batch size" "the batch size differs: the file's is 32" \
-    "$APP" --data "$DATA" --max-steps $S --resume "$T/batch.st"
+resume_refused "a checkpoint of another shape" \
+    "the model shape differs: the file's is 784-128-10, this build's is 784-256-10" \
+    'h["__metadata__"]["shape"] = "784-128-10"'
+resume_refused "a checkpoint of another dataset" "the dataset differs: the file's is Fashion-MNIST, this build's is MNIST" \
+    'h["__metadata__"]["dataset"] = "Fashion-MNIST"'
+resume_refused "a checkpoint of another optimizer" \
+    "the optimizer differs: the file's is SGD lr 0.05 momentum 0, this build's is SGD lr 0.02 momentum 0.9" \
+    'h["__metadata__"]["optimizer"] = "SGD lr 0.05 momentum 0"'
+resume_refused "a checkpoint of another batch size" "the batch size differs: the file's is 32" \
+    'h["__metadata__"]["batch"] = "32"'
 expect_refusal "a checkpoint resumed with other --max-steps" "its epochs have $S steps, this run's 100" \
     "$APP" --data "$DATA" --max-steps 100 --resume "$T/c2.st"
 expect_refusal "a checkpoint with nothing left to train" "--epochs 2 leaves nothing to train" \
     "$APP" --data "$DATA" --max-steps $S --epochs 2 --resume "$T/c2.st"
-edit "$T/c2.st" "$T/order.st" '
+resume_refused "a checkpoint whose order indexes past the training set" \
+    "tensor 'epoch.order' is not a permutation of the 60000 training samples (element 1539 is 1000000000)" '
 o = h["epoch.order"]["data_offsets"][0] + 4 * 1539; d[o:o + 4] = struct.pack("<i", 1000000000)'
-expect_refusal "a checkpoint whose order indexes past the training set" \
-    "tensor 'epoch.order' is not a permutation of the 60000 training samples (element 1539 is 1000000000)" \
-    "$APP" --data "$DATA" --max-steps $S --resume "$T/order.st"
-edit "$T/c2.st" "$T/correct.st" '
+resume_refused "a checkpoint with an impossible correct count" "tensor 'epoch.correct' holds -5 at step 7, outside [0, 64]" '
 o = h["epoch.correct"]["data_offsets"][0] + 4 * 7; d[o:o + 4] = struct.pack("<i", -5)'
-expect_refusal "a checkpoint with an impossible correct count" "tensor 'epoch.correct' holds -5 at step 7, outside [0, 64]" \
-    "$APP" --data "$DATA" --max-steps $S --resume "$T/correct.st"
-edit "$T/c2.st" "$T/nometa.st" 'del h["__metadata__"]["optimizer"]'
-expect_refusal "a checkpoint without its optimizer" "its metadata has no 'optimizer'" \
-    "$APP" --data "$DATA" --max-steps $S --resume "$T/nometa.st"
+resume_refused "a checkpoint without its optimizer" "its metadata has no 'optimizer'" 'del h["__metadata__"]["optimizer"]'
 edit "$T/c2.st" "$T/cextra.st" '
 h["momentum.9.weight"] = {"dtype": "U8", "shape": [0], "data_offsets": [len(d), len(d)]}'
 expect_refusal "a checkpoint with a tensor of no layer, given to --load" "tensor 'momentum.9.weight' is not one of this model's" \
