@@ -175,9 +175,10 @@ for f in configs/*_defconfig; do
     [ "$board" = h100_8192x3_b32 ] && resume_mid_epoch "$board" "$OUT/gpu-$board"
 done
 
-# The tensor-core precisions the boards' defconfigs do not select: the h100
-# board's shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32)
-# and the rtx2060 board with FP32 accumulation, each under the sanitizer too.
+# The precisions the boards' defconfigs do not select: the h100 board's
+# shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the
+# a100 board in FP32 (the SIMT kernel; BF16 is its default) and the rtx2060
+# board with FP32 accumulation, each under the sanitizer too.
 precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig (its tiles) on target SM with CONFIG_PRECISION_<PRECISION>
     local name=$1 board=$2 sm=$3 prec=$4 d=$OUT/gpu-$1
     if ! usable "$cc" "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
@@ -189,7 +190,7 @@ precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig (its tiles) o
 if part_wanted precisions; then
     precision_variant h100-sm80-tf32 h100 80 TF32
     precision_variant h100-sm80-fp16 h100 80 FP16
-    precision_variant h100-sm80-bf16 h100 80 BF16
+    precision_variant a100-fp32 a100 80 FP32
     precision_variant rtx2060-fp16 rtx2060 75 FP16
 fi
 

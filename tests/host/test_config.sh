@@ -80,6 +80,20 @@ for c in "h100 FUSED" "h100_128x3_b32 FUSED" "h100_784x4_b64 LAYERED" "h100_8192
         echo "ok - the $1 board defaults to the ${2,,} step"
     else echo "not ok - the $1 board's step: '$(step_of "$d")', want $2"; fi
 done
+# The GEMM precision: BF16 where the target has it (sm80, sm90), FP32 elsewhere; the rtx2060 board states its own.
+prec_of() { sed -n 's/^CONFIG_PRECISION_\([A-Z0-9_]*\)=y$/\1/p' "$1/.config"; }
+for c in "a100 BF16" "h100 BF16" "rtx2060 FP16_ACC16" "host FP32"; do
+    set -- $c
+    d=$T/prec-$1
+    if $M O="$d" "$1_defconfig" >/dev/null 2>&1 && [ "$(prec_of "$d")" = "$2" ]; then
+        echo "ok - the $1 board's GEMM precision is $2"
+    else echo "not ok - the $1 board's precision: '$(prec_of "$d")', want $2"; fi
+done
+d=$(with prec-sm75 'CONFIG_TARGET_SM75=y')
+if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && [ "$(prec_of "$d")" = FP32 ]; then
+    echo "ok - sm75 without a precision: FP32 (no BF16 on Turing)"
+else echo "not ok - sm75 default precision: '$(prec_of "$d")', want FP32"; fi
+
 for c in "forced-fused CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_WIDTH=4096 FUSED" \
     "forced-layered CONFIG_STEP_LAYERED=y CONFIG_NN_HIDDEN_WIDTH=64 LAYERED" \
     "pool-default CONFIG_MM_POOL=y CONFIG_NN_HIDDEN_WIDTH=64 LAYERED"; do
