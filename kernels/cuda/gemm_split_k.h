@@ -14,9 +14,17 @@ extern "C" {
 #endif
 
 /* Partial sums the engine's workspace holds: every slice of the widest
- * batch-sized GEMM (a GEMM too big for it does not split). */
+ * batch-sized GEMM, at most 4 Mi floats (16 MiB). Only a GEMM whose blocks
+ * fill at most half the GPU splits, so its slices x M x N stay below the
+ * blocks the GPU holds times a block tile: about 2 Mi floats on an H100.
+ * The cap keeps a large-batch board (2048 x 16384 x 16 slices: 2 GiB) from
+ * reserving what no GEMM of it uses; a GEMM the workspace cannot hold takes
+ * fewer slices. */
+#define SNN_SPLIT_K_CAP_FLOATS ((size_t)1 << 22)
 #if defined(CONFIG_GEMM_TENSOR_CORES) && CONFIG_GEMM_SPLIT_K_MAX > 1
-#define SNN_SPLIT_K_FLOATS ((size_t)CONFIG_GEMM_SPLIT_K_MAX * SNN_BATCH * SNN_MAX_DIM)
+#define SNN_SPLIT_K_WANT_FLOATS ((size_t)CONFIG_GEMM_SPLIT_K_MAX * SNN_BATCH * SNN_MAX_DIM)
+#define SNN_SPLIT_K_FLOATS \
+    (SNN_SPLIT_K_WANT_FLOATS < SNN_SPLIT_K_CAP_FLOATS ? SNN_SPLIT_K_WANT_FLOATS : SNN_SPLIT_K_CAP_FLOATS)
 #else
 #define SNN_SPLIT_K_FLOATS ((size_t)0)
 #endif
