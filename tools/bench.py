@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The benchmark driver: staticnn against PyTorch, per benchmark defconfig.
 
-    tools/bench.py --out DIR [--configs c1,c2,...] [--skip-torch] [--layered]
+    tools/bench.py --out DIR [--configs c1,c2,...|benchmark|throughput] [--skip-torch] [--layered]
                    [--modes eager,compile,graph] [--torch-timeout 240] [--run-timeout 300]
 
-Run from the repository root on the GPU machine. For each configs/<name>_defconfig:
+Run from the repository root on the GPU machine. --configs names boards, or a set:
+benchmark (the default: the five launch-bound boards) or throughput (the wide and
+large-batch boards, issue 23). For each configs/<name>_defconfig:
   1. builds it: make O=build/bench/<name> <name>_defconfig, then
      make O=build/bench/<name> -jN build/bench/<name>/app/mnist  (log: DIR/<name>.build.log)
   2. trains: build/bench/<name>/app/mnist --log DIR/<name>.jsonl  (output: DIR/<name>.out);
@@ -16,7 +18,10 @@ Run from the repository root on the GPU machine. For each configs/<name>_defconf
      with CONFIG_STEP_LAYERED=y (build/bench/<name>-layered), the other path in the same call
 and writes DIR/bench.md (a markdown table: config, staticnn ms/epoch, PyTorch
 eager / compile / graph ms/epoch, best PyTorch / staticnn, staticnn's final
-validation accuracy) and DIR/bench.json (everything), rewritten after each
+validation accuracy, the step, the layered twin, the floor, and peak device
+memory: staticnn's (the bytes its allocator reserved: the arena, for the
+static strategy) against the least torch.cuda.max_memory_allocated() of the
+modes) and DIR/bench.json (everything), rewritten after each
 config so an interrupted run keeps what it measured.
 """
 import argparse
@@ -32,6 +37,8 @@ import sys
 PROG = "bench"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CONFIGS = ["h100_128x1_b64", "h100_784x4_b64", "h100_128x3_b32", "h100_1024x3_b32", "h100_8192x3_b32"]
+THROUGHPUT_CONFIGS = ["h100_2048x3_b256", "h100_4096x4_b1024", "h100_16384x2_b2048", "h100_8192x3_b32"]
+CONFIG_SETS = {"benchmark": DEFAULT_CONFIGS, "throughput": THROUGHPUT_CONFIGS}
 MODES = ("eager", "compile", "graph")
 DATASETS = {  # name: (pixel mean, pixel std), as include/snn_config.h
     "MNIST": (0.1307, 0.3081),
@@ -39,6 +46,7 @@ DATASETS = {  # name: (pixel mean, pixel std), as include/snn_config.h
 }
 INPUT_DIM, CLASSES = 784, 10
 BUILD_TIMEOUT_S = 900
+MIB = 2 ** 20
 
 
 # ---- parsing (importable, and tested without a GPU) ----------------------------
@@ -91,11 +99,19 @@ def read_engine_log(text):
     if not epochs:
         raise ValueError("no epoch in the log")
     config = next((e for e in events if e.get("event") == "config"), {})
+    memory = next((e for e in events if e.get("event") == "memory"), {})
     ms = [e["ms"] for e in epochs]
     last = epochs[-1]
     return {"ms_all": ms, "ms_median": median_after_first(ms), "test_acc": last["test_acc"],
             "test_loss": last["test_loss"], "train_loss": last["train_loss"], "device": config.get("device"),
-            "step": config.get("step", "layered")}
+            "step": config.get("step", "layered"), "device_bytes": memory.get("reserved_bytes")}
+
+
+def torch_least_memory(torch):
+    """(bytes, mode): the least max_memory_allocated() among the modes that trained, or None."""
+    measured = [(e["max_memory_bytes"], mode) for mode, e in torch.items()
+                if e and e.get("ok") and e.get("max_memory_bytes")]
+    return min(measured) if measured else None
 
 
 # ---- report --------------------------------------------------------------------
@@ -130,19 +146,26 @@ def table_row(name, result):
     cells.append(f"{layered['ms_median'] / engine_ms:.2f}x" if layered and engine_ms else "-")
     floor = result.get("floor_ms")
     cells.append(f"{fmt_ms(floor)} ({floor / engine_ms:.2f})" if floor and engine_ms else "-")
+    ours = engine.get("device_bytes") if engine else None
+    cells.append(f"{ours / MIB:.0f}" if ours else "-")
+    theirs = torch_least_memory(torch)
+    cells.append(f"{theirs[0] / MIB:.0f} ({theirs[1]}; {theirs[0] / ours:.2f}x)" if theirs and ours else "-")
     return cells
 
 
 def render_markdown(results, gpu, date):
     head = ["config", "staticnn ms/epoch", "eager", "compile", "graph", "best torch / staticnn",
             "staticnn final test acc", "step", "layered ms/epoch (acc)", "layered / staticnn",
-            "floor ms/epoch (floor / staticnn)"]
+            "floor ms/epoch (floor / staticnn)", "staticnn MiB", "torch MiB (mode; torch / staticnn)"]
     lines = [f"## staticnn vs PyTorch on {gpu}, {date}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(table_row(name, r)) + " |" for name, r in results.items()]
     lines += ["", "ms/epoch: training only, median of the epochs after the first. PyTorch columns: "
               "torch_bench.py ms/epoch per mode. Ratio > 1: staticnn is faster. step: the path the board runs; "
-              "layered: the same board with CONFIG_STEP_LAYERED=y (--layered). floor: tools/roofline.py.", ""]
+              "layered: the same board with CONFIG_STEP_LAYERED=y (--layered). floor: tools/roofline.py. "
+              "MiB: peak device memory, staticnn's reserved bytes against the least "
+              "torch.cuda.max_memory_allocated() of the modes (both hold the training images on the device).",
+              ""]
     for name, r in results.items():
         for mode, entry in r.get("torch", {}).items():
             if entry:
@@ -303,8 +326,8 @@ def bench_config(name, args):
 
 
 def config_names(parser, text):
-    """The comma-separated defconfig names of --configs, each checked to exist."""
-    names = [c for c in text.split(",") if c]
+    """The comma-separated defconfig names (or set names) of --configs, each checked to exist."""
+    names = [b for c in text.split(",") if c for b in CONFIG_SETS.get(c, [c])]
     if not names:
         parser.error("--configs names no config")
     missing = [c for c in names if not os.path.exists(os.path.join(REPO, "configs", f"{c}_defconfig"))]
@@ -316,7 +339,8 @@ def config_names(parser, text):
 def parse_args():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="directory for the logs and reports")
-    p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help="benchmark defconfig names, comma-separated")
+    p.add_argument("--configs", default="benchmark",
+                   help="defconfig names, or the sets benchmark / throughput, comma-separated (default: benchmark)")
     p.add_argument("--skip-torch", action="store_true", help="staticnn only")
     p.add_argument("--layered", action="store_true",
                    help="also build and train each fused board with CONFIG_STEP_LAYERED=y")

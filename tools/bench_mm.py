@@ -31,7 +31,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import (BUILD_TIMEOUT_S, REPO, config_names, fmt_ms, parse_config_h, read_engine_log,  # noqa: E402
+from bench import (BUILD_TIMEOUT_S, MIB, REPO, config_names, fmt_ms, parse_config_h, read_engine_log,  # noqa: E402
                    run_logged, run_shape, run_torch)
 
 PROG = "bench_mm"
@@ -44,7 +44,6 @@ VARIANTS = {
     "pool": ("CONFIG_MM_POOL=y", "CONFIG_MM_POOL", False, "pool (ours)"),
     "cuda-async": ("CONFIG_MM_CUDA_ASYNC=y", "CONFIG_MM_CUDA_ASYNC", False, "cudaMallocAsync"),
 }
-MIB = 1 << 20
 
 
 # ---- configs and logs (importable, and tested without a GPU) --------------------

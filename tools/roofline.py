@@ -8,7 +8,8 @@
 A row per --board (configs/NAME_defconfig with the Kconfig defaults), --shape
 or --log (an app/mnist --log file: the shape and batch of its config event,
 the median ms of its epochs after the first); no row asked for: the five
-benchmark boards. --ms is the measured ms/epoch of the one --board or --shape.
+benchmark boards and the throughput boards (tools/bench.py's sets). --ms is
+the measured ms/epoch of the one --board or --shape.
 Prints a markdown table; --json writes the rows.
 
 The floor of a step (issue 20) is the largest of
@@ -36,7 +37,7 @@ import sys
 PROG = "roofline"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
-from bench import DEFAULT_CONFIGS, median_after_first  # noqa: E402
+from bench import CONFIG_SETS, median_after_first  # noqa: E402
 
 TRAIN_SAMPLES = 60000
 PRECISIONS = {"bf16": 2, "fp16": 2, "fp16_acc16": 2, "tf32": 4, "fp32": 4}  # bytes of a GEMM operand
@@ -206,7 +207,8 @@ def rows_for(args):
         dims, batch, precision, ms = read_log(path)
         asked.append((path, dims, batch, precision, ms))
     if not asked:
-        asked = [(b, *board_config(b), None) for b in DEFAULT_CONFIGS]
+        boards = dict.fromkeys(CONFIG_SETS["benchmark"] + CONFIG_SETS["throughput"])  # in order, once each
+        asked = [(b, *board_config(b), None) for b in boards]
     rows = []
     for name, dims, batch, precision, ms in asked:
         r = floor(dims, batch, precision, peaks)

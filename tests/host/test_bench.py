@@ -13,10 +13,12 @@ def verdict(ok, name, why=""):
     print(f"ok - bench: {name}" if ok else f"not ok - bench: {name}: {why}")
 
 
-def engine_log(step, ms):
+def engine_log(step, ms, reserved=None):
     lines = [{"event": "config", "device": "NVIDIA H100 80GB HBM3", "step": step}]
     lines += [{"event": "epoch", "epoch": i + 1, "ms": m, "test_acc": 0.98, "test_loss": 0.07, "train_loss": 0.05}
               for i, m in enumerate(ms)]
+    if reserved:
+        lines.append({"event": "memory", "strategy": "static", "reserved_bytes": reserved})
     return "".join(json.dumps(e) + "\n" for e in lines)
 
 
@@ -35,9 +37,29 @@ def main():
     row = bench.table_row("h100_128x1_b64", {"shape": shape, "staticnn": fused, "layered": layered,
                                              "floor_ms": 2.81})
     want_tail = ["fused", "23.00 (98.00%)", "1.43x", "2.81 (0.17)"]
-    verdict(row[-4:] == want_tail, "the row's step, layered, ratio and floor cells", str(row[-4:]))
+    verdict(row[-6:-2] == want_tail, "the row's step, layered, ratio and floor cells", str(row[-6:-2]))
     row = bench.table_row("h100_8192x3_b32", {"shape": shape, "staticnn": layered})
-    verdict(row[-4:] == ["layered", "-", "-", "-"], "a layered board has no twin or floor cells", str(row[-4:]))
+    verdict(row[-6:] == ["layered", "-", "-", "-", "-", "-"], "a layered board has no twin, floor or memory cells",
+            str(row[-6:]))
+
+    mib = bench.MIB
+    ours = bench.read_engine_log(engine_log("layered", [40.0, 23.0], reserved=300 * mib))
+    torch = {"eager": {"ok": True, "ms_median": 50.0, "max_memory_bytes": 420 * mib},
+             "compile": {"ok": False, "ms_median": None, "max_memory_bytes": 100 * mib},
+             "graph": {"ok": True, "ms_median": 40.0, "max_memory_bytes": 450 * mib}}
+    row = bench.table_row("h100_2048x3_b256", {"shape": shape, "staticnn": ours, "torch": torch})
+    verdict(row[-2:] == ["300", "420 (eager; 1.40x)"],
+            "memory cells: staticnn's reserved bytes against the least peak of the modes that trained", str(row[-2:]))
+
+    sets = bench.CONFIG_SETS
+    verdict(sets["benchmark"] == bench.DEFAULT_CONFIGS and "h100_16384x2_b2048" in sets["throughput"],
+            "the board sets", str(sets))
+    for board in sets["benchmark"] + sets["throughput"]:
+        if not os.path.exists(os.path.join(bench.REPO, "configs", f"{board}_defconfig")):
+            verdict(False, f"board {board} of a set has a defconfig", "missing")
+            break
+    else:
+        verdict(True, "every board of the sets has a defconfig")
 
 
 if __name__ == "__main__":
