@@ -172,5 +172,7 @@ int main(void)
     check_layouts<GemmWgmmaSmallTile>();
     check_layouts<GemmWgmmaTile<64, 192, 1, 2>>();
     check_layouts<GemmWgmmaTile<256, 128, 2, 4>>(); /* two m64 slices per consumer */
+    check_layouts<GemmWgmmaTile<128, 128, 2, 4, true>>(); /* ping-pong: the whole tile per consumer */
+    check_layouts<GemmWgmmaTile<64, 256, 2, 3, true>>();
     return n_failed != 0;
 }

@@ -5,7 +5,10 @@
  * registers (setmaxnreg.dec); one thread walks k in 128-byte rows (GEMM_WG_BK deep): it waits for a free ring
  * stage (`empty`), announces the stage's bytes on `full` and issues the TMA loads. Each consumer warpgroup
  * takes the registers (setmaxnreg.inc) and BM / CONSUMERS rows: per stage it waits on `full`, issues the
- * stage's wgmmas, and once the previous stage's have finished (wait_group 1) hands that one back. An MN-major
+ * stage's wgmmas, and once the previous stage's have finished (wait_group 1) hands that one back. With
+ * Tile::PINGPONG the two consumers take alternate tiles whole instead, and take turns at the k loop (the
+ * `turn` barriers): one's epilogue (the SGD update's memory traffic, in the weight gradient) runs while the
+ * other's wgmmas do. An MN-major
  * operand is transposed by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores are
  * predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order. */
 #ifndef SNN_GEMM_WGMMA_CUH
@@ -87,11 +90,13 @@ static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int
 
 /* The tile (m0, n0) of a consumer warpgroup c: its rows' wgmmas over the k tiles the ring delivers (ring
  * positions it .. it + ktiles - 1, each handed back once its wgmmas are done), then the epilogue of its rows,
- * each warp through its staging tile `staged` (GEMM_WG_EPI_BYTES). */
+ * each warp through its staging tile `staged` (GEMM_WG_EPI_BYTES). Between the two, each warp arrives on
+ * `loop_done` where given (ping-pong: the other consumer may start its k loop). */
 template <class Tile, int LA, int LB, class Epi>
 static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *tiles, uint64_t *full,
                                                           uint64_t *empty, float *staged, int it, int ktiles,
-                                                          int c, int m0, int n0, int M, int N, const Epi &epi)
+                                                          int c, int m0, int n0, int M, int N, const Epi &epi,
+                                                          uint64_t *loop_done)
 {
     const int lane = threadIdx.x % 32;
     float acc[Tile::MTILES][Tile::ACC];
@@ -130,6 +135,8 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
         sm90_wgmma_fence_regs(acc[i]);
     if (ktiles > 0 && lane == 0) /* the last stage: the producer may fill it for the next tile */
         sm90_mbarrier_arrive(&empty[(it - 1) % Tile::STAGES]);
+    if (loop_done)
+        sm90_mbarrier_arrive(loop_done);
 
     /* The epilogue, 32 columns of the warp's 16 rows (of each m64) at a time: the accumulators (lane 4g + t
      * holds rows g and g + 8, columns 8q + 2t and + 1) go to the staging tile, and each lane takes back a
@@ -179,6 +186,7 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
                   "wgmma in TF32 reads both operands K-major (gemm/wgmma_shape.cuh)");
     extern __shared__ unsigned char gemm_wgmma_smem[];
     __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
+    __shared__ uint64_t turn[2]; /* ping-pong: consumer c's k loop of a tile is done */
     /* 128-byte swizzled tiles must start on 1024-byte boundaries */
     unsigned char *tiles = gemm_wgmma_smem + ((1024 - (sm90_smem_addr(gemm_wgmma_smem) & 1023)) & 1023);
 
@@ -186,8 +194,11 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < Tile::STAGES; ++s) {
             sm90_mbarrier_init(&full[s], 1);
-            sm90_mbarrier_init(&empty[s], Tile::CONSUMERS * 4); /* one arrival per consumer warp */
+            /* one arrival per warp of the consumers that read a stage: all, or the one whose tile it is */
+            sm90_mbarrier_init(&empty[s], (Tile::PINGPONG ? 1 : Tile::CONSUMERS) * 4);
         }
+        sm90_mbarrier_init(&turn[0], 4);
+        sm90_mbarrier_init(&turn[1], 4);
         sm90_mbarrier_init_fence();
     }
     __syncthreads();
@@ -218,11 +229,27 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     /* this warp's staging tile, after the ring: consumer warps are the block's warps 4 .. */
     float *staged = reinterpret_cast<float *>(tiles + Tile::STAGES * Tile::STAGE_BYTES) +
                     (threadIdx.x - 128) / 32 * (GEMM_WG_EPI_BYTES / 4);
-    for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x, it += ktiles) {
-        int tm, tn;
-        gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
-        gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, it, ktiles, wg - 1, tm * Tile::BM,
-                                         tn * Tile::BN, M, N, epi);
+    if constexpr (Tile::PINGPONG) {
+        /* Consumer c takes the block's tiles j = c, c + 2, ... (ring positions j * ktiles ..). It starts tile
+         * j's k loop once the other has finished tile j - 1's, so the two never wait on the ring at once and
+         * every stage's earlier phase has completed (its parity wait cannot pass early); turn[c] completes a
+         * phase per k loop of c, and neither can run two ahead of the other. */
+        const int c = wg - 1, lane = threadIdx.x % 32;
+        for (int j = c, t = blockIdx.x + c * gridDim.x; t < ntiles; j += 2, t += 2 * gridDim.x) {
+            if (j > 0)
+                sm90_mbarrier_wait(&turn[1 - c], ((j - 1) / 2) & 1);
+            int tm, tn;
+            gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
+            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, j * ktiles, ktiles, 0, tm * Tile::BM,
+                                             tn * Tile::BN, M, N, epi, lane == 0 ? &turn[c] : nullptr);
+        }
+    } else {
+        for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x, it += ktiles) {
+            int tm, tn;
+            gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
+            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, it, ktiles, wg - 1, tm * Tile::BM,
+                                             tn * Tile::BN, M, N, epi, nullptr);
+        }
     }
 }
 

@@ -41,23 +41,26 @@ typedef SnnTwin GemmWgmmaElem;
 
 /* Dynamic shared memory of a block: the ring of `stages` k tiles of (bm + bn) rows, each consumer warp's
  * epilogue staging tile, and up to 1023 bytes to align the ring; whether it fits beside the ring's two
- * barriers per stage (static). */
+ * barriers per stage and the ping-pong schedule's two (static). */
 constexpr int gemm_wgmma_smem_bytes(int bm, int bn, int consumers, int stages)
 {
     return stages * (bm + bn) * GEMM_WG_ROW_BYTES + 4 * consumers * GEMM_WG_EPI_BYTES + 1024;
 }
 constexpr bool gemm_wgmma_smem_fits(int bm, int bn, int consumers, int stages)
 {
-    return gemm_wgmma_smem_bytes(bm, bn, consumers, stages) + 2 * 8 * stages <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
+    return gemm_wgmma_smem_bytes(bm, bn, consumers, stages) + 2 * 8 * (stages + 1) <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
 }
 
-/* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring of STAGES k tiles; and what
- * follows from it. */
-template <int BM_, int BN_, int CONSUMERS_, int STAGES_>
+/* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring of STAGES k tiles, the
+ * consumers sharing each tile (cooperative: BM / CONSUMERS rows each) or, with PINGPONG, taking alternate
+ * tiles whole, so that one's epilogue runs while the other's wgmmas do (gemm/wgmma.cuh); and what follows
+ * from it. */
+template <int BM_, int BN_, int CONSUMERS_, int STAGES_, bool PINGPONG_ = false>
 struct GemmWgmmaTile {
     static constexpr int BM = BM_, BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_;
+    static constexpr bool PINGPONG = PINGPONG_;
     static constexpr int THREADS = 128 * (1 + CONSUMERS);
-    static constexpr int WM = BM / CONSUMERS; /* rows per consumer warpgroup */
+    static constexpr int WM = PINGPONG ? BM : BM / CONSUMERS; /* rows per consumer warpgroup */
     static constexpr int MTILES = WM / 64;    /* m64 instructions per k step */
     static constexpr int ACC = BN / 2;        /* FP32 accumulators per thread per m64 */
     static constexpr int A_BYTES = BM * GEMM_WG_ROW_BYTES;
@@ -66,18 +69,20 @@ struct GemmWgmmaTile {
     static constexpr int CONSUMER_REGS_FIT = (SNN_ARCH_REGS_PER_SM - 128 * GEMM_WG_PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
     static constexpr int CONSUMER_REGS = CONSUMER_REGS_FIT < 256 ? CONSUMER_REGS_FIT : 256;
 
-    static_assert(BM % (64 * CONSUMERS) == 0,
-                  "CONFIG_GEMM_WGMMA_BLOCK_M must be a multiple of 64 x CONFIG_GEMM_WGMMA_CONSUMERS: each "
-                  "consumer warpgroup issues m64 instructions");
+    static_assert(WM % 64 == 0 && WM > 0,
+                  "CONFIG_GEMM_WGMMA_BLOCK_M must be a multiple of 64 x CONFIG_GEMM_WGMMA_CONSUMERS (of 64 with "
+                  "CONFIG_GEMM_WGMMA_PINGPONG): each consumer warpgroup issues m64 instructions");
+    static_assert(!PINGPONG || CONSUMERS == 2,
+                  "CONFIG_GEMM_WGMMA_PINGPONG needs CONFIG_GEMM_WGMMA_CONSUMERS=2: two consumers take turns");
     static_assert(BN % 64 == 0 && BN <= 256,
                   "CONFIG_GEMM_WGMMA_BLOCK_N and _SMALL_BLOCK_N must be 64, 128, 192 or 256 (the N of wgmma "
                   "m64nNk16, in 64-wide TMA boxes)");
     static_assert(BM <= 256, "CONFIG_GEMM_WGMMA_BLOCK_M: a TMA box has at most 256 rows");
     static_assert(MTILES * ACC + 40 <= CONSUMER_REGS,
                   "wgmma GEMM accumulators do not fit in a consumer's registers: (CONFIG_GEMM_WGMMA_BLOCK_M / "
-                  "CONFIG_GEMM_WGMMA_CONSUMERS / 64) x CONFIG_GEMM_WGMMA_BLOCK_N / 2 FP32 values per thread, "
-                  "plus 40, exceed the registers a consumer warpgroup gets: lower BLOCK_N or BLOCK_M, or add a "
-                  "consumer");
+                  "CONFIG_GEMM_WGMMA_CONSUMERS / 64; with _PINGPONG, BLOCK_M / 64) x CONFIG_GEMM_WGMMA_BLOCK_N / 2 "
+                  "FP32 values per thread, plus 40, exceed the registers a consumer warpgroup gets: lower "
+                  "BLOCK_N or BLOCK_M, or add a consumer");
     static_assert(gemm_wgmma_smem_fits(BM, BN, CONSUMERS, STAGES),
                   "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
                   "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
@@ -97,8 +102,13 @@ constexpr int gemm_wgmma_stages_fit(int bm, int bn)
 /* The config's block (CONFIG_GEMM_WGMMA_*), and the small block for GEMMs that would not fill the GPU with it
  * (the batch-sized ones): 64 rows, one consumer, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N columns, as many stages as
  * fit. */
+#ifdef CONFIG_GEMM_WGMMA_PINGPONG
+#define GEMM_WG_PINGPONG true
+#else
+#define GEMM_WG_PINGPONG false
+#endif
 typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONFIG_GEMM_WGMMA_CONSUMERS,
-                      CONFIG_GEMM_WGMMA_STAGES>
+                      CONFIG_GEMM_WGMMA_STAGES, GEMM_WG_PINGPONG>
     GemmWgmmaConfigTile;
 typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)>
     GemmWgmmaSmallTile;
