@@ -31,13 +31,13 @@ BOARD_ALIASES := h100_mlp128_b64:h100_128x1_b64 h100_mlp784x4_b64:h100_784x4_b64
 board-alias-old := $(foreach a,$(BOARD_ALIASES),$(firstword $(subst :, ,$(a))))
 board-renamed = $(word 2,$(subst :, ,$(filter $(1):%,$(BOARD_ALIASES))))
 
-config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check plot \
+config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check plot tune \
                   $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig defconfig_%
 build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
 config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
 
 .DEFAULT_GOAL := all
-.PHONY: all test check run data plot defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
+.PHONY: all test check run data plot tune defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
 
 ifneq ($(and $(config-goals),$(build-goals)),)
 # 'make host_defconfig all': run each goal on its own, in order, as Kbuild does.
@@ -107,6 +107,12 @@ plot:
 	$(Q)$(or $(PLOT_PYTHON),$(error matplotlib not found: run 'apt-get install python3-matplotlib' (or tools/setup.sh))) \
 		tools/plot.py --out $(PLOT_OUT) $(LOG)
 
+# 'make tune BOARD=NAME': the autotuner on the GPU present (tools/tune.py).
+TUNE_BUDGET ?= 300
+tune:
+	$(if $(BOARD),,$(error usage: make tune BOARD=NAME [TUNE_BUDGET=seconds]: tunes configs/NAME_defconfig on this GPU into configs/NAME_tuned_defconfig))
+	$(Q)$(KCONFIG:tools/kconfig.py=tools/tune.py) --board $(BOARD) --budget $(TUNE_BUDGET)
+
 help:
 	@echo 'Configuration:'
 	@echo '  menuconfig        edit $(KCONFIG_CONFIG) in a terminal UI (kconfiglib)'
@@ -124,6 +130,8 @@ help:
 	@echo '                    fetch the data, build and train'
 	@echo '  test              build the host configuration and run every test (about 8 min on 2 cores)'
 	@echo '  check             the quick tests only (under 2 min), for the edit-build-test loop'
+	@echo '  tune              BOARD=NAME [TUNE_BUDGET=300]: time GEMM tiles and paths for the board on this'
+	@echo '                    GPU; writes configs/NAME_tuned_defconfig and docs/tune/NAME.md'
 	@echo '  plot              LOG="a.jsonl b.jsonl": loss, accuracy and confusion plots of mnist --log'
 	@echo '                    files into PLOT_OUT (default $(PLOT_OUT))'
 	@echo '  clean             remove objects and programs'

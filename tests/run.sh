@@ -108,6 +108,7 @@ python_with() {
 
 suite_torch_parity() { run "torch_parity numerics" "$(python_with numpy)" tests/host/test_torch_parity.py "$H/app/mnist"; }
 suite_plot() { run "plot" "$(python_with matplotlib)" tests/host/test_plot.py "$H/app/mnist"; }
+suite_tune() { run "tune" "$(python_with kconfiglib)" tests/host/test_tune.py "$SNN_TEST_OUT/tune"; }
 
 # Every GPU board compiles (no GPU needed), and so does the device side of
 # the other memory strategies; CI must have nvcc. A CUDA build run where no
@@ -202,6 +203,7 @@ plot          7 y
 menuconfig   12 n
 make_run     10 n
 torch_parity  6 n
+tune         25 n
 sanitize     14 n
 gpu_builds  270 n
 ptx          80 n

@@ -626,8 +626,15 @@ static void test_gemm_roles(const shape *shapes, int n)
 
 /* ---- main ------------------------------------------------------------------------ */
 
-int main(void)
+/* --quick: the GEMM roles on a few awkward shapes and the MLP's, on both operand kinds; the autotuner's check
+ * of a candidate (tools/tune.py), in seconds. */
+int main(int argc, char **argv)
 {
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc > 1 && !quick) {
+        fprintf(stderr, "usage: test_kernels [--quick]\n");
+        return 2;
+    }
     if (!snn_rt_gpu_present()) {
         printf("skip - gpu kernels: skipped: no GPU\n");
         return 0;
@@ -665,8 +672,12 @@ int main(void)
     static const shape mlp[] = {{64, 256, 784}, {64, 10, 256}, {64, 784, 256}, {1000, 256, 784}, {1000, 10, 256}};
     for (size_t i = 0; i < sizeof mlp / sizeof mlp[0]; i++)
         shapes[n++] = mlp[i];
+    static const shape quick_shapes[] = {{17, 129, 100}, {100, 129, 17}, {64, 256, 784}};
 
-    test_gemm_roles(shapes, n);
+    if (quick)
+        test_gemm_roles(quick_shapes, (int)(sizeof quick_shapes / sizeof quick_shapes[0]));
+    else
+        test_gemm_roles(shapes, n);
 #ifdef CONFIG_GEMM_TWINS
     /* the same with twins: every N and K a multiple of 8 (16-byte rows), M awkward; some K a multiple of
      * every block tile's k (the copies without zero fill), with M and N awkward too */
@@ -674,21 +685,27 @@ int main(void)
                                        {257, 200, 72},   {515, 64, 40},  {64, 256, 784},   {64, 784, 256},
                                        {1000, 256, 784}, {64, 10, 256},  {32, 1024, 1024}, {600, 1032, 72},
                                        {515, 136, 128}};
+    static const shape quick_tma_shapes[] = {{17, 136, 104}, {1000, 256, 784}, {32, 1024, 1024}, {515, 136, 128}};
     twin_mode = 1;
-    test_gemm_roles(tma_shapes, (int)(sizeof tma_shapes / sizeof tma_shapes[0]));
+    if (quick)
+        test_gemm_roles(quick_tma_shapes, (int)(sizeof quick_tma_shapes / sizeof quick_tma_shapes[0]));
+    else
+        test_gemm_roles(tma_shapes, (int)(sizeof tma_shapes / sizeof tma_shapes[0]));
     twin_mode = 0;
 #endif
-    test_gather(300, 100, 2, 1);
-    test_gather(300, 100, 1, 0);
-    test_gather(17, 1, 16, 1);
-    test_softmax_xent(1, 1);
-    test_softmax_xent(3, 1);
-    test_softmax_xent(64, 1);
-    test_softmax_xent(1000, 1);
-    test_softmax_xent(1025, 1);
-    test_softmax_xent(1000, 0);
-    test_step_advance();
-    test_run_step();
+    if (!quick) {
+        test_gather(300, 100, 2, 1);
+        test_gather(300, 100, 1, 0);
+        test_gather(17, 1, 16, 1);
+        test_softmax_xent(1, 1);
+        test_softmax_xent(3, 1);
+        test_softmax_xent(64, 1);
+        test_softmax_xent(1000, 1);
+        test_softmax_xent(1025, 1);
+        test_softmax_xent(1000, 0);
+        test_step_advance();
+        test_run_step();
+    }
 #ifdef CONFIG_GEMM_TENSOR_CORES
     cuda_gemm_split_k_bind(NULL, 0);
     snn_rt_free(ws);

@@ -30,6 +30,7 @@
 #include "kernels/cuda/gemm/bias.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/fused/tile.cuh"
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/fused.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
@@ -40,22 +41,9 @@
 
 namespace cg = cooperative_groups;
 
-typedef GEMM_ROLE_TILE(FUSED) FusedTile;
-GEMM_CHECK_TILE(FusedTile, FUSED);
-#ifdef CONFIG_GEMM_TENSOR_CORES
-GEMM_CHECK_MMA_TILE(FusedTile, FUSED);
-#else
-GEMM_CHECK_SIMT_TILE(FusedTile, FUSED);
-#endif
-static_assert(
-    CONFIG_GEMM_FUSED_BLOCK_N >= SNN_CLASSES,
-    "CONFIG_GEMM_FUSED_BLOCK_N must cover the 10 classes: the block that computes a row tile of the "
-    "logits also takes their softmax");
-
 constexpr int FT_THREADS = FusedTile::THREADS;
-/* Bias gradient items: BIAS_COLS columns, each summed by BIAS_SLICES threads over strided rows. */
-constexpr int BIAS_SLICES = 8, BIAS_COLS = FT_THREADS / BIAS_SLICES;
-static_assert(FT_THREADS % BIAS_SLICES == 0, "fused step: threads per block a multiple of 8");
+/* Bias gradient items: BIAS_COLS columns, each summed by FUSED_BIAS_SLICES threads over strided rows. */
+constexpr int BIAS_COLS = FT_THREADS / FUSED_BIAS_SLICES;
 
 /* Every tensor offset the GEMMs read is a multiple of 4 floats when the hidden width is (or there is no
  * hidden layer); the arena's regions and the fused buffers are 256-byte aligned. */
@@ -238,7 +226,7 @@ static __device__ __forceinline__ void fused_wgrad_item(unsigned char *smem, con
 static __device__ __forceinline__ void fused_bias_item(const snn_fused_layer &L, const float *dy, int rows,
                                                        int out, float lr, float mu, int item)
 {
-    gemm_bias_sgd_columns<BIAS_COLS, BIAS_SLICES>(L.b, L.vb, dy, rows, out, lr, mu, item * BIAS_COLS,
+    gemm_bias_sgd_columns<BIAS_COLS, FUSED_BIAS_SLICES>(L.b, L.vb, dy, rows, out, lr, mu, item * BIAS_COLS,
                                                   threadIdx.x % BIAS_COLS, threadIdx.x / BIAS_COLS);
     __syncthreads(); /* its shared sums are the next item's */
 }

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""tools/tune.py without a GPU: the candidates it enumerates per target, the
+ones it refuses and why, the choice it makes from given times, and that the
+defconfig it writes configures and builds.
+
+    tests/host/test_tune.py OUT_DIR
+"""
+import os
+import subprocess
+import sys
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(REPO, "tools"))
+import tune  # noqa: E402
+
+
+def verdict(ok, name, why=""):
+    print(f"ok - tune: {name}" if ok else f"not ok - tune: {name}: {why}", flush=True)
+
+
+def check_enumeration():
+    for name, roles, kinds in [("h100_2048x3_b256", tune.ROLES, {"baseline", "tile", "knob"}),
+                               ("h100_128x1_b64", ["FUSED"], {"baseline", "tile", "knob"}),
+                               ("a100", tune.ROLES, {"baseline", "tile", "knob"}),
+                               ("rtx2060", tune.ROLES, {"baseline", "tile", "knob"})]:
+        board = tune.Board(name)
+        cands = tune.enumerate_candidates(board)
+        tiles = [c for c in cands if c.kind == "tile"]
+        knobs = {c.role for c in cands if c.kind == "knob"}
+        ok = (cands[0].kind == "baseline" and not cands[0].values and {c.kind for c in cands} == kinds and
+              all(set(c.values) == {f"GEMM_{r}_{f}" for r in roles for f in tune.TILE_FIELDS} for c in tiles) and
+              all(any(board.baseline[s] != v for s, v in c.values.items()) for c in cands[1:]))
+        verdict(ok, f"{name}: the baseline first, each tile for the roles {'/'.join(roles)}, each change a change",
+                str([(c.kind, c.name) for c in cands]))
+        sm90 = name.startswith("h100")
+        want = {"GEMM_WGMMA_BLOCK"} <= knobs if sm90 and not board.fused else "GEMM_WGMMA_BLOCK" not in knobs
+        want = want and (knobs <= {"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "GEMM_STAGES"}) == board.fused
+        fused = ({"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES"} <= knobs) == board.fused
+        verdict(want and fused, f"{name}: the knobs its target has", str(sorted(knobs)))
+    board = tune.Board("rtx2060")
+    stages = [c for c in tune.enumerate_candidates(board) if c.role == "GEMM_STAGES"]
+    tune.kconfig_check(board, stages)
+    verdict(stages and all("CONFIG_GEMM_STAGES" in c.refused and "range 2..2" in c.refused for c in stages),
+            "rtx2060: Kconfig refuses every other stage count (Turing has no cp.async)",
+            str([c.refused for c in stages]))
+    board = tune.Board("h100_128x1_b64")
+    fused_tiles = [c for c in tune.enumerate_candidates(board) if c.kind == "tile"]
+    verdict(all(tuple(int(c.values[f"GEMM_FUSED_{f}"]) for f in tune.TILE_FIELDS) in tune.TENSOR_TILES for c in fused_tiles),
+            "a BF16 build tries the tensor-core tiles", "")
+
+
+def check_refusals(work):
+    board = tune.Board("h100_2048x3_b256")
+    bad_range = tune.Candidate("warp k 256", "tile", tune.tile_values(tune.ROLES, (64, 64, 256, 32, 32, 256)))
+    bad_dep = tune.Candidate("fused blocks", "knob", {"STEP_FUSED_BLOCKS": "66"})
+    bad_mma = tune.Candidate("warp m 8", "tile", tune.tile_values(tune.ROLES, (32, 32, 32, 8, 16, 32)))
+    bad_warps = tune.Candidate("64 warps", "tile", tune.tile_values(tune.ROLES, (256, 256, 16, 16, 16, 16)))
+    bad_smem = tune.Candidate("wgmma stages 8", "knob", {"GEMM_WGMMA_STAGES": "8"})
+    bad_pingpong = tune.Candidate("ping-pong 128x256", "knob", {"GEMM_WGMMA_PINGPONG": "y"})
+    good = tune.Candidate("good", "tile", tune.tile_values(tune.ROLES, (64, 64, 32, 32, 32, 32)))
+    good_pingpong = tune.Candidate("ping-pong 128x128", "knob",
+                                   {"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_N": "128"})
+    cands = [bad_range, bad_dep, bad_mma, bad_warps, bad_smem, bad_pingpong, good, good_pingpong]
+    tune.kconfig_check(board, cands)
+    verdict(bad_range.refused and "CONFIG_GEMM_FWD_WARP_K=256 is outside its range" in bad_range.refused,
+            "Kconfig refuses a value outside its range, naming it", str(bad_range.refused))
+    verdict(bad_dep.refused and "CONFIG_STEP_FUSED_BLOCKS" in bad_dep.refused and "depends on" in bad_dep.refused,
+            "Kconfig refuses a value whose dependencies fail", str(bad_dep.refused))
+    if not have_nvcc("the tile checks"):
+        return
+    tune.compile_check(board, cands, work, 2)
+    verdict(bad_mma.refused and "WARP_M must be a multiple of the tensor-core instruction's M" in bad_mma.refused,
+            "the tile check refuses a warp tile the mma shape does not divide", str(bad_mma.refused))
+    verdict(bad_warps.refused and "1024 threads" in bad_warps.refused, "the tile check refuses 64 warps a block",
+            str(bad_warps.refused))
+    verdict(bad_smem.refused and "wgmma GEMM shared memory" in bad_smem.refused,
+            "the tile check refuses a wgmma ring that does not fit", str(bad_smem.refused))
+    verdict(bad_pingpong.refused and "do not fit in a consumer's registers" in bad_pingpong.refused,
+            "the tile check refuses a ping-pong 128x256 block (each consumer would hold the whole tile)",
+            str(bad_pingpong.refused))
+    verdict(good.refused is None and good_pingpong.refused is None, "a valid tile and a ping-pong 128x128 block "
+            "pass both checks", f"{good.refused} {good_pingpong.refused}")
+
+
+def have_nvcc(what):
+    """True if nvcc is here; else a skip line (a failure on CI, which must have it)."""
+    try:
+        tune.nvcc()
+        return True
+    except tune.Refusal as e:
+        if os.environ.get("CI") == "true":
+            verdict(False, what, f"CI has no nvcc: {e}")
+        else:
+            print(f"skip - tune: {what}: skipped: {e}")
+        return False
+
+
+def timed(name, kind, values, times, role=None):
+    c = tune.Candidate(name, kind, values, role)
+    c.times = times
+    return c
+
+
+def check_choice():
+    board = tune.Board("h100_2048x3_b256")
+    t = lambda f, d, w: {"FWD": f, "DGRAD": d, "WGRAD": w, "FWD tile": f, "DGRAD tile": d, "WGRAD tile": w,  # noqa: E731
+                         "total": f + d + w}
+    small = (32, 64, 32, 16, 32, 32)
+    base = timed("baseline", "baseline", {}, t(1.0, 1.0, 1.0))
+    tile = timed("tile", "tile", tune.tile_values(tune.ROLES, small), t(0.90, 0.99, 1.2))
+    knob = timed("stages", "knob", {"GEMM_WGMMA_STAGES": "3"}, t(1.0, 1.0, 0.9), role="GEMM_WGMMA_STAGES")
+    slow = timed("split", "knob", {"GEMM_SPLIT_K_MAX": "1"}, t(1.0, 1.0, 1.5), role="GEMM_SPLIT_K_MAX")
+    values, why = tune.choose(board, [base, tile, knob, slow])
+    want = dict(tune.tile_values(["FWD"], small), GEMM_WGMMA_STAGES="3")
+    verdict(values == want, "each role takes the tile that gains >= 2 % on it (FWD, not DGRAD at 1 %), "
+            "each knob its value that gains on the step", f"{values} {why}")
+    combined = timed("together", "combined", values, t(0.9, 1.0, 0.9))
+    chosen, reason = tune.final_choice([base, tile, knob, slow], combined)
+    verdict(chosen is combined, "the combination is kept when it beats the board", reason)
+    combined.times = t(1.0, 1.0, 1.1)
+    chosen, reason = tune.final_choice([base, tile, knob, slow], combined)
+    verdict(chosen is knob and "best single" in reason,
+            "else the best single candidate that beats the board", f"{chosen.name}: {reason}")
+    chosen, reason = tune.final_choice([base, slow], None)
+    verdict(chosen is base and "hand-made" in reason, "else the board's own values", reason)
+    calls, fused = tune.parse_bench_step(
+        "| call | ms | share |\n|---|---|---|\n| gather_batch | 0.0030 | 1.0 % |\n"
+        "| linear_forward 256x2048x784 [wgmma] | 0.0200 | 20.0 % |\n"
+        "| linear_backward_weight_sgd 2048x784x256 [mma.sync, twins] [split-K 2] | 0.0500 | 50.0 % |\n"
+        "| sum | 0.0730 | |\n")
+    times = tune.step_times(calls, fused)
+    verdict(len(calls) == 3 and fused is None and times["FWD"] == 0.02 and times["WGRAD"] == 0.05 and
+            times["FWD tile"] == 0 and times["WGRAD tile"] == 0.05 and abs(times["total"] - 0.073) < 1e-9,
+            "bench_step's rows give each role's time, its time on the tile (not wgmma) and the step's",
+            f"{calls} {times}")
+    base.times = dict(t(1.0, 1.0, 1.0), **{"FWD tile": 0.0})
+    values, why = tune.choose(board, [base, tile])
+    verdict(not values and "all on wgmma" in why[0], "a role whose GEMMs all run on wgmma keeps the board's tile",
+            f"{values} {why}")
+    calls, fused = tune.parse_bench_step("# 400 steps in one launch: 17.80 us per step (median of 5 launches)\n")
+    verdict(fused == 17.8 and tune.step_times(calls, fused)["total"] == 17.8, "a fused build's step time", str(fused))
+
+
+def check_written_board_builds(work):
+    board = tune.Board("a100")
+    values = dict(tune.tile_values(["WGRAD"], (64, 128, 32, 32, 64, 32)), GEMM_STAGES="4")
+    path = os.path.join(work, "a100_tuned_defconfig")
+    board.write_min_config(values, path, "# Generated by 'make tune BOARD=a100' (a test)\n")
+    with open(path) as f:
+        text = f.read()
+    verdict(text.startswith("# Generated by") and "CONFIG_GEMM_WGRAD_BLOCK_N=128" in text and
+            "CONFIG_GEMM_STAGES=4" in text and "CONFIG_GEMM_FWD_BLOCK_M" not in text,
+            "the tuned defconfig: a generated-by line, then only what differs from the target's defaults", text)
+    o = os.path.join(work, "a100-tuned")
+    p = subprocess.run(["make", "--no-print-directory", f"O={o}", "defconfig", f"DEFCONFIG={path}"], cwd=REPO,
+                       capture_output=True, text=True)
+    if p.returncode == 0:
+        p = subprocess.run(["make", "--no-print-directory", f"O={o}", f"-j{os.cpu_count()}", f"{o}/app/mnist"],
+                           cwd=REPO, capture_output=True, text=True)
+    verdict(p.returncode == 0, "the defconfig it writes configures and builds (a100 with a tuned tile and stages)",
+            (p.stdout + p.stderr)[-600:])
+
+
+def main():
+    work = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "build", "test", "tune"))
+    os.makedirs(work, exist_ok=True)
+    check_enumeration()
+    check_refusals(os.path.join(work, "checks"))
+    check_choice()
+    if have_nvcc("the written defconfig builds"):
+        check_written_board_builds(work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,496 @@
+#!/usr/bin/env python3
+"""The autotuner: GEMM tiles and paths for one board, measured on the GPU present.
+
+    tools/tune.py --board NAME [--budget 300] [--jobs N] [--work DIR] [--dry-run]
+    make tune BOARD=NAME [TUNE_BUDGET=300]
+
+Starts from configs/NAME_defconfig (the hand-made board, the baseline) and
+tries what the board's target allows:
+  tiles   one block/warp tile for every GEMM role at once (FWD, DGRAD, WGRAD;
+          in a fused build the fused step's tile): one build times each role
+          with it, and each role then takes its own best;
+  knobs   one value of one other setting at a time: the wgmma block (M and N
+          together, and with the ping-pong schedule), its stages and the thresholds that send a GEMM to wgmma
+          or mma.sync, persistence and raster order; split-K slices and their
+          least k; the mma.sync pipeline's stages; in a fused build its
+          blocks and k slices.
+Each candidate is first set in Kconfig (a value outside a range or whose
+dependencies fail is refused, with Kconfig's reason), then compiled against
+the tile checks alone (tools/tune_check.cu: a refused tile gets the check's
+message, in a second), then built; on the GPU it must pass
+tests/bin/gpu/test_kernels --quick (every GEMM role against the host reference
+on a few awkward shapes and the MLP's, on FP32 operands and on twins;
+test_fused too in a fused build) before tools/bin/bench_step
+times the configured model's step, each call's median: a role's time is the
+sum of its calls, a knob's the sum of all of them (a fused build: the fused
+step's mean). A change is taken only where it gains at least 2 %; the
+changes taken together are built, checked and timed as one more candidate,
+and kept only if that beats the baseline, else the best single candidate,
+else the baseline itself: the tuned board is never the slower of the two.
+
+Candidates are built --jobs at a time (default: one per two cores) while time
+is left: builds start until 40 % of --budget seconds (default 300) are gone,
+candidates are timed until 85 % are, and the rest are reported as not tried;
+the combination's build and timing come after (about a build's time over the
+budget at most). Writes
+configs/NAME_tuned_defconfig (a comment line says it was generated, where and
+from what) and docs/tune/NAME.md (every candidate: its values, why refused or
+its times, and why the choice). --dry-run lists and checks the candidates
+without a GPU. Work files: --work (default build/tune/NAME).
+"""
+import argparse
+import concurrent.futures
+import datetime
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+PROG = "tune"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+os.environ.setdefault("srctree", REPO)
+import kconfig  # noqa: E402  (re-runs this script under /usr/bin/python3 where kconfiglib is not importable)
+
+kconfiglib = kconfig.kconfiglib
+ROLES = ("FWD", "DGRAD", "WGRAD")
+CALL_ROLES = {"linear_forward": "FWD", "linear_backward_input": "DGRAD", "linear_backward_weight_sgd": "WGRAD"}
+GAIN = 0.98  # a change must bring a time to at most this fraction of the baseline's
+BUILD_SHARE = 0.4  # of the budget: no build starts after it
+MEASURE_SHARE = 0.85  # no candidate is checked and timed after it (the baseline always is)
+# block M, N, K and warp M, N, K, for the tensor-core kernel (mma.sync) and for the FP32 SIMT kernel
+TENSOR_TILES = [(32, 32, 32, 16, 16, 32), (64, 64, 16, 32, 32, 16), (32, 64, 32, 16, 32, 32),
+                (64, 32, 32, 32, 16, 32), (64, 64, 32, 32, 32, 32), (64, 64, 64, 32, 32, 64),
+                (32, 32, 64, 16, 16, 64), (64, 128, 32, 32, 64, 32), (128, 64, 32, 64, 32, 32),
+                (128, 128, 32, 64, 64, 32), (32, 64, 256, 32, 32, 128), (16, 64, 64, 16, 32, 64)]
+SIMT_TILES = [(64, 64, 16, 32, 32, 16), (32, 32, 16, 16, 16, 16), (32, 64, 16, 16, 32, 16),
+              (64, 32, 16, 32, 16, 16), (64, 64, 32, 32, 32, 32), (128, 64, 16, 64, 32, 16),
+              (128, 128, 8, 64, 64, 8), (32, 32, 32, 16, 16, 32)]
+TILE_FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "WARP_M", "WARP_N", "WARP_K")
+# The other settings, each tried alone at these values (those the board's target has); a value sets one
+# symbol, or several that only work together (the wgmma block's M and N). In the order builds start: on
+# Hopper the wgmma path's first, as it runs the large GEMMs.
+WGMMA_BLOCKS = [(128, 256), (128, 128), (128, 192), (256, 128)]
+KNOBS = {
+    "GEMM_WGMMA_BLOCK": [{"GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)} for m, n in WGMMA_BLOCKS],
+    "GEMM_WGMMA_PINGPONG": [{"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)}
+                            for m, n in [(128, 128), (64, 256)]],
+    "GEMM_WGMMA_SMALL_BLOCK_N": ["64", "128"],
+    "GEMM_WGMMA_STAGES": ["3", "4", "5", "6"],
+    "GEMM_WGMMA_MIN_K": ["1", "64", "128", "512"],
+    "GEMM_WGMMA_MIN_MFLOP": ["0", "4", "16", "64"],
+    "GEMM_WGMMA_PERSISTENT": ["y", "n"],
+    "GEMM_WGMMA_RASTER_GROUP": ["4", "8", "16"],
+    "STEP_FUSED_BLOCKS": ["0", "264"],
+    "STEP_FUSED_SLICE_KTILES": ["4", "8", "16", "32"],
+    "GEMM_SPLIT_K_MAX": ["1", "4", "8", "16"],
+    "GEMM_SPLIT_K_MIN_K": ["128", "256", "512"],
+    "GEMM_STAGES": ["2", "3", "4", "6"],
+}
+
+
+def knob_values(knob):
+    """KNOBS[knob] as {SYMBOL: value} dicts."""
+    return [v if isinstance(v, dict) else {knob: v} for v in KNOBS[knob]]
+
+
+def knob_symbols(knob):
+    return list(knob_values(knob)[0])
+
+class Refusal(Exception):
+    pass
+
+
+def say(text):
+    print(f"{PROG}: {datetime.datetime.now().strftime('%H:%M:%S')} {text}", flush=True)
+
+
+# ---- the board and its candidates (no GPU) --------------------------------------
+
+
+class Board:
+    """configs/NAME_defconfig in kconfiglib, and candidates' values set on it."""
+
+    def __init__(self, name):
+        self.name = name
+        self.path = os.path.join(REPO, "configs", f"{name}_defconfig")
+        if not os.path.exists(self.path):
+            raise Refusal(f"no board {name!r}: no configs/{name}_defconfig (make help lists the boards)")
+        self.kconf = kconfiglib.Kconfig(os.path.join(REPO, "Kconfig"), warn_to_stderr=False)
+        self.kconf.warn_assign_undef = True
+        problems = self.load({})
+        if problems:
+            raise Refusal(f"configs/{name}_defconfig: " + "; ".join(problems))
+        if self.value("TARGET_CUDA") != "y":
+            raise Refusal(f"{name} is a host board: the tuner times GPU kernels (pick a board of a GPU target)")
+        self.fused = self.value("STEP_FUSED") == "y"
+        self.tensor_cores = self.value("GEMM_TENSOR_CORES") == "y"
+        self.baseline = {s: self.value(s) for s in self.tunables()}
+
+    def value(self, sym):
+        s = self.kconf.syms.get(sym)
+        return s.str_value if s is not None else ""
+
+    def load(self, values):
+        """The board with values ({SYMBOL: str}) set; Kconfig's refusals, each naming the symbol."""
+        self.kconf.warnings.clear()
+        self.kconf.load_config(self.path)
+        for sym, v in values.items():
+            if sym not in self.kconf.syms:
+                return [f"CONFIG_{sym} is not a symbol of this Kconfig"]
+            self.kconf.syms[sym].set_value(v)
+        problems, names = kconfig.value_problems(self.kconf)
+        return problems + kconfig.untaken_values(self.kconf, skip=names)
+
+    def tile_roles(self):
+        return ["FUSED"] if self.fused else list(ROLES)
+
+    def knobs(self):
+        """The KNOBS this board can set (their symbols visible under its target and precision) that its step
+        reads: a fused build's step runs none of the layered path's wgmma or split-K GEMMs."""
+        return [k for k in KNOBS if all(s in self.kconf.syms and self.kconf.syms[s].visibility
+                                        for s in knob_symbols(k))
+                and (not self.fused or k.startswith("STEP_FUSED") or k == "GEMM_STAGES")]
+
+    def tunables(self):
+        return [f"GEMM_{r}_{f}" for r in self.tile_roles() for f in TILE_FIELDS] + \
+            [s for k in self.knobs() for s in knob_symbols(k)]
+
+    def write_min_config(self, values, path, header):
+        problems = self.load(values)
+        if problems:
+            raise Refusal("; ".join(problems))
+        self.kconf.write_min_config(path, header=header)
+
+    def write_header(self, values, include_dir):
+        """include_dir/generated/config.h of the board with values set (for tools/tune_check.cu)."""
+        self.load(values)
+        os.makedirs(os.path.join(include_dir, "generated"), exist_ok=True)
+        self.kconf.write_autoconf(os.path.join(include_dir, "generated", "config.h"))
+
+
+class Candidate:
+    def __init__(self, name, kind, values, role=None):
+        self.name, self.kind, self.values, self.role = name, kind, values, role
+        self.refused = None  # why it was refused, else None
+        self.not_tried = None  # why it was not built or timed
+        self.times = None  # {"total": ms, FWD/DGRAD/WGRAD: ms} or {"total": us per fused step}
+        self.calls = []  # bench_step's rows: (call, ms)
+
+
+def tile_values(roles, tile):
+    return {f"GEMM_{r}_{f}": str(v) for r in roles for f, v in zip(TILE_FIELDS, tile)}
+
+
+def tile_text(tile):
+    return "block {}x{}x{}, warp {}x{}x{}".format(*tile)
+
+
+def enumerate_candidates(board):
+    """The baseline, then a tile candidate per tile, then a knob candidate per value that differs from the
+    board's, in that order (the order builds start in)."""
+    roles = board.tile_roles()
+    cands = [Candidate("baseline", "baseline", {})]
+    own = {tuple(int(board.baseline[f"GEMM_{r}_{f}"]) for f in TILE_FIELDS) for r in roles}
+    tiles = [Candidate(tile_text(t), "tile", tile_values(roles, t))
+             for t in (TENSOR_TILES if board.tensor_cores else SIMT_TILES) if own != {t}]  # own: the baseline
+    knobs = [Candidate(", ".join(f"CONFIG_{s}={v}" for s, v in values.items()), "knob", values, role=knob)
+             for knob in board.knobs() for values in knob_values(knob)
+             if any(board.baseline[s] != v for s, v in values.items())]
+    wgmma = [c for c in knobs if c.role.startswith("GEMM_WGMMA")]
+    return cands + wgmma + tiles + [c for c in knobs if c not in wgmma]
+
+
+def kconfig_check(board, cands):
+    for c in cands:
+        problems = board.load(c.values)
+        if problems:
+            c.refused = "Kconfig: " + "; ".join(problems)
+
+
+def nvcc():
+    found = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
+                                     else None)
+    if not found:
+        raise Refusal("no nvcc: the tuner compiles each candidate (tools/setup.sh says how to get the CUDA toolkit)")
+    return found
+
+
+def compile_check(board, cands, work, jobs):
+    """tools/tune_check.cu against each candidate's config.h: the tile checks' first message, if one fails."""
+    todo = [c for c in cands if not c.refused]
+    for i, c in enumerate(todo):
+        board.write_header(c.values, os.path.join(work, "check", str(i), "include"))
+
+    def one(i):
+        d = os.path.join(work, "check", str(i))
+        p = subprocess.run([nvcc(), "-std=c++17", "-x", "cu", f"-I{d}/include", "-Iinclude", "-I.", "-c",
+                            "tools/tune_check.cu", "-o", os.path.join(d, "check.o")],
+                           cwd=REPO, capture_output=True, text=True)
+        if p.returncode == 0:
+            return None
+        m = re.search(r'static assertion failed with "(.*)"', p.stderr)
+        return m.group(1) if m else (p.stderr.strip().splitlines() or ["compile failed"])[0]
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for c, why in zip(todo, pool.map(one, range(len(todo)))):
+            if why:
+                c.refused = "tile check: " + why
+
+
+# ---- on the GPU ---------------------------------------------------------------------
+
+
+def run(cmd, log, timeout):
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        try:
+            p = subprocess.run(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"timed out after {timeout} s"
+    return None if p.returncode == 0 else f"exit {p.returncode}"
+
+
+def candidate_dir(work, i):
+    return os.path.join(work, f"c{i:02d}")
+
+
+def build(board, c, d):
+    """Configures and builds what a candidate needs; an error text or None."""
+    os.makedirs(d, exist_ok=True)
+    board.write_min_config(c.values, os.path.join(d, "def"), header="")
+    log = os.path.join(d, "build.log")
+    open(log, "w").close()
+    targets = [f"{d}/tools/bin/bench_step", f"{d}/tests/bin/gpu/test_kernels"]
+    if board.fused:
+        targets.append(f"{d}/tests/bin/gpu/test_fused")
+    error = run(["make", "--no-print-directory", f"O={d}", "defconfig", f"DEFCONFIG={d}/def"], log, 120) or \
+        run(["make", "--no-print-directory", f"O={d}", "-j2"] + targets, log, 900)
+    if error:
+        with open(log) as f:
+            lines = [line.strip() for line in f if "error" in line]
+        return f"build {error}: {lines[0] if lines else 'see ' + log}"
+    return None
+
+
+def parse_bench_step(text):
+    """bench_step's output: [(call, ms)], and the fused step's mean us (None in a layered build)."""
+    calls = [(m.group(1).strip(), float(m.group(2)))
+             for m in re.finditer(r"^\| ([a-z_]+(?: [^|]*?)?) \| ([0-9.]+) \| [0-9.]+ % \|$", text, re.M)]
+    m = re.search(r"steps in one launch: ([0-9.]+) us per step", text)
+    return calls, float(m.group(1)) if m else None
+
+
+def step_times(calls, fused_us):
+    """{"total": ..., role: ms, role + " tile": ms}: the fused step's us where there is one, else the sum of the
+    calls (ms); each role's calls, and those of them that run on its tile (the mma.sync or SIMT kernel: not
+    wgmma, whose blocks are knobs), by which a tile is judged."""
+    times = {k: 0.0 for r in ROLES for k in (r, r + " tile")}
+    for call, ms in calls:
+        role = CALL_ROLES.get(call.split()[0])
+        if role:
+            times[role] += ms
+            if "[wgmma]" not in call:
+                times[role + " tile"] += ms
+    times["total"] = fused_us if fused_us is not None else sum(ms for _, ms in calls)
+    return times
+
+
+def measure(board, c, d):
+    """Checks a built candidate against the host reference, then times it."""
+    log = os.path.join(d, "measure.log")
+    open(log, "w").close()
+    checks = [[f"{d}/tests/bin/gpu/test_kernels", "--quick"]] + \
+        ([[f"{d}/tests/bin/gpu/test_fused"]] if board.fused else [])
+    for cmd in checks:
+        error = run(cmd, log, 600)
+        with open(log) as f:
+            failed = [line.strip() for line in f if line.startswith("not ok")]
+        if error or failed:
+            c.refused = f"{os.path.basename(cmd[0])}: " + (failed[0] if failed else error)
+            return
+    p = subprocess.run([f"{d}/tools/bin/bench_step"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    with open(log, "a") as f:
+        f.write(p.stdout + p.stderr)
+    if p.returncode:
+        c.refused = f"bench_step exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1]}"
+        return
+    c.calls, fused_us = parse_bench_step(p.stdout)
+    if not c.calls or (board.fused and fused_us is None):
+        c.refused = "bench_step printed no times"
+        return
+    c.times = step_times(c.calls, fused_us)
+    m = re.search(r" on (.+?): median", p.stdout)
+    c.device = m.group(1) if m else None
+
+
+def build_and_measure(board, cands, work, jobs, build_deadline, measure_deadline):
+    """Builds the candidates in parallel while time is left, then checks and times each built one in turn
+    (alone on the GPU), the baseline first, while time is left."""
+    todo = [(i, c) for i, c in enumerate(cands) if not c.refused]
+    built = []
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        def start(i, c):
+            if time.monotonic() > build_deadline:
+                c.not_tried = "not built: the budget's build time was spent"
+                return None
+            say(f"building {c.name}")
+            return build(board, c, candidate_dir(work, i))
+        for (i, c), error in zip(todo, pool.map(lambda ic: start(*ic), todo)):
+            if error:
+                c.refused = error
+            elif not c.not_tried:
+                built.append((i, c))
+    for i, c in built:
+        if c.kind != "baseline" and time.monotonic() > measure_deadline:
+            c.not_tried = "built, not timed: the budget was spent"
+            continue
+        say(f"checking and timing {c.name}")
+        measure(board, c, candidate_dir(work, i))
+
+
+# ---- the choice ---------------------------------------------------------------------
+
+
+def better(a, b):
+    """True when time a gains at least 1 - GAIN on time b."""
+    return a is not None and b is not None and a <= GAIN * b
+
+
+def choose(board, cands):
+    """The changes worth taking: {SYMBOL: value}, and a line per decision."""
+    base = cands[0]
+    if not base.times:
+        raise Refusal(f"the baseline (the board as it is) was not measured: {base.refused or base.not_tried}")
+    timed = [c for c in cands[1:] if c.times]
+    values, why = {}, []
+    tiles = [c for c in timed if c.kind == "tile"]
+    for role in (ROLES if not board.fused else ["FUSED"]):
+        key = "total" if board.fused else role + " tile"
+        best = min(tiles, key=lambda c: c.times[key], default=None)
+        if not base.times[key]:
+            why.append(f"{role}: none of its GEMMs runs on the tile (all on wgmma): the board's tile")
+        elif best and better(best.times[key], base.times[key]):
+            values.update({s: v for s, v in best.values.items() if s.startswith(f"GEMM_{role}_")})
+            why.append(f"{role}: {best.name}, {best.times[key]:.4g} against the board's {base.times[key]:.4g}")
+        else:
+            why.append(f"{role}: the board's tile" + (f" (best other: {best.name}, {best.times[key]:.4g} "
+                                                      f"against {base.times[key]:.4g})" if best else ""))
+    for knob in board.knobs():
+        tried = [c for c in timed if c.role == knob]
+        best = min(tried, key=lambda c: c.times["total"], default=None)
+        if best and better(best.times["total"], base.times["total"]):
+            values.update(best.values)
+            why.append(f"{best.name}: step {best.times['total']:.4g} against {base.times['total']:.4g}")
+    return values, why
+
+
+def final_choice(cands, combined):
+    """The tuned values: the combination if it beats the baseline, else the best single candidate that does,
+    else the baseline's (none)."""
+    base = cands[0]
+    if combined is not None and combined.times and better(combined.times["total"], base.times["total"]):
+        return combined, "the changes together beat the board"
+    singles = [c for c in cands[1:] if c.times]
+    best = min(singles, key=lambda c: c.times["total"], default=None)
+    if best and better(best.times["total"], base.times["total"]):
+        return best, ("the changes together did not beat the board" if combined is not None else
+                      "no combination was timed") + f"; the best single candidate does: {best.name}"
+    return base, "nothing beat the board by 2 %: the hand-made values stay"
+
+
+# ---- outputs ------------------------------------------------------------------------
+
+
+def unit(board):
+    return "us per fused step" if board.fused else "ms, sum of the step's calls"
+
+
+def report(board, cands, combined, chosen, why, reason, device, budget, elapsed):
+    lines = [f"# Tuning {board.name}", "",
+             f"`make tune BOARD={board.name}` (tools/tune.py) on {device}, "
+             f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}: budget {budget} s, took {elapsed:.0f} s. "
+             f"Times: {unit(board)} (tools/bin/bench_step: each call's median of 30 steps).", "",
+             "| candidate | kind | FWD | DGRAD | WGRAD | step | verdict |", "|---|---|---|---|---|---|---|"]
+    for c in cands + ([combined] if combined else []):
+        if c.times:
+            t = c.times
+            cells = [f"{t[r]:.4f}" if not board.fused else "-" for r in ROLES] + [f"{t['total']:.4g}", "timed"]
+        else:
+            cells = ["-", "-", "-", "-", (c.refused or c.not_tried or "").replace("|", "/")]
+        lines.append(f"| {c.name} | {c.kind} | " + " | ".join(cells) + " |")
+    lines += ["", "## Choice", ""] + [f"- {w}" for w in why] + [f"- {reason}."]
+    values = {s: v for s, v in chosen.values.items()}
+    lines += ["", "Values taken: " + (", ".join(f"`CONFIG_{s}={v}`" for s, v in values.items()) or "none"), ""]
+    return "\n".join(lines)
+
+
+def write_outputs(board, chosen, base, text, device):
+    out = os.path.join(REPO, "configs", f"{board.name}_tuned_defconfig")
+    docs = os.path.join(REPO, "docs", "tune", f"{board.name}.md")
+    header = (f"# Generated by 'make tune BOARD={board.name}' (tools/tune.py) on {device}, "
+              f"{datetime.date.today()}: step {base.times['total']:.4g} -> {chosen.times['total']:.4g} "
+              f"({unit(board)}); report docs/tune/{board.name}.md\n")
+    board.write_min_config(chosen.values, out, header)
+    os.makedirs(os.path.dirname(docs), exist_ok=True)
+    with open(docs, "w") as f:
+        f.write(text)
+    return out, docs
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("--board", required=True, help="configs/NAME_defconfig to tune")
+    p.add_argument("--budget", type=int, default=300, help="seconds (default 300)")
+    p.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="builds at once")
+    p.add_argument("--work", help="work directory (default build/tune/NAME)")
+    p.add_argument("--dry-run", action="store_true", help="list and check the candidates; no build, no GPU")
+    args = p.parse_args(argv)
+    if args.budget < 1 or args.jobs < 1:
+        p.error("--budget and --jobs must be positive")
+    args.work = os.path.abspath(args.work or os.path.join(REPO, "build", "tune", args.board))
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    started = time.monotonic()
+    try:
+        board = Board(args.board)
+        cands = enumerate_candidates(board)
+        kconfig_check(board, cands)
+        compile_check(board, cands, args.work, args.jobs)
+        if args.dry_run:
+            for c in cands:
+                print(f"{c.kind:8} {c.name}: {'refused: ' + c.refused if c.refused else 'ok'}")
+            return 0
+        say(f"{board.name}: {sum(not c.refused for c in cands)} candidates to build, "
+            f"{sum(bool(c.refused) for c in cands)} refused")
+        build_and_measure(board, cands, args.work, args.jobs, started + BUILD_SHARE * args.budget,
+                          started + MEASURE_SHARE * args.budget)
+        values, why = choose(board, cands)
+        combined = None
+        if values and not any(c.values == values for c in cands):  # else that candidate was timed already
+            combined = Candidate("the changes together", "combined", values)
+            d = candidate_dir(args.work, len(cands))
+            say(f"building, checking and timing {combined.name}")
+            combined.refused = build(board, combined, d)
+            if not combined.refused:
+                measure(board, combined, d)
+        chosen, reason = final_choice(cands, combined)
+        device = getattr(cands[0], "device", None) or "unknown GPU"
+        text = report(board, cands, combined, chosen, why, reason, device, args.budget, time.monotonic() - started)
+        out, docs = write_outputs(board, chosen, cands[0], text, device)
+    except Refusal as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write(text)
+    say(f"wrote {os.path.relpath(out, REPO)} and {os.path.relpath(docs, REPO)} in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
