@@ -282,15 +282,17 @@ fi
 # the host engine, free-running, for determinism and its evaluation against
 # the layered one; two of them under compute-sanitizer. Then the h100 board's
 # epoch on the fused step against the same board on the layered one.
-fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize]
-    local name=fused-$1 d=$OUT/gpu-fused-$1
-    if ! usable "$cc" "$2"; then echo "skip - gpu $name path: skipped: needs compute capability $2, this GPU is $cc"; return; fi
+fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize] [CONFIG_LINE...]
+    local name=fused-$1 d=$OUT/gpu-fused-$1 sm=$2 prec=$3 layers=$4 width=$5 batch=$6 san=${7:-}
+    shift $(($# < 7 ? $# : 7))
+    if ! usable "$cc" "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
     mkdir -p "$d"
     printf 'CONFIG_TARGET_SM%s=y\nCONFIG_PRECISION_%s=y\nCONFIG_NN_HIDDEN_LAYERS=%s\nCONFIG_NN_HIDDEN_WIDTH=%s\nCONFIG_TRAIN_BATCH_SIZE=%s\nCONFIG_STEP_FUSED=y\nCONFIG_CUDA_ARCH_OVERRIDE=%s\n' \
-        "$2" "$3" "$4" "$5" "$6" "$cc" >"$d/def"
+        "$sm" "$prec" "$layers" "$width" "$batch" "$cc" >"$d/def"
+    printf '%s\n' "$@" >>"$d/def"
     build_variant "$name" "$d" || return
     prefixed "$name" "$d/tests/bin/gpu/test_fused"
-    if [ "${7:-}" = sanitize ]; then sanitize "$name" "$d"; fi
+    if [ "$san" = sanitize ]; then sanitize "$name" "$d"; fi
 }
 if part_wanted fused; then
     fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
@@ -301,6 +303,10 @@ if part_wanted fused; then
     fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32
     fused_variant sm75-fp16acc16-50x1-b5 75 FP16_ACC16 1 50 5
     fused_variant sm75-fp32-128x3-b32 75 FP32 3 128 32
+    # a 48 KB ring beside the kernel's static shared memory (make tune found it refused to launch)
+    fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_GEMM_FUSED_BLOCK_M=64 \
+        CONFIG_GEMM_FUSED_BLOCK_N=64 CONFIG_GEMM_FUSED_BLOCK_K=16 CONFIG_GEMM_FUSED_WARP_M=32 \
+        CONFIG_GEMM_FUSED_WARP_N=32 CONFIG_GEMM_FUSED_WARP_K=16
     if build_board h100 >/dev/null; then
         d=$OUT/gpu-h100-layered
         mkdir -p "$d"

@@ -532,7 +532,9 @@ static int fused_blocks(const void *kernel, int *resident)
 {
     static bool opted_in[2];
     const int which = kernel == (const void *)fused_train_kernel;
-    if (FUSED_SMEM > SNN_CUDA_SMEM_DEFAULT && !opted_in[which]) {
+    /* always: the kernel's static shared memory (the softmax partials) counts against the 48 KB a block gets
+     * without it, so a ring of 48 KB or a little less would not fit (make tune found one) */
+    if (!opted_in[which]) {
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, FUSED_SMEM));
         opted_in[which] = true;
     }
