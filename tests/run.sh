@@ -129,6 +129,12 @@ suite_gpu_builds() {
     }
     for f in $(grep -l '^CONFIG_TARGET_SM' configs/*_defconfig); do
         b=$(basename "$f" _defconfig)
+        # a tuned board that kept every hand-made value (make tune) is the same build as its board
+        if [[ $b == *_tuned ]] && diff -q <(grep -v '^#' "$f") <(grep -v '^#' "configs/${b%_tuned}_defconfig") >/dev/null; then
+            echo "ok - ${b}_defconfig: the same settings as ${b%_tuned}_defconfig, built above" >"$SNN_TEST_OUT/board-$b.verdict"
+            order+=("$SNN_TEST_OUT/board-$b")
+            continue
+        fi
         queue_build "${b}_defconfig (compile only)" "$SNN_TEST_OUT/board-$b" "${b}_defconfig"
     done
     for s in POOL CUDA_ASYNC; do
