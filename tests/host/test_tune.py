@@ -37,6 +37,9 @@ def check_enumeration():
         want = want and (knobs <= {"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "GEMM_STAGES"}) == board.fused
         fused = ({"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES"} <= knobs) == board.fused
         verdict(want and fused, f"{name}: the knobs its target has", str(sorted(knobs)))
+    precisions = {b: tune.Board(b).precision for b in ("a100", "h100_2048x3_b256", "rtx2060")}
+    verdict(precisions == {"a100": "BF16", "h100_2048x3_b256": "BF16", "rtx2060": "FP16_ACC16"},
+            "the precision the tuner reports: the board's", str(precisions))
     board = tune.Board("rtx2060")
     stages = [c for c in tune.enumerate_candidates(board) if c.role == "GEMM_STAGES"]
     tune.kconfig_check(board, stages)
