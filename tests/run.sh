@@ -199,7 +199,7 @@ safetensors   1 y
 images        3 y
 fuzz         22 y
 fetch         3 y
-config       14 y
+config       28 y
 layers        1 y
 outputs       3 y
 guards        3 y
@@ -209,9 +209,9 @@ plot          7 y
 menuconfig   12 n
 make_run     10 n
 torch_parity  6 n
-tune         25 n
+tune         22 n
 sanitize     14 n
-gpu_builds  270 n
+gpu_builds  490 n
 ptx          80 n
 gpu           1 n
 "
