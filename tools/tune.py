@@ -53,6 +53,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 os.environ.setdefault("srctree", REPO)
 import kconfig  # noqa: E402  (re-runs this script under /usr/bin/python3 where kconfiglib is not importable)
+from bench import run_logged  # noqa: E402
 
 kconfiglib = kconfig.kconfiglib
 ROLES = ("FWD", "DGRAD", "WGRAD")
@@ -178,8 +179,8 @@ class Candidate:
         self.name, self.kind, self.values, self.role = name, kind, values, role
         self.refused = None  # why it was refused, else None
         self.not_tried = None  # why it was not built or timed
-        self.times = None  # {"total": ms, FWD/DGRAD/WGRAD: ms} or {"total": us per fused step}
-        self.calls = []  # bench_step's rows: (call, ms)
+        self.times = None  # step_times(): {"total": ..., per role ...}
+        self.device = None  # the GPU bench_step named
 
 
 def tile_values(roles, tile):
@@ -225,10 +226,11 @@ def compile_check(board, cands, work, jobs):
     todo = [c for c in cands if not c.refused]
     for i, c in enumerate(todo):
         board.write_header(c.values, os.path.join(work, "check", str(i), "include"))
+    compiler = nvcc()
 
     def one(i):
         d = os.path.join(work, "check", str(i))
-        p = subprocess.run([nvcc(), "-std=c++17", "-x", "cu", f"-I{d}/include", "-Iinclude", "-I.", "-c",
+        p = subprocess.run([compiler, "-std=c++17", "-x", "cu", f"-I{d}/include", "-Iinclude", "-I.", "-c",
                             "tools/tune_check.cu", "-o", os.path.join(d, "check.o")],
                            cwd=REPO, capture_output=True, text=True)
         if p.returncode == 0:
@@ -245,17 +247,6 @@ def compile_check(board, cands, work, jobs):
 # ---- on the GPU ---------------------------------------------------------------------
 
 
-def run(cmd, log, timeout):
-    with open(log, "a") as f:
-        f.write("$ " + " ".join(cmd) + "\n")
-        f.flush()
-        try:
-            p = subprocess.run(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return f"timed out after {timeout} s"
-    return None if p.returncode == 0 else f"exit {p.returncode}"
-
-
 def candidate_dir(work, i):
     return os.path.join(work, f"c{i:02d}")
 
@@ -265,12 +256,12 @@ def build(board, c, d):
     os.makedirs(d, exist_ok=True)
     board.write_min_config(c.values, os.path.join(d, "def"), header="")
     log = os.path.join(d, "build.log")
-    open(log, "w").close()
     targets = [f"{d}/tools/bin/bench_step", f"{d}/tests/bin/gpu/test_kernels"]
     if board.fused:
         targets.append(f"{d}/tests/bin/gpu/test_fused")
-    error = run(["make", "--no-print-directory", f"O={d}", "defconfig", f"DEFCONFIG={d}/def"], log, 120) or \
-        run(["make", "--no-print-directory", f"O={d}", "-j2"] + targets, log, 900)
+    error = run_logged(["make", "--no-print-directory", f"O={d}", "defconfig", f"DEFCONFIG={d}/def"], log, 120,
+                       "w") or \
+        run_logged(["make", "--no-print-directory", f"O={d}", "-j2"] + targets, log, 900, "a")
     if error:
         with open(log) as f:
             lines = [line.strip() for line in f if "error" in line]
@@ -308,7 +299,7 @@ def measure(board, c, d):
     checks = [[f"{d}/tests/bin/gpu/test_kernels", "--quick"]] + \
         ([[f"{d}/tests/bin/gpu/test_fused"]] if board.fused else [])
     for cmd in checks:
-        error = run(cmd, log, 600)
+        error = run_logged(cmd, log, 600, "a")
         with open(log) as f:
             failed = [line.strip() for line in f if line.startswith("not ok")]
         if error or failed:
@@ -320,11 +311,11 @@ def measure(board, c, d):
     if p.returncode:
         c.refused = f"bench_step exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1]}"
         return
-    c.calls, fused_us = parse_bench_step(p.stdout)
-    if not c.calls or (board.fused and fused_us is None):
+    calls, fused_us = parse_bench_step(p.stdout)
+    if not calls or (board.fused and fused_us is None):
         c.refused = "bench_step printed no times"
         return
-    c.times = step_times(c.calls, fused_us)
+    c.times = step_times(calls, fused_us)
     m = re.search(r" on (.+?): median", p.stdout)
     c.device = m.group(1) if m else None
 
@@ -370,7 +361,7 @@ def choose(board, cands):
     timed = [c for c in cands[1:] if c.times]
     values, why = {}, []
     tiles = [c for c in timed if c.kind == "tile"]
-    for role in (ROLES if not board.fused else ["FUSED"]):
+    for role in board.tile_roles():
         key = "total" if board.fused else role + " tile"
         best = min(tiles, key=lambda c: c.times[key], default=None)
         if not base.times[key]:
@@ -428,8 +419,8 @@ def report(board, cands, combined, chosen, why, reason, device, budget, elapsed)
             cells = ["-", "-", "-", "-", (c.refused or c.not_tried or "").replace("|", "/")]
         lines.append(f"| {c.name} | {c.kind} | " + " | ".join(cells) + " |")
     lines += ["", "## Choice", ""] + [f"- {w}" for w in why] + [f"- {reason}."]
-    values = {s: v for s, v in chosen.values.items()}
-    lines += ["", "Values taken: " + (", ".join(f"`CONFIG_{s}={v}`" for s, v in values.items()) or "none"), ""]
+    lines += ["", "Values taken: " + (", ".join(f"`CONFIG_{s}={v}`" for s, v in chosen.values.items()) or "none"),
+              ""]
     return "\n".join(lines)
 
 
@@ -487,7 +478,7 @@ def main(argv):
             if not combined.refused:
                 measure(board, combined, d)
         chosen, reason = final_choice(cands, combined)
-        device = getattr(cands[0], "device", None) or "unknown GPU"
+        device = cands[0].device or "unknown GPU"
         text = report(board, cands, combined, chosen, why, reason, device, args.budget, time.monotonic() - started)
         out, docs = write_outputs(board, chosen, cands[0], text, device)
     except Refusal as e:
