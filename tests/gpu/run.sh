@@ -289,7 +289,7 @@ fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize] [CONFIG_LINE
     mkdir -p "$d"
     printf 'CONFIG_TARGET_SM%s=y\nCONFIG_PRECISION_%s=y\nCONFIG_NN_HIDDEN_LAYERS=%s\nCONFIG_NN_HIDDEN_WIDTH=%s\nCONFIG_TRAIN_BATCH_SIZE=%s\nCONFIG_STEP_FUSED=y\nCONFIG_CUDA_ARCH_OVERRIDE=%s\n' \
         "$sm" "$prec" "$layers" "$width" "$batch" "$cc" >"$d/def"
-    printf '%s\n' "$@" >>"$d/def"
+    [ $# -eq 0 ] || printf '%s\n' "$@" >>"$d/def"
     build_variant "$name" "$d" || return
     prefixed "$name" "$d/tests/bin/gpu/test_fused"
     if [ "$san" = sanitize ]; then sanitize "$name" "$d"; fi

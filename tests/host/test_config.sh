@@ -71,23 +71,22 @@ else echo "not ok - olddefconfig did not set CONFIG_TRAIN_SEED"; fi
 # The training step: fused by default on sm90 up to STEP_FUSED_DEFAULT_WIDTH
 # hidden units with the static arena, layered above it, off sm90 or with a
 # per-step strategy; either forced; fused refused without the static arena.
-step_of() { sed -n 's/^CONFIG_STEP_\(FUSED\|LAYERED\)=y$/\1/p' "$1/.config"; }
+choice_of() { sed -n "s/^CONFIG_$1_\\([A-Z0-9_]*\\)=y\$/\\1/p" "$2/.config"; } # CHOICE DIR: the member set
+step_of() { choice_of STEP "$1"; }
+prec_of() { choice_of PRECISION "$1"; }
+board_choice() { # CHOICE BOARD WANT: configs/BOARD_defconfig selects CONFIG_<CHOICE>_<WANT>
+    local d=$T/$1-$2
+    if $M O="$d" "$2_defconfig" >/dev/null 2>&1 && [ "$(choice_of "$1" "$d")" = "$3" ]; then
+        echo "ok - the $2 board's $1 is $3"
+    else echo "not ok - the $2 board's $1: '$(choice_of "$1" "$d")', want $3"; fi
+}
 for c in "h100 FUSED" "h100_128x3_b32 FUSED" "h100_784x4_b64 LAYERED" "h100_8192x3_b32 LAYERED" "a100 LAYERED" \
     "rtx2060 LAYERED"; do
-    set -- $c
-    d=$T/step-$1
-    if $M O="$d" "$1_defconfig" >/dev/null 2>&1 && [ "$(step_of "$d")" = "$2" ]; then
-        echo "ok - the $1 board defaults to the ${2,,} step"
-    else echo "not ok - the $1 board's step: '$(step_of "$d")', want $2"; fi
+    board_choice STEP $c
 done
 # The GEMM precision: BF16 where the target has it (sm80, sm90), FP32 elsewhere; the rtx2060 board states its own.
-prec_of() { sed -n 's/^CONFIG_PRECISION_\([A-Z0-9_]*\)=y$/\1/p' "$1/.config"; }
 for c in "a100 BF16" "h100 BF16" "rtx2060 FP16_ACC16" "host FP32"; do
-    set -- $c
-    d=$T/prec-$1
-    if $M O="$d" "$1_defconfig" >/dev/null 2>&1 && [ "$(prec_of "$d")" = "$2" ]; then
-        echo "ok - the $1 board's GEMM precision is $2"
-    else echo "not ok - the $1 board's precision: '$(prec_of "$d")', want $2"; fi
+    board_choice PRECISION $c
 done
 d=$(with prec-sm75 'CONFIG_TARGET_SM75=y')
 if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && [ "$(prec_of "$d")" = FP32 ]; then
