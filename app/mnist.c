@@ -36,6 +36,43 @@ static cJSON *dims_array(void)
     return snn_json_ints(dims, SNN_LAYERS + 1);
 }
 
+/* The training recipe (nn/Kconfig) as tools/torch_parity.py reads it: the optimizer, its settings, the
+ * learning-rate schedule (its factor at update t of T: kernels/optim.h), label smoothing. */
+static void add_recipe(cJSON *j)
+{
+    char recipe[512];
+    snn_recipe_describe(recipe, sizeof(recipe));
+    snn_json_string(j, "recipe", recipe);
+    snn_json_float(j, "lr", SNN_LR);
+    snn_json_float(j, "momentum", SNN_MOMENTUM);
+#if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
+    snn_json_string(j, "optimizer", "adamw");
+    snn_json_float(j, "beta1", SNN_ADAM_BETA1);
+    snn_json_float(j, "beta2", SNN_ADAM_BETA2);
+    snn_json_float(j, "eps", SNN_ADAM_EPS);
+#else
+    snn_json_string(j, "optimizer", "sgd");
+    snn_json_add(j, "nesterov", cJSON_CreateBool(SNN_NESTEROV));
+#endif
+    snn_json_float(j, "weight_decay", SNN_WEIGHT_DECAY);
+    snn_json_float(j, "label_smoothing", SNN_LABEL_SMOOTHING);
+#if defined(CONFIG_TRAIN_LR_STEP)
+    snn_json_string(j, "schedule", "step");
+    snn_json_number(j, "lr_gamma", CONFIG_TRAIN_LR_GAMMA_VALUE);
+    snn_json_number(j, "lr_step_epochs", CONFIG_TRAIN_LR_STEP_EPOCHS);
+#elif defined(CONFIG_TRAIN_LR_COSINE) || defined(CONFIG_TRAIN_LR_WARMUP_COSINE)
+    snn_json_string(j, "schedule", "cosine");
+#elif defined(CONFIG_TRAIN_LR_WARMUP_LINEAR)
+    snn_json_string(j, "schedule", "linear");
+#else
+    snn_json_string(j, "schedule", "constant");
+#endif
+#ifdef CONFIG_TRAIN_LR_FINAL_VALUE
+    snn_json_number(j, "lr_final", CONFIG_TRAIN_LR_FINAL_VALUE);
+#endif
+    snn_json_number(j, "lr_warmup", SNN_LR_WARMUP);
+}
+
 /* What tools/torch_parity.py needs to rebuild the run: the shape, the
  * schedule and the numerics (meta.json), and the initial parameters. */
 static void dump_start(snn_out_dir *dump, const snn_model *m, const float *params, const options *o)
@@ -48,8 +85,7 @@ static void dump_start(snn_out_dir *dump, const snn_model *m, const float *param
     snn_json_number(j, "batch", SNN_BATCH);
     snn_json_number(j, "epochs", o->epochs);
     snn_json_number(j, "steps_per_epoch", o->max_steps);
-    snn_json_float(j, "lr", SNN_LR);
-    snn_json_float(j, "momentum", SNN_MOMENTUM);
+    add_recipe(j);
     snn_json_float(j, "pixel_mean", SNN_PIXEL_MEAN);
     snn_json_float(j, "pixel_std", SNN_PIXEL_STD);
     snn_json_string(j, "dataset", SNN_DATASET_NAME);
@@ -63,15 +99,16 @@ static void dump_start(snn_out_dir *dump, const snn_model *m, const float *param
 
 static void print_summary(const snn_device_info *dev, const options *o)
 {
-    char shape[256];
+    char shape[256], recipe[512];
     const int infer = o->eval || o->image_count;
     snn_model_shape(shape, sizeof(shape));
+    snn_recipe_describe(recipe, sizeof(recipe));
     printf("staticnn: %s, MLP %s (%ld parameters)", SNN_DATASET_NAME, shape, (long)SNN_PARAMS);
     if (infer)
         printf(", evaluation batch %d\n", SNN_EVAL_BATCH);
     else
-        printf(", batch %d, %d epochs\n  SGD lr %s momentum %s, init %s, seed %d\n", SNN_BATCH, o->epochs,
-               CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM, snn_init_name(), CONFIG_TRAIN_SEED);
+        printf(", batch %d, %d epochs\n  %s, init %s, seed %d\n", SNN_BATCH, o->epochs, recipe, snn_init_name(),
+               CONFIG_TRAIN_SEED);
     if (dev->cc)
         printf("  target %s on %s (compute capability %d.%d, %d SMs, %.1f GiB free)\n", SNN_TARGET_NAME,
                dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
@@ -150,8 +187,7 @@ static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, 
     snn_json_string(e, "shape", shape);
     snn_json_number(e, "batch", SNN_BATCH);
     snn_json_number(e, "epochs", o->epochs);
-    snn_json_float(e, "lr", SNN_LR);
-    snn_json_float(e, "momentum", SNN_MOMENTUM);
+    add_recipe(e);
     snn_json_number(e, "seed", CONFIG_TRAIN_SEED);
     snn_json_string(e, "precision", SNN_PRECISION_NAME);
     snn_json_string(e, "numerics", snn_model_numerics(m));
@@ -409,9 +445,9 @@ static void train(outputs *out, const options *o, run_state *r, int resumed)
         const int first = inside ? r->at.step : 0;
         r->at.epoch = epoch;
         if (inside) {
-            snn_epoch_resume(&r->m, r->at.order, first, r->at.losses, r->at.correct);
+            snn_epoch_resume(&r->m, r->at.order, epoch - 1, first, r->at.losses, r->at.correct);
         } else {
-            snn_epoch_begin(&r->m, &r->rng, r->at.order);
+            snn_epoch_begin(&r->m, &r->rng, r->at.order, epoch - 1);
             if (out->dump)
                 dump_epoch_file(out->dump, "order", epoch, r->at.order, SNN_TRAIN_COUNT * sizeof(int32_t));
         }
@@ -431,6 +467,7 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
         snn_model_print_plan(plan, stdout);
     snn_rng_seed(rng, CONFIG_TRAIN_SEED);
     snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
+    snn_model_set_run(m, o->epochs, o->max_steps);
     if (!o->eval && !o->image_count) {
         char step[320];
         snn_train_describe(step, sizeof(step));

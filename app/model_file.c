@@ -7,10 +7,18 @@
 
 #include "app/json.h"
 #include "data/safetensors.h"
+#include "nn/train.h"
 #include "snn_check.h"
 
 #define FORMAT "staticnn 1"
-#define MAX_TENSORS (4 * SNN_LAYERS + 4) /* weights and biases, their momentum, rng, order, losses, correct */
+/* weights and biases, their optimizer state, rng, order, losses, correct */
+#define MAX_TENSORS ((2 + 2 * SNN_OPTIM_MOMENTS) * SNN_LAYERS + 4)
+/* The optimizer state's tensors, named as PyTorch's optimizers name them: "momentum.0.weight", ... */
+#if SNN_OPTIM_MOMENTS == 2
+static const char *const state_prefix[] = {"exp_avg.", "exp_avg_sq."};
+#else
+static const char *const state_prefix[] = {"momentum."};
+#endif
 
 #if defined(CONFIG_NN_INIT_TORCH)
 #define INIT_SYMBOL "NN_INIT_TORCH"
@@ -20,9 +28,41 @@
 #define INIT_SYMBOL "NN_INIT_KAIMING"
 #endif
 
+/* The recipe's symbols (nn/Kconfig), those this build sets, as a defconfig says them. */
+#define QUOTED(name) "CONFIG_" #name "=\"" CONFIG_##name "\"\n"
+#if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
+#define RECIPE_OPTIMIZER                                                                                   \
+    "CONFIG_TRAIN_OPTIMIZER_ADAMW=y\n" QUOTED(TRAIN_LR) QUOTED(TRAIN_ADAM_BETA1) QUOTED(TRAIN_ADAM_BETA2)     \
+        QUOTED(TRAIN_ADAM_EPS)
+#elif defined(CONFIG_TRAIN_NESTEROV)
+#define RECIPE_OPTIMIZER QUOTED(TRAIN_LR) QUOTED(TRAIN_MOMENTUM) "CONFIG_TRAIN_NESTEROV=y\n"
+#else
+#define RECIPE_OPTIMIZER QUOTED(TRAIN_LR) QUOTED(TRAIN_MOMENTUM)
+#endif
+#define STRINGIFY(x) #x
+#define NUMBER(name, value) "CONFIG_" #name "=" STRINGIFY(value) "\n"
+#if defined(CONFIG_TRAIN_LR_STEP)
+#define RECIPE_SCHEDULE                                                                                    \
+    "CONFIG_TRAIN_LR_STEP=y\n" NUMBER(TRAIN_LR_STEP_EPOCHS, CONFIG_TRAIN_LR_STEP_EPOCHS) QUOTED(TRAIN_LR_GAMMA)
+#elif defined(CONFIG_TRAIN_LR_COSINE)
+#define RECIPE_SCHEDULE "CONFIG_TRAIN_LR_COSINE=y\n" QUOTED(TRAIN_LR_FINAL)
+#elif defined(CONFIG_TRAIN_LR_WARMUP_COSINE)
+#define RECIPE_SCHEDULE                                                                                    \
+    "CONFIG_TRAIN_LR_WARMUP_COSINE=y\n" NUMBER(TRAIN_LR_WARMUP_STEPS, CONFIG_TRAIN_LR_WARMUP_STEPS)          \
+        QUOTED(TRAIN_LR_FINAL)
+#elif defined(CONFIG_TRAIN_LR_WARMUP_LINEAR)
+#define RECIPE_SCHEDULE                                                                                    \
+    "CONFIG_TRAIN_LR_WARMUP_LINEAR=y\n" NUMBER(TRAIN_LR_WARMUP_STEPS, CONFIG_TRAIN_LR_WARMUP_STEPS)          \
+        QUOTED(TRAIN_LR_FINAL)
+#else
+#define RECIPE_SCHEDULE ""
+#endif
+#define RECIPE_SYMBOLS \
+    RECIPE_OPTIMIZER QUOTED(TRAIN_WEIGHT_DECAY) RECIPE_SCHEDULE QUOTED(TRAIN_LABEL_SMOOTHING)
+
 /* The metadata: strings, as the format wants. */
 typedef struct {
-    char shape[256], module[1024], input[128], optimizer[128], config[1024];
+    char shape[256], module[1024], input[128], optimizer[512], config[1024];
     char pixel_mean[32], pixel_std[32], epoch[16], step[16], steps_per_epoch[16], batch[16], seed[16];
     snn_st_meta meta[20];
     int count;
@@ -45,10 +85,9 @@ static void config_fragment(char *buf, size_t len)
     upper_symbol(target, sizeof(target), "CONFIG_TARGET_", SNN_TARGET_NAME);
     snprintf(buf, len,
              "%s=y\nCONFIG_NN_HIDDEN_LAYERS=%d\nCONFIG_NN_HIDDEN_WIDTH=%d\nCONFIG_" INIT_SYMBOL "=y\n"
-             "CONFIG_TRAIN_BATCH_SIZE=%d\nCONFIG_TRAIN_LR=\"%s\"\nCONFIG_TRAIN_MOMENTUM=\"%s\"\nCONFIG_TRAIN_SEED=%d\n"
-             "%s=y\n%s=y\n",
-             dataset, CONFIG_NN_HIDDEN_LAYERS, CONFIG_NN_HIDDEN_WIDTH, SNN_BATCH, CONFIG_TRAIN_LR,
-             CONFIG_TRAIN_MOMENTUM, CONFIG_TRAIN_SEED, precision, target);
+             "CONFIG_TRAIN_BATCH_SIZE=%d\n%sCONFIG_TRAIN_SEED=%d\n%s=y\n%s=y\n",
+             dataset, CONFIG_NN_HIDDEN_LAYERS, CONFIG_NN_HIDDEN_WIDTH, SNN_BATCH, RECIPE_SYMBOLS,
+             CONFIG_TRAIN_SEED, precision, target);
 }
 
 static void module_text(char *buf, size_t len)
@@ -59,10 +98,7 @@ static void module_text(char *buf, size_t len)
                       l + 1 < SNN_LAYERS ? ", torch.nn.ReLU()" : ")");
 }
 
-static void optimizer_text(char *buf, size_t len)
-{
-    snprintf(buf, len, "SGD lr %s momentum %s", CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM);
-}
+static void optimizer_text(char *buf, size_t len) { snn_recipe_describe(buf, (int)len); }
 
 static void add(metadata *md, const char *key, const char *value)
 {
@@ -136,14 +172,15 @@ static void add_params(tensor_list *list, const char *prefix, const float *p)
     }
 }
 
-static void list_tensors(tensor_list *list, snn_file_kind kind, const float *params, const float *momentum,
+static void list_tensors(tensor_list *list, snn_file_kind kind, const float *params, const float *state,
                          const snn_progress *p)
 {
     list->count = 0;
     add_params(list, "", params);
     if (kind == SNN_FILE_WEIGHTS)
         return;
-    add_params(list, "momentum.", momentum);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        add_params(list, state_prefix[k], state + (long)k * SNN_PARAMS);
     add_tensor(list, "rng.state", SNN_ST_U64, 1, 4, 0, p->rng.s);
     add_tensor(list, "epoch.order", SNN_ST_I32, 1, SNN_TRAIN_COUNT, 0, p->order);
     add_tensor(list, "epoch.losses", SNN_ST_F32, 1, p->step, 0, p->losses);
@@ -152,13 +189,13 @@ static void list_tensors(tensor_list *list, snn_file_kind kind, const float *par
 
 void snn_model_file_save(snn_out *out, const snn_model *m, const snn_progress *p, snn_file_kind kind)
 {
-    float *params = snn_xmalloc(2 * SNN_PARAMS * sizeof(float), "the parameters to save");
-    float *momentum = params + SNN_PARAMS;
-    snn_model_get_state(m, params, kind == SNN_FILE_CHECKPOINT ? momentum : NULL);
+    float *params = snn_xmalloc((1 + SNN_OPTIM_MOMENTS) * SNN_PARAMS * sizeof(float), "the parameters to save");
+    float *state = params + SNN_PARAMS;
+    snn_model_get_state(m, params, kind == SNN_FILE_CHECKPOINT ? state : NULL);
     metadata md;
     build_metadata(&md, p, kind);
     tensor_list list;
-    list_tensors(&list, kind, params, momentum, p);
+    list_tensors(&list, kind, params, state, p);
     char err[512];
     if (snn_st_write(snn_out_stream(out), "the output", list.t, list.count, md.meta, md.count, err, sizeof(err)))
         snn_die("%s", err);
@@ -280,23 +317,23 @@ void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_fi
     if (!f)
         snn_die("%s", err);
     check_metadata(f, path, kind);
-    float *params = snn_xmalloc(2 * SNN_PARAMS * sizeof(float), "the parameters to load");
-    float *momentum = params + SNN_PARAMS;
+    float *params = snn_xmalloc((1 + SNN_OPTIM_MOMENTS) * SNN_PARAMS * sizeof(float), "the parameters to load");
+    float *state = params + SNN_PARAMS;
     tensor_list list;
     if (kind == SNN_FILE_CHECKPOINT) {
         p->epoch = meta_int(f, path, "epoch", 1, 1000000000);
         p->steps_per_epoch = meta_int(f, path, "steps_per_epoch", 1, SNN_STEPS_PER_EPOCH);
         p->step = meta_int(f, path, "step", 0, p->steps_per_epoch);
     }
-    list_tensors(&list, kind, params, momentum, p);
+    list_tensors(&list, kind, params, state, p);
     const char *is = snn_st_meta_get(f, "kind");
     tensor_list checkpoint; /* its names only */
     const snn_progress no_progress = {0};
-    list_tensors(&checkpoint, SNN_FILE_CHECKPOINT, params, momentum, &no_progress);
+    list_tensors(&checkpoint, SNN_FILE_CHECKPOINT, params, state, &no_progress);
     read_tensors(f, path, &list, kind == SNN_FILE_WEIGHTS && is && !strcmp(is, "checkpoint") ? &checkpoint : &list);
     if (kind == SNN_FILE_CHECKPOINT)
         check_progress(p, path);
-    snn_model_set_state(m, params, kind == SNN_FILE_CHECKPOINT ? momentum : NULL);
+    snn_model_set_state(m, params, kind == SNN_FILE_CHECKPOINT ? state : NULL);
     free(params);
     snn_st_close(f);
 }

@@ -20,8 +20,34 @@
 #define SNN_STEPS_PER_EPOCH (SNN_TRAIN_COUNT / SNN_BATCH)
 #define SNN_DROPPED_PER_EPOCH (SNN_TRAIN_COUNT % SNN_BATCH)
 #define SNN_EVAL_STEPS (SNN_TEST_COUNT / SNN_EVAL_BATCH)
+/* The training recipe (nn/Kconfig, kernels/optim.h). A decimal whose symbol is off (its dependency
+ * unmet) has no _VALUE: it stands for the value that leaves the update as it is without it. */
 #define SNN_LR ((float)CONFIG_TRAIN_LR_VALUE)
+#ifdef CONFIG_TRAIN_MOMENTUM_VALUE
 #define SNN_MOMENTUM ((float)CONFIG_TRAIN_MOMENTUM_VALUE)
+#else
+#define SNN_MOMENTUM 0.0f
+#define CONFIG_TRAIN_MOMENTUM_NONZERO 0
+#endif
+#ifdef CONFIG_TRAIN_NESTEROV
+#define SNN_NESTEROV 1
+#else
+#define SNN_NESTEROV 0
+#endif
+#ifdef CONFIG_TRAIN_OPTIMIZER_ADAMW /* the complements 1 - beta rounded once, from the decimal, as PyTorch's */
+#define SNN_ADAM_BETA1 ((float)CONFIG_TRAIN_ADAM_BETA1_VALUE)
+#define SNN_ADAM_BETA1C ((float)(1.0 - CONFIG_TRAIN_ADAM_BETA1_VALUE))
+#define SNN_ADAM_BETA2 ((float)CONFIG_TRAIN_ADAM_BETA2_VALUE)
+#define SNN_ADAM_BETA2C ((float)(1.0 - CONFIG_TRAIN_ADAM_BETA2_VALUE))
+#define SNN_ADAM_EPS ((float)CONFIG_TRAIN_ADAM_EPS_VALUE)
+#endif
+#define SNN_WEIGHT_DECAY ((float)CONFIG_TRAIN_WEIGHT_DECAY_VALUE)
+#define SNN_LABEL_SMOOTHING ((float)CONFIG_TRAIN_LABEL_SMOOTHING_VALUE)
+#ifdef CONFIG_TRAIN_LR_WARMUP_STEPS
+#define SNN_LR_WARMUP CONFIG_TRAIN_LR_WARMUP_STEPS
+#else
+#define SNN_LR_WARMUP 0
+#endif
 
 /* Width of activation l: 0 is the input, SNN_LAYERS the logits. */
 #define SNN_DIM(l) ((l) == 0 ? SNN_INPUT_DIM : (l) == SNN_LAYERS ? SNN_CLASSES : SNN_HIDDEN)

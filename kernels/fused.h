@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "kernels/optim.h"
 #include "snn_config.h"
 
 #ifdef CONFIG_STEP_FUSED
@@ -34,7 +35,8 @@ extern "C" {
 #define SNN_FUSED_CLOCKS ((2 * SNN_LAYERS + 1) * (SNN_FUSED_MAX_BLOCKS + 1))
 
 typedef struct {
-    float *w, *b, *vw, *vb; /* as snn_layer */
+    float *w, *b;
+    snn_state sw, sb; /* as snn_layer */
 } snn_fused_layer;
 
 typedef struct {
@@ -55,7 +57,9 @@ typedef struct {
     int32_t *train_step; /* set to the launch's last step + 1 */
     long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bench_step) */
     int clock_step;
-    float lr, mu;
+    const int32_t *epoch; /* the schedule's time (kernels/optim.h): step s of the launch is update
+                           * *epoch * epoch_steps + s of total */
+    int32_t epoch_steps, total;
 } snn_fused_net;
 
 /* Training steps first .. last - 1 of the epoch, one launch, asynchronous. */

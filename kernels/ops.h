@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "kernels/optim.h"
 #include "snn_config.h"
 
 #ifdef __cplusplus
@@ -18,9 +19,9 @@ typedef uint16_t snn_twin;
 #define OP(name) host_##name
 #include "kernels/ops_proto.h"
 #undef OP
-/* The bias half of host_linear_backward_weight_sgd (kernels/ops_proto.h),
+/* The bias half of host_linear_backward_weight_update (kernels/ops_proto.h),
  * alone: for a reference whose bias gradient reads another dY (tests). */
-void host_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu);
+void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate);
 
 #ifdef CONFIG_TARGET_CUDA
 #define OP(name) cuda_##name
@@ -38,9 +39,10 @@ typedef struct {
     {                                                                                          \
         .linear_forward = prefix##_linear_forward,                                             \
         .linear_backward_input = prefix##_linear_backward_input,                               \
-        .linear_backward_weight_sgd = prefix##_linear_backward_weight_sgd,                     \
+        .linear_backward_weight_update = prefix##_linear_backward_weight_update,               \
         .gather_batch = prefix##_gather_batch, .softmax_xent = prefix##_softmax_xent,          \
-        .step_advance = prefix##_step_advance, .write_twin = prefix##_write_twin,              \
+        .step_advance = prefix##_step_advance, .schedule = prefix##_schedule,                  \
+        .clock_advance = prefix##_clock_advance, .write_twin = prefix##_write_twin,            \
         .bind_workspace = prefix##_bind_workspace, .gemm_numerics = prefix##_gemm_numerics,    \
     }
 

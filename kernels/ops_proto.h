@@ -19,14 +19,14 @@ void OP(linear_forward)(float *y, snn_twin *y16, const float *x, const snn_twin 
 void OP(linear_backward_input)(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
                                const snn_twin *w16, const float *act, int M, int N, int K);
 
-/* Weight-gradient role fused with SGD + momentum (PyTorch's convention):
- *   gW[N,K] = dY[M,N]^T . X[M,K];  vw = mu*vw + gW;  w -= lr*vw
- *   gb[N]   = sum_m dY[m,N];       vb = mu*vb + gb;  b -= lr*vb
- * From vw = vb = 0 the momentum buffers hold exactly the gradients. b may be
- * NULL (no bias: vb unused). */
-void OP(linear_backward_weight_sgd)(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
-                                    const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
-                                    float lr, float mu);
+/* Weight-gradient role fused with the optimizer's update (kernels/optim.h) at the step's factors *rate:
+ *   gW[N,K] = dY[M,N]^T . X[M,K];  w = snn_update(w, gW, sw)  element by element
+ *   gb[N]   = sum_m dY[m,N];       b = snn_update(b, gb, sb)
+ * sw and sb hold SNN_OPTIM_MOMENTS arrays each, shaped as w and b (SGD's momentum: from 0, after the first
+ * step it holds exactly the gradient). b may be NULL (no bias: sb unused). */
+void OP(linear_backward_weight_update)(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
+                                       const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
+                                       int M, int N, int K, const snn_rate *rate);
 
 /* Batch gather and normalisation: for i < rows, with
  * r = order ? order[*step * rows + i] : *step * rows + i,
@@ -44,6 +44,11 @@ void OP(softmax_xent)(float *dlogits, snn_twin *dlogits16, float *loss, int32_t 
 
 /* *step += 1, in the backend's memory (so a captured step can be replayed). */
 void OP(step_advance)(int32_t *step);
+
+/* *c.rate = the factors of the step the clock is at (snn_clock_rate, kernels/optim.h). */
+void OP(schedule)(snn_clock c);
+/* The training step's end: *c.step += 1, then the next step's factors into *c.rate. */
+void OP(clock_advance)(snn_clock c);
 
 /* t[i] = x[i] rounded to the twin's 16 bits, i < n: after x was written
  * other than by an op (the initial parameters). */

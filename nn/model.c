@@ -47,9 +47,16 @@
 #define FUSED_BYTES 0
 #endif
 
+/* The optimizer state's arrays, each in the parameters' layout, 256-byte aligned as the parameters. */
+#define STATE_STRIDE ((SNN_PARAMS + 63) / 64 * 64)
+
+/* The clock region: the training step, the evaluation step, the epoch, padding; then the rate. */
+#define CLOCK_COUNTERS 4
+
 static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_PARAMS] = {"parameters", SNN_PARAMS * F, 0},
-    [SNN_T_MOMENTUM] = {"momentum", SNN_PARAMS * F, 0},
+    [SNN_T_OPTIM_STATE] = {SNN_OPTIM_MOMENTS == 2 ? "AdamW moments" : "momentum",
+                           SNN_OPTIM_MOMENTS * STATE_STRIDE * F, 0},
     [SNN_T_ACTIVATIONS] = {SNN_MM_PER_STEP ? "input batch" : "activations",
                            (size_t)SNN_MAX_ROWS * ARENA_ACT_WIDTHS * F, 0},
     [SNN_T_ACT_GRADS] = {"activation gradients", ARENA_GRAD_FLOATS * F, 0},
@@ -61,7 +68,7 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_ORDER] = {"sample order", SNN_TRAIN_COUNT * sizeof(int32_t), 0},
     [SNN_T_STEP_LOSSES] = {"step losses", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * F, 0},
     [SNN_T_STEP_CORRECT] = {"step correct counts", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * sizeof(int32_t), 0},
-    [SNN_T_STEP_COUNTERS] = {"step counters", 2 * sizeof(int32_t), 0},
+    [SNN_T_CLOCK] = {"step counters, rate", CLOCK_COUNTERS * sizeof(int32_t) + sizeof(snn_rate), 0},
     [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
     [SNN_T_GEMM_WORKSPACE] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
     [SNN_T_FUSED] = {"fused step buffers", FUSED_BYTES, 0},
@@ -88,20 +95,22 @@ static void bind(snn_model *m, const snn_plan *plan, void *arena)
     memset(m, 0, sizeof(*m));
     m->plan = *plan;
     m->arena = arena;
-    m->lr = SNN_LR;
-    m->mu = SNN_MOMENTUM;
 #define AT(t) snn_plan_at(plan, arena, t)
     m->params = AT(SNN_T_PARAMS);
-    m->momentum = AT(SNN_T_MOMENTUM);
-    float *p = m->params, *v = m->momentum;
+    m->state = AT(SNN_T_OPTIM_STATE);
+    long at = 0; /* each tensor's offset in the parameters, and in each state array */
     for (int l = 0; l < SNN_LAYERS; l++) {
         snn_layer *L = &m->layer[l];
         L->in = SNN_DIM(l);
         L->out = SNN_DIM(l + 1);
-        L->w = p, L->vw = v;
-        p += (long)L->out * L->in, v += (long)L->out * L->in;
-        L->b = p, L->vb = v;
-        p += L->out, v += L->out;
+        L->w = m->params + at;
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            L->sw.m[k] = m->state + k * STATE_STRIDE + at;
+        at += (long)L->out * L->in;
+        L->b = m->params + at;
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            L->sb.m[k] = m->state + k * STATE_STRIDE + at;
+        at += L->out;
     }
     m->act[0] = AT(SNN_T_ACTIVATIONS);
     if (!SNN_MM_PER_STEP) {
@@ -120,8 +129,11 @@ static void bind(snn_model *m, const snn_plan *plan, void *arena)
     m->eval_loss = m->train_loss + SNN_STEPS_PER_EPOCH;
     m->train_correct = AT(SNN_T_STEP_CORRECT);
     m->eval_correct = m->train_correct + SNN_STEPS_PER_EPOCH;
-    m->train_step = AT(SNN_T_STEP_COUNTERS);
+    m->train_step = AT(SNN_T_CLOCK);
     m->eval_step = m->train_step + 1;
+    m->clock = (snn_clock){.epoch = m->train_step + 2, .step = m->train_step,
+                           .rate = (snn_rate *)(m->train_step + CLOCK_COUNTERS)};
+    snn_model_set_run(m, CONFIG_TRAIN_EPOCHS, SNN_STEPS_PER_EPOCH);
 #undef AT
 }
 
@@ -150,7 +162,7 @@ static void bind_fused(snn_model *m)
     snn_fused_net *n = &m->fused;
     unsigned char *at = snn_plan_at(&m->plan, m->arena, SNN_T_FUSED);
     for (int l = 0; l < SNN_LAYERS; l++)
-        n->layer[l] = (snn_fused_layer){m->layer[l].w, m->layer[l].b, m->layer[l].vw, m->layer[l].vb};
+        n->layer[l] = (snn_fused_layer){m->layer[l].w, m->layer[l].b, m->layer[l].sw, m->layer[l].sb};
     for (int l = 1; l <= SNN_LAYERS; l++)
         n->act[l] = m->act[l];
     n->part_loss = (double *)at;
@@ -179,8 +191,9 @@ static void bind_fused(snn_model *m)
     n->train_correct = m->train_correct;
     n->eval_correct = m->eval_correct;
     n->train_step = m->train_step;
-    n->lr = m->lr;
-    n->mu = m->mu;
+    n->epoch = m->clock.epoch;
+    n->epoch_steps = m->clock.epoch_steps;
+    n->total = m->clock.total;
 }
 #endif
 
@@ -188,7 +201,7 @@ static void put(int on_host, void *dst, const void *src, size_t bytes)
 {
     if (on_host)
         memcpy(dst, src, bytes);
-    else
+    else if (bytes)
         snn_rt_upload(dst, src, bytes);
 }
 
@@ -201,30 +214,42 @@ void snn_model_refresh_twins(snn_model *m)
         m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS); /* layer 0's weights open the parameters */
 }
 
-void snn_model_get_state(const snn_model *m, float *params, float *momentum)
+void snn_model_set_run(snn_model *m, int epochs, int epoch_steps)
 {
-    if (in_host_memory(m)) {
-        memcpy(params, m->params, SNN_PARAMS * F);
-        if (momentum)
-            memcpy(momentum, m->momentum, SNN_PARAMS * F);
-    } else {
-        snn_rt_download(params, m->params, SNN_PARAMS * F);
-        if (momentum)
-            snn_rt_download(momentum, m->momentum, SNN_PARAMS * F);
-    }
+    m->clock.epoch_steps = epoch_steps;
+    m->clock.total = epochs * epoch_steps;
+#ifdef CONFIG_STEP_FUSED
+    m->fused.epoch_steps = m->clock.epoch_steps;
+    m->fused.total = m->clock.total;
+#endif
 }
 
-void snn_model_set_state(snn_model *m, const float *params, const float *momentum)
+static void get(int on_host, void *dst, const void *src, size_t bytes)
+{
+    if (on_host)
+        memcpy(dst, src, bytes);
+    else if (bytes)
+        snn_rt_download(dst, src, bytes);
+}
+
+void snn_model_get_state(const snn_model *m, float *params, float *state)
+{
+    get(in_host_memory(m), params, m->params, SNN_PARAMS * F);
+    for (int k = 0; state && k < SNN_OPTIM_MOMENTS; k++)
+        get(in_host_memory(m), state + k * SNN_PARAMS, m->state + k * STATE_STRIDE, SNN_PARAMS * F);
+}
+
+void snn_model_set_state(snn_model *m, const float *params, const float *state)
 {
     put(in_host_memory(m), m->params, params, SNN_PARAMS * F);
-    if (momentum)
-        put(in_host_memory(m), m->momentum, momentum, SNN_PARAMS * F);
+    for (int k = 0; state && k < SNN_OPTIM_MOMENTS; k++)
+        put(in_host_memory(m), m->state + k * STATE_STRIDE, state + k * SNN_PARAMS, SNN_PARAMS * F);
     snn_model_refresh_twins(m);
 }
 
 void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng)
 {
-    static const int32_t counters[2] = {0, 0};
+    static const int32_t counters[CLOCK_COUNTERS] = {0};
 #ifdef CONFIG_TARGET_CUDA
     const int on_host = place == SNN_ON_HOST;
 #else
@@ -234,12 +259,13 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
     bind(m, plan, arena);
     m->kernels = on_host ? &snn_host_kernels : SNN_TARGET_KERNELS;
     float *params = snn_xmalloc(SNN_PARAMS * F, "initial parameters");
-    float *zeros = calloc(SNN_PARAMS, F);
-    SNN_CHECK_SYS(zeros, "allocating the momentum's initial zeros");
+    float *zeros = calloc(SNN_OPTIM_MOMENTS * STATE_STRIDE + 1, F);
+    SNN_CHECK_SYS(zeros, "allocating the optimizer state's initial zeros");
     snn_model_draw_params(params, rng);
     put(on_host, m->params, params, SNN_PARAMS * F);
-    put(on_host, m->momentum, zeros, SNN_PARAMS * F);
+    put(on_host, m->state, zeros, SNN_OPTIM_MOMENTS * STATE_STRIDE * F);
     put(on_host, m->train_step, counters, sizeof(counters));
+    m->kernels->schedule(m->clock);
     free(params);
     free(zeros);
     const snn_plan_entry *ws = &plan->region[SNN_T_GEMM_WORKSPACE];

@@ -17,7 +17,7 @@
  * epoch, V evaluation steps; widths d0 = 784 .. dL = 10. */
 enum snn_tensor {
     SNN_T_PARAMS,        /* per layer l: W [d(l+1)][d(l)] then b [d(l+1)]   float */
-    SNN_T_MOMENTUM,      /* the same layout                               float */
+    SNN_T_OPTIM_STATE,   /* SNN_OPTIM_MOMENTS x the same layout (kernels/optim.h) float */
     SNN_T_ACTIVATIONS,   /* act l = 0..L: [R][d(l)], one after the other  float (only act 0 if per-step) */
     SNN_T_ACT_GRADS,     /* 2 x [B][max(10, width)], ping-pong            float (none if per-step) */
     SNN_T_BATCH_LABELS,  /* [R]                                           uint8 */
@@ -28,7 +28,7 @@ enum snn_tensor {
     SNN_T_ORDER,         /* [60000] this epoch's sample order             int32 */
     SNN_T_STEP_LOSSES,   /* [S] training, then [V] evaluation losses      float */
     SNN_T_STEP_CORRECT,  /* [S] then [V] correct predictions              int32 */
-    SNN_T_STEP_COUNTERS, /* the training and the evaluation step          int32 */
+    SNN_T_CLOCK,         /* the training step, the evaluation step, the epoch: int32; the step's rate */
     SNN_T_TWINS,         /* 16-bit twins of params, activations, act grads (CONFIG_GEMM_TWINS) */
     SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs float */
     SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
@@ -37,7 +37,8 @@ enum snn_tensor {
 
 typedef struct {
     int in, out;              /* weights are [out][in], as nn.Linear */
-    float *w, *b, *vw, *vb;   /* parameters and their momentum */
+    float *w, *b;             /* parameters */
+    snn_state sw, sb;         /* their optimizer state (kernels/optim.h) */
     snn_twin *w16;            /* the weights' 16-bit twin, or NULL (kernels/ops_proto.h) */
 } snn_layer;
 
@@ -45,8 +46,7 @@ typedef struct {
     const snn_kernels *kernels; /* the target's, or the host's for a model in host memory */
     snn_plan plan;
     void *arena;
-    float lr, mu;
-    float *params, *momentum;
+    float *params, *state;     /* state: SNN_OPTIM_MOMENTS arrays, each in the params' layout (layer[].sw, .sb) */
     snn_layer layer[SNN_LAYERS];
     float *act[SNN_LAYERS + 1]; /* act[0]: the input batch; act[SNN_LAYERS]: the logits */
     float *grad[2];             /* activation gradients, ping-pong */
@@ -58,6 +58,7 @@ typedef struct {
     float *train_loss, *eval_loss;    /* one per step */
     int32_t *train_correct, *eval_correct;
     int32_t *train_step, *eval_step;  /* step counters, in device memory */
+    snn_clock clock;                  /* the schedule's: the epoch and train_step, and the step's rate */
 #ifdef CONFIG_STEP_FUSED
     snn_fused_net fused;              /* the same tensors, and the fused step's own, for its kernels */
 #endif
@@ -73,17 +74,23 @@ void snn_model_print_plan(const snn_plan *plan, FILE *out);
 typedef enum { SNN_ON_TARGET, SNN_ON_HOST } snn_place;
 
 /* Binds every tensor into arena (laid out by plan), draws the initial
- * parameters from rng (the configured scheme), zeroes the momentum and the
- * step counters, and hands the GEMMs their buffers. The one start-up of the
- * program, the tests and the tools. */
+ * parameters from rng (the configured scheme), zeroes the optimizer state and
+ * the step counters, and hands the GEMMs their buffers; the schedule spans
+ * the configured epochs until snn_model_set_run says otherwise. The one
+ * start-up of the program, the tests and the tools. */
 void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng);
 
-/* The trained state in host arrays of SNN_PARAMS floats each, in the arena's
- * layout: reading it (for a checkpoint) and replacing it (loading one), the
- * latter refreshing the weights' 16-bit twin. momentum may be NULL: left as
+/* The run's length, for the learning-rate schedule: epochs of epoch_steps
+ * steps. Before the first step (a captured step keeps it). */
+void snn_model_set_run(snn_model *m, int epochs, int epoch_steps);
+
+/* The trained state in host arrays, in the arena's layout: the parameters
+ * (SNN_PARAMS floats) and the optimizer state (SNN_OPTIM_MOMENTS x
+ * SNN_PARAMS); reading it (for a checkpoint) and replacing it (loading one),
+ * the latter refreshing the weights' 16-bit twin. state may be NULL: left as
  * it is. */
-void snn_model_get_state(const snn_model *m, float *params_host, float *momentum_host);
-void snn_model_set_state(snn_model *m, const float *params_host, const float *momentum_host);
+void snn_model_get_state(const snn_model *m, float *params_host, float *state_host);
+void snn_model_set_state(snn_model *m, const float *params_host, const float *state_host);
 /* Rewrites the weights' 16-bit twins (where there are any) from the FP32
  * weights, after these were written other than by the layered update: set
  * from the host, or trained by the fused step. */

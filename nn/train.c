@@ -48,13 +48,13 @@ void snn_train_step(void *model)
         if (l > 0)
             k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
                                      m->grad16[g], L->w, L->w16, m->act[l], B, L->out, L->in);
-        k->linear_backward_weight_sgd(L->w, L->w16, L->vw, L->b, L->vb, m->grad[g], m->grad16[g], m->act[l],
-                                      m->act16[l], B, L->out, L->in, m->lr, m->mu);
+        k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, m->grad[g], m->grad16[g], m->act[l],
+                                         m->act16[l], B, L->out, L->in, m->clock.rate);
         drop(&m->grad[g]);
         if (l > 0)
             drop(&m->act[l]);
     }
-    k->step_advance(m->train_step);
+    k->clock_advance(m->clock);
 }
 
 /* One evaluation step; logits_host, where given, gets its logits (a
@@ -105,6 +105,42 @@ void snn_train_fused(snn_model *m, int first, int last)
 #endif
 #endif
 
+/* The schedule's words for snn_recipe_describe, "" for the constant one. */
+static void schedule_text(char *buf, int len)
+{
+#if defined(CONFIG_TRAIN_LR_STEP)
+    snprintf(buf, len, ", step decay x%s every %d epochs", CONFIG_TRAIN_LR_GAMMA, CONFIG_TRAIN_LR_STEP_EPOCHS);
+#elif defined(CONFIG_TRAIN_LR_COSINE)
+    snprintf(buf, len, ", cosine decay to %s x lr", CONFIG_TRAIN_LR_FINAL);
+#elif defined(CONFIG_TRAIN_LR_WARMUP_COSINE)
+    snprintf(buf, len, ", warm-up %d steps, cosine decay to %s x lr", CONFIG_TRAIN_LR_WARMUP_STEPS,
+             CONFIG_TRAIN_LR_FINAL);
+#elif defined(CONFIG_TRAIN_LR_WARMUP_LINEAR)
+    snprintf(buf, len, ", warm-up %d steps, linear decay to %s x lr", CONFIG_TRAIN_LR_WARMUP_STEPS,
+             CONFIG_TRAIN_LR_FINAL);
+#else
+    snprintf(buf, len, "%s", "");
+#endif
+}
+
+void snn_recipe_describe(char *buf, int len)
+{
+    char optimizer[160], schedule[160], decay[64] = "", smoothing[64] = "";
+#if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
+    snprintf(optimizer, sizeof(optimizer), "AdamW lr %s betas %s %s eps %s", CONFIG_TRAIN_LR,
+             CONFIG_TRAIN_ADAM_BETA1, CONFIG_TRAIN_ADAM_BETA2, CONFIG_TRAIN_ADAM_EPS);
+#else
+    snprintf(optimizer, sizeof(optimizer), "SGD lr %s momentum %s%s", CONFIG_TRAIN_LR, CONFIG_TRAIN_MOMENTUM,
+             SNN_NESTEROV ? " nesterov" : "");
+#endif
+    schedule_text(schedule, sizeof(schedule));
+    if (CONFIG_TRAIN_WEIGHT_DECAY_NONZERO)
+        snprintf(decay, sizeof(decay), ", weight decay %s", CONFIG_TRAIN_WEIGHT_DECAY);
+    if (CONFIG_TRAIN_LABEL_SMOOTHING_NONZERO)
+        snprintf(smoothing, sizeof(smoothing), ", label smoothing %s", CONFIG_TRAIN_LABEL_SMOOTHING);
+    snprintf(buf, len, "%s%s%s%s", optimizer, decay, schedule, smoothing);
+}
+
 void snn_train_describe(char *buf, int len)
 {
 #if defined(CONFIG_STEP_FUSED)
@@ -133,19 +169,26 @@ void snn_train_describe(char *buf, int len)
 #endif
 }
 
-void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host)
+/* The clock at step `step` of epoch `epoch`, and that step's rate. */
+static void set_clock(snn_model *m, int epoch, int step)
 {
-    static const int32_t zero = 0;
-    snn_rng_permutation(rng, order_host, SNN_TRAIN_COUNT);
-    snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
-    snn_rt_upload(m->train_step, &zero, sizeof(zero));
+    snn_rt_upload(m->clock.epoch, &epoch, sizeof(epoch));
+    snn_rt_upload(m->train_step, &step, sizeof(step));
+    m->kernels->schedule(m->clock);
 }
 
-void snn_epoch_resume(snn_model *m, const int32_t *order_host, int step, const float *losses_host,
+void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host, int epoch)
+{
+    snn_rng_permutation(rng, order_host, SNN_TRAIN_COUNT);
+    snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
+    set_clock(m, epoch, 0);
+}
+
+void snn_epoch_resume(snn_model *m, const int32_t *order_host, int epoch, int step, const float *losses_host,
                       const int32_t *correct_host)
 {
     snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
-    snn_rt_upload(m->train_step, &step, sizeof(step));
+    set_clock(m, epoch, step);
     if (step) {
         snn_rt_upload(m->train_loss, losses_host, step * sizeof(float));
         snn_rt_upload(m->train_correct, correct_host, step * sizeof(int32_t));

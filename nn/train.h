@@ -22,15 +22,19 @@ void snn_train_fused(snn_model *m, int first, int last);
 #else
 #define SNN_STEP_NAME "layered"
 #endif
+/* The training recipe (nn/Kconfig), one line: "SGD lr 0.02 momentum 0.9" and
+ * what the build adds to it (Nesterov, weight decay, schedule, smoothing). */
+void snn_recipe_describe(char *buf, int len);
 /* Which training step this build runs, and why: one line. */
 void snn_train_describe(char *buf, int len);
 
-/* Draws this epoch's order (kept in order_host too) and resets the counter. */
-void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host);
+/* Draws this epoch's order (kept in order_host too) and sets the clock to
+ * its first step; epoch counts from 0 (the schedule's time). */
+void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host, int epoch);
 
-/* Continues an epoch from a checkpoint: its order, its next step, and the
- * losses and correct counts of the steps done (step of each). */
-void snn_epoch_resume(snn_model *m, const int32_t *order_host, int step, const float *losses_host,
+/* Continues epoch `epoch` (from 0) from a checkpoint: its order, its next
+ * step, and the losses and correct counts of the steps done (step of each). */
+void snn_epoch_resume(snn_model *m, const int32_t *order_host, int epoch, int step, const float *losses_host,
                       const int32_t *correct_host);
 /* The losses and correct counts of the epoch's first `steps` steps. */
 void snn_epoch_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host);

@@ -70,6 +70,32 @@ suite_builds() {
 }
 
 suite_host_kernels() { run "host kernels" "$H/tests/bin/host/test_kernels"; }
+
+# The training recipes (tests/configs/recipe_*): each build's kernels against
+# the double reference of its recipe, its plan, and its run step by step
+# against the numpy trainer of tools/torch_parity.py (two epochs of 60 steps).
+suite_recipe() {
+    local r d py out
+    py=$(python_with numpy)
+    for r in nesterov adamw plain; do
+        d=$SNN_TEST_OUT/recipe-$r
+        build "tests/configs/recipe_${r}_defconfig" "$d" defconfig DEFCONFIG="tests/configs/recipe_${r}_defconfig" || continue
+        run "host kernels, recipe $r" "$d/tests/bin/host/test_kernels" | sed "s/^\(ok\|not ok\|skip\) - /\1 - recipe $r: /"
+        rm -rf "$d/dump"
+        if ! out=$("$d/app/mnist" --data data/mnist --epochs 2 --max-steps 60 --dump "$d/dump" 2>&1); then
+            echo "not ok - recipe $r: training: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; continue
+        fi
+        case $r in # the plan holds the optimizer's state and nothing more
+        plain) grep -q "^  momentum \|^  AdamW moments" <<<"$out" && echo "not ok - recipe $r: the plan has optimizer state" ||
+            echo "ok - recipe $r: no momentum, no optimizer state in the plan" ;;
+        adamw) grep -q "^  AdamW moments" <<<"$out" && echo "ok - recipe $r: the plan holds AdamW's two moments" ||
+            echo "not ok - recipe $r: no AdamW moments in the plan" ;;
+        esac
+        if out=$("$py" tools/torch_parity.py "$d/dump" --backend numpy --epochs 2 2>&1) && [[ $out == *PASS ]]; then
+            echo "ok - recipe $r: parity with the numpy trainer, steps 1-50: $(tail -n 1 <<<"$out" | sed 's/.*max rel diff \([^,]*\),.*/max rel diff \1/')"
+        else echo "not ok - recipe $r: parity: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
+    done
+}
 suite_gradcheck() { run "gradient check" "$S/tests/bin/host/test_gradcheck"; }
 suite_pool() { run "pool allocator" "$H/tests/bin/host/test_pool"; }
 suite_strategies() { run "memory strategies" tests/host/test_strategies.sh "$H" "$P"; }
@@ -188,6 +214,7 @@ SUITES="
 data          2 y
 builds       13 y
 host_kernels  1 y
+recipe       60 n
 gradcheck     1 y
 pool          1 y
 strategies    2 y

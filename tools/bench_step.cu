@@ -103,12 +103,12 @@ static void t_backward_input(float *dx, snn_twin *dx16, const float *dy, const s
     timed("linear_backward_input" + dims(M, K, N),
           [&] { cuda_linear_backward_input(dx, dx16, dy, dy16, w, w16, act, M, N, K); });
 }
-static void t_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
-                                  const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
-                                  float lr, float mu)
+static void t_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
+                                     const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
+                                     int M, int N, int K, const snn_rate *rate)
 {
-    timed("linear_backward_weight_sgd" + dims(N, K, M),
-          [&] { cuda_linear_backward_weight_sgd(w, w16, vw, b, vb, dy, dy16, x, x16, M, N, K, lr, mu); });
+    timed("linear_backward_weight_update" + dims(N, K, M),
+          [&] { cuda_linear_backward_weight_update(w, w16, sw, b, sb, dy, dy16, x, x16, M, N, K, rate); });
 }
 static void t_gather(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                      const int32_t *order, const int32_t *step, int rows, float mean, float std)
@@ -121,15 +121,19 @@ static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *co
     timed("softmax_xent", [&] { cuda_softmax_xent(dlogits, dlogits16, loss, correct, logits, y, step, rows); });
 }
 static void t_advance(int32_t *step) { timed("step_advance", [&] { cuda_step_advance(step); }); }
+static void t_schedule(snn_clock c) { timed("schedule", [&] { cuda_schedule(c); }); }
+static void t_clock_advance(snn_clock c) { timed("clock_advance", [&] { cuda_clock_advance(c); }); }
 }
 
 static const snn_kernels timed_kernels = {
     .linear_forward = t_forward,
     .linear_backward_input = t_backward_input,
-    .linear_backward_weight_sgd = t_backward_weight_sgd,
+    .linear_backward_weight_update = t_backward_weight_update,
     .gather_batch = t_gather,
     .softmax_xent = t_xent,
     .step_advance = t_advance,
+    .schedule = t_schedule,
+    .clock_advance = t_clock_advance,
     .write_twin = cuda_write_twin,
     .bind_workspace = cuda_bind_workspace,
     .gemm_numerics = cuda_gemm_numerics,

@@ -20,6 +20,13 @@ PROG = "kconfig"
 DECIMALS = {  # string symbols that hold a decimal, with the interval they must lie in
     "TRAIN_LR": (0.0, False, float("inf"), False),
     "TRAIN_MOMENTUM": (0.0, True, 1.0, False),
+    "TRAIN_ADAM_BETA1": (0.0, True, 1.0, False),
+    "TRAIN_ADAM_BETA2": (0.0, True, 1.0, False),
+    "TRAIN_ADAM_EPS": (0.0, False, float("inf"), False),
+    "TRAIN_WEIGHT_DECAY": (0.0, True, float("inf"), False),
+    "TRAIN_LR_GAMMA": (0.0, False, 1.0, True),
+    "TRAIN_LR_FINAL": (0.0, True, 1.0, True),
+    "TRAIN_LABEL_SMOOTHING": (0.0, True, 1.0, False),
 }
 DECIMAL_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -118,9 +125,11 @@ def untaken_values(kconf, skip=()):
 
 
 def check_values(kconf, path):
-    """Checks Kconfig cannot express: decimals. Returns {name: float}."""
+    """Checks Kconfig cannot express: decimals (those in use), Nesterov's momentum. Returns {name: float}."""
     values = {}
     for name, (lo, lo_closed, hi, hi_closed) in DECIMALS.items():
+        if not kconf.syms[name].visibility:
+            continue  # its dependency is off: not in the config, not used
         text = kconf.syms[name].str_value.strip()
         if not DECIMAL_RE.match(text):
             die(f"{path}: CONFIG_{name}=\"{text}\" is not a decimal number "
@@ -131,6 +140,9 @@ def check_values(kconf, path):
             interval = f"{'[' if lo_closed else '('}{lo:g}, {hi:g}{']' if hi_closed else ')'}"
             die(f"{path}: CONFIG_{name}={text} is outside {interval} (fix it with 'make menuconfig')")
         values[name] = v
+    if kconf.syms["TRAIN_NESTEROV"].str_value == "y" and values.get("TRAIN_MOMENTUM") == 0.0:
+        die(f"{path}: CONFIG_TRAIN_NESTEROV needs CONFIG_TRAIN_MOMENTUM above 0 "
+            "(fix it with 'make menuconfig')")
     return values
 
 
@@ -160,7 +172,8 @@ def genconfig(out_dir):
             "run 'make olddefconfig' (take the defaults) or 'make menuconfig'")
     decimals = check_values(kconf, path)
     header = kconf._autoconf_contents("/* generated from " + path + " by tools/kconfig.py; do not edit */\n")
-    header += "".join(f"#define CONFIG_{n}_VALUE {v!r}\n" for n, v in decimals.items())
+    header += "".join(f"#define CONFIG_{n}_VALUE {v!r}\n#define CONFIG_{n}_NONZERO {int(v != 0)}\n"
+                      for n, v in decimals.items())
     auto = os.path.join(out_dir, "include/config/auto.conf")
     hdr = os.path.join(out_dir, "include/generated/config.h")
     tmp = f"{auto}.tmp{os.getpid()}"

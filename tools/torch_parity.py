@@ -9,8 +9,11 @@
 Rebuilds the run from the dump (meta.json: shape and schedule; init.bin: the
 initial parameters, W [out][in] then b per layer, float32; order-E.bin: the
 sample order of epoch E, int32[60000]), trains the same MLP (Linear, ReLU, ...,
-Linear; mean cross-entropy; SGD with PyTorch's momentum, v = mu*v + g,
-w -= lr*v) in that order, and compares each step's loss with losses-E.bin.
+Linear; mean cross-entropy, label-smoothed as the build says; the build's
+optimizer and learning-rate schedule as meta.json records them, kernels/optim.h:
+SGD with PyTorch's momentum, v = mu*v + g, w -= lr*v, or Nesterov, or AdamW,
+weight decay decoupled) in that order, and compares each step's loss with
+losses-E.bin.
 Inputs are normalised exactly as the engine does, (pixel/255 - mean)/std in
 float32.
 
@@ -97,6 +100,7 @@ import collections
 import contextlib
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -388,28 +392,64 @@ def torch_engine_linear(torch, precision):
 # ---- trainers ----------------------------------------------------------------
 
 
-def softmax_xent(z, y):
-    """Mean loss (float64 sum of float32 row losses, as the engine) and dLoss/dz."""
+class Recipe:
+    """The run's training recipe from meta.json (nn/Kconfig; dumps that predate it: SGD, constant lr)."""
+
+    def __init__(self, meta):
+        self.lr, self.momentum = meta["lr"], meta["momentum"]
+        self.optimizer = meta.get("optimizer", "sgd")
+        self.nesterov = meta.get("nesterov", False)
+        self.betas = (meta.get("beta1", 0.9), meta.get("beta2", 0.999))
+        self.eps = meta.get("eps", 1e-8)
+        self.weight_decay = meta.get("weight_decay", 0.0)
+        self.smoothing = meta.get("label_smoothing", 0.0)
+        self.schedule = meta.get("schedule", "constant")
+        self.warmup, self.final = meta.get("lr_warmup", 0), meta.get("lr_final", 0.0)
+        self.gamma, self.step_epochs = meta.get("lr_gamma", 1.0), meta.get("lr_step_epochs", 1)
+        self.epoch_steps = meta["steps_per_epoch"]
+        self.total = meta.get("epochs", 1) * self.epoch_steps
+        self.text = meta.get("recipe", f"SGD lr {self.lr} momentum {self.momentum}")
+
+    def factor(self, t):
+        """The schedule's factor on lr at update t (from 0) of the run (kernels/optim.h, in float64)."""
+        if self.schedule == "step":
+            return self.gamma ** (t // self.epoch_steps // self.step_epochs)
+        if self.schedule in ("cosine", "linear"):
+            if t < self.warmup:
+                return (t + 1) / self.warmup
+            p = (t - self.warmup) / max(self.total - self.warmup, 1)
+            fall = 1 - p if self.schedule == "linear" else (1 + math.cos(math.pi * p)) / 2
+            return self.final + (1 - self.final) * fall
+        return 1.0
+
+
+def softmax_xent(z, y, smoothing=0.0):
+    """Mean loss (float64 sum of float32 row losses, as the engine) and dLoss/dz, label-smoothed."""
     rows = np.arange(len(y))
     zmax = z.max(axis=1, keepdims=True)
     e = np.exp(z - zmax)
     s = e.sum(axis=1, keepdims=True)
     row_loss = np.log(s[:, 0]) - (z[rows, y] - zmax[:, 0])
-    dz = e / s
-    dz[rows, y] -= np.float32(1.0)
-    dz *= np.float32(1.0) / np.float32(len(y))
+    target = np.zeros_like(z)
+    target[rows, y] = np.float32(1.0)
+    if smoothing:
+        a = np.float32(smoothing)
+        mean = (z - zmax).mean(axis=1, dtype=np.float32)
+        row_loss = np.log(s[:, 0]) - (np.float32(1) - a) * (z[rows, y] - zmax[:, 0]) - a * mean
+        target = (np.float32(1) - a) * target + a / np.float32(z.shape[1])
+    dz = (e / s - target) * (np.float32(1.0) / np.float32(len(y)))
     return np.float32(row_loss.sum(dtype=np.float64) / len(y)), dz
 
 
 class NumpyTrainer:
-    """The MLP in float32 numpy: forward, backward, SGD with momentum; GEMMs as the engine's in precision."""
+    """The MLP in float32 numpy: forward, backward, the recipe's update; GEMMs as the engine's in precision."""
 
-    def __init__(self, params, lr, momentum, x, y, precision):
+    def __init__(self, params, recipe, x, y, precision):
         self.w = [w.copy() for w, _ in params]
         self.b = [b.copy() for _, b in params]
-        self.vw = [np.zeros_like(w) for w in self.w]
-        self.vb = [np.zeros_like(b) for b in self.b]
-        self.lr, self.mu = np.float32(lr), np.float32(momentum)
+        moments = 2 if recipe.optimizer == "adamw" else 1
+        self.state = {id(p): [np.zeros_like(p) for _ in range(moments)] for p in self.w + self.b}
+        self.recipe, self.t = recipe, 0
         self.x, self.y = x, y.astype(np.int64)
         self.gemm, self.gemm_fwd = numpy_gemm(precision), numpy_gemm(precision, forward=True)
         self.name = f"numpy, {NUMERICS[precision]}"
@@ -420,19 +460,34 @@ class NumpyTrainer:
         for layer, (w, b) in enumerate(zip(self.w, self.b)):
             z = self.gemm_fwd(acts[-1], w.T) + b
             acts.append(z if layer == last else np.maximum(z, np.float32(0.0)))
-        loss, dz = softmax_xent(acts[-1], self.y[idx])
+        loss, dz = softmax_xent(acts[-1], self.y[idx], self.recipe.smoothing)
         for layer in range(last, -1, -1):
             gw, gb = self.gemm(dz.T, acts[layer]), dz.sum(axis=0)
             if layer > 0:  # with the weights before their update, as the engine
                 dz = self.gemm(dz, self.w[layer]) * (acts[layer] > 0)
-            self.sgd(self.w[layer], self.vw[layer], gw)
-            self.sgd(self.b[layer], self.vb[layer], gb)
+            self.update(self.w[layer], gw)
+            self.update(self.b[layer], gb)
+        self.t += 1
         return loss
 
-    def sgd(self, p, v, g):
-        v *= self.mu
-        v += g
-        p -= self.lr * v
+    def update(self, p, g):
+        """kernels/optim.h's snn_update in float32 numpy, the step's factors from float64 (snn_rate_at)."""
+        r, s, t = self.recipe, self.state[id(p)], self.t
+        lr = r.lr * r.factor(t)
+        if r.weight_decay:
+            p *= np.float32(1 - lr * r.weight_decay)
+        if r.optimizer == "adamw":
+            (b1, b2), f32 = r.betas, np.float32
+            s[0][...] = f32(b1) * s[0] + f32(1 - b1) * g
+            s[1][...] = f32(b2) * s[1] + f32(1 - b2) * g * g
+            step, rsq = f32(lr / (1 - b1 ** (t + 1))), f32(1 / math.sqrt(1 - b2 ** (t + 1)))
+            p -= step * (s[0] / (np.sqrt(s[1]) * rsq + f32(r.eps)))
+        elif r.momentum:
+            mu = np.float32(r.momentum)
+            s[0][...] = mu * s[0] + g
+            p -= np.float32(lr) * (g + mu * s[0] if r.nesterov else s[0])
+        else:
+            p -= np.float32(lr) * g
 
     def run_epoch(self, order, steps, batch):
         return np.array([self.step(order[s * batch : (s + 1) * batch]) for s in range(steps)], dtype=np.float32)
@@ -453,16 +508,25 @@ def disable_tf32(torch):
 
 
 class TorchTrainer:
-    """The MLP in PyTorch: float32 parameters, F.cross_entropy, torch.optim.SGD; each layer through
-    linear (F.linear or torch_engine_linear), all of the forward under autocast to autocast_dtype if given."""
+    """The MLP in PyTorch: float32 parameters, F.cross_entropy (label_smoothing), torch.optim.SGD or AdamW,
+    the schedule as a LambdaLR; SGD's weight decay decoupled by hand (torch.optim.SGD's is an L2 term), as
+    AdamW's. Each layer through linear (F.linear or torch_engine_linear), all of the forward under autocast to
+    autocast_dtype if given."""
 
-    def __init__(self, torch, params, lr, momentum, data, linear, autocast_dtype, name):
+    def __init__(self, torch, params, recipe, data, linear, autocast_dtype, name):
         self.torch, self.linear, self.autocast_dtype, self.name = torch, linear, autocast_dtype, name
+        self.recipe = recipe
         self.x, self.y = data
         device = self.x.device
         # copies: both trainers start from the same arrays
         self.params = [tuple(torch.tensor(p, device=device, requires_grad=True) for p in layer) for layer in params]
-        self.opt = torch.optim.SGD([p for pair in self.params for p in pair], lr=lr, momentum=momentum)
+        flat = [p for pair in self.params for p in pair]
+        if recipe.optimizer == "adamw":
+            self.opt = torch.optim.AdamW(flat, lr=recipe.lr, betas=recipe.betas, eps=recipe.eps,
+                                         weight_decay=recipe.weight_decay)
+        else:
+            self.opt = torch.optim.SGD(flat, lr=recipe.lr, momentum=recipe.momentum, nesterov=recipe.nesterov)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.opt, recipe.factor)
 
     def forward(self, h):
         for layer, (w, b) in enumerate(self.params):
@@ -483,14 +547,20 @@ class TorchTrainer:
         for s in range(steps):
             self.opt.zero_grad(set_to_none=True)
             with self.autocast():
-                loss = torch.nn.functional.cross_entropy(self.forward(self.x[idx[s]]), self.y[idx[s]])
+                loss = torch.nn.functional.cross_entropy(self.forward(self.x[idx[s]]), self.y[idx[s]],
+                                                         label_smoothing=self.recipe.smoothing)
             loss.backward()
+            if self.recipe.optimizer == "sgd" and self.recipe.weight_decay:
+                with torch.no_grad():
+                    for p in self.opt.param_groups[0]["params"]:
+                        p.mul_(1 - self.opt.param_groups[0]["lr"] * self.recipe.weight_decay)
             self.opt.step()
+            self.schedule.step()
             losses[s] = loss.detach()
         return losses.cpu().numpy()
 
 
-def torch_trainers(device, params, lr, momentum, x, y, precision):
+def torch_trainers(device, params, recipe, x, y, precision):
     """The trainer to judge (the engine's numerics), and PyTorch's own mixed precision for a 16-bit
     precision (else None)."""
     import torch
@@ -499,12 +569,12 @@ def torch_trainers(device, params, lr, momentum, x, y, precision):
     where = torch.cuda.get_device_name(device) if device.startswith("cuda") else "CPU"
     data = (torch.from_numpy(x).to(device), torch.from_numpy(y.astype(np.int64)).to(device))
     linear = torch.nn.functional.linear if precision == "fp32" else torch_engine_linear(torch, precision)
-    judged = TorchTrainer(torch, params, lr, momentum, data, linear, None,
+    judged = TorchTrainer(torch, params, recipe, data, linear, None,
                           f"PyTorch {torch.__version__}, {NUMERICS[precision]}, on {where}")
     if precision not in AUTOCAST_DTYPE:
         return judged, None
     dtype = AUTOCAST_DTYPE[precision]
-    mixed = TorchTrainer(torch, params, lr, momentum, data, torch.nn.functional.linear, getattr(torch, dtype),
+    mixed = TorchTrainer(torch, params, recipe, data, torch.nn.functional.linear, getattr(torch, dtype),
                          f"PyTorch autocast {dtype}, FP32 master weights (reference, not judged)")
     return judged, mixed
 
@@ -601,7 +671,7 @@ def plot(path, meta, precision, ref, judged_curve, reference_curve, steps, judge
     top.grid(True, which="major", alpha=0.3)
     shape = "-".join(str(d) for d in meta["dims"])
     top.set_title(f"{meta.get('dataset', 'MNIST')} MLP {shape}, batch {meta['batch']}, "
-                  f"SGD lr {meta['lr']} momentum {meta['momentum']}, GEMMs in {precision}")
+                  f"{Recipe(meta).text}, GEMMs in {precision}")
     plot_difference(run, rel, len(rel), tol, judged)
     run.set_ylabel("relative difference")
     run.legend(loc="upper left", fontsize="small", ncol=3)
@@ -671,9 +741,10 @@ def make_trainers(args, meta, params, precision):
     device = torch_device(args.device) if args.backend == "torch" else None
     images, labels = load_train_set(find_data_dir(meta.get("data_dir", "data/mnist"), args.data))
     x = normalise(images, meta["pixel_mean"], meta["pixel_std"])
+    recipe = Recipe(meta)
     if device is None:
-        return NumpyTrainer(params, meta["lr"], meta["momentum"], x, labels, precision), None
-    return torch_trainers(device, params, meta["lr"], meta["momentum"], x, labels, precision)
+        return NumpyTrainer(params, recipe, x, labels, precision), None
+    return torch_trainers(device, params, recipe, x, labels, precision)
 
 
 def train_reference(trainer, orders, refs, steps, batch):
@@ -709,8 +780,8 @@ def main():
     tol = settings.tol
 
     shape = "-".join(str(d) for d in meta["dims"])
-    print(f"{PROG}: MLP {shape}, batch {batch}, {steps} steps per epoch, lr {meta['lr']}, "
-          f"momentum {meta['momentum']}; staticnn ({meta.get('target', '?')}, {precision}) vs {trainer.name}")
+    print(f"{PROG}: MLP {shape}, batch {batch}, {steps} steps per epoch, {Recipe(meta).text}; "
+          f"staticnn ({meta.get('target', '?')}, {precision}) vs {trainer.name}")
     ours, stats = [], []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
         start = time.perf_counter()

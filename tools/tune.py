@@ -57,7 +57,7 @@ from bench import run_logged  # noqa: E402
 
 kconfiglib = kconfig.kconfiglib
 ROLES = ("FWD", "DGRAD", "WGRAD")
-CALL_ROLES = {"linear_forward": "FWD", "linear_backward_input": "DGRAD", "linear_backward_weight_sgd": "WGRAD"}
+CALL_ROLES = {"linear_forward": "FWD", "linear_backward_input": "DGRAD", "linear_backward_weight_update": "WGRAD"}
 GAIN = 0.98  # a change must bring a time to at most this fraction of the baseline's
 BUILD_SHARE = 0.4  # of the budget: no build starts after it
 MEASURE_SHARE = 0.85  # no candidate is checked and timed after it (the baseline always is)

@@ -1,14 +1,14 @@
 /* The GEMM entry: the three roles of a linear layer (kernels/ops_proto.h) and the weight gradient alone
  * (weight_grad.h), each C[m][n] = sum_k A(m,k) B(n,k) through the role's epilogue, and which kernel runs it:
  *
- *   cuda_linear_forward, _backward_input, _backward_weight_sgd, cuda_linear_weight_grad
+ *   cuda_linear_forward, _backward_input, _backward_weight_update, cuda_linear_weight_grad
  *   |- gemm_run                    the dispatch, in this order:
  *   |  |- gemm_wgmma_run           TMA + wgmma (sm90)            -> gemm_wgmma_kernel      gemm/wgmma.cuh
  *   |  |- gemm_mma                 from twins or FP32; split-K?  (tensor-core precisions)
  *   |  |  |- gemm_mma_launch       16-byte loads where allowed   -> gemm_launch -> gemm_mma_kernel   gemm/mma.cuh
  *   |  |  `- gemm_split_k_reduce_launch  slices summed in order  -> gemm_split_k_reduce  gemm/split_k.cuh
  *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_launch -> gemm_f32_kernel   gemm/simt.cuh
- *   `- gemm_bias_sgd               (backward_weight_sgd)         -> bias_sgd_kernel        gemm/bias.cu
+ *   `- gemm_bias_update            (backward_weight_update)      -> bias_update_kernel      gemm/bias.cu
  * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
 #include <cuda_runtime.h>
 
@@ -124,23 +124,23 @@ extern "C" void cuda_linear_backward_input(float *dx, snn_twin *dx16, const floa
                                                          epi);
 }
 
-extern "C" void cuda_linear_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb,
-                                                const float *dy, const snn_twin *dy16, const float *x,
-                                                const snn_twin *x16, int M, int N, int K, float lr, float mu)
+extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
+                                                   const float *dy, const snn_twin *dy16, const float *x,
+                                                   const snn_twin *x16, int M, int N, int K, const snn_rate *rate)
 {
     /* GEMM (m, n, k) = (N, K, M), the batch reduced: A = dY [M][N] is k x m, B = X [M][K] is k x n: both
      * MN-major. */
-    const GemmEpiSgd epi = {w, snn_twin_ptr(w16), vw, K, lr, mu};
+    const GemmEpiUpdate epi = {w, snn_twin_ptr(w16), sw, K, rate};
     gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K, N, K, M,
                                                           epi);
     if (b && N > 0)
-        gemm_bias_sgd(b, vb, dy, M, N, lr, mu);
+        gemm_bias_update(b, sb, dy, M, N, rate);
 }
 
 extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const snn_twin *dy16, const float *x,
                                         const snn_twin *x16, int M, int N, int K)
 {
-    /* the GEMM of cuda_linear_backward_weight_sgd, stored */
+    /* the GEMM of cuda_linear_backward_weight_update, stored */
     gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K, N, K, M,
                                                           GemmEpiStore{gw, K});
 }

@@ -1,5 +1,5 @@
 /* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and
- * normalisation, softmax + cross-entropy, the step counter. All on the
+ * normalisation, softmax + cross-entropy, the step counter and schedule. All on the
  * engine's stream, all deterministic (no atomics). The gathered batch and
  * the logits' gradient are GEMM operands: their 16-bit twins, where bound
  * (kernels/cuda/twin.h), are written beside them. */
@@ -73,14 +73,13 @@ __global__ void __launch_bounds__(XENT_THREADS)
 #pragma unroll
         for (int c = 0; c < SNN_CLASSES; ++c)
             sum += expf(z[c] - zmax);
-        /* -log softmax(z)[label] = log(sum) - (z[label] - zmax) */
-        my_loss += (double)(logf(sum) - (z[label] - zmax));
+        my_loss += (double)snn_xent_loss(logf(sum), zmax, z, label, dlogits != nullptr);
         my_correct += arg == label;
         if (dlogits) {
             const size_t d = (size_t)r * SNN_CLASSES;
 #pragma unroll
             for (int c = 0; c < SNN_CLASSES; ++c) {
-                const float g = (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+                const float g = (expf(z[c] - zmax) / sum - snn_xent_target(c, label)) * scale;
                 dlogits[d + c] = g;
                 snn_twin_store(dlogits16, d + c, g);
             }
@@ -105,6 +104,14 @@ __global__ void __launch_bounds__(XENT_THREADS)
 __global__ void step_advance_kernel(int32_t *step)
 {
     *step += 1;
+}
+
+/* With advance, the clock's step moves on first. */
+__global__ void schedule_kernel(snn_clock c, bool advance)
+{
+    if (advance)
+        *c.step += 1;
+    *c.rate = snn_clock_rate(c);
 }
 
 /* ---------------------------------------------------------------------------
@@ -135,5 +142,17 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
 extern "C" void cuda_step_advance(int32_t *step)
 {
     step_advance_kernel<<<1, 1, 0, snn_stream()>>>(step);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_schedule(snn_clock c)
+{
+    schedule_kernel<<<1, 1, 0, snn_stream()>>>(c, false);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_clock_advance(snn_clock c)
+{
+    schedule_kernel<<<1, 1, 0, snn_stream()>>>(c, true);
     CUDA_CHECK_LAUNCH();
 }

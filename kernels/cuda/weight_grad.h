@@ -1,5 +1,5 @@
 /* The weight-gradient GEMM alone: gW = dY^T X written as it is, without the
- * SGD update that the engine's op (cuda_linear_backward_weight_sgd) applies
+ * update that the engine's op (cuda_linear_backward_weight_update) applies
  * in its epilogue. The benchmarks time it against cuBLAS, whose GEMM has no
  * such epilogue, in the role's layouts and at the role's tile; the GPU tests
  * check it. It runs where the engine's op runs: on wgmma where that kernel

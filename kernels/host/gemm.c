@@ -40,7 +40,7 @@ struct view {
     long rs, cs;
 };
 
-enum epilogue_kind { EPI_BIAS_RELU, EPI_MASK, EPI_SGD };
+enum epilogue_kind { EPI_BIAS_RELU, EPI_MASK, EPI_UPDATE };
 
 struct epilogue {
     enum epilogue_kind kind;
@@ -48,8 +48,9 @@ struct epilogue {
     const float *bias; /* BIAS_RELU: [N] or NULL */
     int relu;          /* BIAS_RELU */
     const float *act;  /* MASK: [M][N], keep where > 0; NULL keeps all */
-    float *w, *v;      /* SGD: weights and momentum, row-major [M][N] */
-    float lr, mu;      /* SGD */
+    float *w;          /* UPDATE: weights, row-major [M][N] */
+    snn_state state;   /* UPDATE: their optimizer state, the same shape */
+    snn_rate rate;     /* UPDATE: the step's factors */
 };
 
 struct gemm {
@@ -167,6 +168,18 @@ static void micro_kernel(int kc, const float *restrict a, const float *restrict 
 }
 
 /* Row m of the output, columns n0 .. n0+nc-1, from tile row `t`. */
+/* Parameter p[i] with gradient g through the optimizer, its state at index i: p[i]'s new value. */
+static float update_at(const float *p, snn_state st, long i, float g, snn_rate rate)
+{
+    float s[2] = {0};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        s[k] = st.m[k][i];
+    const float v = snn_update(p[i], g, s, rate);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        st.m[k][i] = s[k];
+    return v;
+}
+
 static void epilogue_row(const struct gemm *g, int m, int n0, int nc, const float *t)
 {
     const struct epilogue *e = &g->epi;
@@ -182,12 +195,9 @@ static void epilogue_row(const struct gemm *g, int m, int n0, int nc, const floa
         for (int j = 0; j < nc; j++)
             e->out[row + j] = !e->act || e->act[row + j] > 0.0f ? t[j] : 0.0f;
         break;
-    case EPI_SGD:
-        for (int j = 0; j < nc; j++) {
-            float v = e->mu * e->v[row + j] + t[j];
-            e->v[row + j] = v;
-            e->w[row + j] -= e->lr * v;
-        }
+    case EPI_UPDATE:
+        for (int j = 0; j < nc; j++)
+            e->w[row + j] = update_at(e->w, e->state, row + j, t[j], e->rate);
         break;
     }
 }
@@ -270,7 +280,7 @@ void host_linear_backward_input(float *dx, snn_twin *dx16, const float *dy, cons
 
 /* gb[n] = sum over m of dy[m][n], m ascending; then the bias update. M x N
  * additions: not worth a thread fork next to the M x N x K of the GEMM. */
-void host_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu)
+void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate)
 {
     for (int n0 = 0; n0 < N; n0 += NR) {
         int nr = min_int(NR, N - n0);
@@ -278,25 +288,23 @@ void host_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr,
         for (int m = 0; m < M; m++)
             for (int j = 0; j < nr; j++)
                 gb[j] += dy[(long)m * N + n0 + j];
-        for (int j = 0; j < nr; j++) {
-            vb[n0 + j] = mu * vb[n0 + j] + gb[j];
-            b[n0 + j] -= lr * vb[n0 + j];
-        }
+        for (int j = 0; j < nr; j++)
+            b[n0 + j] = update_at(b, sb, n0 + j, gb[j], *rate);
     }
 }
 
-void host_linear_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
-                                     const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
-                                     float lr, float mu)
+void host_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
+                                        const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
+                                        int M, int N, int K, const snn_rate *rate)
 {
     (void)w16, (void)dy16, (void)x16;
     struct gemm g = {
         .M = N, .N = K, .K = M,
         .a = {dy, 1, N}, /* A(n, m) = dY[m][n] */
         .b = {x, K, 1},  /* B(m, k) = X[m][k] */
-        .epi = {.kind = EPI_SGD, .w = w, .v = vw, .lr = lr, .mu = mu},
+        .epi = {.kind = EPI_UPDATE, .w = w, .state = sw, .rate = *rate},
     };
     gemm_run(&g);
     if (b)
-        host_bias_sgd(b, vb, dy, M, N, lr, mu);
+        host_bias_update(b, sb, dy, M, N, rate);
 }

@@ -1,4 +1,4 @@
-/* Host elementwise kernels: batch gather, softmax + cross-entropy, step counter. */
+/* Host elementwise kernels: batch gather, softmax + cross-entropy, step counter and schedule. */
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -36,8 +36,9 @@ static int argmax_first(const float *z)
     return best;
 }
 
-/* Loss of one row, -log softmax(z)[label] = log sum exp(z - max) - (z[label] - max);
- * the softmax minus the one-hot, scaled, goes to dz unless it is NULL. */
+/* Loss of one row, -log softmax(z)[label] = log sum exp(z - max) - (z[label] - max), label-smoothed
+ * where dz is given (a training step: kernels/optim.h); the softmax minus the targets, scaled, goes to dz
+ * unless it is NULL. */
 static float softmax_xent_row(float *dz, const float *z, int label, float scale)
 {
     float max = z[argmax_first(z)];
@@ -48,8 +49,8 @@ static float softmax_xent_row(float *dz, const float *z, int label, float scale)
     }
     if (dz)
         for (int j = 0; j < SNN_CLASSES; j++)
-            dz[j] = (e[j] / sum - (j == label ? 1.0f : 0.0f)) * scale;
-    return logf(sum) - (z[label] - max);
+            dz[j] = (e[j] / sum - snn_xent_target(j, label)) * scale;
+    return snn_xent_loss(logf(sum), max, z, label, dz != NULL);
 }
 
 void host_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
@@ -70,6 +71,14 @@ void host_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t
 }
 
 void host_step_advance(int32_t *step) { *step += 1; }
+
+void host_schedule(snn_clock c) { *c.rate = snn_clock_rate(c); }
+
+void host_clock_advance(snn_clock c)
+{
+    *c.step += 1;
+    host_schedule(c);
+}
 
 void host_write_twin(snn_twin *t, const float *x, long n) { (void)t, (void)x, (void)n; }
 

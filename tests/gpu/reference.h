@@ -63,13 +63,14 @@ static inline void rounded_backward_input(float *dx, const float *dy, const floa
 }
 
 /* The weights from the rounded operands; the bias, as on the GPU, from the
- * FP32 dY. */
-static inline void rounded_backward_weight_sgd(float *w, float *vw, float *b, float *vb, const float *dy,
-                                               const float *x, int M, int N, int K, float lr, float mu)
+ * FP32 dY; the update at the host's copy of the step's factors. */
+static inline void rounded_backward_weight_update(float *w, snn_state sw, float *b, snn_state sb, const float *dy,
+                                                  const float *x, int M, int N, int K, const snn_rate *rate)
 {
     float *dyr = rounded_copy(dy, (long)M * N), *xr = rounded_copy(x, (long)M * K);
-    host_linear_backward_weight_sgd(w, NULL, vw, NULL, NULL, dyr, NULL, xr, NULL, M, N, K, lr, mu);
-    host_bias_sgd(b, vb, dy, M, N, lr, mu);
+    const snn_state none = {{NULL, NULL}};
+    host_linear_backward_weight_update(w, NULL, sw, NULL, none, dyr, NULL, xr, NULL, M, N, K, rate);
+    host_bias_update(b, sb, dy, M, N, rate);
     free(dyr);
     free(xr);
 }

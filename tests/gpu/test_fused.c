@@ -1,12 +1,13 @@
 /* The fused step (CONFIG_STEP_FUSED) on the GPU against the host engine,
- * from identical parameters, zero momentum and random images and labels.
+ * from identical parameters, zero optimizer state and random images and
+ * labels.
  *
  * Op by op: one fused step, then every op it ran checked against the host
  * op on the inputs the GPU had (every layer's input, output and output
  * gradient stays in its own buffer), with the GEMM operands rounded as the
  * GPU reads them (tests/gpu/reference.h): the batch gather (bit for bit),
  * each forward layer, softmax and cross-entropy (the loss, the correct
- * count, dlogits), each input gradient, each weight gradient with its SGD
+ * count, dlogits), each input gradient, each weight gradient with its
  * update.
  *
  * Then two fused steps in one launch, free-running against the FP32 host
@@ -41,15 +42,16 @@ static void check(const char *what, const float *dev, const float *want, long n,
 }
 
 /* The host model's copy of the GPU model's state. */
+#define STATE_FLOATS ((long)SNN_OPTIM_MOMENTS * SNN_PARAMS)
 struct state {
-    float *params, *momentum;
+    float *params, *optim;
 };
 
 static struct state take_state(const snn_model *m)
 {
     struct state s = {snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters"),
-                      snn_xmalloc(SNN_PARAMS * sizeof(float), "momentum")};
-    snn_model_get_state(m, s.params, s.momentum);
+                      snn_xmalloc((STATE_FLOATS + 1) * sizeof(float), "optimizer state")};
+    snn_model_get_state(m, s.params, s.optim);
     return s;
 }
 
@@ -59,6 +61,7 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
     const int B = SNN_BATCH;
     const snn_fused_net *n = &gpu->fused;
     struct state old = take_state(gpu);
+    const snn_rate rate = snn_rate_at(0, gpu->clock.epoch_steps, gpu->clock.total); /* epoch 0, step 0 */
     snn_train_fused(gpu, 0, 1);
 
     /* the gather: the same arithmetic as the host's, so bit for bit */
@@ -110,33 +113,42 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
             free(want);
         }
         float *hw = old.params + (L->w - gpu->params), *hb = old.params + (L->b - gpu->params);
-        float *hvw = old.momentum + (L->w - gpu->params), *hvb = old.momentum + (L->b - gpu->params);
-        rounded_backward_weight_sgd(hw, hvw, hb, hvb, dy[l], x[l], B, L->out, L->in, gpu->lr, gpu->mu);
-        snprintf(what, sizeof what, "layer %d weight gradient %dx%dx%d + SGD: momentum", l, L->out, L->in, B);
-        check(what, L->vw, hvw, nw, SNN_TOL_STEP_OP);
-        snprintf(what, sizeof what, "layer %d weight gradient + SGD: weights", l);
+        snn_state hsw = {{NULL, NULL}}, hsb = {{NULL, NULL}};
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+            hsw.m[k] = old.optim + k * SNN_PARAMS + (L->w - gpu->params);
+            hsb.m[k] = old.optim + k * SNN_PARAMS + (L->b - gpu->params);
+        }
+        rounded_backward_weight_update(hw, hsw, hb, hsb, dy[l], x[l], B, L->out, L->in, &rate);
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+            snprintf(what, sizeof what, "layer %d weight gradient %dx%dx%d + update: optimizer state %d", l,
+                     L->out, L->in, B, k);
+            check(what, L->sw.m[k], hsw.m[k], nw, SNN_TOL_STEP_OP);
+            snprintf(what, sizeof what, "layer %d bias gradient + update: the bias's optimizer state %d", l, k);
+            check(what, L->sb.m[k], hsb.m[k], L->out, SNN_TOL_STEP_OP);
+        }
+        snprintf(what, sizeof what, "layer %d weight gradient + update: weights", l);
         check(what, L->w, hw, nw, SNN_TOL_STEP_OP);
-        snprintf(what, sizeof what, "layer %d bias gradient + SGD: bias and its momentum", l);
+        snprintf(what, sizeof what, "layer %d bias gradient + update: bias", l);
         check(what, L->b, hb, L->out, SNN_TOL_STEP_OP);
-        check(what, L->vb, hvb, L->out, SNN_TOL_STEP_OP);
     }
     for (int l = 0; l <= SNN_LAYERS; l++)
         free(x[l]);
     for (int l = 0; l < SNN_LAYERS; l++)
         free(dy[l]);
-    free(want_x0), free(labels), free(want_labels), free(dlogits), free(old.params), free(old.momentum);
+    free(want_x0), free(labels), free(want_labels), free(dlogits), free(old.params), free(old.optim);
 }
 
-/* Both models back to the parameters p and zero momentum, at step 0. */
+/* Both models back to the parameters p and zero optimizer state, at step 0. */
 static void restart(snn_model *gpu, snn_model *host, const float *p)
 {
-    float *zeros = calloc(SNN_PARAMS, sizeof(float));
+    float *zeros = calloc(STATE_FLOATS + 1, sizeof(float));
     SNN_CHECK_SYS(zeros, "zeros");
     snn_model_set_state(gpu, p, zeros);
     snn_model_set_state(host, p, zeros);
     const int32_t zero = 0;
     snn_rt_upload(gpu->train_step, &zero, sizeof zero);
     host->train_step[0] = 0;
+    host_schedule(host->clock);
     free(zeros);
 }
 
@@ -180,7 +192,7 @@ int main(void)
     snn_train_fused(&gpu, 8, 20);
     struct state b = take_state(&gpu);
     const int identical =
-        !memcmp(a.params, b.params, SNN_PARAMS * 4) && !memcmp(a.momentum, b.momentum, SNN_PARAMS * 4);
+        !memcmp(a.params, b.params, SNN_PARAMS * 4) && !memcmp(a.optim, b.optim, STATE_FLOATS * 4);
     verdict(identical, "20 steps in one launch and in launches of 7, 1 and 12: bit for bit");
 
     /* evaluation: fused against layered, on the trained weights */
@@ -197,8 +209,7 @@ int main(void)
              100 * fused.accuracy, 100 * layered.accuracy, images);
     verdict(images <= 2, line);
 
-    free(initial.params), free(initial.momentum), free(a.params), free(a.momentum), free(b.params),
-        free(b.momentum);
+    free(initial.params), free(initial.optim), free(a.params), free(a.optim), free(b.params), free(b.optim);
     free(fused_losses), free(logits);
     snn_rt_free(gpu.arena);
     free(host.arena);

@@ -12,9 +12,7 @@
  * - every output element written: outputs are poisoned with NaN (0xff bytes)
  *   before each call, and any non-finite result fails the case;
  * - determinism: each kernel runs twice and must give bitwise-identical
- *   results (the SGD update from the same starting state);
- * - the SGD update compares weights, momentum, bias and bias momentum after
- *   one step from random (nonzero) momentum.
+ *   results (the update from the same starting state);
  * With CONFIG_GEMM_TWINS the GEMM roles run twice: without 16-bit twins (the
  * mma.sync kernels on FP32 operands) and with every buffer twinned
  * (kernels/cuda/twin.h), so that the roles whose strides the twins serve
@@ -48,8 +46,6 @@
 #include "tests/gpu/tolerance.h"
 
 #define TOL_FP32 1e-5
-#define LR 0.05f
-#define MU 0.9f
 
 static int n_failed;
 static double case_err = -1.0; /* the largest relative error of the current case (-1: none) */
@@ -285,58 +281,101 @@ static void test_backward_input(shape s, int mask, int misalign)
     free(dy), free(w), free(act), free(ref), free(g1), free(g2);
 }
 
-static void test_backward_weight_sgd(shape s, int misalign)
+/* The step's factors the update cases run at (kernels/optim.h), on the host and in device memory. */
+static snn_rate rate_host;
+static snn_rate *rate_dev;
+
+static void rate_init(void)
+{
+    rate_host = snn_rate_at(7, 5, 40);
+    rate_dev = (snn_rate *)snn_rt_alloc(sizeof(snn_rate));
+    snn_rt_upload(rate_dev, &rate_host, sizeof(snn_rate));
+}
+
+/* Optimizer state of n floats per moment (AdamW's second moment non-negative), on the host. */
+static void random_state(float *st[2], long n)
+{
+    for (int k = 0; k < 2; k++) {
+        st[k] = random_floats(n, 1.0f);
+        for (long i = 0; k == 1 && i < n; i++)
+            st[k][i] = fabsf(st[k][i]) * 0.01f;
+    }
+}
+
+static void test_backward_weight_update(shape s, int misalign)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_backward_weight_sgd M=%d N=%d K=%d%s", SNN_PRECISION_NAME,
+    snprintf(name, sizeof name, "gemm_%s %s linear_backward_weight_update M=%d N=%d K=%d%s", SNN_PRECISION_NAME,
              tile_wgrad, s.M, s.N, s.K, misalign ? " misaligned" : "");
+    static const char *const sname[2] = {"state 0", "state 1"};
+    const int S = SNN_OPTIM_MOMENTS;
     long nw = (long)s.N * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
-    float *w0 = random_floats(nw, 1.0f), *vw0 = random_floats(nw, 1.0f);
-    float *b0 = random_floats(s.N, 1.0f), *vb0 = random_floats(s.N, 1.0f);
+    float *w0 = random_floats(nw, 1.0f), *b0 = random_floats(s.N, 1.0f), *sw0[2], *sb0[2];
+    random_state(sw0, nw);
+    random_state(sb0, s.N);
     /* the host reference, on copies */
-    float *w = copy_floats(w0, nw), *vw = copy_floats(vw0, nw), *b = copy_floats(b0, s.N),
-          *vb = copy_floats(vb0, s.N);
-    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
+    float *w = copy_floats(w0, nw), *b = copy_floats(b0, s.N);
+    snn_state hsw = {{copy_floats(sw0[0], nw), copy_floats(sw0[1], nw)}};
+    snn_state hsb = {{copy_floats(sb0[0], s.N), copy_floats(sb0[1], s.N)}};
+    host_linear_backward_weight_update(w, NULL, hsw, b, hsb, dy, NULL, x, NULL, s.M, s.N, s.K, &rate_host);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, misalign), dxx = dev_floats(x, (long)s.M * s.K, misalign);
-    dbuf dw = dev_floats(NULL, nw, misalign), dvw = dev_floats(NULL, nw, misalign);
-    dbuf db = dev_floats(NULL, s.N, 0), dvb = dev_floats(NULL, s.N, 0);
-    float *gw[2] = {host_floats(nw), host_floats(nw)}, *gvw[2] = {host_floats(nw), host_floats(nw)};
-    float *gb[2] = {host_floats(s.N), host_floats(s.N)}, *gvb[2] = {host_floats(s.N), host_floats(s.N)};
+    dbuf dw = dev_floats(NULL, nw, misalign), db = dev_floats(NULL, s.N, 0), dsw[2], dsb[2];
+    snn_state sw = {{NULL, NULL}}, sb = {{NULL, NULL}};
+    for (int k = 0; k < S; k++) {
+        dsw[k] = dev_floats(NULL, nw, misalign), dsb[k] = dev_floats(NULL, s.N, 0);
+        sw.m[k] = dsw[k].p, sb.m[k] = dsb[k].p;
+    }
+    float *gw[2] = {host_floats(nw), host_floats(nw)}, *gb[2] = {host_floats(s.N), host_floats(s.N)};
+    float *gsw[2][2], *gsb[2][2];
     path_start();
     for (int run = 0; run < 2; run++) { /* each from the same starting state */
         dev_upload(dw, w0);
-        snn_rt_upload(dvw.p, vw0, sizeof(float) * (size_t)nw);
         snn_rt_upload(db.p, b0, sizeof(float) * (size_t)s.N);
-        snn_rt_upload(dvb.p, vb0, sizeof(float) * (size_t)s.N);
-        cuda_linear_backward_weight_sgd(dw.p, tw(dw), dvw.p, db.p, dvb.p, ddy.p, tw(ddy), dxx.p, tw(dxx), s.M, s.N, s.K, LR,
-                                        MU);
+        for (int k = 0; k < S; k++) {
+            snn_rt_upload(sw.m[k], sw0[k], sizeof(float) * (size_t)nw);
+            snn_rt_upload(sb.m[k], sb0[k], sizeof(float) * (size_t)s.N);
+        }
+        cuda_linear_backward_weight_update(dw.p, tw(dw), sw, db.p, sb, ddy.p, tw(ddy), dxx.p, tw(dxx), s.M, s.N,
+                                           s.K, rate_dev);
         snn_rt_download(gw[run], dw.p, sizeof(float) * (size_t)nw);
-        snn_rt_download(gvw[run], dvw.p, sizeof(float) * (size_t)nw);
         snn_rt_download(gb[run], db.p, sizeof(float) * (size_t)s.N);
-        snn_rt_download(gvb[run], dvb.p, sizeof(float) * (size_t)s.N);
+        for (int k = 0; k < S; k++) {
+            gsw[run][k] = host_floats(nw), gsb[run][k] = host_floats(s.N);
+            snn_rt_download(gsw[run][k], sw.m[k], sizeof(float) * (size_t)nw);
+            snn_rt_download(gsb[run][k], sb.m[k], sizeof(float) * (size_t)s.N);
+        }
     }
-    compare(why, "vw", gvw[0], vw, nw, SNN_TOL_GEMM);
+    for (int k = 0; k < S; k++) {
+        compare(why, sname[k], gsw[0][k], hsw.m[k], nw, SNN_TOL_GEMM);
+        compare(why, sname[k], gsb[0][k], hsb.m[k], s.N, TOL_FP32);
+        same_bits(why, sname[k], gsw[0][k], gsw[1][k], sizeof(float) * (size_t)nw);
+        same_bits(why, sname[k], gsb[0][k], gsb[1][k], sizeof(float) * (size_t)s.N);
+    }
     compare(why, "w", gw[0], w, nw, SNN_TOL_GEMM);
-    compare(why, "vb", gvb[0], vb, s.N, TOL_FP32);
     compare(why, "b", gb[0], b, s.N, TOL_FP32);
     same_bits(why, "w", gw[0], gw[1], sizeof(float) * (size_t)nw);
-    same_bits(why, "vw", gvw[0], gvw[1], sizeof(float) * (size_t)nw);
     same_bits(why, "b", gb[0], gb[1], sizeof(float) * (size_t)s.N);
-    same_bits(why, "vb", gvb[0], gvb[1], sizeof(float) * (size_t)s.N);
     check_twin(why, "w", dw, gw[1]);
     strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 
-    dev_free(ddy), dev_free(dxx), dev_free(dw), dev_free(dvw), dev_free(db), dev_free(dvb);
+    dev_free(ddy), dev_free(dxx), dev_free(dw), dev_free(db);
+    for (int k = 0; k < S; k++) {
+        dev_free(dsw[k]), dev_free(dsb[k]);
+        for (int run = 0; run < 2; run++)
+            free(gsw[run][k]), free(gsb[run][k]);
+    }
     for (int run = 0; run < 2; run++)
-        free(gw[run]), free(gvw[run]), free(gb[run]), free(gvb[run]);
-    free(dy), free(x), free(w0), free(vw0), free(b0), free(vb0), free(w), free(vw), free(b), free(vb);
+        free(gw[run]), free(gb[run]);
+    for (int k = 0; k < 2; k++)
+        free(sw0[k]), free(sb0[k]), free(hsw.m[k]), free(hsb.m[k]);
+    free(dy), free(x), free(w0), free(b0), free(w), free(b);
 }
 
-/* The weight-gradient GEMM alone (the benchmarks' weight-gradient rows), against the host's update with no
- * momentum and no step: its new momentum is the gradient. */
+/* The weight-gradient GEMM alone (the benchmarks' weight-gradient rows), against the host's forward GEMM
+ * of the transposed operands, dY^T . (X^T)^T. */
 static void test_weight_grad(shape s)
 {
     char name[256], why[256] = "";
@@ -344,13 +383,15 @@ static void test_weight_grad(shape s)
              s.M, s.N, s.K);
     long nw = (long)s.N * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
-    float *w = host_floats(nw), *ref = host_floats(nw), *b = host_floats(s.N), *vb = host_floats(s.N);
+    float *dyt = host_floats((long)s.M * s.N), *xt = host_floats((long)s.M * s.K), *ref = host_floats(nw);
     float *g[2] = {host_floats(nw), host_floats(nw)};
-    memset(w, 0, sizeof(float) * (size_t)nw);
-    memset(ref, 0, sizeof(float) * (size_t)nw);
-    memset(b, 0, sizeof(float) * (size_t)s.N);
-    memset(vb, 0, sizeof(float) * (size_t)s.N);
-    host_linear_backward_weight_sgd(w, NULL, ref, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, 0.0f, 0.0f);
+    for (int m = 0; m < s.M; m++) {
+        for (int n = 0; n < s.N; n++)
+            dyt[(long)n * s.M + m] = dy[(long)m * s.N + n];
+        for (int k = 0; k < s.K; k++)
+            xt[(long)k * s.M + m] = x[(long)m * s.K + k];
+    }
+    host_linear_forward(ref, NULL, dyt, NULL, xt, NULL, NULL, s.N, s.K, s.M, 0);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, 0), dxx = dev_floats(x, (long)s.M * s.K, 0);
     dbuf dg = dev_floats(NULL, nw, 0);
@@ -366,7 +407,7 @@ static void test_weight_grad(shape s)
     report(name, why);
 
     dev_free(ddy), dev_free(dxx), dev_free(dg);
-    free(dy), free(x), free(w), free(ref), free(b), free(vb), free(g[0]), free(g[1]);
+    free(dy), free(x), free(dyt), free(xt), free(ref), free(g[0]), free(g[1]);
 }
 
 /* ---- elementwise kernels -------------------------------------------------------- */
@@ -503,6 +544,40 @@ static void test_step_advance(void)
     snn_rt_free(d);
 }
 
+/* schedule and clock_advance on the device against the host's, at every step of a short run that crosses
+ * epochs (the factors within 1e-6: the GPU's cosf and powf are not the host's). */
+static void test_clock(void)
+{
+    char why[256] = "";
+    struct {
+        int32_t epoch, step;
+        snn_rate rate;
+    } h = {0, 0, {0, 0, 0, 0}}, got;
+    auto *d = (decltype(h) *)snn_rt_alloc(sizeof h);
+    snn_rt_upload(d, &h, sizeof h);
+    const snn_clock dc = {&d->epoch, &d->step, &d->rate, 4, 12}, hc = {&h.epoch, &h.step, &h.rate, 4, 12};
+    for (int epoch = 0; epoch < 3; epoch++) {
+        h.epoch = epoch, h.step = 0;
+        snn_rt_upload(d, &h, 2 * sizeof(int32_t));
+        cuda_schedule(dc);
+        host_schedule(hc);
+        for (int s = 0; s < 4; s++) {
+            snn_rt_download(&got, d, sizeof got);
+            const float a[4] = {got.rate.lr, got.rate.keep, got.rate.step, got.rate.rsq};
+            const float b[4] = {h.rate.lr, h.rate.keep, h.rate.step, h.rate.rsq};
+            for (int i = 0; i < 4; i++)
+                if (!(fabsf(a[i] - b[i]) <= 1e-6f * fabsf(b[i])))
+                    set_why(why, "epoch %d step %d: factor %d is %.9g, the host's %.9g", epoch, s, i, a[i], b[i]);
+            if (got.step != h.step || got.epoch != h.epoch)
+                set_why(why, "epoch %d step %d: the clock reads epoch %d step %d", epoch, s, got.epoch, got.step);
+            cuda_clock_advance(dc);
+            host_clock_advance(hc);
+        }
+    }
+    report("schedule and clock_advance, 3 epochs of 4 steps", why);
+    snn_rt_free(d);
+}
+
 /* snn_rt_run_step: a step that reads its step counter from device memory
  * gives the same results called directly and replayed (as a graph with
  * CONFIG_CUDA_GRAPH: warm-up, capture, replays), with two distinct steps. */
@@ -608,16 +683,16 @@ static void test_gemm_roles(const shape *shapes, int n)
     test_backward_input((shape){100, 129, 17}, 0, 0);
     test_backward_input((shape){64, 10, 256}, 1, 1);
     for (int i = 0; i < n; i++)
-        test_backward_weight_sgd(shapes[i], 0);
-    test_backward_weight_sgd((shape){64, 256, 784}, 1);
+        test_backward_weight_update(shapes[i], 0);
+    test_backward_weight_update((shape){64, 256, 784}, 1);
     /* a GEMM k long and M x N small, which splits k in tensor-core builds: (M, N, K) = (3, 10, 4100) and
      * (33, 100, 2600) in each role's GEMM, misaligned too */
     test_forward((shape){3, 10, 4100}, 1, 1, 0);
     test_forward((shape){33, 100, 2600}, 1, 1, 1);
     test_backward_input((shape){3, 4100, 10}, 1, 0);
     test_backward_input((shape){33, 2600, 100}, 1, 1);
-    test_backward_weight_sgd((shape){4100, 3, 10}, 0);
-    test_backward_weight_sgd((shape){2600, 33, 100}, 1);
+    test_backward_weight_update((shape){4100, 3, 10}, 0);
+    test_backward_weight_update((shape){2600, 33, 100}, 1);
     test_weight_grad(shapes[0]);
     test_weight_grad((shape){64, 256, 784});
     test_weight_grad((shape){3, 4100, 10});
@@ -641,6 +716,7 @@ int main(int argc, char **argv)
     }
     snn_device_info info;
     snn_rt_init(&info, 0);
+    rate_init();
     TILE_NAME(tile_fwd, GemmTileFwd);
     TILE_NAME(tile_dgrad, GemmTileDgrad);
     TILE_NAME(tile_wgrad, GemmTileWgrad);
@@ -704,6 +780,7 @@ int main(int argc, char **argv)
         test_softmax_xent(1025, 1);
         test_softmax_xent(1000, 0);
         test_step_advance();
+        test_clock();
         test_run_step();
     }
 #ifdef CONFIG_GEMM_TENSOR_CORES

@@ -75,32 +75,41 @@ static void checked_backward_input(float *dx, snn_twin *dx16, const float *dy, c
     free(hdy), free(hw), free(hact), free(want);
 }
 
-/* The momentum buffers (the gradients, from zero momentum) and the updated
- * parameters, all four within the tolerance. */
-static void checked_backward_weight_sgd(float *w, snn_twin *w16, float *vw, float *b, float *vb, const float *dy,
-                                        const snn_twin *dy16, const float *x, const snn_twin *x16, int M, int N, int K,
-                                        float lr, float mu)
+/* The optimizer state and the updated parameters, all within the tolerance. */
+static void checked_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
+                                           const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
+                                           int M, int N, int K, const snn_rate *rate)
 {
     const long nw = (long)N * K;
-    float *hw = fetch(w, nw), *hvw = fetch(vw, nw), *hb = fetch(b, N), *hvb = fetch(vb, N);
+    float *hw = fetch(w, nw), *hb = fetch(b, N);
+    snn_state hsw = {{NULL, NULL}}, hsb = {{NULL, NULL}};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        hsw.m[k] = fetch(sw.m[k], nw), hsb.m[k] = fetch(sb.m[k], N);
     float *hdy = fetch(dy, (long)M * N), *hx = fetch(x, (long)M * K);
-    cuda_linear_backward_weight_sgd(w, w16, vw, b, vb, dy, dy16, x, x16, M, N, K, lr, mu);
-    rounded_backward_weight_sgd(hw, hvw, hb, hvb, hdy, hx, M, N, K, lr, mu);
-    double err = worse(0, vw, hvw, nw);
-    err = worse(err, w, hw, nw);
-    err = worse(err, vb, hvb, N);
+    snn_rate hrate;
+    snn_rt_download(&hrate, rate, sizeof hrate);
+    cuda_linear_backward_weight_update(w, w16, sw, b, sb, dy, dy16, x, x16, M, N, K, rate);
+    rounded_backward_weight_update(hw, hsw, hb, hsb, hdy, hx, M, N, K, &hrate);
+    double err = worse(0, w, hw, nw);
     err = worse(err, b, hb, N);
-    op_verdict("weight gradient and SGD update", N, K, M, err);
-    free(hw), free(hvw), free(hb), free(hvb), free(hdy), free(hx);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        err = worse(err, sw.m[k], hsw.m[k], nw);
+        err = worse(err, sb.m[k], hsb.m[k], N);
+        free(hsw.m[k]), free(hsb.m[k]);
+    }
+    op_verdict("weight gradient and update", N, K, M, err);
+    free(hw), free(hb), free(hdy), free(hx);
 }
 
 static const snn_kernels checked_cuda_kernels = {
     .linear_forward = checked_forward,
     .linear_backward_input = checked_backward_input,
-    .linear_backward_weight_sgd = checked_backward_weight_sgd,
+    .linear_backward_weight_update = checked_backward_weight_update,
     .gather_batch = cuda_gather_batch,
     .softmax_xent = cuda_softmax_xent,
     .step_advance = cuda_step_advance,
+    .schedule = cuda_schedule,
+    .clock_advance = cuda_clock_advance,
     .write_twin = cuda_write_twin,
     .bind_workspace = cuda_bind_workspace,
     .gemm_numerics = cuda_gemm_numerics,
@@ -116,18 +125,19 @@ static void compare(const char *what, const float *gpu, const float *fp32, long 
            e <= tol ? "ok" : "not ok", SNN_PRECISION_NAME, what, n, e, tol);
 }
 
-/* The momentum of every layer (the gradients after the first step), as diagnostics. */
-static void report_momentum(const snn_model *gpu, const snn_model *fp32)
+/* The optimizer state of every layer (SGD's momentum: the gradients after the first step), as diagnostics. */
+static void report_state(const snn_model *gpu, const snn_model *fp32)
 {
-    for (int l = 0; l < SNN_LAYERS; l++) {
-        const snn_layer *g = &gpu->layer[l], *f = &fp32->layer[l];
-        float *w = fetch(g->vw, (long)f->out * f->in), *b = fetch(g->vb, f->out);
-        printf("# training step %d (%s GEMMs), free-running: momentum of layer %d: relative error %.2e (weights), "
-               "%.2e (biases) against the FP32 host engine\n",
-               step_number, SNN_PRECISION_NAME, l, rel_error(w, f->vw, (long)f->out * f->in),
-               rel_error(b, f->vb, f->out));
-        free(w), free(b);
-    }
+    for (int l = 0; l < SNN_LAYERS; l++)
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+            const snn_layer *g = &gpu->layer[l], *f = &fp32->layer[l];
+            float *w = fetch(g->sw.m[k], (long)f->out * f->in), *b = fetch(g->sb.m[k], f->out);
+            printf("# training step %d (%s GEMMs), free-running: optimizer state %d of layer %d: relative error "
+                   "%.2e (weights), %.2e (biases) against the FP32 host engine\n",
+                   step_number, SNN_PRECISION_NAME, k, l, rel_error(w, f->sw.m[k], (long)f->out * f->in),
+                   rel_error(b, f->sb.m[k], f->out));
+            free(w), free(b);
+        }
 }
 
 static void train_step_compare(snn_model *gpu, snn_model *fp32, double tol)
@@ -141,7 +151,7 @@ static void train_step_compare(snn_model *gpu, snn_model *fp32, double tol)
         compare("logits", gpu->act[SNN_LAYERS], fp32->act[SNN_LAYERS], (long)SNN_BATCH * SNN_CLASSES, tol);
     snprintf(what, sizeof what, "loss of step %d", step_number);
     compare(what, gpu->train_loss + step_number - 1, fp32->train_loss + step_number - 1, 1, tol);
-    report_momentum(gpu, fp32);
+    report_state(gpu, fp32);
 }
 
 int main(void)

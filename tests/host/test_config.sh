@@ -35,6 +35,34 @@ expect_refusal "hidden width 0 refused" 'CONFIG_NN_HIDDEN_WIDTH=0 is outside its
 d=$(with mom 'CONFIG_TRAIN_MOMENTUM="1.5"')
 expect_refusal "momentum 1.5 refused" 'CONFIG_TRAIN_MOMENTUM=1.5 is outside [0, 1)' \
     $M O="$d" defconfig DEFCONFIG="$d/def"
+# the training recipe's symbols (nn/Kconfig): ranges, the decimals' intervals, dependencies
+d=$(with nesterov0 'CONFIG_TRAIN_MOMENTUM="0"' 'CONFIG_TRAIN_NESTEROV=y')
+expect_refusal "Nesterov without momentum refused" 'CONFIG_TRAIN_NESTEROV needs CONFIG_TRAIN_MOMENTUM above 0' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with smooth1 'CONFIG_TRAIN_LABEL_SMOOTHING="1"')
+expect_refusal "label smoothing 1 refused" 'CONFIG_TRAIN_LABEL_SMOOTHING=1 is outside [0, 1)' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with wd 'CONFIG_TRAIN_WEIGHT_DECAY="-1e-4"')
+expect_refusal "negative weight decay refused" 'CONFIG_TRAIN_WEIGHT_DECAY=-1e-4 is outside [0, inf)' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with gamma 'CONFIG_TRAIN_LR_STEP=y' 'CONFIG_TRAIN_LR_GAMMA="0"')
+expect_refusal "step decay gamma 0 refused" 'CONFIG_TRAIN_LR_GAMMA=0 is outside (0, 1]' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with final 'CONFIG_TRAIN_LR_COSINE=y' 'CONFIG_TRAIN_LR_FINAL="1.5"')
+expect_refusal "final learning rate 1.5 refused" 'CONFIG_TRAIN_LR_FINAL=1.5 is outside [0, 1]' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with beta 'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_BETA2="1"')
+expect_refusal "AdamW beta2 1 refused" 'CONFIG_TRAIN_ADAM_BETA2=1 is outside [0, 1)' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with eps 'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_EPS="0"')
+expect_refusal "AdamW epsilon 0 refused" 'CONFIG_TRAIN_ADAM_EPS=0 is outside (0, inf)' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with warm 'CONFIG_TRAIN_LR_WARMUP_COSINE=y' 'CONFIG_TRAIN_LR_WARMUP_STEPS=0')
+expect_refusal "zero warm-up steps refused" 'CONFIG_TRAIN_LR_WARMUP_STEPS=0 is outside its range 1..10000000' \
+    $M O="$d" defconfig DEFCONFIG="$d/def"
+d=$(with undep_beta 'CONFIG_TRAIN_ADAM_BETA1="0.8"')
+expect_refusal "AdamW's beta1 with SGD chosen refused" \
+    'CONFIG_TRAIN_ADAM_BETA1=0.8 cannot be set (it depends on TRAIN_OPTIMIZER_ADAMW' $M O="$d" defconfig DEFCONFIG="$d/def"
 d=$(with unknown 'CONFIG_NO_SUCH_THING=y')
 expect_refusal "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this Kconfig' \
     $M O="$d" defconfig DEFCONFIG="$d/def"

@@ -2,6 +2,7 @@
  * of awkward sizes. One line per case: "ok - <name>" or "not ok - <name>: <why>". */
 #include "kernels/ops.h"
 #include "snn_check.h"
+#include "tests/recipe_ref.h"
 #include "tests/test_util.h"
 
 #include <math.h>
@@ -22,8 +23,6 @@
 #endif
 
 #define TOL_FP32 1e-5
-#define LR 0.05f
-#define MU 0.9f
 
 struct shape {
     int M, N, K;
@@ -139,14 +138,53 @@ static void ref_weight_grad(double *gw, double *gb, const float *dy, const float
     }
 }
 
-/* v = mu*v0 + g; w = w0 - lr*v, in double. */
-static void ref_sgd(double *w, double *v, const float *w0, const float *v0, const double *g, long n)
+/* The update the kernels are checked at: update RATE_T of a run of RATE_TOTAL steps, epochs of RATE_EPOCH. */
+#define RATE_T 7
+#define RATE_EPOCH 5
+#define RATE_TOTAL 40
+
+/* Parameters w0 (state s0[k][i]) with gradient g after one update, in double (tests/recipe_ref.h). */
+static void ref_update_all(double *w, double *s[2], const float *w0, float *const s0[2], const double *g, long n)
 {
+    const double lr = ref_lr(RATE_T, RATE_EPOCH, RATE_TOTAL);
     for (long i = 0; i < n; i++) {
-        v[i] = (double)MU * v0[i] + g[i];
-        w[i] = w0[i] - (double)LR * v[i];
+        double st[2] = {0, 0};
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            st[k] = s0[k][i];
+        w[i] = w0[i];
+        ref_update(&w[i], st, g[i], lr, RATE_T);
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            s[k][i] = st[k];
     }
 }
+
+/* Optimizer state for n parameters: random, AdamW's second moment non-negative; NULL beyond. */
+static snn_state random_state(long n)
+{
+    snn_state st = {{NULL, NULL}};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        st.m[k] = random_floats(n);
+        for (long i = 0; k == 1 && i < n; i++)
+            st.m[k][i] = fabsf(st.m[k][i]) * 0.01f;
+    }
+    return st;
+}
+
+static snn_state copy_state(snn_state a, long n)
+{
+    snn_state st = {{NULL, NULL}};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        st.m[k] = copy_floats(a.m[k], n);
+    return st;
+}
+
+static void free_state(snn_state st)
+{
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        free(st.m[k]);
+}
+
+static const char *const state_name[2] = {"state 0", "state 1"};
 
 /* ---- GEMM roles -------------------------------------------------------------- */
 
@@ -184,65 +222,80 @@ static void check_backward_input(struct shape s, bool mask)
     free(dy), free(w), free(act), free(dx), free(ref);
 }
 
-/* One update from nonzero momentum: v, w, vb, b all against the reference. */
-static void check_weight_sgd(struct shape s)
+/* One update from nonzero state: w, b and their state against the reference. */
+static void check_weight_update(struct shape s)
 {
     char name[128], why[256] = "";
     long nw = (long)s.N * s.K;
-    gemm_name(name, sizeof name, "weight_sgd", s, "momentum");
+    gemm_name(name, sizeof name, "weight_update", s, "from nonzero state");
+    const snn_rate rate = snn_rate_at(RATE_T, RATE_EPOCH, RATE_TOTAL);
     float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
-    float *w = random_floats(nw), *vw = random_floats(nw), *b = random_floats(s.N), *vb = random_floats(s.N);
-    float *w0 = copy_floats(w, nw), *vw0 = copy_floats(vw, nw), *b0 = copy_floats(b, s.N), *vb0 = copy_floats(vb, s.N);
-    double *gw = new_doubles(nw), *gb = new_doubles(s.N);
-    double *rw = new_doubles(nw), *rv = new_doubles(nw), *rb = new_doubles(s.N), *rvb = new_doubles(s.N);
-    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
+    float *w = random_floats(nw), *b = random_floats(s.N);
+    snn_state sw = random_state(nw), sb = random_state(s.N);
+    float *w0 = copy_floats(w, nw), *b0 = copy_floats(b, s.N);
+    snn_state sw0 = copy_state(sw, nw), sb0 = copy_state(sb, s.N);
+    double *gw = new_doubles(nw), *gb = new_doubles(s.N), *rw = new_doubles(nw), *rb = new_doubles(s.N);
+    double *rsw[2] = {new_doubles(nw), new_doubles(nw)}, *rsb[2] = {new_doubles(s.N), new_doubles(s.N)};
+    host_linear_backward_weight_update(w, NULL, sw, b, sb, dy, NULL, x, NULL, s.M, s.N, s.K, &rate);
     ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
-    ref_sgd(rw, rv, w0, vw0, gw, nw);
-    ref_sgd(rb, rvb, b0, vb0, gb, s.N);
-    compare("vw", vw, rv, nw, TOL_FP32, why);
+    ref_update_all(rw, rsw, w0, sw0.m, gw, nw);
+    ref_update_all(rb, rsb, b0, sb0.m, gb, s.N);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        compare(state_name[k], sw.m[k], rsw[k], nw, TOL_FP32, why);
+        compare(state_name[k], sb.m[k], rsb[k], s.N, TOL_FP32, why);
+    }
     compare("w", w, rw, nw, TOL_FP32, why);
-    compare("vb", vb, rvb, s.N, TOL_FP32, why);
     compare("b", b, rb, s.N, TOL_FP32, why);
     report(name, why);
-    free(dy), free(x), free(w), free(vw), free(b), free(vb), free(w0), free(vw0), free(b0), free(vb0);
-    free(gw), free(gb), free(rw), free(rv), free(rb), free(rvb);
+    free(dy), free(x), free(w), free(b), free(w0), free(b0), free(gw), free(gb), free(rw), free(rb);
+    free_state(sw), free_state(sb), free_state(sw0), free_state(sb0);
+    for (int k = 0; k < 2; k++)
+        free(rsw[k]), free(rsb[k]);
 }
 
-/* Without a bias (b = NULL) the update leaves the bias to host_bias_sgd: the
- * two together give, bit for bit, what the whole op gives. */
-static void check_weight_sgd_split(struct shape s)
+/* Without a bias (b = NULL) the update leaves the bias to host_bias_update:
+ * the two together give, bit for bit, what the whole op gives. */
+static void check_weight_update_split(struct shape s)
 {
     char name[128], why[256] = "";
     long nw = (long)s.N * s.K;
-    gemm_name(name, sizeof name, "weight_sgd", s, "no bias, then host_bias_sgd");
+    gemm_name(name, sizeof name, "weight_update", s, "no bias, then host_bias_update");
+    const snn_rate rate = snn_rate_at(RATE_T, RATE_EPOCH, RATE_TOTAL);
     float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
-    float *w = random_floats(nw), *vw = random_floats(nw), *b = random_floats(s.N), *vb = random_floats(s.N);
-    float *w2 = copy_floats(w, nw), *vw2 = copy_floats(vw, nw), *b2 = copy_floats(b, s.N), *vb2 = copy_floats(vb, s.N);
-    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
-    host_linear_backward_weight_sgd(w2, NULL, vw2, NULL, NULL, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
-    host_bias_sgd(b2, vb2, dy, s.M, s.N, LR, MU);
-    compare_bits("vw", vw2, vw, nw, why);
+    float *w = random_floats(nw), *b = random_floats(s.N);
+    snn_state sw = random_state(nw), sb = random_state(s.N);
+    float *w2 = copy_floats(w, nw), *b2 = copy_floats(b, s.N);
+    snn_state sw2 = copy_state(sw, nw), sb2 = copy_state(sb, s.N), none = {{NULL, NULL}};
+    host_linear_backward_weight_update(w, NULL, sw, b, sb, dy, NULL, x, NULL, s.M, s.N, s.K, &rate);
+    host_linear_backward_weight_update(w2, NULL, sw2, NULL, none, dy, NULL, x, NULL, s.M, s.N, s.K, &rate);
+    host_bias_update(b2, sb2, dy, s.M, s.N, &rate);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        compare_bits(state_name[k], sw2.m[k], sw.m[k], nw, why);
+        compare_bits(state_name[k], sb2.m[k], sb.m[k], s.N, why);
+    }
     compare_bits("w", w2, w, nw, why);
-    compare_bits("vb", vb2, vb, s.N, why);
     compare_bits("b", b2, b, s.N, why);
     report(name, why);
-    free(dy), free(x), free(w), free(vw), free(b), free(vb), free(w2), free(vw2), free(b2), free(vb2);
+    free(dy), free(x), free(w), free(b), free(w2), free(b2);
+    free_state(sw), free_state(sb), free_state(sw2), free_state(sb2);
 }
 
-/* From v = 0 with mu = 0 the momentum buffers hold exactly the gradients. */
-static void check_weight_sgd_fresh(struct shape s)
+#if SNN_OPTIM_MOMENTS == 1
+/* SGD's momentum, from 0, holds exactly the gradient after one step. */
+static void check_weight_update_fresh(struct shape s)
 {
     char name[128], why[256] = "";
     long nw = (long)s.N * s.K;
-    gemm_name(name, sizeof name, "weight_sgd", s, "v=0 mu=0 holds the gradient");
+    gemm_name(name, sizeof name, "weight_update", s, "momentum from 0 holds the gradient");
+    const snn_rate rate = snn_rate_at(RATE_T, RATE_EPOCH, RATE_TOTAL);
     float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
     float *w = random_floats(nw), *b = random_floats(s.N);
     float *vw = calloc((size_t)nw, sizeof(float)), *vb = calloc((size_t)s.N, sizeof(float));
     double *gw = new_doubles(nw), *gb = new_doubles(s.N);
     if (!vw || !vb)
         snn_die("out of host memory for the test");
-    host_linear_backward_weight_sgd(w, NULL, vw, b, vb, dy, NULL, x, NULL, s.M, s.N, s.K, LR, 0.0f);
-    ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
+    host_linear_backward_weight_update(w, NULL, (snn_state){{vw, NULL}}, b, (snn_state){{vb, NULL}}, dy, NULL, x,
+                                       NULL, s.M, s.N, s.K, &rate);    ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
     compare("vw", vw, gw, nw, TOL_FP32, why);
     compare("vb", vb, gb, s.N, TOL_FP32, why);
     for (long i = 0; i < nw; i++)
@@ -260,6 +313,7 @@ static void check_weight_sgd_fresh(struct shape s)
     report(name, why);
     free(dy), free(x), free(w), free(b), free(vw), free(vb), free(gw), free(gb), free(sums);
 }
+#endif
 
 #ifdef HAVE_HW_FMA
 /* y = x . w^T must be acc = fmaf(x, w, acc) over k in order, whatever the blocking. */
@@ -292,32 +346,41 @@ static void check_thread_determinism(struct shape s, int threads)
     snprintf(variant, sizeof variant, "1 vs %d threads bitwise", threads);
     gemm_name(name, sizeof name, "all roles", s, variant);
     float *x = random_floats((long)s.M * s.K), *w = random_floats(nw), *b = random_floats(s.N);
-    float *dy = random_floats((long)s.M * s.N), *vw = random_floats(nw), *vb = random_floats(s.N);
+    float *dy = random_floats((long)s.M * s.N);
+    snn_state sw = random_state(nw), sb = random_state(s.N);
+    const snn_rate rate = snn_rate_at(RATE_T, RATE_EPOCH, RATE_TOTAL);
     float *out[2][5];
+    snn_state state[2];
     int saved = omp_get_max_threads();
     omp_set_dynamic(0);
     for (int run = 0; run < 2; run++) {
         float **o = out[run];
         omp_set_num_threads(run ? threads : 1);
         o[0] = nan_floats((long)s.M * s.N), o[1] = nan_floats((long)s.M * s.K);
-        o[2] = copy_floats(w, nw), o[3] = copy_floats(vw, nw), o[4] = copy_floats(b, s.N);
-        float *vb_run = copy_floats(vb, s.N);
+        o[2] = copy_floats(w, nw), o[3] = NULL, o[4] = copy_floats(b, s.N);
+        state[run] = copy_state(sw, nw);
+        snn_state sb_run = copy_state(sb, s.N);
         host_linear_forward(o[0], NULL, x, NULL, w, NULL, b, s.M, s.N, s.K, 1);
         host_linear_backward_input(o[1], NULL, dy, NULL, w, NULL, x, s.M, s.N, s.K);
-        host_linear_backward_weight_sgd(o[2], NULL, o[3], o[4], vb_run, dy, NULL, x, NULL, s.M, s.N, s.K, LR, MU);
-        free(vb_run);
+        host_linear_backward_weight_update(o[2], NULL, state[run], o[4], sb_run, dy, NULL, x, NULL, s.M, s.N, s.K,
+                                           &rate);
+        free_state(sb_run);
     }
     omp_set_num_threads(saved);
     compare_bits("y", out[1][0], out[0][0], (long)s.M * s.N, why);
     compare_bits("dx", out[1][1], out[0][1], (long)s.M * s.K, why);
     compare_bits("w", out[1][2], out[0][2], nw, why);
-    compare_bits("vw", out[1][3], out[0][3], nw, why);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        compare_bits(state_name[k], state[1].m[k], state[0].m[k], nw, why);
     compare_bits("b", out[1][4], out[0][4], s.N, why);
     report(name, why);
-    for (int run = 0; run < 2; run++)
+    for (int run = 0; run < 2; run++) {
         for (int i = 0; i < 5; i++)
             free(out[run][i]);
-    free(x), free(w), free(b), free(dy), free(vw), free(vb);
+        free_state(state[run]);
+    }
+    free(x), free(w), free(b), free(dy);
+    free_state(sw), free_state(sb);
 }
 #endif
 
@@ -337,14 +400,16 @@ static void check_gemms(void)
         check_forward(shapes[i], false, false);
         check_backward_input(shapes[i], true);
         check_backward_input(shapes[i], false);
-        check_weight_sgd(shapes[i]);
+        check_weight_update(shapes[i]);
     }
     const struct shape few[] = {{7, 13, 1}, {129, 300, 13}, {257, 515, 333}};
     for (size_t i = 0; i < sizeof few / sizeof few[0]; i++) {
         check_forward(few[i], true, false);
         check_forward(few[i], false, true);
-        check_weight_sgd_fresh(few[i]);
-        check_weight_sgd_split(few[i]);
+#if SNN_OPTIM_MOMENTS == 1
+        check_weight_update_fresh(few[i]);
+#endif
+        check_weight_update_split(few[i]);
 #ifdef HAVE_HW_FMA
         check_forward_fma_chain(few[i]);
 #endif
@@ -398,6 +463,7 @@ struct xent_ref {
     int correct;
 };
 
+/* With dz (a training step) the targets and the loss are label-smoothed, as the kernel's. */
 static struct xent_ref ref_softmax_xent(double *dz, const float *logits, const uint8_t *y, int rows)
 {
     struct xent_ref r = {0.0, 0};
@@ -410,9 +476,9 @@ static struct xent_ref ref_softmax_xent(double *dz, const float *logits, const u
         double sum = 0.0;
         for (int j = 0; j < SNN_CLASSES; j++)
             sum += exp((double)z[j] - z[best]);
-        for (int j = 0; j < SNN_CLASSES; j++)
-            dz[(long)i * SNN_CLASSES + j] = (exp((double)z[j] - z[best]) / sum - (j == y[i])) / rows;
-        r.loss += log(sum) - ((double)z[y[i]] - z[best]);
+        for (int j = 0; dz && j < SNN_CLASSES; j++)
+            dz[(long)i * SNN_CLASSES + j] = (exp((double)z[j] - z[best]) / sum - ref_target(j, y[i], 1)) / rows;
+        r.loss += ref_xent(z, y[i], dz != NULL);
         r.correct += best == y[i];
     }
     r.loss /= rows;
@@ -428,7 +494,7 @@ static void run_softmax_xent(const char *name, const float *logits, const uint8_
     int32_t correct[4] = {-1, -1, -1, -1};
     float *dz = with_dlogits ? nan_floats((long)rows * SNN_CLASSES) : NULL;
     double *ref_dz = new_doubles((long)rows * SNN_CLASSES);
-    struct xent_ref ref = ref_softmax_xent(ref_dz, logits, y, rows);
+    struct xent_ref ref = ref_softmax_xent(dz ? ref_dz : NULL, logits, y, rows);
     host_softmax_xent(dz, NULL, loss, correct, logits, y, &step, rows);
     if (!isfinite(loss[step]) || fabs(loss[step] - ref.loss) > 1e-5 * fmax(1.0, fabs(ref.loss)))
         set_why(why, "loss %.9g, expected %.9g", loss[step], ref.loss);
@@ -497,6 +563,53 @@ static void check_step_advance(void)
     report("step_advance", why);
 }
 
+/* ---- the schedule ------------------------------------------------------------ */
+
+/* snn_rate_at against the reference at steps that matter to the configured schedule (its first, the
+ * warm-up's last and the decay's first, the middle, an epoch boundary, the last), and the checks that
+ * need no reference: a warm-up starts at lr/W, a cosine decay is halfway at its middle. */
+static void check_schedule(void)
+{
+    char why[256] = "";
+    const int32_t epoch = 50, total = 1000, warm = SNN_LR_WARMUP;
+    const int32_t at[] = {0, 1, warm ? warm - 1 : 2, warm, warm + 1, epoch - 1, epoch, 2 * epoch, 3 * epoch + 7,
+                          warm + (total - warm) / 2, total - 1};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        const snn_rate r = snn_rate_at(at[i], epoch, total);
+        const double lr = ref_lr(at[i], epoch, total);
+        if (fabs(r.lr - lr) > 1e-6 * CONFIG_TRAIN_LR_VALUE)
+            set_why(why, "lr at step %d: %.9g, expected %.9g", at[i], r.lr, lr);
+        if (fabs(r.keep - (1 - lr * CONFIG_TRAIN_WEIGHT_DECAY_VALUE)) > 1e-6)
+            set_why(why, "decay factor at step %d: %.9g, expected %.9g", at[i], r.keep,
+                    1 - lr * CONFIG_TRAIN_WEIGHT_DECAY_VALUE);
+    }
+    if (warm && fabs(snn_rate_at(0, epoch, total).lr - CONFIG_TRAIN_LR_VALUE / warm) > 1e-6 * CONFIG_TRAIN_LR_VALUE)
+        set_why(why, "the warm-up's first step is not lr/%d", warm);
+#if defined(CONFIG_TRAIN_LR_COSINE) || defined(CONFIG_TRAIN_LR_WARMUP_COSINE) || defined(CONFIG_TRAIN_LR_WARMUP_LINEAR)
+    const double half = CONFIG_TRAIN_LR_VALUE * (1 + CONFIG_TRAIN_LR_FINAL_VALUE) / 2;
+    if (fabs(snn_rate_at(warm + (total - warm) / 2, epoch, total).lr - half) > 1e-6 * CONFIG_TRAIN_LR_VALUE)
+        set_why(why, "the decay's middle is not (1 + final)/2 x lr");
+#endif
+    report("schedule: lr at chosen steps, against the reference", why);
+}
+
+/* The clock: schedule writes the rate of the step it is at, clock_advance moves on and writes the next. */
+static void check_clock(void)
+{
+    char why[256] = "";
+    int32_t epoch = 2, step = 5;
+    snn_rate rate = {NAN, NAN, NAN, NAN};
+    const snn_clock c = {&epoch, &step, &rate, 10, 100};
+    host_schedule(c);
+    if (rate.lr != snn_rate_at(25, 10, 100).lr)
+        set_why(why, "schedule at epoch 2 step 5: lr %.9g, expected that of update 25", rate.lr);
+    host_clock_advance(c);
+    const snn_rate next = snn_rate_at(26, 10, 100);
+    if (step != 6 || memcmp(&rate, &next, sizeof rate))
+        set_why(why, "clock_advance: step %d, lr %.9g; expected step 6 and update 26's rate", step, rate.lr);
+    report("schedule and clock_advance", why);
+}
+
 int main(void)
 {
     check_gemms();
@@ -510,5 +623,7 @@ int main(void)
     check_softmax_xent_large();
     check_softmax_xent_ties();
     check_step_advance();
+    check_schedule();
+    check_clock();
     return 0;
 }

@@ -156,6 +156,7 @@ def test_torch():
         return
     test_torch_rounding(torch)
     test_torch_trainer(torch)
+    test_torch_recipes(torch)
 
 
 def test_torch_rounding(torch):
@@ -184,15 +185,60 @@ def test_torch_trainer(torch):
               for i, o in zip(dims[:-1], dims[1:])]
     x, y = rng.standard_normal((40, dims[0]), dtype=np.float32), rng.integers(0, dims[-1], 40)
     order, steps, batch = rng.permutation(40), 4, 10
+    sgd = tp.Recipe({"lr": 0.1, "momentum": 0.9, "steps_per_epoch": steps})
     for p in tp.PRECISIONS:
-        ours = tp.NumpyTrainer(params, 0.1, 0.9, x, y, p).run_epoch(order, steps, batch)
-        judged, mixed = tp.torch_trainers("cpu", params, 0.1, 0.9, x, y, p)
+        ours = tp.NumpyTrainer(params, sgd, x, y, p).run_epoch(order, steps, batch)
+        judged, mixed = tp.torch_trainers("cpu", params, sgd, x, y, p)
         rel = tp.relative_difference(judged.run_epoch(order, steps, batch), ours.astype(np.float64))
         verdict(rel.max() < 1e-3, f"torch backend in {p}: {steps} steps as numpy's", rel)
         if p == "bf16":
             mixed_losses = mixed.run_epoch(order, steps, batch)
             verdict(np.all(np.isfinite(mixed_losses)) and abs(mixed_losses[0] / ours[0] - 1) < 0.05,
                     "the autocast reference trains from the same weights", mixed_losses)
+
+
+RECIPES = {  # meta.json's recipe fields, as app/mnist writes them
+    "SGD, Nesterov, decoupled decay, warm-up and cosine, smoothing":
+        {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01, "schedule": "cosine",
+         "lr_warmup": 3, "lr_final": 0.1, "label_smoothing": 0.1},
+    "AdamW, decay, one-cycle": {"lr": 0.01, "momentum": 0.0, "optimizer": "adamw", "weight_decay": 0.05,
+                                "schedule": "linear", "lr_warmup": 2},
+    "SGD without momentum, step decay": {"lr": 0.1, "momentum": 0.0, "schedule": "step", "lr_gamma": 0.5,
+                                         "lr_step_epochs": 1},
+}
+
+
+def test_torch_recipes(torch):
+    """Each recipe in PyTorch's own optimizers, LambdaLR and label_smoothing (fp32, CPU) against the numpy
+    trainer, which follows kernels/optim.h: 12 steps over 3 epochs within 1e-5."""
+    rng = np.random.default_rng(7)
+    dims = (12, 7, 3)
+    params = [(rng.standard_normal((o, i), dtype=np.float32) / 2, rng.standard_normal(o, dtype=np.float32) / 10)
+              for i, o in zip(dims[:-1], dims[1:])]
+    x, y = rng.standard_normal((40, dims[0]), dtype=np.float32), rng.integers(0, dims[-1], 40)
+    steps, batch = 4, 10
+    for name, fields in RECIPES.items():
+        recipe = tp.Recipe(dict(fields, steps_per_epoch=steps, epochs=3))
+        ours, theirs = tp.NumpyTrainer(params, recipe, x, y, "fp32"), tp.torch_trainers("cpu", params, recipe, x, y,
+                                                                                         "fp32")[0]
+        orders = [rng.permutation(40) for _ in range(3)]
+        a = np.concatenate([ours.run_epoch(o, steps, batch) for o in orders])
+        b = np.concatenate([theirs.run_epoch(o, steps, batch) for o in orders])
+        rel = tp.relative_difference(b, a.astype(np.float64))
+        verdict(rel.max() < 1e-5, f"PyTorch's {name}: 12 steps as the numpy trainer's", rel)
+
+
+def test_schedule():
+    """Recipe.factor at chosen steps, from the formulas of nn/Kconfig's help."""
+    r = tp.Recipe({"lr": 1.0, "momentum": 0.0, "steps_per_epoch": 10, "epochs": 10, "schedule": "cosine",
+                   "lr_warmup": 10, "lr_final": 0.2})
+    want = {0: 0.1, 9: 1.0, 10: 1.0, 55: 0.6, 99: 0.2 + 0.8 * (1 + np.cos(np.pi * 89 / 90)) / 2}
+    got = {t: r.factor(t) for t in want}
+    verdict(all(abs(got[t] - want[t]) < 1e-12 for t in want), "warm-up and cosine factors at chosen steps", got)
+    r = tp.Recipe({"lr": 1.0, "momentum": 0.0, "steps_per_epoch": 10, "epochs": 6, "schedule": "step",
+                   "lr_gamma": 0.5, "lr_step_epochs": 2})
+    got = [r.factor(t) for t in (0, 19, 20, 39, 40, 59)]
+    verdict(got == [1, 1, 0.5, 0.5, 0.25, 0.25], "step decay halves every 2 epochs", got)
 
 
 def parity(*args):
@@ -242,6 +288,7 @@ def test_end_to_end(mnist, tmp):
 
 
 test_rounding()
+test_schedule()
 test_gemm()
 test_precision_choice()
 test_torch()

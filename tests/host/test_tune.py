@@ -129,7 +129,7 @@ def check_choice():
     calls, fused = tune.parse_bench_step(
         "| call | ms | share |\n|---|---|---|\n| gather_batch | 0.0030 | 1.0 % |\n"
         "| linear_forward 256x2048x784 [wgmma] | 0.0200 | 20.0 % |\n"
-        "| linear_backward_weight_sgd 2048x784x256 [mma.sync, twins] [split-K 2] | 0.0500 | 50.0 % |\n"
+        "| linear_backward_weight_update 2048x784x256 [mma.sync, twins] [split-K 2] | 0.0500 | 50.0 % |\n"
         "| sum | 0.0730 | |\n")
     times = tune.step_times(calls, fused)
     verdict(len(calls) == 3 and fused is None and times["FWD"] == 0.02 and times["WGRAD"] == 0.05 and

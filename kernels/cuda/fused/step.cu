@@ -8,8 +8,8 @@
  *   F0 .. F(L-1)  forward layer l (bias, ReLU); F0 also gathers the next step's batch into the other input
  *                 buffer; F(L-1) ends each row tile with softmax, cross-entropy and dlogits
  *   B(L-1)        dX of layer L-1; the last block adds the step's per-tile losses in order
- *   B(l), l > 0   dX of layer l, and the weight gradient + SGD of layer l + 1 (its dX has read it)
- *   B0            the weight gradients + SGD of layers 1 and 0
+ *   B(l), l > 0   dX of layer l, and the weight gradient + update of layer l + 1 (its dX has read it)
+ *   B0            the weight gradients + updates of layers 1 and 0
  *
  * Every buffer a phase reads is written by an earlier phase and rewritten by none of this one: the input
  * and its labels alternate by step parity, each layer's output gradient has its own buffer. Deterministic:
@@ -209,25 +209,26 @@ static __device__ __forceinline__ void fused_dgrad_item(unsigned char *smem, con
         smem, net, 0, net.grad[l], OUT, net.layer[l].w, IN, SNN_BATCH, IN, OUT, item, epi);
 }
 
-/* gW[OUT][IN] = dY^T . X -> SGD with momentum: A = dY, B = X, both MN-major (k = the batch). */
+/* gW[OUT][IN] = dY^T . X -> the update at *rate: A = dY, B = X, both MN-major (k = the batch). */
 template <int IN, int OUT>
 static __device__ __forceinline__ void fused_wgrad_item(unsigned char *smem, const snn_fused_net &net,
-                                                        int slot, int l, const float *x, int item)
+                                                        const snn_rate *rate, int slot, int l, const float *x,
+                                                        int item)
 {
     const snn_fused_layer &L = net.layer[l];
-    const GemmEpiSgd epi = {L.w, nullptr, L.vw, IN, net.lr, net.mu};
+    const GemmEpiUpdate epi = {L.w, nullptr, L.sw, IN, rate};
     fused_gemm_item<GEMM_MN_MAJOR, GEMM_MN_MAJOR, FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BM, OUT>,
                     FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BN, IN>>(smem, net, slot, net.grad[l], OUT, x, IN,
                                                                  OUT, IN, SNN_BATCH, item, epi);
 }
 
-/* Bias columns item * BIAS_COLS ..: gb = the sum over rows of dY, vb = mu vb + gb, b -= lr vb
+/* Bias columns item * BIAS_COLS ..: gb = the sum over rows of dY, then b's update at *rate
  * (gemm/bias.cuh, the layered path's bias kernel's order for these slices). */
 static __device__ __forceinline__ void fused_bias_item(const snn_fused_layer &L, const float *dy, int rows,
-                                                       int out, float lr, float mu, int item)
+                                                       int out, const snn_rate *rate, int item)
 {
-    gemm_bias_sgd_columns<BIAS_COLS, FUSED_BIAS_SLICES>(L.b, L.vb, dy, rows, out, lr, mu, item * BIAS_COLS,
-                                                  threadIdx.x % BIAS_COLS, threadIdx.x / BIAS_COLS);
+    gemm_bias_update_columns<BIAS_COLS, FUSED_BIAS_SLICES>(L.b, L.sb, dy, rows, out, rate, item * BIAS_COLS,
+                                                           threadIdx.x % BIAS_COLS, threadIdx.x / BIAS_COLS);
     __syncthreads(); /* its shared sums are the next item's */
 }
 
@@ -295,10 +296,10 @@ static __device__ __forceinline__ void fused_softmax_tile(const float *logits, c
                 const int c = lane + j * XENT_LANES;
                 if (c < SNN_CLASSES)
                     dlogits[(size_t)r * SNN_CLASSES + c] =
-                        (expf(v[j] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * scale;
+                        (expf(v[j] - zmax) / sum - snn_xent_target(c, label)) * scale;
             }
         if (lane == 0) {
-            s_loss[i] = (double)(logf(sum) - (z[label] - zmax));
+            s_loss[i] = (double)snn_xent_loss(logf(sum), zmax, z, label, dlogits != nullptr);
             s_correct[i] = arg == label;
         }
     }
@@ -401,29 +402,29 @@ static __device__ int fused_forward_phase(unsigned char *smem, const snn_fused_n
     return items;
 }
 
-/* The work items of layer l's weight gradient + SGD: its GEMM's items, then its bias columns; and item
+/* The work items of layer l's weight gradient + update: its GEMM's items, then its bias columns; and item
  * `item` of them, a split GEMM's slices in split slot `slot`. */
 static __device__ int fused_update_items(int l)
 {
     return fused_items(SNN_DIM(l + 1), SNN_DIM(l), SNN_BATCH) + fused_bias_items(SNN_DIM(l + 1));
 }
-static __device__ void fused_update_item(unsigned char *smem, const snn_fused_net &net, int slot, int l,
-                                         const float *x, int item)
+static __device__ void fused_update_item(unsigned char *smem, const snn_fused_net &net, const snn_rate *rate,
+                                         int slot, int l, const float *x, int item)
 {
     fused_with_shape(l, [&](auto in, auto out) {
         constexpr int IN = decltype(in)::value, OUT = decltype(out)::value;
         const int gemm = fused_items(OUT, IN, SNN_BATCH);
         if (item < gemm)
-            fused_wgrad_item<IN, OUT>(smem, net, slot, l, x, item);
+            fused_wgrad_item<IN, OUT>(smem, net, rate, slot, l, x, item);
         else
-            fused_bias_item(net.layer[l], net.grad[l], SNN_BATCH, OUT, net.lr, net.mu, item - gemm);
+            fused_bias_item(net.layer[l], net.grad[l], SNN_BATCH, OUT, rate, item - gemm);
     });
 }
 
 /* Backward phase B(l) of a step whose input is x0 (see the file's opening comment); split slots: 0 the
  * input gradient, 1 the upper layer's update, 2 layer 0's. */
-static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused_net &net, int l,
-                                            const float *x0)
+static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused_net &net,
+                                            const snn_rate *rate, int l, const float *x0)
 {
     const int dgrad = l > 0 ? fused_items(SNN_BATCH, SNN_DIM(l), SNN_DIM(l + 1)) : 0;
     const int upper = l + 1 < SNN_LAYERS ? fused_update_items(l + 1) : 0;
@@ -434,9 +435,9 @@ static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused
                 fused_dgrad_item<decltype(in)::value, decltype(out)::value>(smem, net, l, i);
             });
         else if (i < dgrad + upper)
-            fused_update_item(smem, net, 1, l + 1, net.act[l + 1], i - dgrad);
+            fused_update_item(smem, net, rate, 1, l + 1, net.act[l + 1], i - dgrad);
         else
-            fused_update_item(smem, net, 2, 0, x0, i - dgrad - upper);
+            fused_update_item(smem, net, rate, 2, 0, x0, i - dgrad - upper);
     }
 }
 
@@ -457,12 +458,15 @@ static __device__ __forceinline__ void fused_stamp(const snn_fused_net &net, int
 __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_net net, int first, int last)
 {
     extern __shared__ __align__(16) unsigned char fused_smem[];
+    __shared__ snn_rate rate; /* the step's, read by its updates after the forward phases' barriers */
     cg::grid_group grid = cg::this_grid();
     fused_gather(net.input[first % 2], net.labels[first % 2], net.train_images, net.train_labels, net.order,
                  first, SNN_BATCH, 0);
     grid.sync();
     for (int s = first; s < last; ++s) {
         fused_stamp(net, s, 2 * SNN_LAYERS, true);
+        if (threadIdx.x == 0)
+            rate = snn_rate_at(*net.epoch * net.epoch_steps + s, net.epoch_steps, net.total);
         const int p = s % 2;
         double *part_loss = net.part_loss + p * SNN_FUSED_ROW_TILES;
         int32_t *part_correct = net.part_correct + p * SNN_FUSED_ROW_TILES;
@@ -480,7 +484,7 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_ne
         for (int l = SNN_LAYERS - 1; l >= 0; --l) {
             if (l == SNN_LAYERS - 1 && blockIdx.x == gridDim.x - 1)
                 fused_step_figures(part_loss, part_correct, SNN_BATCH, net.train_loss, net.train_correct, s);
-            fused_backward_phase(fused_smem, net, l, net.input[p]);
+            fused_backward_phase(fused_smem, net, &rate, l, net.input[p]);
             fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, false);
             grid.sync();
             fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, true);
@@ -560,7 +564,8 @@ static void fused_launch(const void *kernel, void **args)
 /* The 4-float loads fused_vec allows assume 16-byte aligned tensors. */
 static void fused_check_alignment(const snn_fused_net *net)
 {
-    const void *p[] = {net->input[0], net->input[1], net->act[1], net->layer[0].w, net->layer[0].vw};
+    const void *p[] = {net->input[0], net->input[1], net->act[1], net->layer[0].w, net->layer[0].sw.m[0],
+                       net->layer[0].sw.m[1]};
     for (const void *q : p)
         if ((uintptr_t)q % 16)
             snn_die("fused step: a tensor at %p is not 16-byte aligned (internal error)", q);

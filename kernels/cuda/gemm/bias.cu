@@ -1,4 +1,4 @@
-/* The bias gradient fused with its SGD update (gemm/bias.h): a block per CONFIG_CUDA_BIAS_COLS columns, in
+/* The bias gradient fused with its update (gemm/bias.h): a block per CONFIG_CUDA_BIAS_COLS columns, in
  * CONFIG_CUDA_BIAS_SLICES row slices (gemm/bias.cuh). */
 #include <cuda_runtime.h>
 
@@ -18,19 +18,19 @@ static_assert(BIAS_COLS * BIAS_SLICES <= 1024,
  * ------------------------------------------------------------------------- */
 
 __global__ void __launch_bounds__(BIAS_COLS *BIAS_SLICES)
-    bias_sgd_kernel(float *b, float *vb, const float *__restrict__ dy, int M, int N, float lr, float mu)
+    bias_update_kernel(float *b, snn_state sb, const float *__restrict__ dy, int M, int N, const snn_rate *rate)
 {
-    gemm_bias_sgd_columns<BIAS_COLS, BIAS_SLICES>(b, vb, dy, M, N, lr, mu, blockIdx.x * BIAS_COLS, threadIdx.x,
-                                                  threadIdx.y);
+    gemm_bias_update_columns<BIAS_COLS, BIAS_SLICES>(b, sb, dy, M, N, rate, blockIdx.x * BIAS_COLS, threadIdx.x,
+                                                     threadIdx.y);
 }
 
 /* ---------------------------------------------------------------------------
  * launchers
  * ------------------------------------------------------------------------- */
 
-extern "C" void gemm_bias_sgd(float *b, float *vb, const float *dy, int M, int N, float lr, float mu)
+extern "C" void gemm_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate)
 {
-    bias_sgd_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(
-        b, vb, dy, M, N, lr, mu);
+    bias_update_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(
+        b, sb, dy, M, N, rate);
     CUDA_CHECK_LAUNCH();
 }

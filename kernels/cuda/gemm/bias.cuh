@@ -1,4 +1,4 @@
-/* The bias gradient fused with its SGD update, for COLS columns from n0 in one block: thread (tx, ty) sums
+/* The bias gradient fused with its update (kernels/optim.h), for COLS columns from n0 in one block: thread (tx, ty) sums
  * rows ty, ty + SLICES, ... of column n0 + tx, then one thread per column adds the SLICES sums in order: a
  * fixed order for a given M, deterministic without atomics. The bias kernel (gemm/bias.cu) runs it once per
  * block; the fused step (kernels/cuda/fused/) for each of its bias items. */
@@ -9,9 +9,12 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/optim.h"
+
 template <int COLS, int SLICES>
-static __device__ __forceinline__ void gemm_bias_sgd_columns(float *b, float *vb, const float *__restrict__ dy, int M,
-                                                             int N, float lr, float mu, int n0, int tx, int ty)
+static __device__ __forceinline__ void gemm_bias_update_columns(float *b, snn_state sb, const float *__restrict__ dy,
+                                                                int M, int N, const snn_rate *rate, int n0, int tx,
+                                                                int ty)
 {
     __shared__ float part[SLICES][COLS];
     const int n = n0 + tx;
@@ -26,9 +29,14 @@ static __device__ __forceinline__ void gemm_bias_sgd_columns(float *b, float *vb
 #pragma unroll
         for (int i = 1; i < SLICES; ++i)
             g += part[i][tx];
-        const float v = mu * vb[n] + g;
-        vb[n] = v;
-        b[n] -= lr * v;
+        float s[2];
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            s[k] = sb.m[k][n];
+        b[n] = snn_update(b[n], g, s, *rate);
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            sb.m[k][n] = s[k];
     }
 }
 

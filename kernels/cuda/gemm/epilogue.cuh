@@ -6,7 +6,7 @@
  * costs one memory round trip instead of one per element. The tensor-core kernels hand over runs of V
  * consecutive elements (fragment pairs, V = 2; the wgmma kernel's quads, V = 4) that the vector methods
  * (InV, loadv, applyv, vec_aligned) read and write with one 4V-byte access per array where the arrays allow:
- * a V-th of the memory instructions, which a weight gradient's SGD update (k = the batch) spends its time on. */
+ * a V-th of the memory instructions, which a weight gradient's update (k = the batch) spends its time on. */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/twin.cuh"
+#include "kernels/optim.h"
 
 /* What an epilogue that reads nothing per element loads. */
 struct GemmEpiNothing {
@@ -169,60 +170,82 @@ struct GemmEpiReluMask {
     }
 };
 
-/* Weight gradient v = gW[m][n] -> SGD with momentum: vw = mu*vw + g; w -= lr*vw. */
-struct GemmEpiSgd {
+/* Weight gradient g = gW[m][n] -> the optimizer's update of w[m][n] (kernels/optim.h), its state in
+ * state.m[0 .. SNN_OPTIM_MOMENTS - 1] at the same index, the step's factors at *rate. */
+struct GemmEpiUpdate {
     float *w;
     SnnTwin *twin; /* of w */
-    float *vw;
+    snn_state state;
     int ld;
-    float lr, mu;
+    const snn_rate *rate;
+    static constexpr int S = SNN_OPTIM_MOMENTS > 0 ? SNN_OPTIM_MOMENTS : 1;
     struct In {
-        float vw, w;
+        float w, s[S];
     };
     __device__ __forceinline__ In load(int m, int n) const
     {
         const size_t i = (size_t)m * ld + n;
-        return {vw[i], w[i]};
-    }
-    /* the update of one weight: its new momentum to v, its new value returned */
-    __device__ __forceinline__ float step(float g, In in, float &v) const
-    {
-        v = mu * in.vw + g;
-        return in.w - lr * v;
+        In in;
+        in.w = w[i];
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            in.s[k] = state.m[k][i];
+        return in;
     }
     __device__ __forceinline__ float apply(int m, int n, float g, In in) const
     {
         const size_t i = (size_t)m * ld + n;
-        float v;
-        const float wn = step(g, in, v);
-        vw[i] = v;
+        const float wn = snn_update(in.w, g, in.s, *rate);
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            state.m[k][i] = in.s[k];
         w[i] = wn;
         return wn;
     }
     template <int V>
     struct InV {
-        GemmFloats<V> vw, w;
+        GemmFloats<V> w, s[S];
     };
     template <int V>
     __device__ __forceinline__ bool vec_aligned() const
     {
-        return ld % V == 0 && (uintptr_t)w % (4 * V) == 0 && (uintptr_t)vw % (4 * V) == 0;
+        bool ok = ld % V == 0 && (uintptr_t)w % (4 * V) == 0;
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            ok &= (uintptr_t)state.m[k] % (4 * V) == 0;
+        return ok;
     }
     template <int V>
     __device__ __forceinline__ InV<V> loadv(int m, int n) const
     {
         const size_t i = (size_t)m * ld + n;
-        return {gemm_ldv<V>(vw + i), gemm_ldv<V>(w + i)};
+        InV<V> in;
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            in.s[k] = gemm_ldv<V>(state.m[k] + i);
+        in.w = gemm_ldv<V>(w + i);
+        return in;
     }
     template <int V>
     __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> g, InV<V> in) const
     {
         const size_t i = (size_t)m * ld + n;
-        GemmFloats<V> v, wn;
+        const snn_rate r = *rate;
+        GemmFloats<V> wn;
 #pragma unroll
-        for (int e = 0; e < V; e++)
-            wn.f[e] = step(g.f[e], {in.vw.f[e], in.w.f[e]}, v.f[e]);
-        gemm_stv(vw + i, v);
+        for (int e = 0; e < V; e++) {
+            float s[S];
+#pragma unroll
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                s[k] = in.s[k].f[e];
+            wn.f[e] = snn_update(in.w.f[e], g.f[e], s, r);
+#pragma unroll
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                in.s[k].f[e] = s[k];
+        }
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            gemm_stv(state.m[k] + i, in.s[k]);
         gemm_stv(w + i, wn);
         return wn;
     }

@@ -1,6 +1,6 @@
 /* The tensor-core GEMM on mma.sync, in the configured precision (CONFIG_PRECISION_TF32, _FP16,
  * _FP16_ACC16, _BF16): C[m][n] = sum_k A(m,k) B(n,k), each element through the role's epilogue. Operands
- * stay FP32 in memory (the masters; the SGD update in the epilogue is FP32) and are rounded to nearest even
+ * stay FP32 in memory (the masters; the update in the epilogue is FP32) and are rounded to nearest even
  * either here, as they are staged, or by the kernels that write them, into 16-bit twins (CONFIG_GEMM_TWINS,
  * kernels/cuda/twin.h) read at half the bytes: the same products either way. Each shared tile keeps its
  * operand's layout, so global loads are wide and coalesced; the fragment loads read both layouts (shape:

@@ -7,7 +7,7 @@
  * takes the registers (setmaxnreg.inc) and BM / CONSUMERS rows: per stage it waits on `full`, issues the
  * stage's wgmmas, and once the previous stage's have finished (wait_group 1) hands that one back. With
  * Tile::PINGPONG the two consumers take alternate tiles whole instead, and take turns at the k loop (the
- * `turn` barriers): one's epilogue (the SGD update's memory traffic, in the weight gradient) runs while the
+ * `turn` barriers): one's epilogue (the update's memory traffic, in the weight gradient) runs while the
  * other's wgmmas do. An MN-major
  * operand is transposed by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores are
  * predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order. */
@@ -158,7 +158,7 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
                         make_float2(acc[i][4 * (q0 + q) + 2 * h], acc[i][4 * (q0 + q) + 2 * h + 1]);
             __syncwarp();
 #pragma unroll
-            for (int j0 = 0; j0 < 4; j0 += 2) { /* two rows' quads per batch: the SGD update's inputs must fit */
+            for (int j0 = 0; j0 < 4; j0 += 2) { /* two rows' quads per batch: the update's inputs must fit */
                 int m[2], n[2];
                 GemmFloats<4> v[2];
 #pragma unroll

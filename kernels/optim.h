@@ -1,0 +1,150 @@
+/* The training recipe's arithmetic (nn/Kconfig): the learning-rate schedule, the optimizer's update of one
+ * parameter, and label smoothing's targets and loss. One expression each, compiled for the host kernels and
+ * for every GPU kernel that updates (the layered epilogues, the bias kernel, the fused step), so the
+ * engines differ by rounding only. The recipe is fixed at compile time: what it does not use is compiled
+ * out, a momentum of 0 keeps no momentum buffer and moves none. */
+#ifndef SNN_OPTIM_H
+#define SNN_OPTIM_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "snn_config.h"
+
+#ifdef __CUDACC__
+#define SNN_HD static __host__ __device__ __forceinline__
+#else
+#define SNN_HD static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Arrays of state per parameter: AdamW's two moments, SGD's momentum, or none. */
+#if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
+#define SNN_OPTIM_MOMENTS 2
+#elif CONFIG_TRAIN_MOMENTUM_NONZERO
+#define SNN_OPTIM_MOMENTS 1
+#else
+#define SNN_OPTIM_MOMENTS 0
+#endif
+
+/* A tensor's optimizer state: SNN_OPTIM_MOMENTS arrays shaped like it, NULL beyond. */
+typedef struct {
+    float *m[2];
+} snn_state;
+
+/* One training step's factors, written by the schedule before the step's updates read them. */
+typedef struct {
+    float lr;   /* the learning rate */
+    float keep; /* 1 - lr * weight decay: what decoupled weight decay leaves of a weight */
+    float step; /* AdamW: lr / (1 - beta1^t), the bias-corrected step */
+    float rsq;  /* AdamW: 1 / sqrt(1 - beta2^t) */
+} snn_rate;
+
+/* Where the schedule reads the time: step *step of epoch *epoch (0-based), of epoch_steps each, in a run
+ * of total steps; rate is where it writes the step's factors. In the backend's memory. */
+typedef struct {
+    int32_t *epoch, *step;
+    snn_rate *rate;
+    int32_t epoch_steps, total;
+} snn_clock;
+
+/* The schedule's factor on the learning rate at update t (0-based) of total, epochs of epoch_steps; in
+ * double, once per step, as PyTorch's schedulers compute it. */
+SNN_HD double snn_schedule_factor(int32_t t, int32_t epoch_steps, int32_t total)
+{
+#if defined(CONFIG_TRAIN_LR_STEP)
+    (void)total;
+    return pow(CONFIG_TRAIN_LR_GAMMA_VALUE, (double)(t / epoch_steps / CONFIG_TRAIN_LR_STEP_EPOCHS));
+#elif defined(CONFIG_TRAIN_LR_COSINE) || defined(CONFIG_TRAIN_LR_WARMUP_COSINE) || \
+    defined(CONFIG_TRAIN_LR_WARMUP_LINEAR)
+    (void)epoch_steps;
+    const int32_t warm = SNN_LR_WARMUP;
+    if (t < warm)
+        return (t + 1.0) / warm;
+    const int32_t span = total - warm > 1 ? total - warm : 1;
+    const double p = (double)(t - warm) / span, end = CONFIG_TRAIN_LR_FINAL_VALUE; /* p: 0 .. 1 over the decay */
+#if defined(CONFIG_TRAIN_LR_WARMUP_LINEAR)
+    const double fall = 1.0 - p;
+#else
+    const double fall = 0.5 * (1.0 + cos(3.14159265358979323846 * p));
+#endif
+    return end + (1.0 - end) * fall;
+#else
+    (void)t, (void)epoch_steps, (void)total;
+    return 1.0;
+#endif
+}
+
+/* The factors of update t (0-based) of total, epochs of epoch_steps: computed in double, rounded once. */
+SNN_HD snn_rate snn_rate_at(int32_t t, int32_t epoch_steps, int32_t total)
+{
+    const double lr = CONFIG_TRAIN_LR_VALUE * snn_schedule_factor(t, epoch_steps, total);
+    snn_rate r;
+    r.lr = (float)lr;
+    r.keep = (float)(1.0 - lr * CONFIG_TRAIN_WEIGHT_DECAY_VALUE);
+#if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
+    r.step = (float)(lr / (1.0 - pow(CONFIG_TRAIN_ADAM_BETA1_VALUE, t + 1.0)));
+    r.rsq = (float)(1.0 / sqrt(1.0 - pow(CONFIG_TRAIN_ADAM_BETA2_VALUE, t + 1.0)));
+#else
+    r.step = r.rsq = 0.0f;
+#endif
+    return r;
+}
+
+/* The factors of the step the clock is at. */
+SNN_HD snn_rate snn_clock_rate(snn_clock c)
+{
+    return snn_rate_at(*c.epoch * c.epoch_steps + *c.step, c.epoch_steps, c.total);
+}
+
+/* One parameter w with gradient g and its state s[SNN_OPTIM_MOMENTS] (read and rewritten): its new value.
+ *   SGD:   v = mu v + g; d = g + mu v (Nesterov) or v; without momentum d = g;  w = keep w - lr d
+ *   AdamW: m = b1 m + (1 - b1) g; q = b2 q + (1 - b2) g^2;  w = keep w - step m / (sqrt(q) rsq + eps)
+ * as PyTorch's SGD (dampening 0) and AdamW compute them, weight decay decoupled in both. */
+SNN_HD float snn_update(float w, float g, float *s, snn_rate r)
+{
+    if (SNN_WEIGHT_DECAY > 0.0f)
+        w *= r.keep;
+#if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
+    s[0] = SNN_ADAM_BETA1 * s[0] + SNN_ADAM_BETA1C * g;
+    s[1] = SNN_ADAM_BETA2 * s[1] + SNN_ADAM_BETA2C * g * g;
+    return w - r.step * (s[0] / (sqrtf(s[1]) * r.rsq + SNN_ADAM_EPS));
+#elif SNN_OPTIM_MOMENTS
+    const float v = SNN_MOMENTUM * s[0] + g;
+    s[0] = v;
+    return w - r.lr * (SNN_NESTEROV ? g + SNN_MOMENTUM * v : v);
+#else
+    (void)s;
+    return w - r.lr * g;
+#endif
+}
+
+/* Label smoothing (PyTorch's label_smoothing = a): class c's target for label y, (1 - a)[c = y] + a/C. */
+SNN_HD float snn_xent_target(int c, int y)
+{
+    const float hit = c == y ? 1.0f : 0.0f;
+    return SNN_LABEL_SMOOTHING > 0.0f ? (1.0f - SNN_LABEL_SMOOTHING) * hit + SNN_LABEL_SMOOTHING / SNN_CLASSES
+                                      : hit;
+}
+
+/* A row's loss, -sum_c target_c log softmax(z)_c, from lse = log sum exp(z - zmax) and the logits z:
+ * lse - (z[y] - zmax) unsmoothed; smoothed, lse + zmax - (1 - a) z[y] - a mean(z). With smooth false (the
+ * evaluation), the plain cross-entropy. */
+SNN_HD float snn_xent_loss(float lse, float zmax, const float *z, int y, int smooth)
+{
+    if (!(smooth && SNN_LABEL_SMOOTHING > 0.0f))
+        return lse - (z[y] - zmax);
+    float mean = 0.0f;
+    for (int c = 0; c < SNN_CLASSES; c++)
+        mean += z[c] - zmax;
+    mean /= SNN_CLASSES;
+    return lse - (1.0f - SNN_LABEL_SMOOTHING) * (z[y] - zmax) - SNN_LABEL_SMOOTHING * mean;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
