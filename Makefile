@@ -128,7 +128,7 @@ help:
 	@echo '  data              fetch the dataset (DATASET=mnist|fashion-mnist)'
 	@echo '  run               pick a defconfig for this machine if there is no .config,'
 	@echo '                    fetch the data, build and train'
-	@echo '  test              build the host configuration and run every test (about 13 min on 2 cores)'
+	@echo '  test              build the host configuration and run every test (about 14 min on 2 cores)'
 	@echo '  check             the quick tests only (under 2 min), for the edit-build-test loop'
 	@echo '  tune              BOARD=NAME [TUNE_BUDGET=300]: time GEMM tiles and paths for the board on this'
 	@echo '                    GPU; writes configs/NAME_tuned_defconfig and docs/tune/NAME.md'

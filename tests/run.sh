@@ -214,7 +214,7 @@ SUITES="
 data          2 y
 builds       13 y
 host_kernels  1 y
-recipe       60 n
+recipe       20 n
 gradcheck     1 y
 pool          1 y
 strategies    2 y

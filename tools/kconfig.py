@@ -146,6 +146,15 @@ def check_values(kconf, path):
     return values
 
 
+def config_header(kconf, path):
+    """generated/config.h's text: kconfiglib's, and each decimal in use as a C constant (_VALUE) with a
+    flag the preprocessor can test (_NONZERO)."""
+    decimals = check_values(kconf, path)
+    header = kconf._autoconf_contents("/* generated from " + path + " by tools/kconfig.py; do not edit */\n")
+    return header + "".join(f"#define CONFIG_{n}_VALUE {v!r}\n#define CONFIG_{n}_NONZERO {int(v != 0)}\n"
+                            for n, v in decimals.items())
+
+
 def write_if_changed(path, text):
     try:
         with open(path) as f:
@@ -170,10 +179,7 @@ def genconfig(out_dir):
     if missing:
         die(f"{path} is stale: it does not set {', '.join('CONFIG_' + m for m in missing)}; "
             "run 'make olddefconfig' (take the defaults) or 'make menuconfig'")
-    decimals = check_values(kconf, path)
-    header = kconf._autoconf_contents("/* generated from " + path + " by tools/kconfig.py; do not edit */\n")
-    header += "".join(f"#define CONFIG_{n}_VALUE {v!r}\n#define CONFIG_{n}_NONZERO {int(v != 0)}\n"
-                      for n, v in decimals.items())
+    header = config_header(kconf, path)
     auto = os.path.join(out_dir, "include/config/auto.conf")
     hdr = os.path.join(out_dir, "include/generated/config.h")
     tmp = f"{auto}.tmp{os.getpid()}"

@@ -171,7 +171,8 @@ class Board:
         """include_dir/generated/config.h of the board with values set (for tools/tune_check.cu)."""
         self.load(values)
         os.makedirs(os.path.join(include_dir, "generated"), exist_ok=True)
-        self.kconf.write_autoconf(os.path.join(include_dir, "generated", "config.h"))
+        with open(os.path.join(include_dir, "generated", "config.h"), "w") as f:
+            f.write(kconfig.config_header(self.kconf, self.path))
 
 
 class Candidate:
