@@ -57,9 +57,7 @@ typedef struct {
     int32_t *train_step; /* set to the launch's last step + 1 */
     long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bench_step) */
     int clock_step;
-    const int32_t *epoch; /* the schedule's time (kernels/optim.h): step s of the launch is update
-                           * *epoch * epoch_steps + s of total */
-    int32_t epoch_steps, total;
+    snn_clock clock; /* the model's: the schedule's epoch and run length (kernels/optim.h) */
 } snn_fused_net;
 
 /* Training steps first .. last - 1 of the epoch, one launch, asynchronous. */

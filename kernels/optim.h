@@ -7,6 +7,7 @@
 #define SNN_OPTIM_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "snn_config.h"
@@ -94,11 +95,12 @@ SNN_HD snn_rate snn_rate_at(int32_t t, int32_t epoch_steps, int32_t total)
     return r;
 }
 
-/* The factors of the step the clock is at. */
-SNN_HD snn_rate snn_clock_rate(snn_clock c)
+/* The factors of step `step` of the clock's epoch, and of the step the clock is at. */
+SNN_HD snn_rate snn_clock_rate_at(snn_clock c, int32_t step)
 {
-    return snn_rate_at(*c.epoch * c.epoch_steps + *c.step, c.epoch_steps, c.total);
+    return snn_rate_at(*c.epoch * c.epoch_steps + step, c.epoch_steps, c.total);
 }
+SNN_HD snn_rate snn_clock_rate(snn_clock c) { return snn_clock_rate_at(c, *c.step); }
 
 /* One parameter w with gradient g and its state s[SNN_OPTIM_MOMENTS] (read and rewritten): its new value.
  *   SGD:   v = mu v + g; d = g + mu v (Nesterov) or v; without momentum d = g;  w = keep w - lr d
@@ -120,6 +122,18 @@ SNN_HD float snn_update(float w, float g, float *s, snn_rate r)
     (void)s;
     return w - r.lr * g;
 #endif
+}
+
+/* p[i] = snn_update(p[i], g, its state at i), the state read from st and written back: the update of
+ * arrays indexed one element at a time (the host GEMM's epilogue, the bias kernels). */
+SNN_HD void snn_update_at(float *p, snn_state st, size_t i, float g, snn_rate r)
+{
+    float s[2] = {0.0f, 0.0f};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        s[k] = st.m[k][i];
+    p[i] = snn_update(p[i], g, s, r);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        st.m[k][i] = s[k];
 }
 
 /* Label smoothing (PyTorch's label_smoothing = a): class c's target for label y, (1 - a)[c = y] + a/C. */

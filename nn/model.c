@@ -190,10 +190,7 @@ static void bind_fused(snn_model *m)
     n->eval_loss = m->eval_loss;
     n->train_correct = m->train_correct;
     n->eval_correct = m->eval_correct;
-    n->train_step = m->train_step;
-    n->epoch = m->clock.epoch;
-    n->epoch_steps = m->clock.epoch_steps;
-    n->total = m->clock.total;
+    n->train_step = m->train_step; /* n->clock: snn_model_set_run, here and when the run's length is given */
 }
 #endif
 
@@ -219,8 +216,7 @@ void snn_model_set_run(snn_model *m, int epochs, int epoch_steps)
     m->clock.epoch_steps = epoch_steps;
     m->clock.total = epochs * epoch_steps;
 #ifdef CONFIG_STEP_FUSED
-    m->fused.epoch_steps = m->clock.epoch_steps;
-    m->fused.total = m->clock.total;
+    m->fused.clock = m->clock;
 #endif
 }
 

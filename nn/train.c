@@ -173,7 +173,7 @@ void snn_train_describe(char *buf, int len)
 static void set_clock(snn_model *m, int epoch, int step)
 {
     snn_rt_upload(m->clock.epoch, &epoch, sizeof(epoch));
-    snn_rt_upload(m->train_step, &step, sizeof(step));
+    snn_rt_upload(m->clock.step, &step, sizeof(step));
     m->kernels->schedule(m->clock);
 }
 

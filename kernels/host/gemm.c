@@ -168,18 +168,6 @@ static void micro_kernel(int kc, const float *restrict a, const float *restrict 
 }
 
 /* Row m of the output, columns n0 .. n0+nc-1, from tile row `t`. */
-/* Parameter p[i] with gradient g through the optimizer, its state at index i: p[i]'s new value. */
-static float update_at(const float *p, snn_state st, long i, float g, snn_rate rate)
-{
-    float s[2] = {0};
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        s[k] = st.m[k][i];
-    const float v = snn_update(p[i], g, s, rate);
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        st.m[k][i] = s[k];
-    return v;
-}
-
 static void epilogue_row(const struct gemm *g, int m, int n0, int nc, const float *t)
 {
     const struct epilogue *e = &g->epi;
@@ -197,7 +185,7 @@ static void epilogue_row(const struct gemm *g, int m, int n0, int nc, const floa
         break;
     case EPI_UPDATE:
         for (int j = 0; j < nc; j++)
-            e->w[row + j] = update_at(e->w, e->state, row + j, t[j], e->rate);
+            snn_update_at(e->w, e->state, (size_t)(row + j), t[j], e->rate);
         break;
     }
 }
@@ -289,7 +277,7 @@ void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, con
             for (int j = 0; j < nr; j++)
                 gb[j] += dy[(long)m * N + n0 + j];
         for (int j = 0; j < nr; j++)
-            b[n0 + j] = update_at(b, sb, n0 + j, gb[j], *rate);
+            snn_update_at(b, sb, (size_t)(n0 + j), gb[j], *rate);
     }
 }
 

@@ -466,7 +466,7 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_ne
     for (int s = first; s < last; ++s) {
         fused_stamp(net, s, 2 * SNN_LAYERS, true);
         if (threadIdx.x == 0)
-            rate = snn_rate_at(*net.epoch * net.epoch_steps + s, net.epoch_steps, net.total);
+            rate = snn_clock_rate_at(net.clock, s);
         const int p = s % 2;
         double *part_loss = net.part_loss + p * SNN_FUSED_ROW_TILES;
         int32_t *part_correct = net.part_correct + p * SNN_FUSED_ROW_TILES;

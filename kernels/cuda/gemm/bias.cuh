@@ -29,14 +29,7 @@ static __device__ __forceinline__ void gemm_bias_update_columns(float *b, snn_st
 #pragma unroll
         for (int i = 1; i < SLICES; ++i)
             g += part[i][tx];
-        float s[2];
-#pragma unroll
-        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-            s[k] = sb.m[k][n];
-        b[n] = snn_update(b[n], g, s, *rate);
-#pragma unroll
-        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-            sb.m[k][n] = s[k];
+        snn_update_at(b, sb, n, g, *rate);
     }
 }
 
