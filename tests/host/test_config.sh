@@ -26,50 +26,40 @@ with() {
     echo "$d"
 }
 
-d=$(with lr 'CONFIG_TRAIN_LR="abc"')
-expect_refusal "learning rate abc refused" 'CONFIG_TRAIN_LR="abc" is not a decimal number' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with width 'CONFIG_NN_HIDDEN_WIDTH=0')
-expect_refusal "hidden width 0 refused" 'CONFIG_NN_HIDDEN_WIDTH=0 is outside its range 1..16384' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with mom 'CONFIG_TRAIN_MOMENTUM="1.5"')
-expect_refusal "momentum 1.5 refused" 'CONFIG_TRAIN_MOMENTUM=1.5 is outside [0, 1)' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-# the training recipe's symbols (nn/Kconfig): ranges, the decimals' intervals, dependencies
-d=$(with nesterov0 'CONFIG_TRAIN_MOMENTUM="0"' 'CONFIG_TRAIN_NESTEROV=y')
-expect_refusal "Nesterov without momentum refused" 'CONFIG_TRAIN_NESTEROV needs CONFIG_TRAIN_MOMENTUM above 0' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with smooth1 'CONFIG_TRAIN_LABEL_SMOOTHING="1"')
-expect_refusal "label smoothing 1 refused" 'CONFIG_TRAIN_LABEL_SMOOTHING=1 is outside [0, 1)' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with wd 'CONFIG_TRAIN_WEIGHT_DECAY="-1e-4"')
-expect_refusal "negative weight decay refused" 'CONFIG_TRAIN_WEIGHT_DECAY=-1e-4 is outside [0, inf)' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with gamma 'CONFIG_TRAIN_LR_STEP=y' 'CONFIG_TRAIN_LR_GAMMA="0"')
-expect_refusal "step decay gamma 0 refused" 'CONFIG_TRAIN_LR_GAMMA=0 is outside (0, 1]' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with final 'CONFIG_TRAIN_LR_COSINE=y' 'CONFIG_TRAIN_LR_FINAL="1.5"')
-expect_refusal "final learning rate 1.5 refused" 'CONFIG_TRAIN_LR_FINAL=1.5 is outside [0, 1]' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with beta 'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_BETA2="1"')
-expect_refusal "AdamW beta2 1 refused" 'CONFIG_TRAIN_ADAM_BETA2=1 is outside [0, 1)' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with eps 'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_EPS="0"')
-expect_refusal "AdamW epsilon 0 refused" 'CONFIG_TRAIN_ADAM_EPS=0 is outside (0, inf)' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with warm 'CONFIG_TRAIN_LR_WARMUP_COSINE=y' 'CONFIG_TRAIN_LR_WARMUP_STEPS=0')
-expect_refusal "zero warm-up steps refused" 'CONFIG_TRAIN_LR_WARMUP_STEPS=0 is outside its range 1..10000000' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with undep_beta 'CONFIG_TRAIN_ADAM_BETA1="0.8"')
-expect_refusal "AdamW's beta1 with SGD chosen refused" \
-    'CONFIG_TRAIN_ADAM_BETA1=0.8 cannot be set (it depends on TRAIN_OPTIMIZER_ADAMW' $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with unknown 'CONFIG_NO_SUCH_THING=y')
-expect_refusal "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this Kconfig' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
+# refused NAME FRAGMENT LINE...: make defconfig of host_defconfig with LINEs set fails, printing FRAGMENT
+refusals=0
+refused() {
+    local name=$1 want=$2 d; shift 2
+    refusals=$((refusals + 1))
+    d=$(with "refused-$refusals" "$@")
+    expect_refusal "$name" "$want" $M O="$d" defconfig DEFCONFIG="$d/def"
+}
 
-d=$(with undep 'CONFIG_MM_CUDA_ASYNC=y')
-expect_refusal "a value whose dependency is unmet refused" \
-    'CONFIG_MM_CUDA_ASYNC=y cannot be set (it depends on TARGET_CUDA' $M O="$d" defconfig DEFCONFIG="$d/def"
+refused "learning rate abc refused" 'CONFIG_TRAIN_LR="abc" is not a decimal number' 'CONFIG_TRAIN_LR="abc"'
+refused "hidden width 0 refused" 'CONFIG_NN_HIDDEN_WIDTH=0 is outside its range 1..16384' 'CONFIG_NN_HIDDEN_WIDTH=0'
+refused "momentum 1.5 refused" 'CONFIG_TRAIN_MOMENTUM=1.5 is outside [0, 1)' 'CONFIG_TRAIN_MOMENTUM="1.5"'
+# the training recipe's symbols (nn/Kconfig): ranges, the decimals' intervals, dependencies
+refused "Nesterov without momentum refused" 'CONFIG_TRAIN_NESTEROV needs CONFIG_TRAIN_MOMENTUM above 0' \
+    'CONFIG_TRAIN_MOMENTUM="0"' 'CONFIG_TRAIN_NESTEROV=y'
+refused "label smoothing 1 refused" 'CONFIG_TRAIN_LABEL_SMOOTHING=1 is outside [0, 1)' \
+    'CONFIG_TRAIN_LABEL_SMOOTHING="1"'
+refused "negative weight decay refused" 'CONFIG_TRAIN_WEIGHT_DECAY=-1e-4 is outside [0, inf)' \
+    'CONFIG_TRAIN_WEIGHT_DECAY="-1e-4"'
+refused "step decay gamma 0 refused" 'CONFIG_TRAIN_LR_GAMMA=0 is outside (0, 1]' \
+    'CONFIG_TRAIN_LR_STEP=y' 'CONFIG_TRAIN_LR_GAMMA="0"'
+refused "final learning rate 1.5 refused" 'CONFIG_TRAIN_LR_FINAL=1.5 is outside [0, 1]' \
+    'CONFIG_TRAIN_LR_COSINE=y' 'CONFIG_TRAIN_LR_FINAL="1.5"'
+refused "AdamW beta2 1 refused" 'CONFIG_TRAIN_ADAM_BETA2=1 is outside [0, 1)' \
+    'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_BETA2="1"'
+refused "AdamW epsilon 0 refused" 'CONFIG_TRAIN_ADAM_EPS=0 is outside (0, inf)' \
+    'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_EPS="0"'
+refused "zero warm-up steps refused" 'CONFIG_TRAIN_LR_WARMUP_STEPS=0 is outside its range 1..10000000' \
+    'CONFIG_TRAIN_LR_WARMUP_COSINE=y' 'CONFIG_TRAIN_LR_WARMUP_STEPS=0'
+refused "AdamW's beta1 with SGD chosen refused" \
+    'CONFIG_TRAIN_ADAM_BETA1=0.8 cannot be set (it depends on TRAIN_OPTIMIZER_ADAMW' 'CONFIG_TRAIN_ADAM_BETA1="0.8"'
+refused "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this Kconfig' 'CONFIG_NO_SUCH_THING=y'
+refused "a value whose dependency is unmet refused" \
+    'CONFIG_MM_CUDA_ASYNC=y cannot be set (it depends on TARGET_CUDA' 'CONFIG_MM_CUDA_ASYNC=y'
 
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     d=$(with override 'CONFIG_TARGET_SM80=y' 'CONFIG_CUDA_ARCH_OVERRIDE=75')
@@ -130,18 +120,13 @@ for c in "forced-fused CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_WIDTH=4096 FUSED" \
         echo "ok - $2 with $3: the ${4,,} step"
     else echo "not ok - $2 with $3: step '$(step_of "$d")', want $4"; fi
 done
-d=$(with fused-pool 'CONFIG_TARGET_SM90=y' 'CONFIG_MM_POOL=y' 'CONFIG_STEP_FUSED=y')
-expect_refusal "the fused step without the static arena refused" \
-    'CONFIG_STEP_FUSED=y cannot be set (it depends on' $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with fused-blocks 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_BLOCKS=300')
-expect_refusal "fused step blocks above 264 refused" 'CONFIG_STEP_FUSED_BLOCKS=300 is outside its range 0..264' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with fused-slices 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_SLICE_KTILES=0')
-expect_refusal "fused step slices of 0 k tiles refused" 'CONFIG_STEP_FUSED_SLICE_KTILES=0 is outside its range 1..1024' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
-d=$(with fused-host 'CONFIG_STEP_FUSED=y')
-expect_refusal "the fused step on the host target refused" \
-    'CONFIG_STEP_FUSED=y cannot be set' $M O="$d" defconfig DEFCONFIG="$d/def"
+refused "the fused step without the static arena refused" 'CONFIG_STEP_FUSED=y cannot be set (it depends on' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_MM_POOL=y' 'CONFIG_STEP_FUSED=y'
+refused "fused step blocks above 264 refused" 'CONFIG_STEP_FUSED_BLOCKS=300 is outside its range 0..264' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_BLOCKS=300'
+refused "fused step slices of 0 k tiles refused" 'CONFIG_STEP_FUSED_SLICE_KTILES=0 is outside its range 1..1024' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_SLICE_KTILES=0'
+refused "the fused step on the host target refused" 'CONFIG_STEP_FUSED=y cannot be set' 'CONFIG_STEP_FUSED=y'
 
 # A check only the compiler can make, named by symbol.
 d=$(with eval 'CONFIG_EVAL_BATCH_SIZE=300')
@@ -150,9 +135,8 @@ expect_refusal "eval batch not dividing 10000 refused at compile time" \
     'CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images' $M O="$d" "$d/build/nn/model.o"
 
 # A precision the target has no instruction for; a warp tile the instruction does not divide.
-d=$(with bf16 'CONFIG_TARGET_SM75=y' 'CONFIG_PRECISION_BF16=y')
-expect_refusal "BF16 on Turing refused" 'CONFIG_PRECISION_BF16=y cannot be set (it depends on' \
-    $M O="$d" defconfig DEFCONFIG="$d/def"
+refused "BF16 on Turing refused" 'CONFIG_PRECISION_BF16=y cannot be set (it depends on' \
+    'CONFIG_TARGET_SM75=y' 'CONFIG_PRECISION_BF16=y'
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     d=$(with warpk 'CONFIG_TARGET_SM80=y' 'CONFIG_PRECISION_FP16=y' 'CONFIG_GEMM_DGRAD_WARP_K=8' 'CONFIG_GEMM_DGRAD_BLOCK_K=16')
     $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
