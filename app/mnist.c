@@ -15,6 +15,7 @@
 #include "app/outfile.h"
 #include "app/predict.h"
 #include "app/signals.h"
+#include "app/target.h"
 #include "arch/runtime.h"
 #include "data/dataset.h"
 #include "mm/mm.h"
@@ -85,6 +86,8 @@ static void dump_start(snn_out_dir *dump, const snn_model *m, const float *param
     snn_json_number(j, "batch", SNN_BATCH);
     snn_json_number(j, "epochs", o->epochs);
     snn_json_number(j, "steps_per_epoch", o->max_steps);
+    snn_json_number(j, "validation_size", SNN_VALID_COUNT);
+    snn_json_number(j, "seed", o->seed);
     add_recipe(j);
     snn_json_float(j, "pixel_mean", SNN_PIXEL_MEAN);
     snn_json_float(j, "pixel_std", SNN_PIXEL_STD);
@@ -108,7 +111,7 @@ static void print_summary(const snn_device_info *dev, const options *o)
         printf(", evaluation batch %d\n", SNN_EVAL_BATCH);
     else
         printf(", batch %d, %d epochs\n  %s, init %s, seed %d\n", SNN_BATCH, o->epochs, recipe, snn_init_name(),
-               CONFIG_TRAIN_SEED);
+               o->seed);
     if (dev->cc)
         printf("  target %s on %s (compute capability %d.%d, %d SMs, %.1f GiB free)\n", SNN_TARGET_NAME,
                dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
@@ -116,8 +119,12 @@ static void print_summary(const snn_device_info *dev, const options *o)
         printf("  target %s on %s (%d threads)\n", SNN_TARGET_NAME, dev->name, dev->units);
     if (infer)
         return;
-    printf("  data %s: %d train, %d test; %d steps per epoch", o->data_dir, SNN_TRAIN_COUNT,
-           SNN_TEST_COUNT, o->max_steps);
+    if (SNN_VALID_COUNT)
+        printf("  data %s: %d train (the last %d held out for validation), %d test; %d steps per epoch",
+               o->data_dir, SNN_FIT_COUNT, SNN_VALID_COUNT, SNN_TEST_COUNT, o->max_steps);
+    else
+        printf("  data %s: %d train, %d test; %d steps per epoch", o->data_dir, SNN_TRAIN_COUNT, SNN_TEST_COUNT,
+               o->max_steps);
     if (o->max_steps < SNN_STEPS_PER_EPOCH)
         printf(" (limited by --max-steps)\n");
     else if (SNN_DROPPED_PER_EPOCH)
@@ -176,6 +183,9 @@ static outputs open_outputs(const options *o)
     return out;
 }
 
+/* The set --target-acc watches: the validation set where the build holds one out. */
+static snn_set target_set(void) { return SNN_VALID_COUNT ? SNN_SET_VALID : SNN_SET_TEST; }
+
 static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, const options *o,
                        size_t arena_bytes, const snn_progress *resumed)
 {
@@ -187,8 +197,15 @@ static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, 
     snn_json_string(e, "shape", shape);
     snn_json_number(e, "batch", SNN_BATCH);
     snn_json_number(e, "epochs", o->epochs);
+    snn_json_number(e, "steps_per_epoch", o->max_steps);
     add_recipe(e);
-    snn_json_number(e, "seed", CONFIG_TRAIN_SEED);
+    snn_json_number(e, "seed", o->seed);
+    snn_json_number(e, "validation_size", SNN_VALID_COUNT);
+    if (o->target_acc > 0) {
+        snn_json_float(e, "target_acc", (float)o->target_acc);
+        snn_json_string(e, "target_set", snn_set_name(target_set()));
+        snn_json_number(e, "eval_every", CONFIG_TRAIN_EVAL_EVERY);
+    }
     snn_json_string(e, "precision", SNN_PRECISION_NAME);
     snn_json_string(e, "numerics", snn_model_numerics(m));
     snn_json_string(e, "step", SNN_STEP_NAME);
@@ -256,12 +273,23 @@ static void check_learning(outputs *out, const float *losses, int steps, int epo
                  epoch, n, sum / n, SNN_CLASSES, log(SNN_CLASSES), SNN_BATCH, CONFIG_TRAIN_LR);
 }
 
-/* The run's state: the model, the generator, and where the epoch is. */
+/* The run's state: the model, the generator, where the epoch is, the clocks. */
 typedef struct {
     snn_model m;
     snn_rng rng;
-    snn_progress at; /* at.order, at.losses, at.correct: host copies */
+    snn_progress at;     /* at.order, at.losses, at.correct: host copies */
+    double train_s;      /* the training steps' time so far (the device's clock; evaluations not counted) */
+    struct timespec t0;  /* when training began, for the wall time */
+    snn_target target;   /* --target-acc */
 } run_state;
+
+/* An epoch's figures, as printed and logged. */
+typedef struct {
+    int steps, epoch_steps; /* trained, of the epoch's (fewer where the target stopped it) */
+    snn_score train, valid, test;
+    float ms;               /* its steps' time */
+    double rate, train_s, wall_s;
+} epoch_figures;
 
 /* The whole state at the step reached, and a line in the log saying so; a
  * non-finite loss since the last check ends the run instead. */
@@ -309,10 +337,9 @@ __attribute__((noreturn)) static void stop_run(outputs *out, const options *o, r
     exit(128 + sig);
 }
 
-static void log_epoch(FILE *f, const float *losses, int steps, int epoch, snn_score train, snn_score test,
-                      float ms, double rate, double train_s, double wall_s)
+static void log_epoch(FILE *f, const float *losses, int epoch, const epoch_figures *g)
 {
-    for (int s = CONFIG_TRAIN_LOG_EVERY - 1; s < steps; s += CONFIG_TRAIN_LOG_EVERY) {
+    for (int s = CONFIG_TRAIN_LOG_EVERY - 1; s < g->steps; s += CONFIG_TRAIN_LOG_EVERY) {
         cJSON *e = snn_json_event("step");
         snn_json_number(e, "epoch", epoch);
         snn_json_number(e, "step", s + 1);
@@ -321,14 +348,20 @@ static void log_epoch(FILE *f, const float *losses, int steps, int epoch, snn_sc
     }
     cJSON *e = snn_json_event("epoch");
     snn_json_number(e, "epoch", epoch);
-    snn_json_float(e, "train_loss", (float)train.loss);
-    snn_json_float(e, "train_acc", (float)train.accuracy);
-    snn_json_float(e, "test_loss", (float)test.loss);
-    snn_json_float(e, "test_acc", (float)test.accuracy);
-    snn_json_float(e, "ms", ms);
-    snn_json_number(e, "samples_per_s", round(rate));
-    snn_json_float(e, "train_s", (float)train_s);
-    snn_json_float(e, "wall_s", (float)wall_s);
+    if (g->steps < g->epoch_steps)
+        snn_json_number(e, "steps", g->steps);
+    snn_json_float(e, "train_loss", (float)g->train.loss);
+    snn_json_float(e, "train_acc", (float)g->train.accuracy);
+    if (SNN_VALID_COUNT) {
+        snn_json_float(e, "valid_loss", (float)g->valid.loss);
+        snn_json_float(e, "valid_acc", (float)g->valid.accuracy);
+    }
+    snn_json_float(e, "test_loss", (float)g->test.loss);
+    snn_json_float(e, "test_acc", (float)g->test.accuracy);
+    snn_json_float(e, "ms", g->ms);
+    snn_json_number(e, "samples_per_s", round(g->rate));
+    snn_json_float(e, "train_s", (float)g->train_s);
+    snn_json_float(e, "wall_s", (float)g->wall_s);
     snn_json_put(f, e);
 }
 
@@ -354,26 +387,26 @@ static double seconds_since(const struct timespec *t0)
 }
 
 #ifdef CONFIG_STEP_FUSED
-/* Steps first .. max_steps - 1 of the epoch in one launch, and how many of
- * the epoch's losses were read back and checked on the way: none. */
-static int train_steps(outputs *out, const options *o, run_state *r, int first)
+/* Steps first .. last - 1 of the epoch in one launch, and how many of the
+ * epoch's losses were read back and checked on the way: none. */
+static int train_steps(outputs *out, const options *o, run_state *r, int first, int last)
 {
-    (void)out; /* nothing to report before the epoch's end */
-    snn_train_fused(&r->m, first, o->max_steps);
+    (void)out, (void)o; /* nothing to report before the launch's end */
+    snn_train_fused(&r->m, first, last);
     return 0;
 }
 #else
-/* Steps first .. max_steps - 1 of the epoch, a graph replay each, and how
- * many of the epoch's losses were read back and checked on the way: one
- * window of CONFIG_TRAIN_CHECK_EVERY at a time (one synchronisation each,
- * not one per step). A stop signal ends the run after the current step. */
-static int train_steps(outputs *out, const options *o, run_state *r, int first)
+/* Steps first .. last - 1 of the epoch, a graph replay each, and how many of
+ * the epoch's losses were read back and checked on the way: one window of
+ * CONFIG_TRAIN_CHECK_EVERY at a time (one synchronisation each, not one per
+ * step). A stop signal ends the run after the current step. */
+static int train_steps(outputs *out, const options *o, run_state *r, int first, int last)
 {
     snn_model *m = &r->m;
     const int epoch = r->at.epoch, check = CONFIG_TRAIN_CHECK_EVERY, tick = o->max_steps / 100 + 1;
     const int tty = isatty(STDOUT_FILENO);
     float *losses = r->at.losses;
-    for (int s = first; s < o->max_steps; s++) {
+    for (int s = first; s < last; s++) {
         snn_rt_run_step(snn_train_step, m);
         if ((s + 1) % check == 0) {
             snn_rt_download(losses + s + 1 - check, m->train_loss + s + 1 - check, check * sizeof(float));
@@ -391,57 +424,99 @@ static int train_steps(outputs *out, const options *o, run_state *r, int first)
     }
     if (tty)
         printf("\r%*s\r", 60, "");
-    return o->max_steps / check * check;
+    return last / check * check;
 }
 #endif
 
-/* One epoch from step `first` (0, or where a checkpoint left it). */
-static void train_epoch(outputs *out, const options *o, run_state *r, int first, double *train_s,
-                        const struct timespec *t0)
+/* Steps first .. last - 1, timed with the device's clock: their ms are added
+ * to the run's training time; how many of the epoch's losses are checked. */
+static int timed_steps(outputs *out, const options *o, run_state *r, int first, int last, float *ms)
 {
-    snn_model *m = &r->m;
-    const int epoch = r->at.epoch;
-    float *losses = r->at.losses;
     snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
-    if (snn_stop_signal())
-        stop_run(out, o, r, first);
     snn_rt_mark(start);
-    const int checked = train_steps(out, o, r, first);
+    const int checked = train_steps(out, o, r, first, last);
     snn_rt_mark(stop);
-    float ms = snn_rt_elapsed_ms(start, stop);
+    const float t = snn_rt_elapsed_ms(start, stop);
     snn_rt_mark_free(start);
     snn_rt_mark_free(stop);
-    snn_score train = snn_epoch_score(m, o->max_steps, losses);
-    if (out->dump)
-        dump_epoch_file(out->dump, "losses", epoch, losses, o->max_steps * sizeof(float));
-    check_finite(out, losses, checked, o->max_steps - checked, epoch);
-    check_learning(out, losses, o->max_steps, epoch);
-    snn_score test = snn_evaluate(m);
-    double rate = (double)(o->max_steps - first) * SNN_BATCH / (ms / 1e3);
-    *train_s += ms / 1e3;
-    printf("%5d  %10.4f  %8.2f%%  %9.4f  %7.2f%%  %8.1f ms  %11.0f\n", epoch, train.loss, 100 * train.accuracy,
-           test.loss, 100 * test.accuracy, ms, rate);
+    *ms += t;
+    r->train_s += t / 1e3;
+    return checked;
+}
+
+/* --target-acc: the watched set scored after `steps` steps of the epoch. */
+static void watch_target(outputs *out, run_state *r, int steps)
+{
+    const snn_score s = snn_evaluate(&r->m, r->target.set);
+    const long done = (long)(r->at.epoch - 1) * r->at.steps_per_epoch + steps;
+    snn_target_score(&r->target, s, r->at.epoch, steps, done, r->train_s, seconds_since(&r->t0),
+                     out->log ? snn_out_stream(out->log) : NULL);
+}
+
+/* The epoch's row: its steps' mean training loss and accuracy, then each set's. */
+static void print_epoch(int epoch, const epoch_figures *f)
+{
+    printf("%5d  %10.4f  %8.2f%%", epoch, f->train.loss, 100 * f->train.accuracy);
+    if (SNN_VALID_COUNT)
+        printf("  %10.4f  %8.2f%%", f->valid.loss, 100 * f->valid.accuracy);
+    printf("  %9.4f  %7.2f%%  %8.1f ms  %11.0f%s\n", f->test.loss, 100 * f->test.accuracy, f->ms, f->rate,
+           f->steps < f->epoch_steps ? "  (stopped at the target)" : "");
     fflush(stdout);
-    r->at.step = o->max_steps;
+}
+
+/* One epoch from step `first` (0, or where a checkpoint left it), in
+ * stretches of CONFIG_TRAIN_EVAL_EVERY steps under --target-acc (each then
+ * scored), else whole; it ends early where the target is reached. */
+static void train_epoch(outputs *out, const options *o, run_state *r, int first)
+{
+    snn_model *m = &r->m;
+    const int epoch = r->at.epoch, every = r->target.goal > 0 ? CONFIG_TRAIN_EVAL_EVERY : o->max_steps;
+    float *losses = r->at.losses;
+    epoch_figures f = {.epoch_steps = o->max_steps};
+    int steps = first, checked = 0;
+    if (snn_stop_signal())
+        stop_run(out, o, r, first);
+    while (steps < o->max_steps && !r->target.reached) {
+        int last = (steps / every + 1) * every;
+        if (last > o->max_steps)
+            last = o->max_steps;
+        checked = timed_steps(out, o, r, steps, last, &f.ms);
+        steps = last;
+        if (r->target.goal > 0)
+            watch_target(out, r, steps);
+    }
+    f.steps = steps;
+    f.train = snn_epoch_score(m, steps, losses);
+    if (out->dump)
+        dump_epoch_file(out->dump, "losses", epoch, losses, steps * sizeof(float));
+    check_finite(out, losses, checked, steps - checked, epoch);
+    check_learning(out, losses, steps, epoch);
+    if (SNN_VALID_COUNT)
+        f.valid = snn_evaluate(m, SNN_SET_VALID);
+    f.test = snn_evaluate(m, SNN_SET_TEST);
+    f.rate = (double)(steps - first) * SNN_BATCH / (f.ms / 1e3);
+    f.train_s = r->train_s;
+    f.wall_s = seconds_since(&r->t0);
+    print_epoch(epoch, &f);
+    r->at.step = steps;
     if (out->log)
-        log_epoch(snn_out_stream(out->log), losses, o->max_steps, epoch, train, test, ms, rate, *train_s,
-                  seconds_since(t0));
+        log_epoch(snn_out_stream(out->log), losses, epoch, &f);
 }
 
 /* The epochs to run: from the start, or from where --resume's checkpoint
  * was. A checkpoint inside an epoch (from step 0: its order drawn) goes on
- * with that epoch's order; a complete epoch's starts the next one. */
+ * with that epoch's order; a complete epoch's starts the next one. The run
+ * ends early where --target-acc's mark is reached. */
 static void train(outputs *out, const options *o, run_state *r, int resumed)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    double train_s = 0;
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
     int epoch = resumed ? r->at.epoch : 1, inside = resumed && r->at.step < o->max_steps;
     if (resumed && !inside)
         epoch++;
-    printf("epoch  train loss  train acc  test loss  test acc      time      samples/s\n");
+    printf("epoch  train loss  train acc%s  test loss  test acc      time      samples/s\n",
+           SNN_VALID_COUNT ? "  valid loss  valid acc" : "");
     fflush(stdout);
-    for (; epoch <= o->epochs; epoch++, inside = 0) {
+    for (; epoch <= o->epochs && !r->target.reached; epoch++, inside = 0) {
         const int first = inside ? r->at.step : 0;
         r->at.epoch = epoch;
         if (inside) {
@@ -449,13 +524,15 @@ static void train(outputs *out, const options *o, run_state *r, int resumed)
         } else {
             snn_epoch_begin(&r->m, &r->rng, r->at.order, epoch - 1);
             if (out->dump)
-                dump_epoch_file(out->dump, "order", epoch, r->at.order, SNN_TRAIN_COUNT * sizeof(int32_t));
+                dump_epoch_file(out->dump, "order", epoch, r->at.order, SNN_FIT_COUNT * sizeof(int32_t));
         }
         r->at.step = first;
-        train_epoch(out, o, r, first, &train_s, &t0);
-        if (o->checkpoint_path && (epoch % o->checkpoint_every == 0 || epoch == o->epochs))
+        train_epoch(out, o, r, first);
+        if (o->checkpoint_path && (epoch % o->checkpoint_every == 0 || epoch == o->epochs || r->target.reached))
             write_checkpoint(out, o, r);
     }
+    if (r->target.goal > 0 && !r->target.reached)
+        snn_target_missed(&r->target, out->log ? snn_out_stream(out->log) : NULL);
 }
 
 static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device_info *dev, snn_plan *plan)
@@ -465,7 +542,7 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
     print_summary(dev, o);
     if (!o->eval && !o->image_count)
         snn_model_print_plan(plan, stdout);
-    snn_rng_seed(rng, CONFIG_TRAIN_SEED);
+    snn_rng_seed(rng, o->seed);
     snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
     snn_model_set_run(m, o->epochs, o->max_steps);
     if (!o->eval && !o->image_count) {
@@ -535,8 +612,8 @@ int main(int argc, char **argv)
     snn_plan plan;
     snn_device_info dev;
     start_model(&r.m, &r.rng, &o, &dev, &plan);
-    r.at = (snn_progress){.epoch = 1, .steps_per_epoch = o.max_steps,
-                          .order = snn_xmalloc(SNN_TRAIN_COUNT * sizeof(int32_t), "sample order"),
+    r.at = (snn_progress){.epoch = 1, .steps_per_epoch = o.max_steps, .seed = o.seed,
+                          .order = snn_xmalloc(SNN_FIT_COUNT * sizeof(int32_t), "sample order"),
                           .losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses"),
                           .correct = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(int32_t), "step counts")};
     if (o.load_path) {
@@ -565,6 +642,7 @@ int main(int argc, char **argv)
     if (out.log)
         log_config(snn_out_stream(out.log), &r.m, &dev, &o, plan.total, o.resume_path ? &r.at : NULL);
 
+    snn_target_init(&r.target, o.target_acc, target_set());
     train(&out, &o, &r, o.resume_path != NULL);
 
     if (out.save)

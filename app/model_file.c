@@ -64,7 +64,8 @@ static const char *const state_prefix[] = {"momentum."};
 typedef struct {
     char shape[256], module[1024], input[128], optimizer[512], config[1024];
     char pixel_mean[32], pixel_std[32], epoch[16], step[16], steps_per_epoch[16], batch[16], seed[16];
-    snn_st_meta meta[20];
+    char validation[16];
+    snn_st_meta meta[24];
     int count;
 } metadata;
 
@@ -77,7 +78,7 @@ static void upper_symbol(char *dst, size_t len, const char *prefix, const char *
 }
 
 /* The configuration symbols that define the model and its training. */
-static void config_fragment(char *buf, size_t len)
+static void config_fragment(char *buf, size_t len, int seed)
 {
     char dataset[64], precision[64], target[64];
     upper_symbol(dataset, sizeof(dataset), "CONFIG_DATASET_", SNN_DATASET_SLUG);
@@ -85,9 +86,9 @@ static void config_fragment(char *buf, size_t len)
     upper_symbol(target, sizeof(target), "CONFIG_TARGET_", SNN_TARGET_NAME);
     snprintf(buf, len,
              "%s=y\nCONFIG_NN_HIDDEN_LAYERS=%d\nCONFIG_NN_HIDDEN_WIDTH=%d\nCONFIG_" INIT_SYMBOL "=y\n"
-             "CONFIG_TRAIN_BATCH_SIZE=%d\n%sCONFIG_TRAIN_SEED=%d\n%s=y\n%s=y\n",
-             dataset, CONFIG_NN_HIDDEN_LAYERS, CONFIG_NN_HIDDEN_WIDTH, SNN_BATCH, RECIPE_SYMBOLS,
-             CONFIG_TRAIN_SEED, precision, target);
+             "CONFIG_TRAIN_BATCH_SIZE=%d\n%sCONFIG_TRAIN_SEED=%d\nCONFIG_TRAIN_VALIDATION_SIZE=%d\n%s=y\n%s=y\n",
+             dataset, CONFIG_NN_HIDDEN_LAYERS, CONFIG_NN_HIDDEN_WIDTH, SNN_BATCH, RECIPE_SYMBOLS, seed,
+             SNN_VALID_COUNT, precision, target);
 }
 
 static void module_text(char *buf, size_t len)
@@ -115,12 +116,13 @@ static void build_metadata(metadata *md, const snn_progress *p, snn_file_kind ki
     snprintf(md->input, sizeof(md->input), "28x28 row-major, white on black, (pixel/255 - %s)/%s", md->pixel_mean,
              md->pixel_std);
     optimizer_text(md->optimizer, sizeof(md->optimizer));
-    config_fragment(md->config, sizeof(md->config));
+    config_fragment(md->config, sizeof(md->config), p->seed);
     snprintf(md->epoch, sizeof(md->epoch), "%d", p->epoch);
     snprintf(md->step, sizeof(md->step), "%d", p->step);
     snprintf(md->steps_per_epoch, sizeof(md->steps_per_epoch), "%d", p->steps_per_epoch);
     snprintf(md->batch, sizeof(md->batch), "%d", SNN_BATCH);
-    snprintf(md->seed, sizeof(md->seed), "%d", CONFIG_TRAIN_SEED);
+    snprintf(md->seed, sizeof(md->seed), "%d", p->seed);
+    snprintf(md->validation, sizeof(md->validation), "%d", SNN_VALID_COUNT);
     add(md, "format", FORMAT);
     add(md, "kind", kind == SNN_FILE_CHECKPOINT ? "checkpoint" : "weights");
     add(md, "module", md->module);
@@ -135,6 +137,7 @@ static void build_metadata(metadata *md, const snn_progress *p, snn_file_kind ki
     add(md, "batch", md->batch);
     add(md, "init", snn_init_name());
     add(md, "seed", md->seed);
+    add(md, "validation_size", md->validation);
     add(md, "epoch", md->epoch);
     add(md, "step", md->step);
     add(md, "steps_per_epoch", md->steps_per_epoch);
@@ -182,7 +185,7 @@ static void list_tensors(tensor_list *list, snn_file_kind kind, const float *par
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
         add_params(list, state_prefix[k], state + (long)k * SNN_PARAMS);
     add_tensor(list, "rng.state", SNN_ST_U64, 1, 4, 0, p->rng.s);
-    add_tensor(list, "epoch.order", SNN_ST_I32, 1, SNN_TRAIN_COUNT, 0, p->order);
+    add_tensor(list, "epoch.order", SNN_ST_I32, 1, SNN_FIT_COUNT, 0, p->order);
     add_tensor(list, "epoch.losses", SNN_ST_F32, 1, p->step, 0, p->losses);
     add_tensor(list, "epoch.correct", SNN_ST_I32, 1, p->step, 0, p->correct);
 }
@@ -242,7 +245,7 @@ static void check_metadata(const snn_st_file *f, const char *path, snn_file_kind
     if (checkpoint && (!is || strcmp(is, "checkpoint")))
         snn_die("%s: not a checkpoint (its metadata's kind is %s); --resume wants a file written by "
                 "--checkpoint, --load takes weights", path, is ? is : "missing");
-    char shape[256], optimizer[128], batch[16];
+    char shape[256], optimizer[128], batch[16], validation[16];
     snn_model_shape(shape, sizeof(shape));
     require_same(f, path, "shape", shape, "model shape", checkpoint);
     require_same(f, path, "dataset", SNN_DATASET_NAME, "dataset", checkpoint);
@@ -252,6 +255,8 @@ static void check_metadata(const snn_st_file *f, const char *path, snn_file_kind
     snprintf(batch, sizeof(batch), "%d", SNN_BATCH);
     require_same(f, path, "optimizer", optimizer, "optimizer", 1);
     require_same(f, path, "batch", batch, "batch size", 1);
+    snprintf(validation, sizeof(validation), "%d", SNN_VALID_COUNT);
+    require_same(f, path, "validation_size", validation, "validation split (images held out)", 0);
     const char *target = snn_st_meta_get(f, "target"), *precision = snn_st_meta_get(f, "precision");
     if ((target && strcmp(target, SNN_TARGET_NAME)) || (precision && strcmp(precision, SNN_PRECISION_NAME)))
         printf("note: %s was written by target %s in %s; this build runs %s in %s: training goes on, but not "
@@ -293,13 +298,13 @@ static void read_tensors(const snn_st_file *f, const char *path, const tensor_li
  * batch, the generator not stuck at zero. */
 static void check_progress(const snn_progress *p, const char *path)
 {
-    uint8_t *seen = calloc(SNN_TRAIN_COUNT, 1);
+    uint8_t *seen = calloc(SNN_FIT_COUNT, 1);
     SNN_CHECK_SYS(seen, "allocating the order's check");
-    for (int i = 0; i < SNN_TRAIN_COUNT; i++) {
+    for (int i = 0; i < SNN_FIT_COUNT; i++) {
         int32_t k = p->order[i];
-        if (k < 0 || k >= SNN_TRAIN_COUNT || seen[k]++)
+        if (k < 0 || k >= SNN_FIT_COUNT || seen[k]++)
             snn_die("%s: tensor 'epoch.order' is not a permutation of the %d training samples (element %d is %d)",
-                    path, SNN_TRAIN_COUNT, i, (int)k);
+                    path, SNN_FIT_COUNT, i, (int)k);
     }
     free(seen);
     for (int s = 0; s < p->step; s++)
@@ -324,6 +329,7 @@ void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_fi
         p->epoch = meta_int(f, path, "epoch", 1, 1000000000);
         p->steps_per_epoch = meta_int(f, path, "steps_per_epoch", 1, SNN_STEPS_PER_EPOCH);
         p->step = meta_int(f, path, "step", 0, p->steps_per_epoch);
+        p->seed = meta_int(f, path, "seed", 0, 2147483647);
     }
     list_tensors(&list, kind, params, state, p);
     const char *is = snn_st_meta_get(f, "kind");

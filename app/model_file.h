@@ -16,8 +16,9 @@
 /* Where a run is: epoch (from 1) has had step of steps_per_epoch steps. */
 typedef struct {
     int epoch, step, steps_per_epoch;
+    int seed;         /* the run's: CONFIG_TRAIN_SEED or mnist --seed */
     snn_rng rng;      /* after the epoch's order was drawn */
-    int32_t *order;   /* SNN_TRAIN_COUNT: the epoch's sample order */
+    int32_t *order;   /* SNN_FIT_COUNT: the epoch's sample order */
     float *losses;    /* the epoch's first `step` step losses ... */
     int32_t *correct; /* ... and correct counts */
 } snn_progress;

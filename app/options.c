@@ -22,6 +22,11 @@ static void usage(FILE *out)
             "  --epochs N            train N epochs instead of the configured %d (with --resume: up to\n"
             "                        epoch N in all)\n"
             "  --max-steps N         stop each epoch after N steps (smoke tests, sanitizers)\n"
+            "  --seed N              draw the initial weights and the sample orders from seed N\n"
+            "                        instead of the configured %d\n"
+            "  --target-acc P        stop as soon as the %s set's accuracy reaches P %%, scored every\n"
+            "                        %d steps and at each epoch's end; print and log the training\n"
+            "                        and wall time it took\n"
             "  --log FILE            write JSON lines: the config, every %d-th step's loss, each epoch,\n"
             "                        the memory strategy's figures, and with --eval the evaluation\n"
             "  --save FILE           write the final weights as safetensors (README: model files)\n"
@@ -40,7 +45,29 @@ static void usage(FILE *out)
             "  --help                this text\n\n"
             "SIGINT or SIGTERM stops the run after the current step: --save and --checkpoint get the\n"
             "state as it is, --log the figures so far; the exit status is 128 + the signal.\n",
-            CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_LOG_EVERY);
+            CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_SEED, SNN_VALID_COUNT ? "validation" : "test", CONFIG_TRAIN_EVAL_EVERY,
+            CONFIG_TRAIN_LOG_EVERY);
+}
+
+/* A percentage in (0, 100], as a fraction. */
+static double parse_percent(const char *opt, const char *text)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || *end || end == text || !(v > 0 && v <= 100))
+        snn_die("%s wants a percentage above 0 and at most 100, like 98 or 99.2, not '%s'", opt, text);
+    return v / 100;
+}
+
+static int parse_seed(const char *text)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || *end || end == text || v < 0 || v > 2147483647)
+        snn_die("--seed wants a whole number in [0, 2147483647], not '%s'", text);
+    return (int)v;
 }
 
 static int parse_count(const char *opt, const char *text)
@@ -68,7 +95,8 @@ static void resolved(const char *path, char *out, size_t len)
 }
 
 /* Options that make no sense together, each refused by name. */
-static void check_combinations(const options *o, int epochs_given, int max_steps_given, int every_given)
+static void check_combinations(const options *o, int epochs_given, int max_steps_given, int every_given,
+                               int seed_given)
 {
     const int infer = o->eval || o->image_count;
     if (infer && !o->load_path)
@@ -77,7 +105,9 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
     const char *training_only[][2] = {{"--save", o->save_path}, {"--checkpoint", o->checkpoint_path},
                                       {"--resume", o->resume_path}, {"--dump", o->dump_dir},
                                       {"--epochs", epochs_given ? "" : NULL},
-                                      {"--max-steps", max_steps_given ? "" : NULL}};
+                                      {"--max-steps", max_steps_given ? "" : NULL},
+                                      {"--seed", seed_given ? "" : NULL},
+                                      {"--target-acc", o->target_acc > 0 ? "" : NULL}};
     for (size_t i = 0; infer && i < sizeof(training_only) / sizeof(training_only[0]); i++)
         if (training_only[i][1])
             snn_die("%s trains nothing: %s does not go with it", o->eval ? "--eval" : "--predict",
@@ -86,6 +116,10 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
         snn_die("--log records training and --eval; --predict prints its results");
     if (o->resume_path && o->load_path)
         snn_die("--resume loads the model from its checkpoint: --load does not go with it");
+    if (o->resume_path && seed_given)
+        snn_die("--resume goes on with its checkpoint's generator: --seed does not go with it");
+    if (o->target_acc > 0 && o->dump_dir)
+        snn_die("--dump records whole epochs for tools/torch_parity.py: --target-acc does not go with it");
     if (o->resume_path && o->dump_dir)
         snn_die("--dump records a run from its start: it does not go with --resume");
     if (every_given && !o->checkpoint_path)
@@ -106,7 +140,10 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
 
 options snn_parse_options(int argc, char **argv)
 {
-    enum { DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, PREDICT, MAX_STEPS, EPOCHS, HELP };
+    enum {
+        DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, PREDICT, MAX_STEPS, EPOCHS, SEED,
+        TARGET, HELP
+    };
     static const struct option longs[] = {
         {"data", required_argument, 0, DATA},         {"log", required_argument, 0, LOG},
         {"dump", required_argument, 0, DUMP},         {"save", required_argument, 0, SAVE},
@@ -114,10 +151,11 @@ options snn_parse_options(int argc, char **argv)
         {"checkpoint", required_argument, 0, CHECKPOINT}, {"checkpoint-every", required_argument, 0, EVERY},
         {"eval", no_argument, 0, EVAL},               {"predict", no_argument, 0, PREDICT},
         {"max-steps", required_argument, 0, MAX_STEPS}, {"epochs", required_argument, 0, EPOCHS},
+        {"seed", required_argument, 0, SEED},         {"target-acc", required_argument, 0, TARGET},
         {"help", no_argument, 0, HELP},               {0, 0, 0, 0}};
     options o = {.data_dir = SNN_DATA_DIR, .max_steps = SNN_STEPS_PER_EPOCH, .epochs = CONFIG_TRAIN_EPOCHS,
-                 .checkpoint_every = 1};
-    int c, predict = 0, epochs_given = 0, max_steps_given = 0, every_given = 0;
+                 .checkpoint_every = 1, .seed = CONFIG_TRAIN_SEED};
+    int c, predict = 0, epochs_given = 0, max_steps_given = 0, every_given = 0, seed_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
@@ -133,6 +171,8 @@ options snn_parse_options(int argc, char **argv)
         case PREDICT: predict = 1; break;
         case MAX_STEPS: o.max_steps = parse_count("--max-steps", optarg), max_steps_given = 1; break;
         case EPOCHS: o.epochs = parse_count("--epochs", optarg), epochs_given = 1; break;
+        case SEED: o.seed = parse_seed(optarg), seed_given = 1; break;
+        case TARGET: o.target_acc = parse_percent("--target-acc", optarg); break;
         case HELP: usage(stdout); exit(0);
         default: /* inside a cluster like -xy, optind has not moved past it yet */
             if (strncmp(argv[optind - 1], "--", 2) == 0)
@@ -149,6 +189,6 @@ options snn_parse_options(int argc, char **argv)
         snn_die("unexpected argument '%s' (see mnist --help)", argv[optind]);
     if (o.max_steps > SNN_STEPS_PER_EPOCH)
         o.max_steps = SNN_STEPS_PER_EPOCH;
-    check_combinations(&o, epochs_given, max_steps_given, every_given);
+    check_combinations(&o, epochs_given, max_steps_given, every_given, seed_given);
     return o;
 }

@@ -6,6 +6,8 @@ typedef struct {
     const char *data_dir, *log_path, *dump_dir, *save_path;
     const char *load_path, *resume_path, *checkpoint_path;
     int max_steps, epochs, checkpoint_every;
+    int seed;                /* CONFIG_TRAIN_SEED, or --seed */
+    double target_acc;       /* --target-acc, a fraction; 0: none */
     int eval;                /* --eval: evaluate the loaded model, train nothing */
     char **images;           /* --predict: the images to classify (count of them) */
     int image_count;

@@ -10,16 +10,22 @@
 #define SNN_IMAGE_ROWS 28
 #define SNN_IMAGE_COLS 28
 #define SNN_CLASSES 10
-#define SNN_TRAIN_COUNT 60000
+#define SNN_TRAIN_COUNT 60000 /* images in the training files */
 #define SNN_TEST_COUNT 10000
+/* The last SNN_VALID_COUNT training images are held out as the validation set; the first SNN_FIT_COUNT
+ * are trained on. */
+#define SNN_VALID_COUNT CONFIG_TRAIN_VALIDATION_SIZE
+#define SNN_FIT_COUNT (SNN_TRAIN_COUNT - SNN_VALID_COUNT)
 
 #define SNN_LAYERS (CONFIG_NN_HIDDEN_LAYERS + 1) /* Linear layers */
 #define SNN_HIDDEN CONFIG_NN_HIDDEN_WIDTH
 #define SNN_BATCH CONFIG_TRAIN_BATCH_SIZE
 #define SNN_EVAL_BATCH CONFIG_EVAL_BATCH_SIZE
-#define SNN_STEPS_PER_EPOCH (SNN_TRAIN_COUNT / SNN_BATCH)
-#define SNN_DROPPED_PER_EPOCH (SNN_TRAIN_COUNT % SNN_BATCH)
-#define SNN_EVAL_STEPS (SNN_TEST_COUNT / SNN_EVAL_BATCH)
+#define SNN_STEPS_PER_EPOCH (SNN_FIT_COUNT / SNN_BATCH)
+#define SNN_DROPPED_PER_EPOCH (SNN_FIT_COUNT % SNN_BATCH)
+#define SNN_EVAL_STEPS (SNN_TEST_COUNT / SNN_EVAL_BATCH) /* the test set's */
+#define SNN_VALID_STEPS (SNN_VALID_COUNT / SNN_EVAL_BATCH)
+#define SNN_EVAL_STEPS_MAX SNN_MAX2(SNN_EVAL_STEPS, SNN_VALID_STEPS)
 /* The training recipe (nn/Kconfig, kernels/optim.h). A decimal whose symbol is off (its dependency
  * unmet) has no _VALUE: it stands for the value that leaves the update as it is without it. */
 #define SNN_LR ((float)CONFIG_TRAIN_LR_VALUE)
@@ -112,6 +118,9 @@
 
 SNN_STATIC_ASSERT(SNN_TEST_COUNT % SNN_EVAL_BATCH == 0,
                   "CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images");
-SNN_STATIC_ASSERT(SNN_BATCH <= SNN_TRAIN_COUNT, "CONFIG_TRAIN_BATCH_SIZE exceeds the 60000 training images");
+SNN_STATIC_ASSERT(SNN_VALID_COUNT % SNN_EVAL_BATCH == 0,
+                  "CONFIG_EVAL_BATCH_SIZE must divide CONFIG_TRAIN_VALIDATION_SIZE");
+SNN_STATIC_ASSERT(SNN_BATCH <= SNN_FIT_COUNT, /* the ranges of both (nn/Kconfig) see to it */
+                  "CONFIG_TRAIN_BATCH_SIZE exceeds the training images left after CONFIG_TRAIN_VALIDATION_SIZE");
 
 #endif

@@ -50,7 +50,7 @@ typedef struct {
     int32_t *part_correct;      /* the same */
     float *split_ws;            /* SNN_FUSED_SPLIT_FLOATS */
     int32_t *split_count;       /* [SNN_FUSED_SPLIT_SLOTS][SNN_FUSED_MAX_BLOCKS], zero between uses */
-    const uint8_t *train_images, *train_labels, *test_images, *test_labels;
+    const uint8_t *train_images, *train_labels;
     const int32_t *order;          /* this epoch's sample order */
     float *train_loss, *eval_loss; /* per step, as the layered step writes them */
     int32_t *train_correct, *eval_correct;
@@ -62,8 +62,9 @@ typedef struct {
 
 /* Training steps first .. last - 1 of the epoch, one launch, asynchronous. */
 void cuda_fused_train(const snn_fused_net *net, int first, int last);
-/* The test set's per-step losses and correct counts, one launch, asynchronous. */
-void cuda_fused_evaluate(const snn_fused_net *net);
+/* The per-step losses and correct counts of an evaluation set (`steps` batches of SNN_EVAL_BATCH images
+ * and labels, in order) into eval_loss and eval_correct: one launch, asynchronous. */
+void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *images, const uint8_t *labels, int steps);
 /* The kernel's launch as one line: blocks, threads, barriers per step. */
 void cuda_fused_describe(char *buf, int len);
 

@@ -65,9 +65,9 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_TRAIN_LABELS] = {"train labels", SNN_TRAIN_COUNT, 0},
     [SNN_T_TEST_IMAGES] = {"test images (bytes)", (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM, 0},
     [SNN_T_TEST_LABELS] = {"test labels", SNN_TEST_COUNT, 0},
-    [SNN_T_ORDER] = {"sample order", SNN_TRAIN_COUNT * sizeof(int32_t), 0},
-    [SNN_T_STEP_LOSSES] = {"step losses", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * F, 0},
-    [SNN_T_STEP_CORRECT] = {"step correct counts", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS) * sizeof(int32_t), 0},
+    [SNN_T_ORDER] = {"sample order", SNN_FIT_COUNT * sizeof(int32_t), 0},
+    [SNN_T_STEP_LOSSES] = {"step losses", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS_MAX) * F, 0},
+    [SNN_T_STEP_CORRECT] = {"step correct counts", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS_MAX) * sizeof(int32_t), 0},
     [SNN_T_CLOCK] = {"step counters, rate", CLOCK_COUNTERS * sizeof(int32_t) + sizeof(snn_rate), 0},
     [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
     [SNN_T_GEMM_WORKSPACE] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
@@ -124,6 +124,9 @@ static void bind(snn_model *m, const snn_plan *plan, void *arena)
     m->train_labels = AT(SNN_T_TRAIN_LABELS);
     m->test_images = AT(SNN_T_TEST_IMAGES);
     m->test_labels = AT(SNN_T_TEST_LABELS);
+    m->test = (snn_eval_set){m->test_images, m->test_labels, SNN_EVAL_STEPS};
+    m->valid = (snn_eval_set){m->train_images + (size_t)SNN_FIT_COUNT * SNN_INPUT_DIM,
+                              m->train_labels + SNN_FIT_COUNT, SNN_VALID_STEPS};
     m->order = AT(SNN_T_ORDER);
     m->train_loss = AT(SNN_T_STEP_LOSSES);
     m->eval_loss = m->train_loss + SNN_STEPS_PER_EPOCH;
@@ -183,8 +186,6 @@ static void bind_fused(snn_model *m)
     snn_rt_upload(n->split_count, zeros, sizeof(zeros));
     n->train_images = m->train_images;
     n->train_labels = m->train_labels;
-    n->test_images = m->test_images;
-    n->test_labels = m->test_labels;
     n->order = m->order;
     n->train_loss = m->train_loss;
     n->eval_loss = m->eval_loss;

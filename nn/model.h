@@ -14,18 +14,18 @@
 
 /* Every tensor of a run, one arena region each (nn/model.c sizes them).
  * L layers, B batch, E evaluation batch, R = max(B, E) rows, S steps per
- * epoch, V evaluation steps; widths d0 = 784 .. dL = 10. */
+ * epoch, V evaluation steps (the larger set's); widths d0 = 784 .. dL = 10. */
 enum snn_tensor {
     SNN_T_PARAMS,        /* per layer l: W [d(l+1)][d(l)] then b [d(l+1)]   float */
     SNN_T_OPTIM_STATE,   /* SNN_OPTIM_MOMENTS x the same layout (kernels/optim.h) float */
     SNN_T_ACTIVATIONS,   /* act l = 0..L: [R][d(l)], one after the other  float (only act 0 if per-step) */
     SNN_T_ACT_GRADS,     /* 2 x [B][max(10, width)], ping-pong            float (none if per-step) */
     SNN_T_BATCH_LABELS,  /* [R]                                           uint8 */
-    SNN_T_TRAIN_IMAGES,  /* [60000][784]                                  uint8 */
+    SNN_T_TRAIN_IMAGES,  /* [60000][784], the last CONFIG_TRAIN_VALIDATION_SIZE held out uint8 */
     SNN_T_TRAIN_LABELS,  /* [60000]                                       uint8 */
     SNN_T_TEST_IMAGES,   /* [10000][784]                                  uint8 */
     SNN_T_TEST_LABELS,   /* [10000]                                       uint8 */
-    SNN_T_ORDER,         /* [60000] this epoch's sample order             int32 */
+    SNN_T_ORDER,         /* [SNN_FIT_COUNT] this epoch's sample order     int32 */
     SNN_T_STEP_LOSSES,   /* [S] training, then [V] evaluation losses      float */
     SNN_T_STEP_CORRECT,  /* [S] then [V] correct predictions              int32 */
     SNN_T_CLOCK,         /* the training step, the evaluation step, the epoch: int32; the step's rate */
@@ -42,6 +42,13 @@ typedef struct {
     snn_twin *w16;            /* the weights' 16-bit twin, or NULL (kernels/ops_proto.h) */
 } snn_layer;
 
+/* A set the model is scored on, SNN_EVAL_BATCH images a step: the test set, or the validation set held
+ * out of the training images (CONFIG_TRAIN_VALIDATION_SIZE; no steps without one). */
+typedef struct {
+    const uint8_t *images, *labels;
+    int steps;
+} snn_eval_set;
+
 typedef struct {
     const snn_kernels *kernels; /* the target's, or the host's for a model in host memory */
     snn_plan plan;
@@ -54,6 +61,7 @@ typedef struct {
     /* Under SNN_MM_PER_STEP, act[1..] and grad[] are NULL between steps. */
     uint8_t *batch_labels;
     uint8_t *train_images, *train_labels, *test_images, *test_labels;
+    snn_eval_set test, valid;         /* views of the images above */
     int32_t *order;
     float *train_loss, *eval_loss;    /* one per step */
     int32_t *train_correct, *eval_correct;

@@ -57,14 +57,14 @@ void snn_train_step(void *model)
     k->clock_advance(m->clock);
 }
 
-/* One evaluation step; logits_host, where given, gets its logits (a
+/* One evaluation step of `set`; logits_host, where given, gets its logits (a
  * synchronisation, so never inside a captured step). */
-static void eval_step(snn_model *m, float *logits_host)
+static void eval_step(snn_model *m, const snn_eval_set *set, float *logits_host)
 {
     const snn_kernels *k = m->kernels;
     const int B = SNN_EVAL_BATCH;
-    k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->test_images, m->test_labels, NULL, m->eval_step,
-                    B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    k->gather_batch(m->act[0], m->act16[0], m->batch_labels, set->images, set->labels, NULL, m->eval_step, B,
+                    SNN_PIXEL_MEAN, SNN_PIXEL_STD);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
@@ -80,7 +80,8 @@ static void eval_step(snn_model *m, float *logits_host)
     k->step_advance(m->eval_step);
 }
 
-void snn_eval_step(void *model) { eval_step(model, NULL); }
+void snn_test_step(void *model) { eval_step(model, &((snn_model *)model)->test, NULL); }
+void snn_valid_step(void *model) { eval_step(model, &((snn_model *)model)->valid, NULL); }
 
 #ifdef CONFIG_STEP_FUSED
 void snn_train_fused(snn_model *m, int first, int last)
@@ -179,15 +180,15 @@ static void set_clock(snn_model *m, int epoch, int step)
 
 void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host, int epoch)
 {
-    snn_rng_permutation(rng, order_host, SNN_TRAIN_COUNT);
-    snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
+    snn_rng_permutation(rng, order_host, SNN_FIT_COUNT);
+    snn_rt_upload(m->order, order_host, SNN_FIT_COUNT * sizeof(int32_t));
     set_clock(m, epoch, 0);
 }
 
 void snn_epoch_resume(snn_model *m, const int32_t *order_host, int epoch, int step, const float *losses_host,
                       const int32_t *correct_host)
 {
-    snn_rt_upload(m->order, order_host, SNN_TRAIN_COUNT * sizeof(int32_t));
+    snn_rt_upload(m->order, order_host, SNN_FIT_COUNT * sizeof(int32_t));
     set_clock(m, epoch, step);
     if (step) {
         snn_rt_upload(m->train_loss, losses_host, step * sizeof(float));
@@ -221,28 +222,33 @@ snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host)
     return score(m->train_loss, m->train_correct, steps, SNN_BATCH, losses_host);
 }
 
-/* The test set, step by step: replayed as a graph, or run directly keeping
- * each step's logits (a synchronisation per step). */
-static snn_score evaluate(snn_model *m, float *logits_host)
+const char *snn_set_name(snn_set set) { return set == SNN_SET_VALID ? "validation" : "test"; }
+
+/* A set, step by step: replayed as a graph, or run directly keeping each
+ * step's logits (a synchronisation per step). */
+static snn_score evaluate(snn_model *m, snn_set which, float *logits_host)
 {
     static const int32_t zero = 0;
-    float losses[SNN_EVAL_STEPS];
+    const snn_eval_set *set = which == SNN_SET_VALID ? &m->valid : &m->test;
+    float losses[SNN_EVAL_STEPS_MAX];
+    if (!set->steps)
+        snn_die("internal error: scoring the %s set of a build without one", snn_set_name(which));
     snn_rt_upload(m->eval_step, &zero, sizeof(zero));
 #ifdef CONFIG_STEP_FUSED
     if (!logits_host && m->kernels != &snn_host_kernels) {
-        cuda_fused_evaluate(&m->fused);
-        return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
+        cuda_fused_evaluate(&m->fused, set->images, set->labels, set->steps);
+        return score(m->eval_loss, m->eval_correct, set->steps, SNN_EVAL_BATCH, losses);
     }
 #endif
-    for (int s = 0; s < SNN_EVAL_STEPS; s++) {
+    for (int s = 0; s < set->steps; s++) {
         if (logits_host)
-            eval_step(m, logits_host + (size_t)s * SNN_EVAL_BATCH * SNN_CLASSES);
+            eval_step(m, set, logits_host + (size_t)s * SNN_EVAL_BATCH * SNN_CLASSES);
         else
-            snn_rt_run_step(snn_eval_step, m);
+            snn_rt_run_step(which == SNN_SET_VALID ? snn_valid_step : snn_test_step, m);
     }
-    return score(m->eval_loss, m->eval_correct, SNN_EVAL_STEPS, SNN_EVAL_BATCH, losses);
+    return score(m->eval_loss, m->eval_correct, set->steps, SNN_EVAL_BATCH, losses);
 }
 
-snn_score snn_evaluate(snn_model *m) { return evaluate(m, NULL); }
+snn_score snn_evaluate(snn_model *m, snn_set set) { return evaluate(m, set, NULL); }
 
-snn_score snn_evaluate_logits(snn_model *m, float *logits_host) { return evaluate(m, logits_host); }
+snn_score snn_evaluate_logits(snn_model *m, float *logits_host) { return evaluate(m, SNN_SET_TEST, logits_host); }

@@ -7,10 +7,12 @@
 
 #include "nn/model.h"
 
-/* One step each; they read their step number from device memory, so they can
- * be captured once and replayed. Called through snn_rt_run_step. */
+/* One step each (an evaluation step of the test or the validation set); they
+ * read their step number from device memory, so they can be captured once and
+ * replayed. Called through snn_rt_run_step. */
 void snn_train_step(void *model);
-void snn_eval_step(void *model);
+void snn_test_step(void *model);
+void snn_valid_step(void *model);
 
 #ifdef CONFIG_STEP_FUSED
 /* Steps first .. last - 1 of the epoch in one launch of the fused step (no
@@ -45,9 +47,13 @@ typedef struct {
 
 /* Reads back `steps` training steps' figures (losses_host gets each step's loss). */
 snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host);
-/* Runs the whole test set and scores it. */
-snn_score snn_evaluate(snn_model *m);
-/* The same, step by step without a graph, keeping every test image's logits
+
+typedef enum { SNN_SET_TEST, SNN_SET_VALID } snn_set;
+/* "test", "validation" */
+const char *snn_set_name(snn_set set);
+/* Runs the whole set and scores it (a synchronisation). */
+snn_score snn_evaluate(snn_model *m, snn_set set);
+/* The test set step by step without a graph, keeping every image's logits
  * (SNN_TEST_COUNT x SNN_CLASSES floats, whatever test_images holds). */
 snn_score snn_evaluate_logits(snn_model *m, float *logits_host);
 

@@ -18,7 +18,7 @@ mkdir -p "$SNN_TEST_OUT"
 pass=0 fail=0 skip=0
 NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 H=$SNN_TEST_OUT/host S=$SNN_TEST_OUT/small P=$SNN_TEST_OUT/pool
-G=$SNN_TEST_OUT/guards
+G=$SNN_TEST_OUT/guards V=$SNN_TEST_OUT/validation
 
 count() { # reads test output, echoes it, tallies the verdict lines
     local line
@@ -63,6 +63,7 @@ suite_builds() {
     build host_defconfig "$H" host_defconfig
     build tests/configs/small_defconfig "$S" defconfig DEFCONFIG=tests/configs/small_defconfig
     build tests/configs/pool_defconfig "$P" defconfig DEFCONFIG=tests/configs/pool_defconfig
+    build tests/configs/validation_defconfig "$V" defconfig DEFCONFIG=tests/configs/validation_defconfig
     local g
     for g in diverge collapse; do
         build "tests/configs/${g}_defconfig" "$G-$g" defconfig DEFCONFIG="tests/configs/${g}_defconfig"
@@ -113,6 +114,7 @@ suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
 suite_program() { run "program" tests/host/test_app.sh "$H/app/mnist"; }
 suite_outputs() { run "outputs and signals" tests/host/test_outputs.sh "$H/app/mnist"; }
 suite_model_files() { run "model files" tests/host/test_model_files.sh "$H/app/mnist"; }
+suite_target() { run "seed, validation and target" tests/host/test_target.sh "$H/app/mnist" "$V/app/mnist"; }
 suite_guards() { run "training guards" tests/host/test_guards.sh "$G-diverge/app/mnist" "$G-collapse/app/mnist"; }
 
 # make run: configure for this machine (no GPU here: host), build, train.
@@ -230,6 +232,7 @@ config       28 y
 layers        1 y
 outputs       3 y
 guards        3 y
+target       15 y
 model_files  10 y
 program      10 y
 plot          7 y

@@ -218,7 +218,7 @@ int main(void)
     snn_model_init(&m, &plan, arena, SNN_ON_TARGET, &rng);
     snn_rt_upload(m.train_images, images.data(), images.size());
     CUDA_CHECK(cudaMemset(m.train_labels, 0, SNN_TRAIN_COUNT));
-    CUDA_CHECK(cudaMemset(m.order, 0, SNN_TRAIN_COUNT * sizeof(int32_t)));
+    CUDA_CHECK(cudaMemset(m.order, 0, SNN_FIT_COUNT * sizeof(int32_t)));
     m.kernels = &timed_kernels;
 
     for (int s = 0; s < WARMUP + STEPS; s++) {

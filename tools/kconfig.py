@@ -125,7 +125,8 @@ def untaken_values(kconf, skip=()):
 
 
 def check_values(kconf, path):
-    """Checks Kconfig cannot express: decimals (those in use), Nesterov's momentum. Returns {name: float}."""
+    """Checks Kconfig cannot express: decimals (those in use), Nesterov's momentum, the validation split.
+    Returns {name: float}."""
     values = {}
     for name, (lo, lo_closed, hi, hi_closed) in DECIMALS.items():
         if not kconf.syms[name].visibility:
@@ -142,6 +143,10 @@ def check_values(kconf, path):
         values[name] = v
     if kconf.syms["TRAIN_NESTEROV"].str_value == "y" and values.get("TRAIN_MOMENTUM") == 0.0:
         die(f"{path}: CONFIG_TRAIN_NESTEROV needs CONFIG_TRAIN_MOMENTUM above 0 "
+            "(fix it with 'make menuconfig')")
+    held, eval_batch = (int(kconf.syms[n].str_value) for n in ("TRAIN_VALIDATION_SIZE", "EVAL_BATCH_SIZE"))
+    if held % eval_batch:
+        die(f"{path}: CONFIG_TRAIN_VALIDATION_SIZE={held} is not a multiple of CONFIG_EVAL_BATCH_SIZE={eval_batch} "
             "(fix it with 'make menuconfig')")
     return values
 

@@ -123,14 +123,14 @@ static inline void reference_models(snn_model *gpu, snn_model *host, snn_plan *p
         host->train_images[i] = (uint8_t)snn_rng_below(&data, 256);
     for (int i = 0; i < SNN_TRAIN_COUNT; i++)
         host->train_labels[i] = (uint8_t)snn_rng_below(&data, SNN_CLASSES);
-    snn_rng_permutation(&data, host->order, SNN_TRAIN_COUNT);
+    snn_rng_permutation(&data, host->order, SNN_FIT_COUNT);
     for (long i = 0; i < (long)SNN_TEST_COUNT * SNN_INPUT_DIM; i++)
         host->test_images[i] = (uint8_t)snn_rng_below(&data, 256);
     for (int i = 0; i < SNN_TEST_COUNT; i++)
         host->test_labels[i] = (uint8_t)snn_rng_below(&data, SNN_CLASSES);
     snn_rt_upload(gpu->train_images, host->train_images, (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM);
     snn_rt_upload(gpu->train_labels, host->train_labels, SNN_TRAIN_COUNT);
-    snn_rt_upload(gpu->order, host->order, SNN_TRAIN_COUNT * sizeof(int32_t));
+    snn_rt_upload(gpu->order, host->order, SNN_FIT_COUNT * sizeof(int32_t));
     snn_rt_upload(gpu->test_images, host->test_images, (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM);
     snn_rt_upload(gpu->test_labels, host->test_labels, SNN_TEST_COUNT);
 }

@@ -196,7 +196,7 @@ int main(void)
     verdict(identical, "20 steps in one launch and in launches of 7, 1 and 12: bit for bit");
 
     /* evaluation: fused against layered, on the trained weights */
-    snn_score fused = snn_evaluate(&gpu);
+    snn_score fused = snn_evaluate(&gpu, SNN_SET_TEST);
     float *fused_losses = fetch(gpu.eval_loss, SNN_EVAL_STEPS);
     float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * 4, "logits");
     snn_score layered = snn_evaluate_logits(&gpu, logits);

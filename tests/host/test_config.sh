@@ -57,6 +57,13 @@ refused "zero warm-up steps refused" 'CONFIG_TRAIN_LR_WARMUP_STEPS=0 is outside 
     'CONFIG_TRAIN_LR_WARMUP_COSINE=y' 'CONFIG_TRAIN_LR_WARMUP_STEPS=0'
 refused "AdamW's beta1 with SGD chosen refused" \
     'CONFIG_TRAIN_ADAM_BETA1=0.8 cannot be set (it depends on TRAIN_OPTIMIZER_ADAMW' 'CONFIG_TRAIN_ADAM_BETA1="0.8"'
+# the validation split: a multiple of the evaluation batch, at most 50000 (a batch of 8192 is left to train on)
+refused "a validation split of 1234 refused" \
+    'CONFIG_TRAIN_VALIDATION_SIZE=1234 is not a multiple of CONFIG_EVAL_BATCH_SIZE=1000' 'CONFIG_TRAIN_VALIDATION_SIZE=1234'
+refused "a validation split of 60000 refused" 'CONFIG_TRAIN_VALIDATION_SIZE=60000 is outside its range 0..50000' \
+    'CONFIG_TRAIN_VALIDATION_SIZE=60000'
+refused "evaluating every 0 steps refused" 'CONFIG_TRAIN_EVAL_EVERY=0 is outside its range 1..100000' \
+    'CONFIG_TRAIN_EVAL_EVERY=0'
 refused "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this Kconfig' 'CONFIG_NO_SUCH_THING=y'
 refused "a value whose dependency is unmet refused" \
     'CONFIG_MM_CUDA_ASYNC=y cannot be set (it depends on TARGET_CUDA' 'CONFIG_MM_CUDA_ASYNC=y'

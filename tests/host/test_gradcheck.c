@@ -107,7 +107,7 @@ int main(void)
         m.train_images[i] = (uint8_t)snn_rng_below(&rng, 256);
     for (int i = 0; i < SNN_BATCH; i++)
         m.train_labels[i] = (uint8_t)snn_rng_below(&rng, SNN_CLASSES);
-    for (int i = 0; i < SNN_TRAIN_COUNT; i++)
+    for (int i = 0; i < SNN_FIT_COUNT; i++)
         m.order[i] = i;
     *m.clock.rate = (snn_rate){.lr = 0, .keep = 1}; /* the weights stay; the momentum, from 0, gets the gradient */
     snn_train_step(&m);

@@ -116,6 +116,9 @@ resume_refused "a checkpoint of another optimizer" \
     'h["__metadata__"]["optimizer"] = "SGD lr 0.05 momentum 0"'
 resume_refused "a checkpoint of another batch size" "the batch size differs: the file's is 32" \
     'h["__metadata__"]["batch"] = "32"'
+resume_refused "a checkpoint of another validation split" \
+    "the validation split (images held out) differs: the file's is 5000, this build's is 0" \
+    'h["__metadata__"]["validation_size"] = "5000"'
 expect_refusal "a checkpoint resumed with other --max-steps" "its epochs have $S steps, this run's 100" \
     "$APP" --data "$DATA" --max-steps 100 --resume "$T/c2.st"
 expect_refusal "a checkpoint with nothing left to train" "--epochs 2 leaves nothing to train" \

@@ -494,23 +494,24 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_ne
         *net.train_step = last;
 }
 
-__global__ void __launch_bounds__(FT_THREADS, 1) fused_eval_kernel(snn_fused_net net)
+__global__ void __launch_bounds__(FT_THREADS, 1)
+    fused_eval_kernel(snn_fused_net net, const uint8_t *images, const uint8_t *labels, int steps)
 {
     extern __shared__ __align__(16) unsigned char fused_smem[];
     cg::grid_group grid = cg::this_grid();
     const int E = SNN_EVAL_BATCH;
-    fused_gather(net.input[0], net.labels[0], net.test_images, net.test_labels, nullptr, 0, E, 0);
+    fused_gather(net.input[0], net.labels[0], images, labels, nullptr, 0, E, 0);
     grid.sync();
-    for (int s = 0; s < SNN_EVAL_STEPS; ++s) {
+    for (int s = 0; s < steps; ++s) {
         const int p = s % 2;
         for (int l = 0; l < SNN_LAYERS; ++l) {
             const int items = fused_forward_phase(
                 fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p], nullptr, E,
                 net.part_loss + p * SNN_FUSED_ROW_TILES, net.part_correct + p * SNN_FUSED_ROW_TILES);
             if (l == 0) {
-                if (s + 1 < SNN_EVAL_STEPS)
-                    fused_gather(net.input[p ^ 1], net.labels[p ^ 1], net.test_images, net.test_labels,
-                                 nullptr, s + 1, E, fused_idle_from(items));
+                if (s + 1 < steps)
+                    fused_gather(net.input[p ^ 1], net.labels[p ^ 1], images, labels, nullptr, s + 1, E,
+                                 fused_idle_from(items));
                 if (s > 0 && blockIdx.x == gridDim.x - 1)
                     fused_step_figures(net.part_loss + (p ^ 1) * SNN_FUSED_ROW_TILES,
                                        net.part_correct + (p ^ 1) * SNN_FUSED_ROW_TILES, E, net.eval_loss,
@@ -519,11 +520,11 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_eval_kernel(snn_fused_net
             grid.sync();
         }
     }
-    const int p = (SNN_EVAL_STEPS - 1) % 2;
+    const int p = (steps - 1) % 2;
     if (blockIdx.x == gridDim.x - 1)
         fused_step_figures(net.part_loss + p * SNN_FUSED_ROW_TILES,
                            net.part_correct + p * SNN_FUSED_ROW_TILES, E, net.eval_loss, net.eval_correct,
-                           SNN_EVAL_STEPS - 1);
+                           steps - 1);
 }
 
 /* ---------------------------------------------------------------------------
@@ -585,11 +586,12 @@ extern "C" void cuda_fused_train(const snn_fused_net *net, int first, int last)
     fused_launch((const void *)fused_train_kernel, args);
 }
 
-extern "C" void cuda_fused_evaluate(const snn_fused_net *net)
+extern "C" void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *images, const uint8_t *labels,
+                                    int steps)
 {
     fused_check_alignment(net);
     snn_fused_net n = *net;
-    void *args[] = {&n};
+    void *args[] = {&n, &images, &labels, &steps};
     fused_launch((const void *)fused_eval_kernel, args);
 }
 
