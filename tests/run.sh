@@ -232,7 +232,7 @@ config       28 y
 layers        1 y
 outputs       3 y
 guards        3 y
-target       15 y
+target       18 y
 model_files  10 y
 program      10 y
 plot          7 y
@@ -241,7 +241,7 @@ make_run     10 n
 torch_parity  6 n
 tune         22 n
 sanitize     14 n
-gpu_builds  490 n
+gpu_builds  570 n
 ptx          80 n
 gpu           1 n
 "

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Choosing without the test set and stopping at a mark: --seed, the
-# validation split held out of the training images, and --target-acc. The
+# validation split held out of the training images, --target-acc, and
+# tools/time_to_acc.py over seeds. The
 # watched set's scores are checked against --eval of the saved model, and the
 # validation figures against --eval of a test set made of the held-out images.
 # usage: test_target.sh HOST/mnist VALIDATION/mnist
@@ -138,3 +139,25 @@ verdict "validation build: --target-acc watches the validation set, every 50 ste
      [ $(( $(event "$T/vt.jsonl" target step) % 50 )) -eq 0 ]' "$(tail -n 3 <<<"$out" | tr '\n' ' ')"
 verdict "validation build: the checkpoint metadata records the split" \
     '[ "$(meta "$T/v.st" validation_size)" = 5000 ] && meta "$T/v.st" config | grep -x CONFIG_TRAIN_VALIDATION_SIZE=5000 >/dev/null'
+
+# tools/time_to_acc.py: a row per seed and the summary of those that reached
+# the mark; a seed that misses is a result; a run that fails is an error.
+if out=$(python3 tools/time_to_acc.py "$APP" --target 92 --seeds 2 --json "$T/tta.json" -- --data "$DATA" --max-steps 300 --epochs 2 2>&1) &&
+    "$PY" - "$T/tta.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows, s = r["rows"], r["summary"]
+assert [x["seed"] for x in rows] == [1, 2] and all(x["reached"] and x["acc"] >= 0.92 for x in rows), rows
+assert s["reached"] == 2 and s["worst_train_s"] == max(x["train_s"] for x in rows) >= s["mean_train_s"] > 0, s
+assert s["worst_wall_s"] >= s["worst_train_s"] and r["config"]["shape"] == "784-256-10", r
+PY
+then echo "ok - time_to_acc.py: 2 seeds, the rows and the summary (mean, worst) in the table and the JSON"
+else echo "not ok - time_to_acc.py: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
+out=$(python3 tools/time_to_acc.py "$APP" --target 99.9 --seeds 2 -- --data "$DATA" --max-steps 30 --epochs 1 2>&1)
+rc=$?
+verdict "time_to_acc.py: seeds that miss the mark are counted, exit 0" \
+    '[ $rc -eq 0 ] && grep -q "^reached by 0 of 2 seeds$" <<<"$out"' "$(tail -n 2 <<<"$out" | tr '\n' ' ')"
+out=$(python3 tools/time_to_acc.py "$APP" --target 98 --seeds 1 -- --data "$T/nothing" 2>&1)
+rc=$?
+verdict "time_to_acc.py: a run that fails is one error line, exit 1" \
+    '[ $rc -eq 1 ] && [ "$(grep -c "time_to_acc: error: .*run .make data. or pass --data DIR" <<<"$out")" -eq 1 ]' "$out"

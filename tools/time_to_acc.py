@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Time to accuracy over seeds: a speedrun board's figure.
+
+    tools/time_to_acc.py APP --target 98 [--seeds 5] [--json OUT] [--logs DIR] [-- MNIST-OPTIONS...]
+
+Runs APP (a built ./app/mnist) once per seed 1..N with --target-acc P --seed S
+--log DIR/seed-S.jsonl, and any options after "--" (e.g. --data DIR). Each run
+stops at the first score of the watched set (the validation set, or the test
+set in a build without one) at or above P, scored every CONFIG_TRAIN_EVAL_EVERY
+steps. Prints a row per seed (where it reached the mark, the steps it took, its
+training time: the steps alone by the device's clock; its wall time: since
+training began, evaluations included) and the summary a speedrun reports: how
+many seeds reached the mark, the mean and the worst training time of those that
+did, and the mean and worst wall time. One untimed step runs first (unless
+--no-warmup), so that the first seed does not pay for the driver's one-time
+work: loading the modules, or compiling the PTX of a build for an older GPU.
+Exits 1 when a run fails, 0 otherwise (a seed that misses the mark is a
+result, not a failure).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+PROG = "time_to_acc"
+
+
+def fail(msg):
+    sys.exit(f"{PROG}: error: {msg}")
+
+
+def target_event(path):
+    """The run's config event and its target event, from its --log."""
+    config = target = None
+    with open(path) as f:
+        for line in f:
+            e = json.loads(line)
+            if e["event"] == "config":
+                config = e
+            elif e["event"] == "target":
+                target = e
+    return config, target
+
+
+def run_seed(app, seed, target, log, extra):
+    cmd = [app, "--target-acc", f"{target:g}", "--seed", str(seed), "--log", log, *extra]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        fail(f"seed {seed}: {' '.join(cmd)} exited with status {done.returncode}: "
+             + " ".join(done.stdout.strip().splitlines()[-2:]))
+    config, event = target_event(log)
+    if not event:
+        fail(f"seed {seed}: {log} has no target event (is {app} a build with --target-acc?)")
+    return config, event
+
+
+def summary(rows):
+    reached = [r for r in rows if r["reached"]]
+    s = {"seeds": len(rows), "reached": len(reached)}
+    if reached:
+        train = [r["train_s"] for r in reached]
+        wall = [r["wall_s"] for r in reached]
+        s.update(mean_train_s=statistics.mean(train), worst_train_s=max(train), mean_wall_s=statistics.mean(wall),
+                 worst_wall_s=max(wall), mean_steps=statistics.mean(r["steps"] for r in reached),
+                 worst_steps=max(r["steps"] for r in reached))
+    return s
+
+
+def print_table(config, target, rows, s):
+    print(f"{config['shape']} batch {config['batch']} on {config['device']} ({config['target']}, "
+          f"{config['step']} step): {config['recipe']}")
+    print(f"target {target:g} % {rows[0]['set']} accuracy, scored every {config.get('eval_every', '?')} steps")
+    print(" seed  reached  epoch  step   steps  accuracy   train s    wall s")
+    for r in rows:
+        print(f"{r['seed']:5d}  {'yes' if r['reached'] else 'no':>7}  {r['epoch']:5d}  {r['step']:4d}  {r['steps']:6d}  "
+              f"{100 * r['acc']:7.2f}%  {r['train_s']:8.4f}  {r['wall_s']:8.3f}")
+    line = f"reached by {s['reached']} of {s['seeds']} seeds"
+    if s["reached"]:
+        line += (f"; training time mean {s['mean_train_s']:.4f} s, worst {s['worst_train_s']:.4f} s; "
+                 f"wall time mean {s['mean_wall_s']:.3f} s, worst {s['worst_wall_s']:.3f} s; "
+                 f"steps mean {s['mean_steps']:.0f}, worst {s['worst_steps']}")
+    print(line)
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("app", help="the built ./app/mnist of a board")
+    p.add_argument("--target", type=float, required=True, help="the accuracy to reach, in percent")
+    p.add_argument("--seeds", type=int, default=5, help="seeds 1..N (default 5)")
+    p.add_argument("--json", help="write the rows and the summary here")
+    p.add_argument("--logs", help="keep each seed's --log in this directory (default: a temporary one)")
+    p.add_argument("--no-warmup", action="store_true", help="no untimed step before the seeds")
+    args = p.parse_args(argv)
+    if not (0 < args.target <= 100):
+        fail(f"--target wants a percentage above 0 and at most 100, not {args.target:g}")
+    if args.seeds < 1:
+        fail(f"--seeds wants at least 1, not {args.seeds}")
+    if not os.access(args.app, os.X_OK):
+        fail(f"{args.app} is not an executable (build a board first: make BOARD_defconfig && make)")
+    if not args.no_warmup:
+        done = subprocess.run([args.app, "--epochs", "1", "--max-steps", "1", *extra], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            fail(f"the warm-up step failed (status {done.returncode}): " + " ".join(done.stdout.strip().splitlines()[-2:]))
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = args.logs or tmp
+        os.makedirs(logs, exist_ok=True)
+        rows, config = [], None
+        for seed in range(1, args.seeds + 1):
+            config, e = run_seed(args.app, seed, args.target, os.path.join(logs, f"seed-{seed}.jsonl"), extra)
+            rows.append({"seed": seed, **{k: e[k] for k in ("reached", "set", "epoch", "step", "steps", "acc",
+                                                            "train_s", "wall_s")}})
+    s = summary(rows)
+    print_table(config, args.target, rows, s)
+    if args.json:
+        keys = ("shape", "batch", "recipe", "device", "target", "step", "precision", "eval_every", "epochs")
+        with open(args.json, "w") as f:
+            json.dump({"config": {k: config.get(k) for k in keys}, "target_acc": args.target, "rows": rows,
+                       "summary": s}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

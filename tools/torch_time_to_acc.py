@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""PyTorch's time to accuracy on the recipe of a staticnn run, to set a speedrun board against.
+
+    tools/torch_time_to_acc.py LOG.jsonl [--seeds 5] [--data DIR] [--json OUT] [--mode graph|eager]
+                               [--device cuda|cpu]
+
+LOG is the --log of a staticnn run with --target-acc (tools/time_to_acc.py
+keeps them with --logs): its config event gives the shape, batch, epochs,
+steps per epoch, the recipe (optimizer, schedule, weight decay, label
+smoothing), the precision, the target, the set it watches and how often it is
+scored. This script trains the same MLP the way a PyTorch user would, from
+PyTorch's default initialisation of each seed 1..N: nn.Linear/ReLU,
+F.cross_entropy(label_smoothing), torch.optim.AdamW or SGD (SGD's weight decay
+decoupled by hand, as staticnn's), the forward under torch.autocast for a
+16-bit precision, TF32 off for FP32. As in staticnn and tools/torch_bench.py
+the images stay on the device as uint8 and each step gathers its batch through
+the epoch's permutation.
+
+Mode graph (the default, PyTorch's strongest for this size): the whole step
+(gather, forward, loss, backward, the schedule's learning rate computed on the
+device from a step counter, the optimizer's capturable step) is one CUDA graph
+replay; warm-up and capture run first, then the model, the optimizer's state
+and the counter are put back to their start, so the timed run trains from the
+seed's initial weights. Mode eager: the plain loop, the learning rate set the
+same way. Every CONFIG_TRAIN_EVAL_EVERY steps and at each epoch's end the
+watched set is scored (outside the timed stretches, as staticnn does); the
+first score at or above the target stops the run. Training time is CUDA events
+around the stretches of steps; wall time runs from the first step, evaluations
+included. Prints a row per seed and the summary of tools/time_to_acc.py.
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+import time_to_acc
+import torch_bench
+from torch_parity import DataError, Recipe, disable_tf32
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("torch_time_to_acc: error: PyTorch is not installed (import torch failed)")
+
+PROG = "torch_time_to_acc"
+TRAIN_COUNT = 60000
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp16_acc16": torch.float16}
+
+
+def fail(msg):
+    sys.exit(f"{PROG}: error: {msg}")
+
+
+def read_config(path):
+    try:
+        with open(path) as f:
+            for line in f:
+                e = json.loads(line)
+                if e["event"] == "config":
+                    for key in ("shape", "batch", "epochs", "steps_per_epoch", "target_acc", "eval_every", "lr"):
+                        if key not in e:
+                            fail(f"{path}: the config event has no '{key}': not the log of a --target-acc run")
+                    return e
+    except (OSError, ValueError, KeyError) as err:
+        fail(f"{path}: not a staticnn log: {err}")
+    fail(f"{path}: no config event")
+
+
+def factor_on_device(recipe, t):
+    """Recipe.factor (kernels/optim.h) of the update counter t (a float64 tensor), in device ops."""
+    if recipe.schedule == "step":
+        return recipe.gamma ** torch.floor(t / (recipe.epoch_steps * recipe.step_epochs))
+    if recipe.schedule in ("cosine", "linear"):
+        p = ((t - recipe.warmup) / max(recipe.total - recipe.warmup, 1)).clamp(min=0)
+        fall = 1 - p if recipe.schedule == "linear" else (1 + torch.cos(math.pi * p)) / 2
+        after = recipe.final + (1 - recipe.final) * fall
+        if recipe.warmup:
+            return torch.where(t < recipe.warmup, (t + 1) / recipe.warmup, after)
+        return after
+    return torch.ones_like(t)
+
+
+class Run:
+    """One seed's model, optimizer and step, graph-captured or eager."""
+
+    def __init__(self, cfg, recipe, data, seed, mode, device):
+        torch.manual_seed(seed)
+        dims = [int(d) for d in cfg["shape"].split("-")]
+        layers = []
+        for fan_in, fan_out in zip(dims[:-1], dims[1:]):
+            layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+        self.model = torch.nn.Sequential(*layers[:-1]).to(device)
+        self.params = list(self.model.parameters())
+        self.recipe, self.data, self.batch = recipe, data, cfg["batch"]
+        self.steps = cfg["steps_per_epoch"]
+        self.lr = torch.tensor(recipe.lr, dtype=torch.float32, device=device)
+        if recipe.optimizer == "adamw":
+            # a tensor lr: capturable in a graph; eager, the single-tensor update reads it as it is
+            self.opt = torch.optim.AdamW(self.params, lr=self.lr, betas=recipe.betas, eps=recipe.eps,
+                                         weight_decay=recipe.weight_decay, capturable=mode == "graph",
+                                         foreach=mode == "graph")
+        else:
+            self.opt = torch.optim.SGD(self.params, lr=self.lr, momentum=recipe.momentum, nesterov=recipe.nesterov)
+        self.t = torch.zeros((), dtype=torch.float64, device=device)  # updates so far: the schedule's time
+        self.perm = torch.zeros(self.steps, self.batch, dtype=torch.long, device=device)
+        self.step = torch.zeros(1, dtype=torch.long, device=device)
+        self.graph = self.capture() if mode == "graph" else None
+
+    def body(self):
+        """One training step, every index on the device."""
+        x, y = self.data.batch(self.perm.index_select(0, self.step).view(-1))
+        with torch_bench.autocast():
+            loss = F.cross_entropy(self.model(x), y, label_smoothing=self.recipe.smoothing)
+        loss.backward()
+        with torch.no_grad():
+            self.lr.copy_(self.recipe.lr * factor_on_device(self.recipe, self.t))
+            if self.recipe.optimizer == "sgd" and self.recipe.weight_decay:
+                torch._foreach_mul_(self.params, 1 - self.lr * self.recipe.weight_decay)
+        self.opt.step()
+        self.t.add_(1)
+        self.step.add_(1)
+
+    def capture(self):
+        start = [p.detach().clone() for p in self.params]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(torch_bench.GRAPH_WARMUP_STEPS):
+                self.opt.zero_grad(set_to_none=True)
+                self.body()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        self.opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            self.body()
+        with torch.no_grad():  # back to the seed's start: the weights, the optimizer's state, the clock
+            for p, p0 in zip(self.params, start):
+                p.copy_(p0)
+            for state in self.opt.state.values():
+                for v in state.values():
+                    if torch.is_tensor(v):
+                        v.zero_()
+        self.t.zero_()
+        return graph
+
+    def begin_epoch(self, perm):
+        self.perm.copy_(perm[: self.steps * self.batch].view(self.steps, self.batch))
+        self.step.zero_()
+
+    def train(self, n):
+        for _ in range(n):
+            if self.graph:
+                self.graph.replay()
+            else:
+                self.opt.zero_grad(set_to_none=True)
+                self.body()
+
+    def score(self, images, labels):
+        """Accuracy of the watched set under the training's autocast (a synchronisation)."""
+        correct = torch.zeros((), dtype=torch.long, device=labels.device)
+        with torch.no_grad(), torch_bench.autocast():
+            for start in range(0, len(labels), torch_bench.EVAL_BATCH):
+                x = self.data.normalise(images[start : start + torch_bench.EVAL_BATCH])
+                correct += (self.model(x).argmax(1) == labels[start : start + torch_bench.EVAL_BATCH]).sum()
+        return correct.item() / len(labels)
+
+
+def run_seed(cfg, recipe, data, watched, seed, mode, device):
+    run = Run(cfg, recipe, data, seed, mode, device)
+    timer = torch_bench.EpochTimer(device)
+    every, goal = cfg["eval_every"], cfg["target_acc"]
+    fit = TRAIN_COUNT - cfg.get("validation_size", 0)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    train_s, best = 0.0, None
+    started = time.perf_counter()
+    for epoch in range(1, cfg["epochs"] + 1):
+        run.begin_epoch(torch.randperm(fit, generator=gen).to(device))
+        done = 0
+        while done < run.steps:
+            last = min((done // every + 1) * every, run.steps)
+            train_s += timer.time(lambda: run.train(last - done)) / 1e3
+            done = last
+            acc = run.score(*watched)
+            row = {"seed": seed, "reached": acc >= goal, "set": cfg.get("target_set", "test"), "epoch": epoch,
+                   "step": done, "steps": (epoch - 1) * run.steps + done, "acc": acc, "train_s": train_s,
+                   "wall_s": time.perf_counter() - started}
+            if row["reached"]:
+                return row
+            if best is None or acc > best["acc"]:
+                best = row
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("log", help="the --log of a staticnn --target-acc run: the recipe to train")
+    p.add_argument("--seeds", type=int, default=5, help="seeds 1..N (default 5)")
+    p.add_argument("--data", default="data/mnist", help="directory of the IDX files (default data/mnist)")
+    p.add_argument("--json", help="write the rows and the summary here")
+    p.add_argument("--mode", choices=("graph", "eager"), default="graph")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    args = p.parse_args()
+    cfg = read_config(args.log)
+    if args.device == "cpu" and args.mode == "graph":
+        fail("graph mode needs CUDA: give --mode eager with --device cpu")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        fail("no CUDA device (give --device cpu --mode eager to check this script)")
+    recipe = Recipe(cfg)
+    torch_bench.AUTOCAST = AUTOCAST.get(cfg.get("precision")) if args.device == "cuda" else None
+    disable_tf32(torch)
+    if cfg.get("precision", "").startswith("tf32"):
+        torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        data = torch_bench.Data(args.data, cfg["pixel_mean"], cfg["pixel_std"], args.device, test=True)
+    except DataError as e:
+        fail(str(e))
+    held = cfg.get("validation_size", 0)
+    watched = ((data.images[TRAIN_COUNT - held:], data.labels[TRAIN_COUNT - held:]) if held
+               else (data.test_images, data.test_labels))
+    rows = [run_seed(cfg, recipe, data, watched, seed, args.mode, args.device) for seed in range(1, args.seeds + 1)]
+    device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
+    shown = dict(cfg, device=device, target=f"pytorch {torch.__version__}", step=args.mode)
+    s = time_to_acc.summary(rows)
+    time_to_acc.print_table(shown, 100 * cfg["target_acc"], rows, s)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"config": {k: shown.get(k) for k in ("shape", "batch", "recipe", "device", "target", "step",
+                                                            "precision", "eval_every", "epochs")},
+                       "target_acc": 100 * cfg["target_acc"], "rows": rows, "summary": s}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
