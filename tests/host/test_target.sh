@@ -14,21 +14,11 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/snn-target.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 PY=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && command -v "$p" && break; done)
 
-verdict() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1${3:+: $3}"; fi; }
-expect_refusal() { # NAME FRAGMENT CMD...
-    local name=$1 want=$2 out rc; shift 2
-    out=$("$@" 2>&1); rc=$?
-    if [ $rc -ne 1 ]; then echo "not ok - $name: exit $rc, want 1: $(tail -n 2 <<<"$out" | tr '\n' ' ')"
-    elif ! grep -qF -- "$want" <<<"$out"; then echo "not ok - $name: message lacks '$want': $(grep error: <<<"$out")"
-    elif [ "$(grep -c 'error:' <<<"$out")" -ne 1 ]; then echo "not ok - $name: more than one error line"
-    else echo "ok - $name"; fi
-}
+source tests/host/lib.sh # verdict, expect_refusal, meta
 # event LOG NAME KEY: KEY of the last NAME event in the JSON-lines LOG
 event() { python3 -c 'import json, sys
 e = [x for x in map(json.loads, open(sys.argv[1])) if x["event"] == sys.argv[2]]
 print(e[-1].get(sys.argv[3], "") if e else "")' "$@"; }
-meta() { python3 -c 'import json, struct, sys; b = open(sys.argv[1], "rb").read(8 << 20)
-print(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"][sys.argv[2]])' "$1" "$2"; }
 
 expect_refusal "--seed -1 refused" "--seed wants a whole number in [0, 2147483647], not '-1'" "$APP" --seed -1
 expect_refusal "--seed 2147483648 refused" "not '2147483648'" "$APP" --seed 2147483648
