@@ -60,24 +60,30 @@ static double parse_percent(const char *opt, const char *text)
     return v / 100;
 }
 
-static int parse_seed(const char *text)
+/* Whether text is a whole decimal number in [lo, hi], into *v. */
+static int whole_number(const char *text, long lo, long hi, int *v)
 {
     char *end;
     errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || *end || end == text || v < 0 || v > 2147483647)
+    long n = strtol(text, &end, 10);
+    *v = (int)n;
+    return !errno && !*end && end != text && n >= lo && n <= hi;
+}
+
+static int parse_seed(const char *text)
+{
+    int v;
+    if (!whole_number(text, 0, 2147483647, &v))
         snn_die("--seed wants a whole number in [0, 2147483647], not '%s'", text);
-    return (int)v;
+    return v;
 }
 
 static int parse_count(const char *opt, const char *text)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || *end || end == text || v < 1 || v > 1000000000)
+    int v;
+    if (!whole_number(text, 1, 1000000000, &v))
         snn_die("%s wants a positive whole number, not '%s'", opt, text);
-    return (int)v;
+    return v;
 }
 
 /* Where path will be written: its directory resolved (links, ".", ".."),
