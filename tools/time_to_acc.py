@@ -33,7 +33,7 @@ def fail(msg):
 
 
 def target_event(path):
-    """The run's config event and its target event, from its --log."""
+    """The run's config event and its target event (None where absent), from its --log."""
     config = target = None
     with open(path) as f:
         for line in f:
@@ -67,6 +67,14 @@ def summary(rows):
                  worst_wall_s=max(wall), mean_steps=statistics.mean(r["steps"] for r in reached),
                  worst_steps=max(r["steps"] for r in reached))
     return s
+
+
+def write_json(path, config, target, rows, s):
+    """The run's settings, the target (percent), the rows and their summary."""
+    keys = ("shape", "batch", "recipe", "device", "target", "step", "precision", "eval_every", "epochs")
+    with open(path, "w") as f:
+        json.dump({"config": {k: config.get(k) for k in keys}, "target_acc": target, "rows": rows, "summary": s},
+                  f, indent=1)
 
 
 def print_table(config, target, rows, s):
@@ -121,10 +129,7 @@ def main():
     s = summary(rows)
     print_table(config, args.target, rows, s)
     if args.json:
-        keys = ("shape", "batch", "recipe", "device", "target", "step", "precision", "eval_every", "epochs")
-        with open(args.json, "w") as f:
-            json.dump({"config": {k: config.get(k) for k in keys}, "target_acc": args.target, "rows": rows,
-                       "summary": s}, f, indent=1)
+        write_json(args.json, config, args.target, rows, s)
 
 
 if __name__ == "__main__":

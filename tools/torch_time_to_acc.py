@@ -29,7 +29,6 @@ around the stretches of steps; wall time runs from the first step, evaluations
 included. Prints a row per seed and the summary of tools/time_to_acc.py.
 """
 import argparse
-import json
 import math
 import sys
 import time
@@ -55,17 +54,15 @@ def fail(msg):
 
 def read_config(path):
     try:
-        with open(path) as f:
-            for line in f:
-                e = json.loads(line)
-                if e["event"] == "config":
-                    for key in ("shape", "batch", "epochs", "steps_per_epoch", "target_acc", "eval_every", "lr"):
-                        if key not in e:
-                            fail(f"{path}: the config event has no '{key}': not the log of a --target-acc run")
-                    return e
+        config, _ = time_to_acc.target_event(path)
     except (OSError, ValueError, KeyError) as err:
         fail(f"{path}: not a staticnn log: {err}")
-    fail(f"{path}: no config event")
+    if not config:
+        fail(f"{path}: no config event")
+    for key in ("shape", "batch", "epochs", "steps_per_epoch", "target_acc", "eval_every", "lr"):
+        if key not in config:
+            fail(f"{path}: the config event has no '{key}': not the log of a --target-acc run")
+    return config
 
 
 def factor_on_device(recipe, t):
@@ -225,10 +222,7 @@ def main():
     s = time_to_acc.summary(rows)
     time_to_acc.print_table(shown, 100 * cfg["target_acc"], rows, s)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"config": {k: shown.get(k) for k in ("shape", "batch", "recipe", "device", "target", "step",
-                                                            "precision", "eval_every", "epochs")},
-                       "target_acc": 100 * cfg["target_acc"], "rows": rows, "summary": s}, f, indent=1)
+        time_to_acc.write_json(args.json, shown, 100 * cfg["target_acc"], rows, s)
 
 
 if __name__ == "__main__":
