@@ -72,6 +72,10 @@ static void add_recipe(cJSON *j)
     snn_json_number(j, "lr_final", CONFIG_TRAIN_LR_FINAL_VALUE);
 #endif
     snn_json_number(j, "lr_warmup", SNN_LR_WARMUP);
+    snn_json_number(j, "augment_shift", SNN_AUGMENT_SHIFT);
+#ifdef CONFIG_TRAIN_DROPOUT_VALUE
+    snn_json_number(j, "dropout", CONFIG_TRAIN_DROPOUT_VALUE);
+#endif
 }
 
 /* What tools/torch_parity.py needs to rebuild the run: the shape, the
@@ -544,7 +548,6 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
         snn_model_print_plan(plan, stdout);
     snn_rng_seed(rng, o->seed);
     snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
-    snn_model_set_run(m, o->epochs, o->max_steps);
     if (!o->eval && !o->image_count) {
         char step[320];
         snn_train_describe(step, sizeof(step));
@@ -632,6 +635,7 @@ int main(int argc, char **argv)
         printf("  resuming %s at epoch %d after step %d of %d\n", o.resume_path, r.at.epoch, r.at.step,
                o.max_steps);
     }
+    snn_model_set_run(&r.m, o.epochs, o.max_steps, (uint64_t)r.at.seed); /* a checkpoint's seed, resumed */
     load_dataset(&r.m, o.data_dir, NULL);
     if (out.dump) {
         float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters");

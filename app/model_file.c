@@ -57,8 +57,14 @@ static const char *const state_prefix[] = {"momentum."};
 #else
 #define RECIPE_SCHEDULE ""
 #endif
-#define RECIPE_SYMBOLS \
-    RECIPE_OPTIMIZER QUOTED(TRAIN_WEIGHT_DECAY) RECIPE_SCHEDULE QUOTED(TRAIN_LABEL_SMOOTHING)
+#ifdef CONFIG_TRAIN_DROPOUT
+#define RECIPE_DROPOUT QUOTED(TRAIN_DROPOUT)
+#else
+#define RECIPE_DROPOUT ""
+#endif
+#define RECIPE_SYMBOLS                                                                                     \
+    RECIPE_OPTIMIZER QUOTED(TRAIN_WEIGHT_DECAY) RECIPE_SCHEDULE QUOTED(TRAIN_LABEL_SMOOTHING)               \
+        NUMBER(TRAIN_AUGMENT_SHIFT, CONFIG_TRAIN_AUGMENT_SHIFT) RECIPE_DROPOUT
 
 /* The metadata: strings, as the format wants. */
 typedef struct {

@@ -49,6 +49,18 @@
 #endif
 #define SNN_WEIGHT_DECAY ((float)CONFIG_TRAIN_WEIGHT_DECAY_VALUE)
 #define SNN_LABEL_SMOOTHING ((float)CONFIG_TRAIN_LABEL_SMOOTHING_VALUE)
+/* Augmentation's largest translation in pixels; dropout's probability as the 24-bit threshold its draws
+ * are compared with (kernels/noise.h) and the survivors' scale 1 / (1 - p). */
+#define SNN_AUGMENT_SHIFT CONFIG_TRAIN_AUGMENT_SHIFT
+#ifdef CONFIG_TRAIN_DROPOUT_VALUE
+#define SNN_DROPOUT (CONFIG_TRAIN_DROPOUT_NONZERO)
+#define SNN_DROPOUT_THRESHOLD ((uint32_t)(CONFIG_TRAIN_DROPOUT_VALUE * 16777216.0 + 0.5))
+#define SNN_DROPOUT_SCALE ((float)(1.0 / (1.0 - CONFIG_TRAIN_DROPOUT_VALUE)))
+#else
+#define SNN_DROPOUT 0
+#define SNN_DROPOUT_THRESHOLD 0u
+#define SNN_DROPOUT_SCALE 1.0f
+#endif
 #ifdef CONFIG_TRAIN_LR_WARMUP_STEPS
 #define SNN_LR_WARMUP CONFIG_TRAIN_LR_WARMUP_STEPS
 #else

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "kernels/noise.h"
 #include "kernels/optim.h"
 #include "snn_config.h"
 
@@ -58,6 +59,7 @@ typedef struct {
     long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bench_step) */
     int clock_step;
     snn_clock clock; /* the model's: the schedule's epoch and run length (kernels/optim.h) */
+    snn_noise noise; /* the model's: the run's key for augmentation and dropout (kernels/noise.h) */
 } snn_fused_net;
 
 /* Training steps first .. last - 1 of the epoch, one launch, asynchronous. */

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "kernels/noise.h"
 #include "kernels/optim.h"
 #include "snn_config.h"
 
@@ -40,7 +41,8 @@ typedef struct {
         .linear_forward = prefix##_linear_forward,                                             \
         .linear_backward_input = prefix##_linear_backward_input,                               \
         .linear_backward_weight_update = prefix##_linear_backward_weight_update,               \
-        .gather_batch = prefix##_gather_batch, .softmax_xent = prefix##_softmax_xent,          \
+        .gather_batch = prefix##_gather_batch, .dropout = prefix##_dropout,                     \
+        .softmax_xent = prefix##_softmax_xent,                                                 \
         .step_advance = prefix##_step_advance, .schedule = prefix##_schedule,                  \
         .clock_advance = prefix##_clock_advance, .write_twin = prefix##_write_twin,            \
         .bind_workspace = prefix##_bind_workspace, .gemm_numerics = prefix##_gemm_numerics,    \

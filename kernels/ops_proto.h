@@ -30,9 +30,16 @@ void OP(linear_backward_weight_update)(float *w, snn_twin *w16, snn_state sw, fl
 
 /* Batch gather and normalisation: for i < rows, with
  * r = order ? order[*step * rows + i] : *step * rows + i,
- *   x[i][j] = (images[r][j] / 255 - mean) / std  (j < SNN_INPUT_DIM),  y[i] = labels[r]. */
+ *   x[i][j] = (images[r][j] / 255 - mean) / std  (j < SNN_INPUT_DIM),  y[i] = labels[r].
+ * A training step's gather (noise.epoch given) under CONFIG_TRAIN_AUGMENT_SHIFT reads each image translated
+ * by snn_shift_of(noise.key, *noise.epoch, *step, i) instead (kernels/noise.h). */
 void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                      const int32_t *order, const int32_t *step, int rows, float mean, float std);
+                      const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise);
+
+/* Dropout of hidden layer `layer`'s output t[rows][width] in training step *step of epoch *noise.epoch,
+ * in place with its twin: t = snn_dropout_keeps(..., i) ? t * SNN_DROPOUT_SCALE : 0 (kernels/noise.h). The
+ * same call on the gradient of that output is its derivative. */
+void OP(dropout)(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width);
 
 /* Numerically stable softmax + cross-entropy over logits[rows][SNN_CLASSES]:
  *   loss[*step] = mean over rows of -log softmax(logits)[y],

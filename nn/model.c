@@ -136,7 +136,7 @@ static void bind(snn_model *m, const snn_plan *plan, void *arena)
     m->eval_step = m->train_step + 1;
     m->clock = (snn_clock){.epoch = m->train_step + 2, .step = m->train_step,
                            .rate = (snn_rate *)(m->train_step + CLOCK_COUNTERS)};
-    snn_model_set_run(m, CONFIG_TRAIN_EPOCHS, SNN_STEPS_PER_EPOCH);
+    snn_model_set_run(m, CONFIG_TRAIN_EPOCHS, SNN_STEPS_PER_EPOCH, CONFIG_TRAIN_SEED);
 #undef AT
 }
 
@@ -191,7 +191,7 @@ static void bind_fused(snn_model *m)
     n->eval_loss = m->eval_loss;
     n->train_correct = m->train_correct;
     n->eval_correct = m->eval_correct;
-    n->train_step = m->train_step; /* n->clock: snn_model_set_run, here and when the run's length is given */
+    n->train_step = m->train_step; /* n->clock, n->noise: snn_model_set_run, here and when the run's length is given */
 }
 #endif
 
@@ -212,12 +212,14 @@ void snn_model_refresh_twins(snn_model *m)
         m->kernels->write_twin(m->layer[0].w16, m->params, SNN_PARAMS); /* layer 0's weights open the parameters */
 }
 
-void snn_model_set_run(snn_model *m, int epochs, int epoch_steps)
+void snn_model_set_run(snn_model *m, int epochs, int epoch_steps, uint64_t seed)
 {
     m->clock.epoch_steps = epoch_steps;
     m->clock.total = epochs * epoch_steps;
+    m->noise = snn_noise_of_seed(seed, m->clock.epoch);
 #ifdef CONFIG_STEP_FUSED
     m->fused.clock = m->clock;
+    m->fused.noise = m->noise;
 #endif
 }
 

@@ -67,6 +67,7 @@ typedef struct {
     int32_t *train_correct, *eval_correct;
     int32_t *train_step, *eval_step;  /* step counters, in device memory */
     snn_clock clock;                  /* the schedule's: the epoch and train_step, and the step's rate */
+    snn_noise noise;                  /* the training step's draws: the run's key, the clock's epoch */
 #ifdef CONFIG_STEP_FUSED
     snn_fused_net fused;              /* the same tensors, and the fused step's own, for its kernels */
 #endif
@@ -89,8 +90,9 @@ typedef enum { SNN_ON_TARGET, SNN_ON_HOST } snn_place;
 void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place place, snn_rng *rng);
 
 /* The run's length, for the learning-rate schedule: epochs of epoch_steps
- * steps. Before the first step (a captured step keeps it). */
-void snn_model_set_run(snn_model *m, int epochs, int epoch_steps);
+ * steps; and its seed, the key of its augmentation's and dropout's draws
+ * (kernels/noise.h). Before the first step (a captured step keeps it). */
+void snn_model_set_run(snn_model *m, int epochs, int epoch_steps, uint64_t seed);
 
 /* The trained state in host arrays, in the arena's layout: the parameters
  * (SNN_PARAMS floats) and the optimizer state (SNN_OPTIM_MOMENTS x

@@ -33,11 +33,13 @@ void snn_train_step(void *model)
     const snn_kernels *k = m->kernels;
     const int B = SNN_BATCH;
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->train_images, m->train_labels, m->order,
-                    m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+                    m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
                           L->w16, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+        if (SNN_DROPOUT && l + 1 < SNN_LAYERS)
+            k->dropout(m->act[l + 1], m->act16[l + 1], m->train_step, m->noise, l, B, L->out);
     }
     k->softmax_xent(take(&m->grad[0], (long)B * SNN_CLASSES), m->grad16[0], m->train_loss, m->train_correct,
                     m->act[SNN_LAYERS], m->batch_labels, m->train_step, B);
@@ -48,6 +50,8 @@ void snn_train_step(void *model)
         if (l > 0)
             k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
                                      m->grad16[g], L->w, L->w16, m->act[l], B, L->out, L->in);
+        if (SNN_DROPOUT && l > 0) /* act[l] is hidden layer l - 1's output, dropped out */
+            k->dropout(m->grad[g ^ 1], m->grad16[g ^ 1], m->train_step, m->noise, l - 1, B, L->in);
         k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, m->grad[g], m->grad16[g], m->act[l],
                                          m->act16[l], B, L->out, L->in, m->clock.rate);
         drop(&m->grad[g]);
@@ -63,8 +67,9 @@ static void eval_step(snn_model *m, const snn_eval_set *set, float *logits_host)
 {
     const snn_kernels *k = m->kernels;
     const int B = SNN_EVAL_BATCH;
+    static const snn_noise none; /* no draws: evaluation sees the images as they are, every unit */
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, set->images, set->labels, NULL, m->eval_step, B,
-                    SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+                    SNN_PIXEL_MEAN, SNN_PIXEL_STD, none);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
@@ -126,7 +131,7 @@ static void schedule_text(char *buf, int len)
 
 void snn_recipe_describe(char *buf, int len)
 {
-    char optimizer[160], schedule[160], decay[64] = "", smoothing[64] = "";
+    char optimizer[160], schedule[160], decay[64] = "", smoothing[64] = "", shift[64] = "", dropout[64] = "";
 #if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
     snprintf(optimizer, sizeof(optimizer), "AdamW lr %s betas %s %s eps %s", CONFIG_TRAIN_LR,
              CONFIG_TRAIN_ADAM_BETA1, CONFIG_TRAIN_ADAM_BETA2, CONFIG_TRAIN_ADAM_EPS);
@@ -139,7 +144,13 @@ void snn_recipe_describe(char *buf, int len)
         snprintf(decay, sizeof(decay), ", weight decay %s", CONFIG_TRAIN_WEIGHT_DECAY);
     if (CONFIG_TRAIN_LABEL_SMOOTHING_NONZERO)
         snprintf(smoothing, sizeof(smoothing), ", label smoothing %s", CONFIG_TRAIN_LABEL_SMOOTHING);
-    snprintf(buf, len, "%s%s%s%s", optimizer, decay, schedule, smoothing);
+    if (SNN_AUGMENT_SHIFT)
+        snprintf(shift, sizeof(shift), ", translation up to %d px", SNN_AUGMENT_SHIFT);
+#ifdef CONFIG_TRAIN_DROPOUT
+    if (SNN_DROPOUT)
+        snprintf(dropout, sizeof(dropout), ", dropout %s", CONFIG_TRAIN_DROPOUT);
+#endif
+    snprintf(buf, len, "%s%s%s%s%s%s", optimizer, decay, schedule, smoothing, shift, dropout);
 }
 
 void snn_train_describe(char *buf, int len)

@@ -78,10 +78,11 @@ suite_host_kernels() { run "host kernels" "$H/tests/bin/host/test_kernels"; }
 suite_recipe() {
     local r d py out
     py=$(python_with numpy)
-    for r in nesterov adamw plain; do
+    for r in nesterov adamw plain noise; do
         d=$SNN_TEST_OUT/recipe-$r
         build "tests/configs/recipe_${r}_defconfig" "$d" defconfig DEFCONFIG="tests/configs/recipe_${r}_defconfig" || continue
         run "host kernels, recipe $r" "$d/tests/bin/host/test_kernels" | sed "s/^\(ok\|not ok\|skip\) - /\1 - recipe $r: /"
+        [[ $r == noise ]] && run "counter-based draws" "$d/tests/bin/host/test_noise"
         rm -rf "$d/dump"
         if ! out=$("$d/app/mnist" --data data/mnist --epochs 2 --max-steps 60 --dump "$d/dump" 2>&1); then
             echo "not ok - recipe $r: training: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; continue
@@ -216,7 +217,7 @@ SUITES="
 data          2 y
 builds       13 y
 host_kernels  1 y
-recipe       20 n
+recipe       26 n
 gradcheck     1 y
 pool          1 y
 strategies    2 y
@@ -241,7 +242,7 @@ make_run     10 n
 torch_parity  6 n
 tune         22 n
 sanitize     14 n
-gpu_builds  570 n
+gpu_builds  650 n
 ptx          80 n
 gpu           1 n
 "

@@ -111,9 +111,13 @@ static void t_backward_weight_update(float *w, snn_twin *w16, snn_state sw, floa
           [&] { cuda_linear_backward_weight_update(w, w16, sw, b, sb, dy, dy16, x, x16, M, N, K, rate); });
 }
 static void t_gather(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                     const int32_t *order, const int32_t *step, int rows, float mean, float std)
+                     const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise)
 {
-    timed("gather_batch", [&] { cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std); });
+    timed("gather_batch", [&] { cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std, noise); });
+}
+static void t_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width)
+{
+    timed("dropout", [&] { cuda_dropout(t, t16, step, noise, layer, rows, width); });
 }
 static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                    const uint8_t *y, const int32_t *step, int rows)
@@ -130,6 +134,7 @@ static const snn_kernels timed_kernels = {
     .linear_backward_input = t_backward_input,
     .linear_backward_weight_update = t_backward_weight_update,
     .gather_batch = t_gather,
+    .dropout = t_dropout,
     .softmax_xent = t_xent,
     .step_advance = t_advance,
     .schedule = t_schedule,

@@ -27,6 +27,7 @@ DECIMALS = {  # string symbols that hold a decimal, with the interval they must 
     "TRAIN_LR_GAMMA": (0.0, False, 1.0, True),
     "TRAIN_LR_FINAL": (0.0, True, 1.0, True),
     "TRAIN_LABEL_SMOOTHING": (0.0, True, 1.0, False),
+    "TRAIN_DROPOUT": (0.0, True, 1.0, False),
 }
 DECIMAL_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 

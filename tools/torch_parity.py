@@ -108,6 +108,8 @@ import warnings
 
 import numpy as np
 
+from noise import Noise
+
 PROG = "torch_parity"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_COUNT = 60000
@@ -408,6 +410,9 @@ class Recipe:
         self.gamma, self.step_epochs = meta.get("lr_gamma", 1.0), meta.get("lr_step_epochs", 1)
         self.epoch_steps = meta["steps_per_epoch"]
         self.total = meta.get("epochs", 1) * self.epoch_steps
+        self.noise = Noise(meta.get("seed", 1), meta.get("augment_shift", 0), meta.get("dropout", 0.0))
+        if self.noise.shift:  # the normalised 0 pixel, which a translation moves in
+            self.background = np.float32((0.0 - np.float32(meta["pixel_mean"])) / np.float32(meta["pixel_std"]))
         self.text = meta.get("recipe", f"SGD lr {self.lr} momentum {self.momentum}")
 
     def factor(self, t):
@@ -454,17 +459,23 @@ class NumpyTrainer:
         self.gemm, self.gemm_fwd = numpy_gemm(precision), numpy_gemm(precision, forward=True)
         self.name = f"numpy, {NUMERICS[precision]}"
 
-    def step(self, idx):
-        acts = [self.x[idx]]
-        last = len(self.w) - 1
+    def step(self, idx, epoch, step):
+        """Step `step` of epoch `epoch` (from 0) on the samples idx, the engine's draws (tools/noise.py) included."""
+        noise, last = self.recipe.noise, len(self.w) - 1
+        acts, drop = [noise.translate(self.x[idx], epoch, step, self.recipe.background)], []
         for layer, (w, b) in enumerate(zip(self.w, self.b)):
             z = self.gemm_fwd(acts[-1], w.T) + b
-            acts.append(z if layer == last else np.maximum(z, np.float32(0.0)))
+            if layer < last:
+                drop.append(noise.dropout_factor(epoch, step, layer, *z.shape) if noise.dropout else None)
+                z = np.maximum(z, np.float32(0.0)) if drop[-1] is None else np.maximum(z, np.float32(0.0)) * drop[-1]
+            acts.append(z)
         loss, dz = softmax_xent(acts[-1], self.y[idx], self.recipe.smoothing)
         for layer in range(last, -1, -1):
             gw, gb = self.gemm(dz.T, acts[layer]), dz.sum(axis=0)
             if layer > 0:  # with the weights before their update, as the engine
                 dz = self.gemm(dz, self.w[layer]) * (acts[layer] > 0)
+                if drop[layer - 1] is not None:
+                    dz = dz * drop[layer - 1]
             self.update(self.w[layer], gw)
             self.update(self.b[layer], gb)
         self.t += 1
@@ -489,8 +500,9 @@ class NumpyTrainer:
         else:
             p -= np.float32(lr) * g
 
-    def run_epoch(self, order, steps, batch):
-        return np.array([self.step(order[s * batch : (s + 1) * batch]) for s in range(steps)], dtype=np.float32)
+    def run_epoch(self, order, steps, batch, epoch):
+        return np.array([self.step(order[s * batch : (s + 1) * batch], epoch, s) for s in range(steps)],
+                        dtype=np.float32)
 
 
 def disable_tf32(torch):
@@ -528,26 +540,44 @@ class TorchTrainer:
             self.opt = torch.optim.SGD(flat, lr=recipe.lr, momentum=recipe.momentum, nesterov=recipe.nesterov)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.opt, recipe.factor)
 
-    def forward(self, h):
+    def forward(self, h, drop):
+        """drop: each hidden layer's dropout factors (tools/noise.py), or None."""
         for layer, (w, b) in enumerate(self.params):
             h = self.linear(h, w, b)
             if layer + 1 < len(self.params):
                 h = self.torch.relu(h)
+                if drop:
+                    h = h * drop[layer]
         return h
+
+    def draws(self, idx, epoch, step):
+        """The batch of samples idx as the engine's step `step` of epoch `epoch` (from 0) sees it, translated,
+        and its dropout factors per hidden layer (or None)."""
+        torch, noise = self.torch, self.recipe.noise
+        x = self.x[idx]
+        if noise.shift:
+            x = torch.from_numpy(noise.translate(x.cpu().numpy(), epoch, step, self.recipe.background)).to(x.device)
+        if not noise.dropout:
+            return x, None
+        widths = [w.shape[0] for w, _ in self.params[:-1]]
+        drop = [torch.from_numpy(noise.dropout_factor(epoch, step, layer, len(idx), width)).to(x.device)
+                for layer, width in enumerate(widths)]
+        return x, drop
 
     def autocast(self):
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
         return self.torch.autocast(self.x.device.type, dtype=self.autocast_dtype)
 
-    def run_epoch(self, order, steps, batch):
+    def run_epoch(self, order, steps, batch, epoch):
         torch = self.torch
         idx = torch.from_numpy(order[: steps * batch]).to(self.x.device).view(steps, batch)
         losses = torch.empty(steps, device=self.x.device)
         for s in range(steps):
             self.opt.zero_grad(set_to_none=True)
+            x, drop = self.draws(idx[s], epoch, s)
             with self.autocast():
-                loss = torch.nn.functional.cross_entropy(self.forward(self.x[idx[s]]), self.y[idx[s]],
+                loss = torch.nn.functional.cross_entropy(self.forward(x, drop), self.y[idx[s]],
                                                          label_smoothing=self.recipe.smoothing)
             loss.backward()
             if self.recipe.optimizer == "sgd" and self.recipe.weight_decay:
@@ -751,7 +781,7 @@ def train_reference(trainer, orders, refs, steps, batch):
     """PyTorch's mixed precision over the epochs, each epoch's mean loss printed beside the engine's."""
     losses = []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
-        losses.append(trainer.run_epoch(order, steps, batch))
+        losses.append(trainer.run_epoch(order, steps, batch, epoch - 1))
         mean, mean_ref, rel = mean_relative_difference(losses[-1], ref)
         print(f"  reference, epoch {epoch}: mean loss {mean:.6f} vs staticnn {mean_ref:.6f}, rel diff {rel:.1e} "
               f"({trainer.name})")
@@ -785,7 +815,7 @@ def main():
     ours, stats = [], []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
         start = time.perf_counter()
-        ours.append(trainer.run_epoch(order, steps, batch))
+        ours.append(trainer.run_epoch(order, steps, batch, epoch - 1))
         stats.append(summarise(relative_difference(ours[-1], ref), tol))
         print(f"  {describe(epoch, steps, stats[-1], tol)} [{time.perf_counter() - start:.1f} s]")
     reference = train_reference(mixed, orders, refs, steps, batch) if mixed else None

@@ -7,11 +7,13 @@
 LOG is the --log of a staticnn run with --target-acc (tools/time_to_acc.py
 keeps them with --logs): its config event gives the shape, batch, epochs,
 steps per epoch, the recipe (optimizer, schedule, weight decay, label
-smoothing), the precision, the target, the set it watches and how often it is
+smoothing, augmentation, dropout), the precision, the target, the set it watches and how often it is
 scored. This script trains the same MLP the way a PyTorch user would, from
 PyTorch's default initialisation of each seed 1..N: nn.Linear/ReLU,
 F.cross_entropy(label_smoothing), torch.optim.AdamW or SGD (SGD's weight decay
-decoupled by hand, as staticnn's), the forward under torch.autocast for a
+decoupled by hand, as staticnn's), nn.Dropout after each hidden ReLU, each
+image translated on the device by offsets from torch.randint (PyTorch's own
+generator: the same recipe, not the same draws), the forward under torch.autocast for a
 16-bit precision, TF32 off for FP32. As in staticnn and tools/torch_bench.py
 the images stay on the device as uint8 and each step gathers its batch through
 the epoch's permutation.
@@ -45,6 +47,7 @@ except ImportError:
 
 PROG = "torch_time_to_acc"
 TRAIN_COUNT = 60000
+SIDE = 28
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp16_acc16": torch.float16}
 
 
@@ -63,6 +66,18 @@ def read_config(path):
         if key not in config:
             fail(f"{path}: the config event has no '{key}': not the log of a --target-acc run")
     return config
+
+
+def translate(images, shift):
+    """uint8 images [rows][784], each moved by offsets drawn uniformly from [-shift, shift] on the device,
+    0 (the background) moving in: a crop of the images padded by shift."""
+    rows = images.shape[0]
+    padded = F.pad(images.view(rows, SIDE, SIDE), (shift, shift, shift, shift))
+    dx, dy = (torch.randint(-shift, shift + 1, (rows, 1), device=images.device) for _ in range(2))
+    side = torch.arange(SIDE, device=images.device)
+    ys, xs = side + shift - dy, side + shift - dx  # [rows][28]: the padded pixel each one reads
+    r = torch.arange(rows, device=images.device)[:, None, None]
+    return padded[r, ys[:, :, None], xs[:, None, :]].reshape(rows, SIDE * SIDE)
 
 
 def factor_on_device(recipe, t):
@@ -88,7 +103,9 @@ class Run:
         layers = []
         for fan_in, fan_out in zip(dims[:-1], dims[1:]):
             layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
-        self.model = torch.nn.Sequential(*layers[:-1]).to(device)
+            if recipe.noise.dropout:
+                layers.append(torch.nn.Dropout(recipe.noise.dropout))
+        self.model = torch.nn.Sequential(*layers[: -2 if recipe.noise.dropout else -1]).to(device)
         self.params = list(self.model.parameters())
         self.recipe, self.data, self.batch = recipe, data, cfg["batch"]
         self.steps = cfg["steps_per_epoch"]
@@ -107,7 +124,9 @@ class Run:
 
     def body(self):
         """One training step, every index on the device."""
-        x, y = self.data.batch(self.perm.index_select(0, self.step).view(-1))
+        idx = self.perm.index_select(0, self.step).view(-1)
+        images, y = self.data.images.index_select(0, idx), self.data.labels.index_select(0, idx)
+        x = self.data.normalise(translate(images, self.recipe.noise.shift) if self.recipe.noise.shift else images)
         with torch_bench.autocast():
             loss = F.cross_entropy(self.model(x), y, label_smoothing=self.recipe.smoothing)
         loss.backward()
@@ -157,10 +176,12 @@ class Run:
     def score(self, images, labels):
         """Accuracy of the watched set under the training's autocast (a synchronisation)."""
         correct = torch.zeros((), dtype=torch.long, device=labels.device)
+        self.model.eval()  # every unit
         with torch.no_grad(), torch_bench.autocast():
             for start in range(0, len(labels), torch_bench.EVAL_BATCH):
                 x = self.data.normalise(images[start : start + torch_bench.EVAL_BATCH])
                 correct += (self.model(x).argmax(1) == labels[start : start + torch_bench.EVAL_BATCH]).sum()
+        self.model.train()
         return correct.item() / len(labels)
 
 

@@ -7,10 +7,22 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/noise.h"
+
 /* The sample in row i of the batch whose first row is `base` in the order (or in sample order, order NULL). */
 static __device__ __forceinline__ long snn_gather_sample(const int32_t *order, long base, int i)
 {
     return order ? (long)order[base + i] : base + i;
+}
+
+/* Byte j of the image px in row i of training step `step`'s batch: translated by the row's draw where the
+ * step augments (noise.epoch given, CONFIG_TRAIN_AUGMENT_SHIFT), else as stored. */
+static __device__ __forceinline__ uint8_t snn_gather_byte(const uint8_t *px, int j, int i, int32_t step,
+                                                          const snn_noise &noise)
+{
+    if (SNN_AUGMENT_SHIFT == 0 || !noise.epoch)
+        return px[j];
+    return snn_shifted_pixel(px, j, snn_shift_of(noise.key, *noise.epoch, step, i));
 }
 
 /* A pixel byte normalised: (c / 255 - mean) / std. */

@@ -1,5 +1,5 @@
 /* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and
- * normalisation, softmax + cross-entropy, the step counter and schedule. All on the
+ * normalisation, dropout, softmax + cross-entropy, the step counter and schedule. All on the
  * engine's stream, all deterministic (no atomics). The gathered batch and
  * the logits' gradient are GEMM operands: their 16-bit twins, where bound
  * (kernels/cuda/twin.h), are written beside them. */
@@ -26,20 +26,34 @@ static_assert(GATHER_THREADS % 32 == 0, "CONFIG_CUDA_GATHER_THREADS must be a mu
 __global__ void __launch_bounds__(GATHER_THREADS)
     gather_batch_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y, const uint8_t *__restrict__ images,
                         const uint8_t *__restrict__ labels, const int32_t *__restrict__ order,
-                        const int32_t *__restrict__ step, int rows, float mean, float std)
+                        const int32_t *__restrict__ step, int rows, float mean, float std, snn_noise noise)
 {
     const int j = blockIdx.x * GATHER_THREADS + threadIdx.x;
     const long base = (long)*step * rows;
     for (int i = blockIdx.y; i < rows; i += gridDim.y) {
         const long r = snn_gather_sample(order, base, i);
         if (j < SNN_INPUT_DIM) {
-            const float v = snn_gather_pixel(images[r * SNN_INPUT_DIM + j], mean, std);
+            const float v = snn_gather_pixel(snn_gather_byte(images + r * SNN_INPUT_DIM, j, i, *step, noise), mean, std);
             x[(size_t)i * SNN_INPUT_DIM + j] = v;
             snn_twin_store(x16, (size_t)i * SNN_INPUT_DIM + j, v);
         }
         if (j == 0)
             y[i] = labels[r];
     }
+}
+
+/* A thread per element. */
+constexpr int DROPOUT_THREADS = 256;
+__global__ void __launch_bounds__(DROPOUT_THREADS)
+    dropout_kernel(float *__restrict__ t, SnnTwin *__restrict__ t16, const int32_t *__restrict__ step, snn_noise noise,
+                   int layer, uint32_t n)
+{
+    const uint32_t i = blockIdx.x * DROPOUT_THREADS + threadIdx.x;
+    if (i >= n)
+        return;
+    const float v = snn_dropout_keeps(noise.key, *noise.epoch, *step, layer, i) ? t[i] * SNN_DROPOUT_SCALE : 0.0f;
+    t[i] = v;
+    snn_twin_store(t16, i, v);
 }
 
 /* One block. Thread t takes rows t, t + blockDim, ...: softmax, loss, arg-max
@@ -119,13 +133,25 @@ __global__ void schedule_kernel(snn_clock c, bool advance)
  * ------------------------------------------------------------------------- */
 
 extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                                  const int32_t *order, const int32_t *step, int rows, float mean, float std)
+                                  const int32_t *order, const int32_t *step, int rows, float mean, float std,
+                                  snn_noise noise)
 {
     if (rows <= 0)
         return;
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
     gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, snn_twin_ptr(x16), y, images, labels, order,
-                                                                   step, rows, mean, std);
+                                                                   step, rows, mean, std, noise);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows,
+                             int width)
+{
+    const uint32_t n = (uint32_t)rows * (uint32_t)width;
+    if (n == 0)
+        return;
+    dropout_kernel<<<(n + DROPOUT_THREADS - 1) / DROPOUT_THREADS, DROPOUT_THREADS, 0, snn_stream()>>>(
+        t, snn_twin_ptr(t16), step, noise, layer, n);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -1,4 +1,4 @@
-/* Host elementwise kernels: batch gather, softmax + cross-entropy, step counter and schedule. */
+/* Host elementwise kernels: batch gather, dropout, softmax + cross-entropy, step counter and schedule. */
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -11,19 +11,30 @@
 #endif
 
 void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                       const int32_t *order, const int32_t *step, int rows, float mean, float std)
+                       const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise)
 {
     (void)x16;
     long first = (long)*step * rows;
+    int shifted = SNN_AUGMENT_SHIFT > 0 && noise.epoch;
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (int i = 0; i < rows; i++) {
         long r = order ? order[first + i] : first + i;
         const uint8_t *px = images + r * SNN_INPUT_DIM;
         float *row = x + (long)i * SNN_INPUT_DIM;
+        snn_shift s = shifted ? snn_shift_of(noise.key, *noise.epoch, *step, i) : (snn_shift){0, 0};
         for (int j = 0; j < SNN_INPUT_DIM; j++)
-            row[j] = ((float)px[j] / 255.0f - mean) / std;
+            row[j] = ((float)(shifted ? snn_shifted_pixel(px, j, s) : px[j]) / 255.0f - mean) / std;
         y[i] = labels[r];
     }
+}
+
+void host_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width)
+{
+    (void)t16;
+    uint32_t n = (uint32_t)rows * (uint32_t)width;
+    OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
+    for (uint32_t i = 0; i < n; i++)
+        t[i] = snn_dropout_keeps(noise.key, *noise.epoch, *step, layer, i) ? t[i] * SNN_DROPOUT_SCALE : 0.0f;
 }
 
 /* First index of the largest logit, as torch.argmax. */

@@ -5,10 +5,11 @@
  * Op by op: one fused step, then every op it ran checked against the host
  * op on the inputs the GPU had (every layer's input, output and output
  * gradient stays in its own buffer), with the GEMM operands rounded as the
- * GPU reads them (tests/gpu/reference.h): the batch gather (bit for bit),
- * each forward layer, softmax and cross-entropy (the loss, the correct
- * count, dlogits), each input gradient, each weight gradient with its
- * update.
+ * GPU reads them (tests/gpu/reference.h): the batch gather (bit for bit,
+ * translated where the build augments), each forward layer and each input
+ * gradient (through dropout's mask where the build drops units), softmax
+ * and cross-entropy (the loss, the correct count, dlogits), each weight
+ * gradient with its update.
  *
  * Then two fused steps in one launch, free-running against the FP32 host
  * engine (the loss of each within the precision's step tolerance); the
@@ -71,7 +72,7 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
     int32_t zero = 0;
     snn_rt_download(labels, n->labels[0], B);
     host_gather_batch(want_x0, NULL, want_labels, host->train_images, host->train_labels, host->order, &zero,
-                      B, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+                      B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, host->noise);
     const int same = !memcmp(x0, want_x0, (size_t)B * SNN_INPUT_DIM * 4) && !memcmp(labels, want_labels, B);
     verdict(same, "gather of step 0: images and labels bit for bit as the host's");
 
@@ -87,6 +88,8 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
         const float *w = old.params + (L->w - gpu->params), *b = old.params + (L->b - gpu->params);
         float *want = snn_xmalloc((size_t)B * L->out * 4, "forward");
         rounded_forward(want, x[l], w, b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+        if (SNN_DROPOUT && l + 1 < SNN_LAYERS)
+            host_dropout(want, NULL, &zero, host->noise, l, B, L->out);
         snprintf(what, sizeof what, "layer %d forward %dx%dx%d on the GPU's inputs", l, B, L->out, L->in);
         check(what, n->act[l + 1], want, (long)B * L->out, SNN_TOL_STEP_OP);
         free(want);
@@ -107,6 +110,8 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
         if (l > 0) {
             float *want = snn_xmalloc((size_t)B * L->in * 4, "input gradient");
             rounded_backward_input(want, dy[l], w, x[l], B, L->out, L->in);
+            if (SNN_DROPOUT)
+                host_dropout(want, NULL, &zero, host->noise, l - 1, B, L->in);
             snprintf(what, sizeof what, "layer %d input gradient %dx%dx%d on the GPU's inputs", l, B, L->in,
                      L->out);
             check(what, n->grad[l - 1], want, (long)B * L->in, SNN_TOL_STEP_OP);

@@ -412,11 +412,12 @@ static void test_weight_grad(shape s)
 
 /* ---- elementwise kernels -------------------------------------------------------- */
 
-static void test_gather(int count, int rows, int step, int with_order)
+/* augment: a training step's gather of epoch 3 (translated under CONFIG_TRAIN_AUGMENT_SHIFT). */
+static void test_gather(int count, int rows, int step, int with_order, int augment)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gather_batch rows=%d step=%d of %d images%s", rows, step, count,
-             with_order ? " shuffled" : "");
+    snprintf(name, sizeof name, "gather_batch rows=%d step=%d of %d images%s%s", rows, step, count,
+             with_order ? " shuffled" : "", augment ? " augmented" : "");
     long npx = (long)count * SNN_INPUT_DIM, nx = (long)rows * SNN_INPUT_DIM;
     uint8_t *images = (uint8_t *)snn_xmalloc((size_t)npx, "images");
     uint8_t *labels = (uint8_t *)snn_xmalloc((size_t)count, "labels");
@@ -432,16 +433,20 @@ static void test_gather(int count, int rows, int step, int with_order)
         order[i] = order[j];
         order[j] = t;
     }
-    int32_t hstep = step;
+    int32_t hstep = step, epoch = 3;
+    const snn_noise none = {}, hnoise = snn_noise_of_seed(0x5eed0000002aull, &epoch);
     float *ref = host_floats(nx), *x1 = host_floats(nx), *x2 = host_floats(nx);
     uint8_t *yref = (uint8_t *)snn_xmalloc((size_t)rows, "labels"), *y1 = (uint8_t *)snn_xmalloc((size_t)rows, "y"),
             *y2 = (uint8_t *)snn_xmalloc((size_t)rows, "y");
     host_gather_batch(ref, NULL, yref, images, labels, with_order ? order : NULL, &hstep, rows, SNN_PIXEL_MEAN,
-                      SNN_PIXEL_STD);
+                      SNN_PIXEL_STD, augment ? hnoise : none);
 
     uint8_t *dimages = (uint8_t *)snn_rt_alloc((size_t)npx), *dlabels = (uint8_t *)snn_rt_alloc((size_t)count);
     int32_t *dorder = (int32_t *)snn_rt_alloc(sizeof(int32_t) * (size_t)count);
-    int32_t *dstep = (int32_t *)snn_rt_alloc(sizeof(int32_t));
+    int32_t *dstep = (int32_t *)snn_rt_alloc(sizeof(int32_t)), *depoch = (int32_t *)snn_rt_alloc(sizeof(int32_t));
+    snn_noise dnoise = hnoise;
+    dnoise.epoch = depoch;
+    snn_rt_upload(depoch, &epoch, sizeof(epoch));
     float *dx = (float *)snn_rt_alloc(sizeof(float) * (size_t)nx);
     uint8_t *dy = (uint8_t *)snn_rt_alloc((size_t)rows);
     snn_rt_upload(dimages, images, (size_t)npx);
@@ -454,7 +459,7 @@ static void test_gather(int count, int rows, int step, int with_order)
         poison(dx, sizeof(float) * (size_t)nx);
         poison(dy, (size_t)rows);
         cuda_gather_batch(dx, NULL, dy, dimages, dlabels, with_order ? dorder : NULL, dstep, rows, SNN_PIXEL_MEAN,
-                          SNN_PIXEL_STD);
+                          SNN_PIXEL_STD, augment ? dnoise : none);
         snn_rt_download(xs[run], dx, sizeof(float) * (size_t)nx);
         snn_rt_download(ys[run], dy, (size_t)rows);
     }
@@ -468,9 +473,37 @@ static void test_gather(int count, int rows, int step, int with_order)
     same_bits(why, "y", y1, y2, (size_t)rows);
     report(name, why);
 
-    snn_rt_free(dimages), snn_rt_free(dlabels), snn_rt_free(dorder), snn_rt_free(dstep), snn_rt_free(dx),
-        snn_rt_free(dy);
+    snn_rt_free(dimages), snn_rt_free(dlabels), snn_rt_free(dorder), snn_rt_free(dstep), snn_rt_free(depoch),
+        snn_rt_free(dx), snn_rt_free(dy);
     free(images), free(labels), free(order), free(ref), free(x1), free(x2), free(yref), free(y1), free(y2);
+}
+
+/* Dropout of a [rows][width] tensor on the GPU: the host's mask and values, bit for bit, twice. */
+static void test_dropout(int rows, int width, int layer)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "dropout rows=%d width=%d layer %d", rows, width, layer);
+    const long n = (long)rows * width;
+    int32_t step = 7, epoch = 2;
+    float *t = random_floats(n, 1.0f), *ref = host_floats(n), *out[2] = {host_floats(n), host_floats(n)};
+    memcpy(ref, t, sizeof(float) * (size_t)n);
+    const snn_noise hnoise = snn_noise_of_seed(99, &epoch);
+    host_dropout(ref, NULL, &step, hnoise, layer, rows, width);
+    float *dt = (float *)snn_rt_alloc(sizeof(float) * (size_t)n);
+    int32_t *dclock = (int32_t *)snn_rt_alloc(2 * sizeof(int32_t));
+    snn_rt_upload(dclock, &step, sizeof(step));
+    snn_rt_upload(dclock + 1, &epoch, sizeof(epoch));
+    snn_noise dnoise = hnoise;
+    dnoise.epoch = dclock + 1;
+    for (int run = 0; run < 2; run++) {
+        snn_rt_upload(dt, t, sizeof(float) * (size_t)n);
+        cuda_dropout(dt, NULL, dclock, dnoise, layer, rows, width);
+        snn_rt_download(out[run], dt, sizeof(float) * (size_t)n);
+        same_bits(why, "t", out[run], ref, sizeof(float) * (size_t)n);
+    }
+    report(name, why);
+    snn_rt_free(dt), snn_rt_free(dclock);
+    free(t), free(ref), free(out[0]), free(out[1]);
 }
 
 static void test_softmax_xent(int rows, int with_grad)
@@ -592,7 +625,9 @@ typedef struct {
 static void test_step_fn(void *p)
 {
     step_ctx *c = (step_ctx *)p;
-    cuda_gather_batch(c->x, NULL, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    const snn_noise none = {};
+    cuda_gather_batch(c->x, NULL, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD,
+                      none);
     cuda_linear_forward(c->y, NULL, c->x, NULL, c->w, NULL, NULL, c->rows, c->N, SNN_INPUT_DIM, 1);
     cuda_step_advance(c->step);
 }
@@ -770,9 +805,17 @@ int main(int argc, char **argv)
     twin_mode = 0;
 #endif
     if (!quick) {
-        test_gather(300, 100, 2, 1);
-        test_gather(300, 100, 1, 0);
-        test_gather(17, 1, 16, 1);
+        test_gather(300, 100, 2, 1, 0);
+        test_gather(300, 100, 1, 0, 0);
+        test_gather(17, 1, 16, 1, 0);
+        if (SNN_AUGMENT_SHIFT > 0) {
+            test_gather(300, 100, 2, 1, 1);
+            test_gather(17, 1, 16, 1, 1);
+        }
+        if (SNN_DROPOUT) {
+            test_dropout(37, 71, 1);
+            test_dropout(256, 1024, 2);
+        }
         test_softmax_xent(1, 1);
         test_softmax_xent(3, 1);
         test_softmax_xent(64, 1);

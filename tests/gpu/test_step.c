@@ -106,6 +106,7 @@ static const snn_kernels checked_cuda_kernels = {
     .linear_backward_input = checked_backward_input,
     .linear_backward_weight_update = checked_backward_weight_update,
     .gather_batch = cuda_gather_batch,
+    .dropout = cuda_dropout,
     .softmax_xent = cuda_softmax_xent,
     .step_advance = cuda_step_advance,
     .schedule = cuda_schedule,

@@ -443,7 +443,7 @@ static void check_gather(bool with_order, int32_t step)
     memset(y, 0xff, sizeof y);
     float *x = nan_floats((long)rows * SNN_INPUT_DIM);
     double *ref = new_doubles((long)rows * SNN_INPUT_DIM);
-    host_gather_batch(x, NULL, y, images, labels, with_order ? order : NULL, &step, rows, mean, std);
+    host_gather_batch(x, NULL, y, images, labels, with_order ? order : NULL, &step, rows, mean, std, (snn_noise){0});
     for (int i = 0; i < rows; i++) {
         int r = with_order ? order[step * rows + i] : step * rows + i;
         for (int j = 0; j < SNN_INPUT_DIM; j++)

@@ -187,12 +187,12 @@ def test_torch_trainer(torch):
     order, steps, batch = rng.permutation(40), 4, 10
     sgd = tp.Recipe({"lr": 0.1, "momentum": 0.9, "steps_per_epoch": steps})
     for p in tp.PRECISIONS:
-        ours = tp.NumpyTrainer(params, sgd, x, y, p).run_epoch(order, steps, batch)
+        ours = tp.NumpyTrainer(params, sgd, x, y, p).run_epoch(order, steps, batch, 0)
         judged, mixed = tp.torch_trainers("cpu", params, sgd, x, y, p)
-        rel = tp.relative_difference(judged.run_epoch(order, steps, batch), ours.astype(np.float64))
+        rel = tp.relative_difference(judged.run_epoch(order, steps, batch, 0), ours.astype(np.float64))
         verdict(rel.max() < 1e-3, f"torch backend in {p}: {steps} steps as numpy's", rel)
         if p == "bf16":
-            mixed_losses = mixed.run_epoch(order, steps, batch)
+            mixed_losses = mixed.run_epoch(order, steps, batch, 0)
             verdict(np.all(np.isfinite(mixed_losses)) and abs(mixed_losses[0] / ours[0] - 1) < 0.05,
                     "the autocast reference trains from the same weights", mixed_losses)
 
@@ -222,8 +222,8 @@ def test_torch_recipes(torch):
         ours, theirs = tp.NumpyTrainer(params, recipe, x, y, "fp32"), tp.torch_trainers("cpu", params, recipe, x, y,
                                                                                          "fp32")[0]
         orders = [rng.permutation(40) for _ in range(3)]
-        a = np.concatenate([ours.run_epoch(o, steps, batch) for o in orders])
-        b = np.concatenate([theirs.run_epoch(o, steps, batch) for o in orders])
+        a = np.concatenate([ours.run_epoch(o, steps, batch, e) for e, o in enumerate(orders)])
+        b = np.concatenate([theirs.run_epoch(o, steps, batch, e) for e, o in enumerate(orders)])
         rel = tp.relative_difference(b, a.astype(np.float64))
         verdict(rel.max() < 1e-5, f"PyTorch's {name}: 12 steps as the numpy trainer's", rel)
 

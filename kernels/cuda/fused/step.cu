@@ -5,7 +5,7 @@
  * and computes them with the layered path's tile code (gemm_mma_tile, gemm_f32_tile) and epilogues, on the
  * FP32 tensors rounded as staged:
  *
- *   F0 .. F(L-1)  forward layer l (bias, ReLU); F0 also gathers the next step's batch into the other input
+ *   F0 .. F(L-1)  forward layer l (bias, ReLU, dropout); F0 also gathers the next step's batch into the other input
  *                 buffer; F(L-1) ends each row tile with softmax, cross-entropy and dlogits
  *   B(L-1)        dX of layer L-1; the last block adds the step's per-tile losses in order
  *   B(l), l > 0   dX of layer l, and the weight gradient + update of layer l + 1 (its dX has read it)
@@ -111,6 +111,67 @@ struct FusedEpiPartial {
     }
 };
 
+/* A training step's dropout draws (kernels/noise.h): the run's key, the step's epoch and step. */
+struct FusedDraws {
+    uint32_t key[2];
+    int32_t epoch, step;
+};
+
+/* Base's epilogue (a forward layer's bias and ReLU, an input gradient's mask) followed by dropout of hidden
+ * layer `layer`'s output with the draws d: a unit's activation and its gradient go through the same mask and
+ * scale. Writes o[m][n] (row stride ld) itself, as Base would. */
+template <class Base> struct FusedEpiDropout {
+    Base base;
+    float *o;
+    int ld, layer;
+    FusedDraws d;
+    static constexpr SnnTwin *twin = nullptr;
+    typedef typename Base::In In;
+    __device__ __forceinline__ In load(int m, int n) const { return base.load(m, n); }
+    __device__ __forceinline__ float drop(int m, int n, float v) const
+    {
+        return snn_dropout_keeps(d.key, d.epoch, d.step, layer, (uint32_t)(m * ld + n)) ? v * SNN_DROPOUT_SCALE
+                                                                                       : 0.0f;
+    }
+    __device__ __forceinline__ float apply(int m, int n, float v, In in) const
+    {
+        v = drop(m, n, base.out(v, in));
+        o[(size_t)m * ld + n] = v;
+        return v;
+    }
+    template <int V> using InV = typename Base::template InV<V>;
+    template <int V> __device__ __forceinline__ bool vec_aligned() const
+    {
+        return base.template vec_aligned<V>();
+    }
+    template <int V> __device__ __forceinline__ InV<V> loadv(int m, int n) const
+    {
+        return base.template loadv<V>(m, n);
+    }
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> in) const
+    {
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            v.f[i] = drop(m, n + i, base.out(v.f[i], in.f[i]));
+        gemm_stv(o + (size_t)m * ld + n, v);
+        return v;
+    }
+};
+
+/* epi, or epi followed by dropout of hidden layer `layer` where the build drops units and draws is given
+ * (a training step): f called with the epilogue to use. */
+template <class Epi, class F>
+static __device__ __forceinline__ auto fused_with_dropout(const Epi &epi, float *o, int ld, int layer,
+                                                          const FusedDraws *draws, F &&f)
+{
+    if constexpr (SNN_DROPOUT) {
+        if (draws)
+            return f(FusedEpiDropout<Epi>{epi, o, ld, layer, *draws});
+    }
+    return f(epi);
+}
+
 /* The k slices of a GEMM of `tiles` block tiles and k extent K: as many as keep the grid's blocks busy,
  * none empty, each at least CONFIG_STEP_FUSED_SLICE_KTILES k tiles deep (a slice's partial tile and its
  * share of the reduction cost some k tiles: docs/PERF.md). */
@@ -186,27 +247,35 @@ static __device__ __forceinline__ bool fused_gemm_item(unsigned char *smem, cons
     return true;
 }
 
-/* Y[rows][OUT] = X . W^T + b (ReLU unless the last layer): A = X, B = W, both K-major. */
+/* Y[rows][OUT] = X . W^T + b (ReLU and, in a training step (draws given), dropout unless the last layer):
+ * A = X, B = W, both K-major. */
 template <int IN, int OUT>
 static __device__ __forceinline__ bool fused_forward_item(unsigned char *smem, const snn_fused_net &net,
-                                                          int l, const float *x, int rows, int item)
+                                                          int l, const float *x, int rows,
+                                                          const FusedDraws *draws, int item)
 {
     const snn_fused_layer &L = net.layer[l];
-    const GemmEpiBiasRelu epi = {net.act[l + 1], nullptr, L.b, OUT, l + 1 < SNN_LAYERS};
-    return fused_gemm_item<GEMM_K_MAJOR, GEMM_K_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, IN>,
-                           FUSED_VEC<GEMM_K_MAJOR, FusedTile::BN, IN>>(smem, net, 0, x, IN, L.w, IN, rows,
-                                                                       OUT, IN, item, epi);
+    const bool hidden = l + 1 < SNN_LAYERS;
+    const GemmEpiBiasRelu epi = {net.act[l + 1], nullptr, L.b, OUT, hidden};
+    return fused_with_dropout(epi, net.act[l + 1], OUT, l, hidden ? draws : nullptr, [&](const auto &e) {
+        return fused_gemm_item<GEMM_K_MAJOR, GEMM_K_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, IN>,
+                               FUSED_VEC<GEMM_K_MAJOR, FusedTile::BN, IN>>(smem, net, 0, x, IN, L.w, IN, rows,
+                                                                           OUT, IN, item, e);
+    });
 }
 
-/* dX[rows][IN] = (dY . W) * (act > 0): A = dY K-major, B = W as [OUT][IN], MN-major. */
+/* dX[rows][IN] = (dY . W) * (act > 0), then through the dropout of layer l's input: A = dY K-major, B = W
+ * as [OUT][IN], MN-major. */
 template <int IN, int OUT>
 static __device__ __forceinline__ void fused_dgrad_item(unsigned char *smem, const snn_fused_net &net, int l,
-                                                        int item)
+                                                        const FusedDraws *draws, int item)
 {
     const GemmEpiReluMask epi = {net.grad[l - 1], nullptr, net.act[l], IN};
-    fused_gemm_item<GEMM_K_MAJOR, GEMM_MN_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, OUT>,
-                    FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BN, IN>>(
-        smem, net, 0, net.grad[l], OUT, net.layer[l].w, IN, SNN_BATCH, IN, OUT, item, epi);
+    fused_with_dropout(epi, net.grad[l - 1], IN, l - 1, draws, [&](const auto &e) {
+        return fused_gemm_item<GEMM_K_MAJOR, GEMM_MN_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, OUT>,
+                               FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BN, IN>>(
+            smem, net, 0, net.grad[l], OUT, net.layer[l].w, IN, SNN_BATCH, IN, OUT, item, e);
+    });
 }
 
 /* gW[OUT][IN] = dY^T . X -> the update at *rate: A = dY, B = X, both MN-major (k = the batch). */
@@ -336,11 +405,12 @@ static __device__ __forceinline__ void fused_step_figures(const double *part_los
 }
 
 /* Gathering batch `step` (rows of images by order, or in order where order is NULL) into x, normalised,
- * and its labels into y: blocks from `from` on share it, 4 pixels a thread (784 is 196 quads; x and the
- * images' rows are 16- and 4-byte aligned). A phase gives it to the blocks its tiles leave idle. */
+ * and its labels into y, translated where a training step augments (noise.epoch given): blocks from `from`
+ * on share it, 4 pixels a thread (784 is 196 quads; x and the images' rows are 16- and 4-byte aligned). A
+ * phase gives it to the blocks its tiles leave idle. */
 static __device__ __forceinline__ void fused_gather(float *x, uint8_t *y, const uint8_t *images,
                                                     const uint8_t *labels, const int32_t *order, int step,
-                                                    int rows, int from)
+                                                    int rows, const snn_noise &noise, int from)
 {
     static_assert(SNN_INPUT_DIM % 4 == 0, "fused gather: whole quads of pixels");
     constexpr int QUADS = SNN_INPUT_DIM / 4;
@@ -351,7 +421,15 @@ static __device__ __forceinline__ void fused_gather(float *x, uint8_t *y, const 
     for (int i = (blockIdx.x - from) * FT_THREADS + threadIdx.x; i < rows * QUADS; i += stride) {
         const int row = i / QUADS, q = i % QUADS;
         const long r = snn_gather_sample(order, base, row);
-        const uchar4 p = *reinterpret_cast<const uchar4 *>(images + r * SNN_INPUT_DIM + 4 * q);
+        const uint8_t *px = images + r * SNN_INPUT_DIM;
+        uchar4 p;
+        if (SNN_AUGMENT_SHIFT > 0 && noise.epoch) {
+            const snn_shift sh = snn_shift_of(noise.key, *noise.epoch, step, row);
+            p = make_uchar4(snn_shifted_pixel(px, 4 * q, sh), snn_shifted_pixel(px, 4 * q + 1, sh),
+                            snn_shifted_pixel(px, 4 * q + 2, sh), snn_shifted_pixel(px, 4 * q + 3, sh));
+        } else {
+            p = *reinterpret_cast<const uchar4 *>(px + 4 * q);
+        }
         auto norm = [](uint8_t c) { return snn_gather_pixel(c, SNN_PIXEL_MEAN, SNN_PIXEL_STD); };
         *reinterpret_cast<float4 *>(x + (size_t)row * SNN_INPUT_DIM + 4 * q) =
             make_float4(norm(p.x), norm(p.y), norm(p.z), norm(p.w));
@@ -384,10 +462,10 @@ template <class F> static __device__ __forceinline__ void fused_with_shape(int l
 
 /* Forward layer l over `rows` rows of x; the last layer's row tiles end with their softmax (dlogits: the
  * training step's gradient, or NULL) into the partial sums `part`, by the block that completes the tile.
- * Its work items. */
+ * draws: a training step's dropout, or NULL. Its work items. */
 static __device__ int fused_forward_phase(unsigned char *smem, const snn_fused_net &net, int l,
                                           const float *x, const uint8_t *labels, float *dlogits, int rows,
-                                          double *part_loss, int32_t *part_correct)
+                                          const FusedDraws *draws, double *part_loss, int32_t *part_correct)
 {
     int items;
     fused_with_shape(l, [&](auto in, auto out) {
@@ -395,7 +473,7 @@ static __device__ int fused_forward_phase(unsigned char *smem, const snn_fused_n
         const int tiles = fused_tiles(rows, OUT), slices = fused_slices(tiles, IN);
         items = tiles * slices;
         for (int i = blockIdx.x; i < items; i += gridDim.x)
-            if (fused_forward_item<IN, OUT>(smem, net, l, x, rows, i) && l == SNN_LAYERS - 1)
+            if (fused_forward_item<IN, OUT>(smem, net, l, x, rows, draws, i) && l == SNN_LAYERS - 1)
                 fused_softmax_tile(net.act[l + 1], labels, dlogits, rows, i / slices, part_loss,
                                    part_correct);
     });
@@ -424,7 +502,8 @@ static __device__ void fused_update_item(unsigned char *smem, const snn_fused_ne
 /* Backward phase B(l) of a step whose input is x0 (see the file's opening comment); split slots: 0 the
  * input gradient, 1 the upper layer's update, 2 layer 0's. */
 static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused_net &net,
-                                            const snn_rate *rate, int l, const float *x0)
+                                            const snn_rate *rate, const FusedDraws *draws, int l,
+                                            const float *x0)
 {
     const int dgrad = l > 0 ? fused_items(SNN_BATCH, SNN_DIM(l), SNN_DIM(l + 1)) : 0;
     const int upper = l + 1 < SNN_LAYERS ? fused_update_items(l + 1) : 0;
@@ -432,7 +511,7 @@ static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused
     for (int i = blockIdx.x; i < dgrad + upper + lower; i += gridDim.x) {
         if (i < dgrad)
             fused_with_shape(l, [&](auto in, auto out) {
-                fused_dgrad_item<decltype(in)::value, decltype(out)::value>(smem, net, l, i);
+                fused_dgrad_item<decltype(in)::value, decltype(out)::value>(smem, net, l, draws, i);
             });
         else if (i < dgrad + upper)
             fused_update_item(smem, net, rate, 1, l + 1, net.act[l + 1], i - dgrad);
@@ -461,22 +540,24 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_ne
     __shared__ snn_rate rate; /* the step's, read by its updates after the forward phases' barriers */
     cg::grid_group grid = cg::this_grid();
     fused_gather(net.input[first % 2], net.labels[first % 2], net.train_images, net.train_labels, net.order,
-                 first, SNN_BATCH, 0);
+                 first, SNN_BATCH, net.noise, 0);
     grid.sync();
+    const int32_t epoch = *net.clock.epoch;
     for (int s = first; s < last; ++s) {
         fused_stamp(net, s, 2 * SNN_LAYERS, true);
         if (threadIdx.x == 0)
             rate = snn_clock_rate_at(net.clock, s);
         const int p = s % 2;
+        const FusedDraws draws = {{net.noise.key[0], net.noise.key[1]}, epoch, s};
         double *part_loss = net.part_loss + p * SNN_FUSED_ROW_TILES;
         int32_t *part_correct = net.part_correct + p * SNN_FUSED_ROW_TILES;
         for (int l = 0; l < SNN_LAYERS; ++l) {
             const int items =
                 fused_forward_phase(fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p],
-                                    net.grad[SNN_LAYERS - 1], SNN_BATCH, part_loss, part_correct);
+                                    net.grad[SNN_LAYERS - 1], SNN_BATCH, &draws, part_loss, part_correct);
             if (l == 0 && s + 1 < last)
                 fused_gather(net.input[p ^ 1], net.labels[p ^ 1], net.train_images, net.train_labels,
-                             net.order, s + 1, SNN_BATCH, fused_idle_from(items));
+                             net.order, s + 1, SNN_BATCH, net.noise, fused_idle_from(items));
             fused_stamp(net, s, l, false);
             grid.sync();
             fused_stamp(net, s, l, true);
@@ -484,7 +565,7 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_ne
         for (int l = SNN_LAYERS - 1; l >= 0; --l) {
             if (l == SNN_LAYERS - 1 && blockIdx.x == gridDim.x - 1)
                 fused_step_figures(part_loss, part_correct, SNN_BATCH, net.train_loss, net.train_correct, s);
-            fused_backward_phase(fused_smem, net, &rate, l, net.input[p]);
+            fused_backward_phase(fused_smem, net, &rate, &draws, l, net.input[p]);
             fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, false);
             grid.sync();
             fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, true);
@@ -500,17 +581,18 @@ __global__ void __launch_bounds__(FT_THREADS, 1)
     extern __shared__ __align__(16) unsigned char fused_smem[];
     cg::grid_group grid = cg::this_grid();
     const int E = SNN_EVAL_BATCH;
-    fused_gather(net.input[0], net.labels[0], images, labels, nullptr, 0, E, 0);
+    const snn_noise none = {}; /* evaluation: the images as they are, every unit */
+    fused_gather(net.input[0], net.labels[0], images, labels, nullptr, 0, E, none, 0);
     grid.sync();
     for (int s = 0; s < steps; ++s) {
         const int p = s % 2;
         for (int l = 0; l < SNN_LAYERS; ++l) {
             const int items = fused_forward_phase(
-                fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p], nullptr, E,
+                fused_smem, net, l, l ? net.act[l] : net.input[p], net.labels[p], nullptr, E, nullptr,
                 net.part_loss + p * SNN_FUSED_ROW_TILES, net.part_correct + p * SNN_FUSED_ROW_TILES);
             if (l == 0) {
                 if (s + 1 < steps)
-                    fused_gather(net.input[p ^ 1], net.labels[p ^ 1], images, labels, nullptr, s + 1, E,
+                    fused_gather(net.input[p ^ 1], net.labels[p ^ 1], images, labels, nullptr, s + 1, E, none,
                                  fused_idle_from(items));
                 if (s > 0 && blockIdx.x == gridDim.x - 1)
                     fused_step_figures(net.part_loss + (p ^ 1) * SNN_FUSED_ROW_TILES,
