@@ -64,6 +64,13 @@ refused "a validation split of 60000 refused" 'CONFIG_TRAIN_VALIDATION_SIZE=6000
     'CONFIG_TRAIN_VALIDATION_SIZE=60000'
 refused "evaluating every 0 steps refused" 'CONFIG_TRAIN_EVAL_EVERY=0 is outside its range 1..100000' \
     'CONFIG_TRAIN_EVAL_EVERY=0'
+# the training step's draws (kernels/noise.h)
+refused "dropout 1 refused" 'CONFIG_TRAIN_DROPOUT=1 is outside [0, 1)' 'CONFIG_TRAIN_DROPOUT="1"'
+refused "dropout without a hidden layer refused" \
+    'CONFIG_TRAIN_DROPOUT=0.2 cannot be set (it depends on NN_HIDDEN_LAYERS > 0' \
+    'CONFIG_NN_HIDDEN_LAYERS=0' 'CONFIG_TRAIN_DROPOUT="0.2"'
+refused "a translation of 9 pixels refused" 'CONFIG_TRAIN_AUGMENT_SHIFT=9 is outside its range 0..8' \
+    'CONFIG_TRAIN_AUGMENT_SHIFT=9'
 refused "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this Kconfig' 'CONFIG_NO_SUCH_THING=y'
 refused "a value whose dependency is unmet refused" \
     'CONFIG_MM_CUDA_ASYNC=y cannot be set (it depends on TARGET_CUDA' 'CONFIG_MM_CUDA_ASYNC=y'
