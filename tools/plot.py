@@ -14,7 +14,8 @@ Writes into DIR (default build/plots), and prints the path of each file:
                       file name without its extension): counts in the cells,
                       colour by the share of the true class, each class's
                       accuracy beside its row
-Train curves are solid, test curves dashed, one colour and marker per run. A
+Train curves are solid, validation curves dotted (a run with a held-out split,
+CONFIG_TRAIN_VALIDATION_SIZE), test curves dashed, one colour and marker per run. A
 run's label is the next --label (one per LOG, in order), else target, shape
 and precision from its config (with the file name where two runs would share
 a label, or where there is no config). A run that ended in an error or was
@@ -41,7 +42,7 @@ except ImportError:
 
 PROG = "plot"
 FASHION_CLASSES = ("T-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot")
-TRAIN, TEST = "-", "--"  # line styles
+STYLES = {"train": "-", "valid": ":", "test": "--"}  # line styles of the sets
 MARKERS = "os^Dv<>P"  # one per run: where runs coincide, the markers still tell them apart
 DPI = 120
 
@@ -72,15 +73,20 @@ def log_scale(ax, axis):
     ticks.set_minor_formatter(mticker.NullFormatter())
 
 
+def sets_of(run):
+    """The sets the run's epochs score, in the order drawn: train, validation where every epoch has it, test."""
+    return [key for key in STYLES if all(f"{key}_acc" in e and f"{key}_loss" in e for e in run.epochs)]
+
+
 def draw_run(axes, run, x_key, look):
-    """The run's loss and accuracy curves, train and test, on (loss axis, accuracy axis) against x_key;
+    """The run's loss and accuracy curves of each of its sets on (loss axis, accuracy axis) against x_key;
     look: its colour and marker."""
     epochs = [e for e in run.epochs if x_key in e]
     x = [e[x_key] for e in epochs]
     loss_ax, acc_ax = axes
-    for key, style in (("train", TRAIN), ("test", TEST)):
-        loss_ax.plot(x, [e[f"{key}_loss"] for e in epochs], style, **look)
-        acc_ax.plot(x, [100 * e[f"{key}_acc"] for e in epochs], style, **look)
+    for key in sets_of(run):
+        loss_ax.plot(x, [e[f"{key}_loss"] for e in epochs], STYLES[key], **look)
+        acc_ax.plot(x, [100 * e[f"{key}_acc"] for e in epochs], STYLES[key], **look)
 
 
 def curves_figure(path, runs, labels, rows, title):
@@ -116,8 +122,11 @@ def curves_figure(path, runs, labels, rows, title):
     fig.suptitle(title)
     fig.legend([plt.Line2D([], [], lw=2, **look) for look in looks], labels, loc="lower right",
                bbox_to_anchor=(0.49, 0), frameon=False, fontsize="small")
-    fig.legend([plt.Line2D([], [], color="k", ls=TRAIN), plt.Line2D([], [], color="k", ls=TEST)],
-               ["train (mean over the epoch's steps)", "test (after the epoch)"], loc="lower left",
+    drawn = {key for run in runs for key in sets_of(run)}
+    words = {"train": "train (mean over the epoch's steps)", "valid": "validation (held out, after the epoch)",
+             "test": "test (after the epoch)"}
+    fig.legend([plt.Line2D([], [], color="k", ls=STYLES[key]) for key in STYLES if key in drawn],
+               [words[key] for key in STYLES if key in drawn], loc="lower left",
                bbox_to_anchor=(0.51, 0), frameon=False, fontsize="small")
     fig.tight_layout(rect=(0, (0.25 * legend_rows + 0.15) / fig.get_figheight(), 1, 1))
     fig.savefig(path, dpi=DPI)

@@ -126,6 +126,27 @@ def test_writer_and_confusion(tmp):
             f"status {rc}, printed {stdout.split()}, {'; '.join(bad)} {stderr.strip()}")
 
 
+def test_validation_curve(tmp, logs):
+    """An epoch event with valid_loss and valid_acc (a build with CONFIG_TRAIN_VALIDATION_SIZE) adds the
+    validation curve; the host runs' logs have none."""
+    import plot as plot_module  # matplotlib is here: the module imports
+    events = synthetic_events()
+    for e in events:
+        if e.get("event") == "epoch":
+            e.update(valid_loss=e["test_loss"] * 1.1, valid_acc=e["test_acc"] - 0.01)
+    path = os.path.join(tmp, "valid.jsonl")
+    with open(path, "w") as f:
+        train_log.write(f, events)
+    sets = plot_module.sets_of(train_log.read(path))
+    plain = [plot_module.sets_of(train_log.read(log)) for log in logs or []]
+    out = os.path.join(tmp, "out-valid")
+    rc, stdout, stderr, _ = plot("--out", out, path, *(logs or []))
+    bad = bad_pngs(stdout.split()[:2])
+    verdict(sets == ["train", "valid", "test"] and all(p == ["train", "test"] for p in plain) and rc == 0
+            and not bad, "a log with validation figures gets the validation curve (dotted), beside logs without",
+            f"sets {sets}, the host logs' {plain}, status {rc}, {'; '.join(bad)} {stderr.strip()}")
+
+
 def test_stopped_run(tmp, log):
     path = os.path.join(tmp, "stopped.jsonl")
     with open(log) as f:
@@ -178,6 +199,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="snn-plot.") as tmp:
         logs = test_training_logs(os.path.abspath(sys.argv[1]), tmp)
         test_writer_and_confusion(tmp)
+        test_validation_curve(tmp, logs)
         if logs:
             test_stopped_run(tmp, logs[0])
         test_refusals(tmp)
