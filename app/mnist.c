@@ -29,6 +29,37 @@ static void dump_epoch_file(snn_out_dir *dump, const char *what, int epoch, cons
     snn_out_dir_write(dump, name, data, bytes);
 }
 
+/* The training draws (kernels/noise.h) of the first SNN_DUMP_DRAW_STEPS steps of epoch `epoch` (from 1), as
+ * the host computes them (the GPU's are the same bits: tests/gpu/test_kernels): per step, each row's (dx, dy)
+ * as int8 where the build translates, then each hidden layer's dropout mask of [batch][width] units, one bit
+ * each, least significant first, where it drops units. What tools/torch_parity.py checks its own draws
+ * against. */
+#define SNN_DUMP_DRAW_STEPS 50
+static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int steps)
+{
+    if (!SNN_AUGMENT_SHIFT && !SNN_DROPOUT)
+        return;
+    const int n = steps < SNN_DUMP_DRAW_STEPS ? steps : SNN_DUMP_DRAW_STEPS;
+    const size_t mask_bytes = ((size_t)SNN_BATCH * SNN_HIDDEN + 7) / 8;
+    const size_t per_step = (SNN_AUGMENT_SHIFT ? 2 * (size_t)SNN_BATCH : 0) +
+                            (SNN_DROPOUT ? (size_t)CONFIG_NN_HIDDEN_LAYERS * mask_bytes : 0);
+    uint8_t *draws = snn_xmalloc((size_t)n * per_step + 1, "the dumped draws");
+    memset(draws, 0, (size_t)n * per_step + 1);
+    uint8_t *at = draws;
+    for (int s = 0; s < n; s++) {
+        for (int i = 0; SNN_AUGMENT_SHIFT && i < SNN_BATCH; i++) {
+            const snn_shift d = snn_shift_of(m->noise.key, epoch - 1, s, i);
+            *at++ = (uint8_t)(int8_t)d.dx;
+            *at++ = (uint8_t)(int8_t)d.dy;
+        }
+        for (int l = 0; SNN_DROPOUT && l < CONFIG_NN_HIDDEN_LAYERS; l++, at += mask_bytes)
+            for (uint32_t u = 0; u < (uint32_t)SNN_BATCH * SNN_HIDDEN; u++)
+                at[u / 8] |= (uint8_t)(snn_dropout_keeps(m->noise.key, epoch - 1, s, l, u) << (u % 8));
+    }
+    dump_epoch_file(dump, "draws", epoch, draws, (size_t)n * per_step);
+    free(draws);
+}
+
 static cJSON *dims_array(void)
 {
     int dims[SNN_LAYERS + 1];
@@ -527,8 +558,10 @@ static void train(outputs *out, const options *o, run_state *r, int resumed)
             snn_epoch_resume(&r->m, r->at.order, epoch - 1, first, r->at.losses, r->at.correct);
         } else {
             snn_epoch_begin(&r->m, &r->rng, r->at.order, epoch - 1);
-            if (out->dump)
+            if (out->dump) {
                 dump_epoch_file(out->dump, "order", epoch, r->at.order, SNN_FIT_COUNT * sizeof(int32_t));
+                dump_draws(out->dump, &r->m, epoch, o->max_steps);
+            }
         }
         r->at.step = first;
         train_epoch(out, o, r, first);

@@ -240,6 +240,40 @@ def read_order(dump, epoch):
     return order.astype(np.int64)
 
 
+def check_draws(dump, epoch, meta, noise):
+    """The engine's draws of the first steps of epoch `epoch` (draws-E.bin, from a build that translates or
+    drops units) against tools/noise.py's, which the trainers use: the steps compared, 0 for a build with
+    none; a difference is a DataError."""
+    if not (noise.shift or noise.dropout):
+        return 0
+    path = os.path.join(dump, f"draws-{epoch}.bin")
+    if not os.path.exists(path):
+        raise DataError(f"no {path}: the build translates or drops units, and its dump must hold its draws")
+    raw = np.fromfile(path, dtype=np.uint8)
+    batch, widths = meta["batch"], meta["dims"][1:-1]
+    shift_bytes = 2 * batch if noise.shift else 0
+    masks = [(w, (batch * w + 7) // 8) for w in widths] if noise.dropout else []
+    per_step = shift_bytes + sum(b for _, b in masks)
+    steps = raw.size // per_step
+    if steps == 0 or raw.size != steps * per_step:
+        raise DataError(f"{path}: {raw.size} bytes, not whole steps of {per_step}")
+    for s in range(steps):
+        block = raw[s * per_step : (s + 1) * per_step]
+        if noise.shift:
+            got = block[:shift_bytes].view(np.int8).reshape(batch, 2)
+            dx, dy = noise.shifts(epoch - 1, s, batch)
+            if not (np.array_equal(got[:, 0], dx) and np.array_equal(got[:, 1], dy)):
+                raise DataError(f"{path}: step {s + 1}'s translations differ from tools/noise.py's")
+        at = shift_bytes
+        for layer, (width, size) in enumerate(masks):
+            bits = np.unpackbits(block[at : at + size], bitorder="little")[: batch * width].reshape(batch, width)
+            if not np.array_equal(bits.astype(bool), noise.keep(epoch - 1, s, layer, batch, width)):
+                raise DataError(f"{path}: step {s + 1}'s dropout mask of hidden layer {layer} differs from "
+                                "tools/noise.py's")
+            at += size
+    return steps
+
+
 def dumped_epochs(dump):
     """How many epochs, 1, 2, ... in a row, have losses-E.bin."""
     n = 0
@@ -803,6 +837,7 @@ def main():
         steps, batch = meta["steps_per_epoch"], meta["batch"]
         refs = [read_float32(os.path.join(args.dump, f"losses-{e}.bin"), steps) for e in range(1, epochs + 1)]
         orders = [read_order(args.dump, e) for e in range(1, epochs + 1)]
+        drawn = [check_draws(args.dump, e, meta, Recipe(meta).noise) for e in range(1, epochs + 1)]
         trainer, mixed = make_trainers(args, meta, params, precision)
     except DataError as e:
         sys.exit(f"{PROG}: error: {e}")
@@ -812,6 +847,9 @@ def main():
     shape = "-".join(str(d) for d in meta["dims"])
     print(f"{PROG}: MLP {shape}, batch {batch}, {steps} steps per epoch, {Recipe(meta).text}; "
           f"staticnn ({meta.get('target', '?')}, {precision}) vs {trainer.name}")
+    if any(drawn):
+        print(f"  draws: the engine's translations and dropout masks of steps 1-{drawn[0]} of each epoch equal "
+              "tools/noise.py's, which the trainers use")
     ours, stats = [], []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
         start = time.perf_counter()
