@@ -445,7 +445,8 @@ class Recipe:
         self.epoch_steps = meta["steps_per_epoch"]
         self.total = meta.get("epochs", 1) * self.epoch_steps
         self.noise = Noise(meta.get("seed", 1), meta.get("augment_shift", 0), meta.get("dropout", 0.0))
-        if self.noise.shift:  # the normalised 0 pixel, which a translation moves in
+        self.background = None  # the normalised 0 pixel, which a translation moves in
+        if self.noise.shift:
             self.background = np.float32((0.0 - np.float32(meta["pixel_mean"])) / np.float32(meta["pixel_std"]))
         self.text = meta.get("recipe", f"SGD lr {self.lr} momentum {self.momentum}")
 
