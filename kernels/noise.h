@@ -6,6 +6,7 @@
 #ifndef SNN_NOISE_H
 #define SNN_NOISE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/optim.h" /* SNN_HD */
@@ -42,6 +43,9 @@ SNN_HD snn_philox_out snn_philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t
     snn_philox_out out = {{c0, c1, c2, c3}};
     return out;
 }
+
+/* Whether a gather with these draws translates its images: a training step's, where the build augments. */
+SNN_HD int snn_noise_translates(snn_noise n) { return SNN_AUGMENT_SHIFT > 0 && n.epoch != NULL; }
 
 /* The key of a run's seed. */
 SNN_HD snn_noise snn_noise_of_seed(uint64_t seed, const int32_t *epoch)

@@ -502,7 +502,9 @@ class NumpyTrainer:
             z = self.gemm_fwd(acts[-1], w.T) + b
             if layer < last:
                 drop.append(noise.dropout_factor(epoch, step, layer, *z.shape) if noise.dropout else None)
-                z = np.maximum(z, np.float32(0.0)) if drop[-1] is None else np.maximum(z, np.float32(0.0)) * drop[-1]
+                z = np.maximum(z, np.float32(0.0))
+                if drop[-1] is not None:
+                    z = z * drop[-1]
             acts.append(z)
         loss, dz = softmax_xent(acts[-1], self.y[idx], self.recipe.smoothing)
         for layer in range(last, -1, -1):
@@ -838,7 +840,8 @@ def main():
         steps, batch = meta["steps_per_epoch"], meta["batch"]
         refs = [read_float32(os.path.join(args.dump, f"losses-{e}.bin"), steps) for e in range(1, epochs + 1)]
         orders = [read_order(args.dump, e) for e in range(1, epochs + 1)]
-        drawn = [check_draws(args.dump, e, meta, Recipe(meta).noise) for e in range(1, epochs + 1)]
+        noise = Recipe(meta).noise
+        drawn = [check_draws(args.dump, e, meta, noise) for e in range(1, epochs + 1)]
         trainer, mixed = make_trainers(args, meta, params, precision)
     except DataError as e:
         sys.exit(f"{PROG}: error: {e}")

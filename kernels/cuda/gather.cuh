@@ -20,7 +20,7 @@ static __device__ __forceinline__ long snn_gather_sample(const int32_t *order, l
 static __device__ __forceinline__ uint8_t snn_gather_byte(const uint8_t *px, int j, int i, int32_t step,
                                                           const snn_noise &noise)
 {
-    if (SNN_AUGMENT_SHIFT == 0 || !noise.epoch)
+    if (!snn_noise_translates(noise))
         return px[j];
     return snn_shifted_pixel(px, j, snn_shift_of(noise.key, *noise.epoch, step, i));
 }

@@ -15,7 +15,7 @@ void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *image
 {
     (void)x16;
     long first = (long)*step * rows;
-    int shifted = SNN_AUGMENT_SHIFT > 0 && noise.epoch;
+    int shifted = snn_noise_translates(noise);
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (int i = 0; i < rows; i++) {
         long r = order ? order[first + i] : first + i;

@@ -20,6 +20,14 @@ static void report(const char *name, const char *why)
         printf("ok - noise: %s\n", name);
 }
 
+/* A case of a symbol the build leaves at 0 (off true): says so, skipped. */
+static int skipped(const char *name, int off, const char *symbol)
+{
+    if (off)
+        printf("skip - noise: %s: %s is 0\n", name, symbol);
+    return off;
+}
+
 /* Random123's kat_vectors for philox4x32_10: counter, key, answer. */
 static void check_philox(void)
 {
@@ -49,10 +57,8 @@ static void check_shift_draws(void)
 {
     const char *name = "translations: every offset in [-S, S] drawn, evenly; the same key, the same draws";
     char why[256] = "";
-    if (SNN_AUGMENT_SHIFT == 0) {
-        printf("skip - noise: %s: CONFIG_TRAIN_AUGMENT_SHIFT is 0\n", name);
+    if (skipped(name, SNN_AUGMENT_SHIFT == 0, "CONFIG_TRAIN_AUGMENT_SHIFT"))
         return;
-    }
     const uint32_t key[2] = {7, 0}, other[2] = {8, 0};
     enum { SPAN = 2 * SNN_AUGMENT_SHIFT + 1 };
     long count[2][SPAN] = {{0}};
@@ -90,10 +96,8 @@ static void check_shifted_gather(void)
 {
     const char *name = "augmented gather: each row the image moved by its draw, the background filling in";
     char why[256] = "";
-    if (SNN_AUGMENT_SHIFT == 0) {
-        printf("skip - noise: %s: CONFIG_TRAIN_AUGMENT_SHIFT is 0\n", name);
+    if (skipped(name, SNN_AUGMENT_SHIFT == 0, "CONFIG_TRAIN_AUGMENT_SHIFT"))
         return;
-    }
     enum { ROWS = 37, IMAGES = 80 };
     const int32_t step = 1;
     int32_t epoch = 4, order[IMAGES];
@@ -142,10 +146,8 @@ static void check_dropout(void)
 {
     const char *name = "dropout: drops p of the units, scales the rest by 1 / (1 - p), a new mask each step";
     char why[256] = "";
-    if (!SNN_DROPOUT) {
-        printf("skip - noise: %s: CONFIG_TRAIN_DROPOUT is 0\n", name);
+    if (skipped(name, !SNN_DROPOUT, "CONFIG_TRAIN_DROPOUT"))
         return;
-    }
     enum { ROWS = 129, WIDTH = 333 };
     const long n = (long)ROWS * WIDTH;
     int32_t epoch = 1, step = 3;

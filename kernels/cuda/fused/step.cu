@@ -5,8 +5,8 @@
  * and computes them with the layered path's tile code (gemm_mma_tile, gemm_f32_tile) and epilogues, on the
  * FP32 tensors rounded as staged:
  *
- *   F0 .. F(L-1)  forward layer l (bias, ReLU, dropout); F0 also gathers the next step's batch into the other input
- *                 buffer; F(L-1) ends each row tile with softmax, cross-entropy and dlogits
+ *   F0 .. F(L-1)  forward layer l (bias, ReLU, dropout); F0 also gathers the next step's batch into the
+ *                 other input buffer; F(L-1) ends each row tile with softmax, cross-entropy and dlogits
  *   B(L-1)        dX of layer L-1; the last block adds the step's per-tile losses in order
  *   B(l), l > 0   dX of layer l, and the weight gradient + update of layer l + 1 (its dX has read it)
  *   B0            the weight gradients + updates of layers 1 and 0
@@ -423,7 +423,7 @@ static __device__ __forceinline__ void fused_gather(float *x, uint8_t *y, const 
         const long r = snn_gather_sample(order, base, row);
         const uint8_t *px = images + r * SNN_INPUT_DIM;
         uchar4 p;
-        if (SNN_AUGMENT_SHIFT > 0 && noise.epoch) {
+        if (snn_noise_translates(noise)) {
             const snn_shift sh = snn_shift_of(noise.key, *noise.epoch, step, row);
             p = make_uchar4(snn_shifted_pixel(px, 4 * q, sh), snn_shifted_pixel(px, 4 * q + 1, sh),
                             snn_shifted_pixel(px, 4 * q + 2, sh), snn_shifted_pixel(px, 4 * q + 3, sh));
