@@ -58,6 +58,9 @@ typedef struct {
     int32_t *train_step; /* set to the launch's last step + 1 */
     long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bench_step) */
     int clock_step;
+    int trace;       /* the resident kernel (fused/resident.cu) keeps a step's tensors on chip: nonzero, it also
+                      * writes them where the grid-wide kernel works on them (input, labels, act, grad), for
+                      * tests/gpu/test_fused */
     snn_clock clock; /* the model's: the schedule's epoch and run length (kernels/optim.h) */
     snn_noise noise; /* the model's: the run's key for augmentation and dropout (kernels/noise.h) */
 } snn_fused_net;
@@ -67,8 +70,10 @@ void cuda_fused_train(const snn_fused_net *net, int first, int last);
 /* The per-step losses and correct counts of an evaluation set (`steps` batches of SNN_EVAL_BATCH images
  * and labels, in order) into eval_loss and eval_correct: one launch, asynchronous. */
 void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *images, const uint8_t *labels, int steps);
-/* The kernel's launch as one line: blocks, threads, barriers per step. */
+/* The training kernel's launch as one line: blocks, threads, barriers per step. */
 void cuda_fused_describe(char *buf, int len);
+/* Whether the resident kernel (one cluster, the model in its shared memory) trains: its phases differ. */
+int cuda_fused_resident(void);
 
 #ifdef __cplusplus
 }

@@ -91,7 +91,7 @@ SNN_HD int snn_dropout_keeps(const uint32_t key[2], int32_t epoch, int32_t step,
     const snn_philox_out r = snn_philox(index / 4, (uint32_t)step, (uint32_t)epoch,
                                         SNN_DRAW_DROPOUT + (uint32_t)layer, key[0], key[1]);
     const uint32_t q = index % 4, x = q == 0 ? r.v[0] : q == 1 ? r.v[1] : q == 2 ? r.v[2] : r.v[3];
-    return (x >> 8) >= SNN_DROPOUT_THRESHOLD;
+    return (x >> 8) + 1u > SNN_DROPOUT_THRESHOLD; /* >= T, written so that T = 0 draws no "always true" warning */
 }
 
 #ifdef __cplusplus

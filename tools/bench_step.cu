@@ -145,20 +145,33 @@ static const snn_kernels timed_kernels = {
 };
 
 #ifdef CONFIG_STEP_FUSED
+/* The fused kernels' phases (kernels/cuda/fused/step.cu, resident.cu). */
 static const char *phase_name(int p, char *buf, size_t len)
 {
-    if (p < SNN_LAYERS)
-        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, p == 0 ? ", next batch's gather" : "",
-                 p == SNN_LAYERS - 1 ? ", softmax" : "");
-    else {
-        const int l = 2 * SNN_LAYERS - 1 - p;
-        if (l == 0)
-            snprintf(buf, len, "B0: update of layer%s 0", SNN_LAYERS > 1 ? "s 1 and" : "");
-        else if (l == SNN_LAYERS - 1)
-            snprintf(buf, len, "B%d: input gradient of layer %d", l, l);
+    const bool resident = cuda_fused_resident();
+    if (p < SNN_LAYERS) {
+        if (resident)
+            snprintf(buf, len, "F%d: forward layer %d%s%s", p, p,
+                     p == 0 ? ", the block's units" : ", partial sums exchanged",
+                     p == SNN_LAYERS - 1 ? ", softmax" : "");
         else
-            snprintf(buf, len, "B%d: input gradient of layer %d, update of layer %d", l, l, l + 1);
+            snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, p == 0 ? ", next batch's gather" : "",
+                     p == SNN_LAYERS - 1 ? ", softmax" : "");
+        return buf;
     }
+    const int l = 2 * SNN_LAYERS - 1 - p;
+    if (resident) {
+        if (l == 0)
+            snprintf(buf, len, "B0: update of layer 0");
+        else
+            snprintf(buf, len, "B%d: input gradient and update of layer %d%s", l, l,
+                     l >= 2 ? ", the gradient exchanged" : "");
+    } else if (l == 0)
+        snprintf(buf, len, "B0: update of layer%s 0", SNN_LAYERS > 1 ? "s 1 and" : "");
+    else if (l == SNN_LAYERS - 1)
+        snprintf(buf, len, "B%d: input gradient of layer %d", l, l);
+    else
+        snprintf(buf, len, "B%d: input gradient of layer %d, update of layer %d", l, l, l + 1);
     return buf;
 }
 

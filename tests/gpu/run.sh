@@ -294,30 +294,43 @@ fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize] [CONFIG_LINE
     prefixed "$name" "$d/tests/bin/gpu/test_fused"
     if [ "$san" = sanitize ]; then sanitize "$name" "$d"; fi
 }
+# One epoch of BOARD on its fused step (the resident or the grid-wide kernel, as it builds) against the same
+# board on the layered step: test accuracies within 0.1 point.
+fused_against_layered() { # BOARD
+    local b=$1 d=$OUT/gpu-$1-layered fused layered
+    build_board "$b" >/dev/null || return
+    mkdir -p "$d"
+    { cat "$OUT/gpu-$b/def"; echo "CONFIG_STEP_LAYERED=y"; } >"$d/def"
+    if build_variant "$b-layered" "$d" >/dev/null &&
+        "$OUT/gpu-$b/app/mnist" --data "$DATA" --epochs 1 --log "$d/fused.jsonl" >/dev/null 2>&1 &&
+        "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/layered.jsonl" >/dev/null 2>&1; then
+        fused=$(test_acc "$d/fused.jsonl") layered=$(test_acc "$d/layered.jsonl")
+        if python3 -c "import sys; sys.exit(abs($fused - $layered) > 0.1)"; then
+            echo "ok - $b: one epoch on the fused step reaches $fused%, on the layered $layered% (within 0.1 point)"
+        else echo "not ok - $b: one epoch on the fused step reaches $fused%, on the layered $layered% (tolerance 0.1 point)"; fi
+    else echo "not ok - $b: the fused and layered epochs did not both run"; fi
+}
+
 if part_wanted fused; then
+    # sm90 BF16/FP16 models that fit one cluster train on the resident kernel (fused/resident.cu), the rest on
+    # the grid-wide one (fused/step.cu): both kinds below, each checked as the other
     fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
     fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
     fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7
+    fused_variant sm90-bf16-24x1-b1 90 BF16 1 24 1
+    fused_variant sm90-fp16-36x2-b17-noise 90 FP16 2 36 17 sanitize CONFIG_TRAIN_OPTIMIZER_ADAMW=y \
+        'CONFIG_TRAIN_LR="1e-3"' 'CONFIG_TRAIN_DROPOUT="0.2"' CONFIG_TRAIN_AUGMENT_SHIFT=2 \
+        'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
+    fused_variant sm90-bf16-10x8-b7-grid 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
     fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64
     fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
     fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32
     fused_variant sm75-fp16acc16-50x1-b5 75 FP16_ACC16 1 50 5
     fused_variant sm75-fp32-128x3-b32 75 FP32 3 128 32
     # a 48 KB ring beside the kernel's static shared memory (make tune found it refused to launch)
-    fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_GEMM_FUSED_BLOCK_M=64 \
-        CONFIG_GEMM_FUSED_BLOCK_N=64 CONFIG_GEMM_FUSED_BLOCK_K=16 CONFIG_GEMM_FUSED_WARP_M=32 \
-        CONFIG_GEMM_FUSED_WARP_N=32 CONFIG_GEMM_FUSED_WARP_K=16
-    if build_board h100 >/dev/null; then
-        d=$OUT/gpu-h100-layered
-        mkdir -p "$d"
-        { cat "$OUT/gpu-h100/def"; echo "CONFIG_STEP_LAYERED=y"; } >"$d/def"
-        if build_variant h100-layered "$d" >/dev/null &&
-            "$OUT/gpu-h100/app/mnist" --data "$DATA" --epochs 1 --log "$d/fused.jsonl" >/dev/null 2>&1 &&
-            "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/layered.jsonl" >/dev/null 2>&1; then
-            fused=$(test_acc "$d/fused.jsonl") layered=$(test_acc "$d/layered.jsonl")
-            if python3 -c "import sys; sys.exit(abs($fused - $layered) > 0.1)"; then
-                echo "ok - h100: one epoch on the fused step reaches $fused%, on the layered $layered% (within 0.1 point)"
-            else echo "not ok - h100: one epoch on the fused step reaches $fused%, on the layered $layered% (tolerance 0.1 point)"; fi
-        else echo "not ok - h100: the fused and layered epochs did not both run"; fi
-    fi
+    fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER=n \
+        CONFIG_GEMM_FUSED_BLOCK_M=64 CONFIG_GEMM_FUSED_BLOCK_N=64 CONFIG_GEMM_FUSED_BLOCK_K=16 \
+        CONFIG_GEMM_FUSED_WARP_M=32 CONFIG_GEMM_FUSED_WARP_N=32 CONFIG_GEMM_FUSED_WARP_K=16
+    fused_against_layered h100
+    fused_against_layered h100_128x1_b64
 fi

@@ -172,7 +172,9 @@ int main(void)
     printf("# %s\n", launch);
     struct state initial = take_state(&gpu);
 
+    gpu.fused.trace = 1; /* the resident kernel writes each step's tensors where op_by_op reads them */
     op_by_op(&gpu, &host);
+    gpu.fused.trace = 0;
 
     /* two steps in one launch, free-running against the FP32 host engine */
     restart(&gpu, &host, initial.params);
@@ -212,7 +214,7 @@ int main(void)
     snprintf(line, sizeof line,
              "evaluation accuracy %.2f%%, the layered step's %.2f%%: %.0f images apart (at most 2)",
              100 * fused.accuracy, 100 * layered.accuracy, images);
-    verdict(images <= 2, line);
+    verdict(lround(images) <= 2, line); /* a count: 2 images apart can compute as 2.0000001 */
 
     free(initial.params), free(initial.optim), free(a.params), free(a.optim), free(b.params), free(b.optim);
     free(fused_losses), free(logits);

@@ -134,6 +134,17 @@ for c in "forced-fused CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_WIDTH=4096 FUSED" \
         echo "ok - $2 with $3: the ${4,,} step"
     else echo "not ok - $2 with $3: step '$(step_of "$d")', want $4"; fi
 done
+# The resident fused step (FUSED_CLUSTER): on by default with the fused step on sm90 in BF16 or FP16 with
+# hidden layers; never in TF32 (its GEMMs are m16n8k16 on 16-bit operands).
+d=$T/STEP-h100_128x1_b64
+if $M O="$d" h100_128x1_b64_defconfig >/dev/null 2>&1 && grep -qx 'CONFIG_FUSED_CLUSTER=y' "$d/.config"; then
+    echo "ok - the h100_128x1_b64 board trains on the resident fused step"
+else echo "not ok - the h100_128x1_b64 board: CONFIG_FUSED_CLUSTER not set"; fi
+d=$(with cluster-tf32 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_PRECISION_TF32=y')
+if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && [ "$(step_of "$d")" = FUSED ] &&
+    ! grep -q '^CONFIG_FUSED_CLUSTER=y' "$d/.config"; then
+    echo "ok - a TF32 fused build has no resident fused step"
+else echo "not ok - a TF32 fused build: CONFIG_FUSED_CLUSTER set, or not fused"; fi
 refused "the fused step without the static arena refused" 'CONFIG_STEP_FUSED=y cannot be set (it depends on' \
     'CONFIG_TARGET_SM90=y' 'CONFIG_MM_POOL=y' 'CONFIG_STEP_FUSED=y'
 refused "fused step blocks above 264 refused" 'CONFIG_STEP_FUSED_BLOCKS=300 is outside its range 0..264' \

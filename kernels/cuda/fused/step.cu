@@ -30,6 +30,8 @@
 #include "kernels/cuda/gemm/bias.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/fused/resident.h"
+#include "kernels/cuda/fused/stamp.cuh"
 #include "kernels/cuda/fused/tile.cuh"
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/fused.h"
@@ -524,16 +526,6 @@ static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused
  * kernels
  * ------------------------------------------------------------------------- */
 
-/* With net.clocks, the stamp of phase `phase` of step s (kernels/fused.h): `released` after the barrier. */
-static __device__ __forceinline__ void fused_stamp(const snn_fused_net &net, int s, int phase, bool released)
-{
-    if (!net.clocks || s != net.clock_step || threadIdx.x != 0 || (released && blockIdx.x != 0))
-        return;
-    long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    net.clocks[phase * (SNN_FUSED_MAX_BLOCKS + 1) + (released ? SNN_FUSED_MAX_BLOCKS : blockIdx.x)] = t;
-}
-
 __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_net net, int first, int last)
 {
     extern __shared__ __align__(16) unsigned char fused_smem[];
@@ -662,6 +654,13 @@ extern "C" void cuda_fused_train(const snn_fused_net *net, int first, int last)
 {
     if (first >= last)
         return;
+#ifdef CONFIG_FUSED_CLUSTER
+    char why[160];
+    if (fused_resident_runs(why, sizeof why)) {
+        fused_resident_train(*net, first, last);
+        return;
+    }
+#endif
     fused_check_alignment(net);
     snn_fused_net n = *net;
     void *args[] = {&n, &first, &last};
@@ -677,13 +676,30 @@ extern "C" void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *ima
     fused_launch((const void *)fused_eval_kernel, args);
 }
 
+extern "C" int cuda_fused_resident(void)
+{
+#ifdef CONFIG_FUSED_CLUSTER
+    char why[160];
+    return fused_resident_runs(why, sizeof why);
+#else
+    return 0;
+#endif
+}
+
 extern "C" void cuda_fused_describe(char *buf, int len)
 {
+    char why[160] = "CONFIG_FUSED_CLUSTER is off";
+#ifdef CONFIG_FUSED_CLUSTER
+    if (fused_resident_runs(why, sizeof why)) {
+        fused_resident_describe(buf, len);
+        return;
+    }
+#endif
     int resident;
     const int blocks = fused_blocks((const void *)fused_train_kernel, &resident);
-    snprintf(
-        buf, len,
-        "%d blocks of %d threads (%s; %d fit at once), %d KB shared memory each, %d grid barriers per step",
-        blocks, FT_THREADS, CONFIG_STEP_FUSED_BLOCKS ? "CONFIG_STEP_FUSED_BLOCKS" : "one per SM", resident,
-        (FUSED_SMEM + 1023) / 1024, 2 * SNN_LAYERS);
+    snprintf(buf, len,
+             "%d blocks of %d threads (%s; %d fit at once), %d KB shared memory each, %d grid barriers per step; "
+             "not one resident cluster: %s",
+             blocks, FT_THREADS, CONFIG_STEP_FUSED_BLOCKS ? "CONFIG_STEP_FUSED_BLOCKS" : "one per SM", resident,
+             (FUSED_SMEM + 1023) / 1024, 2 * SNN_LAYERS, why);
 }

@@ -1,0 +1,704 @@
+/* The resident fused step (CONFIG_FUSED_CLUSTER, sm90): where a model with hidden layers and its
+ * optimizer state fit in the shared memory of one cluster of RES_CTAS thread blocks, that cluster runs every
+ * step of a launch with the weights on chip, loaded at the launch's start and written back at its end.
+ *
+ * Block c owns hidden units [c U, c U + U) of every hidden layer: layer 0's weight rows of those units (its
+ * output units) and every later layer's weight columns of them (its input units). A step:
+ *
+ *   F0         layer 0's forward for the block's units: local (each block holds the whole batch, copied in
+ *              by cp.async a step ahead)
+ *   F(l), l>0  the product of the block's units with its weight columns, a partial sum of layer l's output
+ *              -> a cluster barrier -> each block adds the cluster's partials of its own units (a hidden
+ *              layer) or of every logit (the last layer: every block computes the softmax and dlogits alike)
+ *   B(l), l>0  the block's units' input gradient (dY . its weight columns) and its weight columns' update
+ *              (dY^T . its units); where layer l - 1 has an input gradient of its own to compute, the
+ *              gradient's slices are exchanged through a cluster barrier, since every block needs all of it
+ *   B0         layer 0's weight gradient + update: local
+ *
+ * so 2L - 3 cluster barriers a step for L linear layers, and no block reads another's weights. Partials and
+ * gradient slices travel through distributed shared memory in two exchange buffers taken in turn: a buffer
+ * is rewritten two exchanges later, after a barrier that every reader of it has passed. The GEMMs are
+ * mma.sync m16n8k16 on 16-bit operands in shared memory with FP32 accumulators; master weights and optimizer
+ * state in FP32, their 16-bit twins beside them, rounded as the grid-wide kernel rounds its operands.
+ * Deterministic: a fixed split of the work and fixed orders of summation. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/stream.h"
+#include "arch/sm80/cp_async.cuh"
+#include "arch/sm80/mma.cuh"
+#include "kernels/cuda/fused/resident.h"
+#include "kernels/cuda/fused/stamp.cuh"
+#include "kernels/cuda/gather.cuh"
+#include "kernels/fused.h"
+
+namespace cg = cooperative_groups;
+
+
+#if !defined(CONFIG_PRECISION_BF16) && !defined(CONFIG_PRECISION_FP16)
+#error "the resident fused step multiplies BF16 or FP16 operands (arch/cuda/Kconfig, FUSED_CLUSTER)"
+#endif
+
+__host__ __device__ constexpr int res_up(int a, int b) { return (a + b - 1) / b * b; }
+__host__ __device__ constexpr int res_max(int a, int b) { return a > b ? a : b; }
+__host__ __device__ constexpr int res_min(int a, int b) { return a < b ? a : b; }
+
+constexpr int RES_CTAS = 16; /* the cluster: the most an H100 schedules (a non-portable size) */
+constexpr int RES_THREADS = 256, RES_WARPS = RES_THREADS / 32;
+constexpr int RES_L = SNN_LAYERS;
+constexpr int RES_H = SNN_LAYERS > 1 ? SNN_HIDDEN : 16;              /* the hidden width */
+constexpr int RES_U = res_up((RES_H + RES_CTAS - 1) / RES_CTAS, 8); /* units a block owns: an n extent */
+constexpr int RES_UK = res_up(RES_U, 16);                           /* the same as a k extent */
+/* The hidden width padded, as the hidden-to-hidden layers' output extent; without such a layer their code,
+ * never run, shrinks to one tile. */
+constexpr int RES_NH = SNN_LAYERS > 2 ? RES_U * RES_CTAS : 16;
+constexpr int RES_NC = 16;                                          /* the classes, padded */
+constexpr int RES_B = SNN_BATCH, RES_BP = res_up(SNN_BATCH, 16);
+constexpr int RES_IN = SNN_INPUT_DIM;
+static_assert(RES_IN % 16 == 0, "resident step: the input's k extent in whole k16 steps");
+static_assert(SNN_CLASSES <= RES_NC, "resident step: the classes in two n8 tiles");
+constexpr int RES_W0LD = RES_IN + 8; /* layer 0's twin rows 12 banks apart: B fragments conflict-free */
+constexpr int RES_W0F = RES_IN + 4;  /* its FP32 rows 20 banks apart: the update's 8 x 4 elements conflict-free */
+constexpr int RES_D0LD = RES_BP + 8; /* layer 0's output gradient, transposed: B fragments conflict-free */
+constexpr int RES_M = res_max(SNN_OPTIM_MOMENTS, 1);
+constexpr int RES_MIDS = res_max(RES_L - 2, 1); /* hidden-to-hidden layers */
+constexpr int RES_HIDS = res_max(RES_L - 1, 1); /* hidden layers */
+constexpr int RES_DW = res_max(RES_NH, RES_NC); /* the widest output gradient */
+constexpr int RES_BARRIERS = 2 * RES_L - 3;
+
+typedef uint16_t res_half; /* a BF16 or FP16 operand's bits */
+
+/* A hidden-to-hidden layer's weight columns of the block's units and the bias of those units. */
+struct ResMid {
+    res_half twin[RES_NH][RES_UK];
+    float w[RES_NH][RES_U], wm[RES_M][RES_NH][RES_U];
+    float b[RES_U], bm[RES_M][RES_U];
+};
+
+struct alignas(16) ResShared {
+    uint8_t x[2][RES_BP][RES_IN]; /* batches by step parity; translating, [1] is copied in and [0] read */
+    res_half w0t[RES_U][RES_W0LD];
+    float w0[RES_U][RES_W0F], w0m[RES_M][RES_U][RES_W0F];
+    float b0[RES_U], b0m[RES_M][RES_U];
+    ResMid mid[RES_MIDS];
+    res_half wlt[RES_NC][RES_UK]; /* the last layer's columns of the block's units */
+    float wl[RES_NC][RES_U], wlm[RES_M][RES_NC][RES_U];
+    float bl[RES_NC], blm[RES_M][RES_NC]; /* its bias: every block keeps the same copy */
+    float act[RES_HIDS][RES_BP][RES_U];   /* hidden outputs, the block's units (the ReLU's mask) */
+    res_half acth[RES_HIDS][RES_BP][RES_UK];
+    float dgrad[2][RES_BP][RES_U];        /* a hidden output's gradient, the block's units, by layer parity */
+    res_half dgrad0[RES_UK][RES_D0LD];    /* layer 0's, as an operand: [unit][row] */
+    alignas(16) res_half dfull[RES_BP * RES_DW]; /* a whole output gradient, row stride its width */
+    float logits[RES_BP][RES_NC];         /* then dlogits */
+    alignas(16) float exch[2][RES_BP * RES_DW]; /* partial sums, or gradient slices as res_half */
+    float scratch[RES_WARPS][16 * 8];     /* k slices' partial tiles */
+    res_half lut[256];                    /* a pixel byte normalised and rounded */
+    float rowloss[RES_BP];
+    int32_t rowright[RES_BP];
+    int32_t samples[2][RES_BP];
+    snn_shift shift[RES_BP];
+    uint8_t labels[2][RES_BP];
+    snn_rate rate;
+};
+constexpr int RES_SMEM = sizeof(ResShared);
+constexpr int RES_SMEM_MAX = 227 * 1024; /* sm90: a block's shared memory, opted in */
+/* One thread a row in the softmax; a batch too large for it is far too large for the shared memory. */
+constexpr bool RES_FITS = SNN_LAYERS >= 2 && RES_B <= RES_THREADS && RES_SMEM <= RES_SMEM_MAX;
+
+static __device__ __forceinline__ res_half res_round(float v)
+{
+#ifdef CONFIG_PRECISION_BF16
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+#else
+    return __half_as_ushort(__float2half_rn(v));
+#endif
+}
+
+static __device__ __forceinline__ void res_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
+{
+#ifdef CONFIG_PRECISION_BF16
+    sm80_mma_16x8x16_f32_bf16(d, a, b);
+#else
+    sm80_mma_16x8x16_f32_f16(d, a, b);
+#endif
+}
+
+/* ---------------------------------------------------------------------------
+ * GEMM on shared memory
+ * ------------------------------------------------------------------------- */
+
+/* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]. pair(i, j), j even: (i, j) and (i, j + 1)
+ * packed, (i, j) low, as mma.sync reads a fragment's pair along k. */
+template <int SI, int SJ> struct ResMat {
+    const res_half *p;
+    __device__ __forceinline__ uint32_t pair(int i, int j) const
+    {
+        if constexpr (SJ == 1)
+            return *reinterpret_cast<const uint32_t *>(p + i * SI + j);
+        else
+            return (uint32_t)p[i * SI + j * SJ] | (uint32_t)p[i * SI + (j + 1) * SJ] << 16;
+    }
+};
+
+/* The same of image bytes, normalised and rounded through lut. */
+template <int SI, int SJ> struct ResPixels {
+    const uint8_t *p;
+    const res_half *lut;
+    __device__ __forceinline__ uint32_t pair(int i, int j) const
+    {
+        if constexpr (SJ == 1) {
+            const uint32_t two = *reinterpret_cast<const uint16_t *>(p + i * SI + j);
+            return (uint32_t)lut[two & 255u] | (uint32_t)lut[two >> 8] << 16;
+        } else {
+            return (uint32_t)lut[p[i * SI + j * SJ]] | (uint32_t)lut[p[i * SI + (j + 1) * SJ]] << 16;
+        }
+    }
+};
+
+/* The k slices of a GEMM of `tiles` 16x8 tiles and kt k16 steps: where the tiles leave warps idle, as many
+ * as give each warp one. */
+__host__ __device__ constexpr int res_slices(int tiles, int kt) { return tiles >= RES_WARPS ? 1 : res_min(RES_WARPS / tiles, kt); }
+
+/* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
+ * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
+ * order. The block's threads all call it. */
+template <int M, int N, int K, class A, class B, class Epi>
+static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*scratch)[16 * 8], const Epi &epi)
+{
+    static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "resident step: whole m16n8k16 tiles");
+    constexpr int MB = M / 16, NB = N / 8, KT = K / 16, KS = res_slices(MB * NB, KT), PER = (KT + KS - 1) / KS;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int item = threadIdx.x / 32; item < MB * NB * KS; item += RES_WARPS) {
+        const int ks = item % KS, tile = item / KS, m0 = tile / NB * 16, n0 = tile % NB * 8;
+        const int k1 = res_min(KT, (ks + 1) * PER);
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+        for (int kt = ks * PER; kt < k1; ++kt) {
+            const int k = kt * 16 + 2 * t;
+            const uint32_t af[4] = {a.pair(m0 + g, k), a.pair(m0 + g + 8, k), a.pair(m0 + g, k + 8),
+                                    a.pair(m0 + g + 8, k + 8)};
+            const uint32_t bf[2] = {b.pair(n0 + g, k), b.pair(n0 + g, k + 8)};
+            res_mma(d, af, bf);
+        }
+        if constexpr (KS == 1) {
+            epi(m0 + g, n0 + 2 * t, d[0]);
+            epi(m0 + g, n0 + 2 * t + 1, d[1]);
+            epi(m0 + g + 8, n0 + 2 * t, d[2]);
+            epi(m0 + g + 8, n0 + 2 * t + 1, d[3]);
+        } else {
+            float *s = scratch[item];
+            s[g * 8 + 2 * t] = d[0];
+            s[g * 8 + 2 * t + 1] = d[1];
+            s[(g + 8) * 8 + 2 * t] = d[2];
+            s[(g + 8) * 8 + 2 * t + 1] = d[3];
+        }
+    }
+    if constexpr (KS > 1) {
+        __syncthreads();
+        for (int e = threadIdx.x; e < M * N; e += RES_THREADS) {
+            const int m = e / N, n = e % N, tile = m / 16 * NB + n / 8, at = m % 16 * 8 + n % 8;
+            float v = 0.0f;
+#pragma unroll
+            for (int ks = 0; ks < KS; ++ks)
+                v += scratch[tile * KS + ks][at];
+            epi(m, n, v);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * the model's state in and out
+ * ------------------------------------------------------------------------- */
+
+/* Parameter *w with gradient g and its moments at m[0], m[stride]: updated, its twin (if any) rewritten. */
+static __device__ __forceinline__ void res_update(float *w, float *m, int stride, res_half *twin, float g,
+                                                  const snn_rate &r)
+{
+    float s[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        s[k] = m[k * stride];
+    *w = snn_update(*w, g, s, r);
+#pragma unroll
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        m[k * stride] = s[k];
+    if (twin)
+        *twin = res_round(*w);
+}
+
+/* A block of a parameter tensor, rows x cols: in shared memory at s (row stride sld), its moments at
+ * sm + k * mstride, its twin at t (row stride tld; none where NULL); in the model at w[at(i, j)] and its
+ * state st, at(i, j) < 0 where (i, j) is padding. in: model to shared memory (with the twin), else back. */
+template <class At>
+static __device__ void res_copy(bool in, int rows, int cols, float *s, int sld, float *sm, int mstride,
+                                res_half *t, int tld, float *w, const snn_state &st, At at)
+{
+    for (int e = threadIdx.x; e < rows * cols; e += RES_THREADS) {
+        const int i = e / cols, j = e % cols;
+        const long gi = at(i, j);
+        if (gi < 0)
+            continue;
+        float *v = s + i * sld + j;
+        if (in) {
+            *v = w[gi];
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                sm[k * mstride + i * sld + j] = st.m[k][gi];
+            if (t)
+                t[i * tld + j] = res_round(*v);
+        } else {
+            w[gi] = *v;
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                st.m[k][gi] = sm[k * mstride + i * sld + j];
+        }
+    }
+}
+
+/* The block's share of the model, from it (in) or back to it; the last layer's bias, which every block
+ * keeps, goes back from block 0. */
+static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, bool in)
+{
+    const int u0 = c * RES_U;
+    auto unit = [u0](int u) { return u0 + u < RES_H; };
+    const snn_fused_layer &L0 = net.layer[0];
+    res_copy(in, RES_U, RES_IN, &S.w0[0][0], RES_W0F, &S.w0m[0][0][0], RES_U * RES_W0F, &S.w0t[0][0], RES_W0LD,
+             L0.w, L0.sw, [&](int i, int j) -> long { return unit(i) ? (long)(u0 + i) * RES_IN + j : -1; });
+    auto column = [&](int o, int j) -> long { return unit(j) ? (long)o * RES_H + u0 + j : -1; };
+    auto bias = [&](int, int j) -> long { return unit(j) ? u0 + j : -1; };
+    res_copy(in, 1, RES_U, S.b0, RES_U, &S.b0m[0][0], RES_U, nullptr, 0, L0.b, L0.sb, bias);
+    for (int l = 1; l + 1 < RES_L; l++) {
+        ResMid &M = S.mid[l - 1];
+        const snn_fused_layer &L = net.layer[l];
+        res_copy(in, RES_H, RES_U, &M.w[0][0], RES_U, &M.wm[0][0][0], RES_NH * RES_U, &M.twin[0][0], RES_UK,
+                 L.w, L.sw, column);
+        res_copy(in, 1, RES_U, M.b, RES_U, &M.bm[0][0], RES_U, nullptr, 0, L.b, L.sb, bias);
+    }
+    const snn_fused_layer &LL = net.layer[RES_L - 1];
+    res_copy(in, SNN_CLASSES, RES_U, &S.wl[0][0], RES_U, &S.wlm[0][0][0], RES_NC * RES_U, &S.wlt[0][0], RES_UK,
+             LL.w, LL.sw, column);
+    if (in || c == 0)
+        res_copy(in, 1, SNN_CLASSES, S.bl, RES_NC, &S.blm[0][0], RES_NC, nullptr, 0, LL.b, LL.sb,
+                 [](int, int j) -> long { return j; });
+}
+
+/* ---------------------------------------------------------------------------
+ * the batch
+ * ------------------------------------------------------------------------- */
+
+/* The images of samples[0 .. B) into x, by cp.async (16-byte rows' pieces), one group. */
+static __device__ __forceinline__ void res_gather(uint8_t (*x)[RES_IN], const int32_t *samples,
+                                                  const uint8_t *images)
+{
+    constexpr int PIECES = RES_IN / 16;
+    for (int i = threadIdx.x; i < RES_B * PIECES; i += RES_THREADS) {
+        const int r = i / PIECES, q = i % PIECES;
+        sm80_cp_async_16(&x[r][16 * q], images + (size_t)samples[r] * RES_IN + 16 * q);
+    }
+    sm80_cp_async_commit();
+}
+
+/* The batch in `from` translated into `to`, each row by its shift (kernels/noise.h, as the host). */
+static __device__ __forceinline__ void res_translate(uint8_t (*to)[RES_IN], const uint8_t (*from)[RES_IN],
+                                                     const snn_shift *shift)
+{
+    for (int i = threadIdx.x; i < RES_B * RES_IN; i += RES_THREADS) {
+        const int r = i / RES_IN, j = i % RES_IN;
+        to[r][j] = snn_shifted_pixel(from[r], j, shift[r]);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * the step's element-wise ends
+ * ------------------------------------------------------------------------- */
+
+/* Where a training step's draws are: the run's key, the epoch, the step. */
+struct ResDraws {
+    const uint32_t *key;
+    int32_t epoch, step;
+    template <int I = 0> /* the condition depends on I: a build without dropout compiles no draw */
+    __device__ __forceinline__ float drop(int layer, int m, int unit, float v) const
+    {
+        if constexpr (I == 0 && SNN_DROPOUT > 0.0f)
+            return snn_dropout_keeps(key, epoch, step, layer, (uint32_t)(m * RES_H + unit)) ? v * SNN_DROPOUT_SCALE
+                                                                                           : 0.0f;
+        return v;
+    }
+};
+
+/* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added): ReLU and
+ * dropout, 0 in padding; kept for the backward pass and as the next layer's operand. */
+static __device__ __forceinline__ void res_hidden_out(ResShared &S, const snn_fused_net &net, const ResDraws &d,
+                                                      int l, int u0, int m, int n, float v)
+{
+    const int unit = u0 + n;
+    const bool real = m < RES_B && unit < RES_H;
+    v = real ? d.drop(l, m, unit, v < 0.0f ? 0.0f : v) : 0.0f;
+    S.act[l][m][n] = v;
+    S.acth[l][m][n] = res_round(v);
+    if (net.trace && real)
+        net.act[l + 1][(size_t)m * RES_H + unit] = v;
+}
+
+/* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v): through the ReLU's
+ * mask and the dropout of the forward pass, 0 in padding; FP32 in dgrad, as an operand at op[m sm + n sn]. */
+static __device__ __forceinline__ void res_hidden_grad(ResShared &S, const snn_fused_net &net, const ResDraws &d,
+                                                       int l, int u0, int m, int n, float v, res_half *op,
+                                                       int sm, int sn)
+{
+    const int unit = u0 + n;
+    const bool real = m < RES_B && unit < RES_H;
+    v = real && S.act[l][m][n] > 0.0f ? d.drop(l, m, unit, v) : 0.0f;
+    S.dgrad[l & 1][m][n] = v;
+    op[m * sm + n * sn] = res_round(v);
+    if (net.trace && real)
+        net.grad[l][(size_t)m * RES_H + unit] = v;
+}
+
+/* Softmax and cross-entropy of the logits, every row, as fused_softmax_tile and the host compute them per
+ * row: dlogits in place (and as operands in dfull), each row's loss and hit; block 0 writes the step's loss
+ * and correct count, and, tracing, the logits and dlogits. */
+static __device__ void res_softmax(ResShared &S, const snn_fused_net &net, int c, int p, int s)
+{
+    const int r = threadIdx.x;
+    float z[SNN_CLASSES];
+    if (r < RES_B) {
+        float zmax = S.logits[r][0];
+        int arg = 0;
+#pragma unroll
+        for (int j = 0; j < SNN_CLASSES; j++) {
+            z[j] = S.logits[r][j];
+            if (z[j] > zmax) {
+                zmax = z[j];
+                arg = j;
+            }
+        }
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < SNN_CLASSES; j++)
+            sum += expf(z[j] - zmax);
+        const int label = S.labels[p][r];
+        S.rowloss[r] = snn_xent_loss(logf(sum), zmax, z, label, 1);
+        S.rowright[r] = arg == label;
+#pragma unroll
+        for (int j = 0; j < SNN_CLASSES; j++) {
+            const float g = (expf(z[j] - zmax) / sum - snn_xent_target(j, label)) * (1.0f / (float)RES_B);
+            S.logits[r][j] = g;
+            if (net.trace && c == 0) {
+                net.act[RES_L][r * SNN_CLASSES + j] = z[j];
+                net.grad[RES_L - 1][r * SNN_CLASSES + j] = g;
+            }
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < RES_BP * RES_NC; i += RES_THREADS)
+        S.dfull[i] = res_round(S.logits[i / RES_NC][i % RES_NC]); /* 0 past the rows and classes */
+    if (c == 0 && threadIdx.x < 32) { /* the rows' sums by warp 0: strided per lane, then a fixed tree */
+        double loss = 0.0;
+        int right = 0;
+        for (int i = threadIdx.x; i < RES_B; i += 32) {
+            loss += (double)S.rowloss[i];
+            right += S.rowright[i];
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) {
+            loss += __shfl_xor_sync(0xffffffffu, loss, o);
+            right += __shfl_xor_sync(0xffffffffu, right, o);
+        }
+        if (threadIdx.x == 0) {
+            net.train_loss[s] = (float)(loss / RES_B);
+            net.train_correct[s] = right;
+        }
+    }
+}
+
+/* The sum of column `col` of a[rows][ld] by one warp: each lane's strided rows in order, then a fixed tree of
+ * shuffles; every lane gets it. */
+static __device__ __forceinline__ float res_column_sum(const float *a, int ld, int rows, int col)
+{
+    const int lane = threadIdx.x % 32;
+    float v = 0.0f;
+    for (int r = lane; r < rows; r += 32)
+        v += a[r * ld + col];
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* The bias gradients of `cols` columns of dy[rows][ld], a warp a column, and the update of b[col] (moments at
+ * bm[col], bm[col + stride]). */
+static __device__ __forceinline__ void res_bias_update(float *b, float *bm, int stride, const float *dy, int ld,
+                                                       int rows, int cols, const snn_rate &r)
+{
+    for (int col = threadIdx.x / 32; col < cols; col += RES_WARPS) {
+        const float g = res_column_sum(dy, ld, rows, col);
+        if (threadIdx.x % 32 == 0)
+            res_update(&b[col], &bm[col], stride, nullptr, g, r);
+    }
+}
+
+/* The sum over the cluster's blocks, in rank order, of the 4 floats at `at` (16-byte aligned) in each block's
+ * shared memory: every block's loads issued before the first add. */
+static __device__ __forceinline__ float4 res_sum_peers(const cg::cluster_group &cluster, const float *at)
+{
+    float4 part[RES_CTAS];
+#pragma unroll
+    for (int q = 0; q < RES_CTAS; q++)
+        part[q] = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(at, q));
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int q = 0; q < RES_CTAS; q++) {
+        v.x += part[q].x;
+        v.y += part[q].y;
+        v.z += part[q].z;
+        v.w += part[q].w;
+    }
+    return v;
+}
+
+/* ---------------------------------------------------------------------------
+ * the kernel
+ * ------------------------------------------------------------------------- */
+
+__global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net net, int first, int last)
+{
+    extern __shared__ __align__(128) unsigned char res_smem[];
+    ResShared &S = *reinterpret_cast<ResShared *>(res_smem);
+    cg::cluster_group cluster = cg::this_cluster();
+    const int c = (int)cluster.block_rank(), u0 = c * RES_U, tid = threadIdx.x;
+
+    for (int i = tid; i < RES_SMEM / 16; i += RES_THREADS) /* padding reads as 0 */
+        reinterpret_cast<uint4 *>(res_smem)[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    for (int i = tid; i < 256; i += RES_THREADS)
+        S.lut[i] = res_round(snn_gather_pixel((uint8_t)i, SNN_PIXEL_MEAN, SNN_PIXEL_STD));
+    res_state(S, net, c, true);
+    if (tid < RES_B) {
+        S.samples[first & 1][tid] = net.order[(long)first * RES_B + tid];
+        if (first + 1 < last)
+            S.samples[(first + 1) & 1][tid] = net.order[(long)(first + 1) * RES_B + tid];
+        S.labels[first & 1][tid] = net.train_labels[S.samples[first & 1][tid]];
+    }
+    __syncthreads();
+    const bool translates = snn_noise_translates(net.noise);
+    res_gather(S.x[translates ? 1 : first & 1], S.samples[first & 1], net.train_images);
+    const int32_t epoch = *net.clock.epoch;
+    int e = 0; /* exchanges so far: the buffer of the next is e & 1 */
+
+    for (int s = first; s < last; ++s) {
+        const int p = s & 1;
+        const ResDraws draws = {net.noise.key, epoch, s};
+        fused_stamp(net, s, 2 * RES_L, true);
+        if (tid == 0)
+            S.rate = snn_clock_rate_at(net.clock, s);
+        if (translates && tid < RES_B)
+            S.shift[tid] = snn_shift_of(net.noise.key, epoch, s, tid);
+        sm80_cp_async_wait<0>();
+        __syncthreads();
+        if (translates) {
+            res_translate(S.x[0], S.x[1], S.shift);
+            __syncthreads();
+        }
+        uint8_t(*x)[RES_IN] = S.x[translates ? 0 : p];
+        if (s + 1 < last)
+            res_gather(S.x[translates ? 1 : p ^ 1], S.samples[p ^ 1], net.train_images);
+        int32_t next_sample = 0; /* of step s + 2, and the labels of s + 1: read now, stored at the end */
+        uint8_t next_label = 0;
+        if (tid < RES_B) {
+            if (s + 2 < last)
+                next_sample = net.order[(long)(s + 2) * RES_B + tid];
+            if (s + 1 < last)
+                next_label = net.train_labels[S.samples[p ^ 1][tid]];
+        }
+        if (net.trace && c == 0)
+            for (int i = tid; i < RES_B * RES_IN; i += RES_THREADS) {
+                net.input[p][i] = snn_gather_pixel(x[i / RES_IN][i % RES_IN], SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+                if (i % RES_IN == 0)
+                    net.labels[p][i / RES_IN] = S.labels[p][i / RES_IN];
+            }
+
+        /* F0 */
+        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN, 1>{&x[0][0], S.lut}, ResMat<RES_W0LD, 1>{&S.w0t[0][0]},
+                                        S.scratch, [&](int m, int n, float v) {
+                                            res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]);
+                                        });
+        __syncthreads();
+        fused_stamp(net, s, 0, false);
+        fused_stamp(net, s, 0, true);
+
+        /* F1 .. F(L-1) */
+        for (int l = 1; l < RES_L; l++) {
+            float *ex = S.exch[e & 1];
+            const ResMat<RES_UK, 1> in = {&S.acth[l - 1][0][0]};
+            if (l + 1 < RES_L)
+                res_gemm<RES_BP, RES_NH, RES_UK>(in, ResMat<RES_UK, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
+                                                 [&](int m, int n, float v) { ex[m * RES_NH + n] = v; });
+            else
+                res_gemm<RES_BP, RES_NC, RES_UK>(in, ResMat<RES_UK, 1>{&S.wlt[0][0]}, S.scratch,
+                                                 [&](int m, int n, float v) { ex[m * RES_NC + n] = v; });
+            fused_stamp(net, s, l, false);
+            cluster.sync();
+            fused_stamp(net, s, l, true);
+            e++;
+            if (l + 1 < RES_L) {
+                for (int i = tid; i < RES_BP * RES_U / 4; i += RES_THREADS) {
+                    const int m = i / (RES_U / 4), n = i % (RES_U / 4) * 4;
+                    const float4 v = res_sum_peers(cluster, ex + m * RES_NH + u0 + n);
+                    const float *b = &S.mid[l - 1].b[n];
+                    res_hidden_out(S, net, draws, l, u0, m, n, v.x + b[0]);
+                    res_hidden_out(S, net, draws, l, u0, m, n + 1, v.y + b[1]);
+                    res_hidden_out(S, net, draws, l, u0, m, n + 2, v.z + b[2]);
+                    res_hidden_out(S, net, draws, l, u0, m, n + 3, v.w + b[3]);
+                }
+            } else {
+                constexpr int QUADS = (SNN_CLASSES + 3) / 4;
+                for (int i = tid; i < RES_BP * QUADS; i += RES_THREADS) {
+                    const int m = i / QUADS, j = i % QUADS * 4;
+                    float4 v = m < RES_B ? res_sum_peers(cluster, ex + m * RES_NC + j) : make_float4(0, 0, 0, 0);
+                    const float add[4] = {v.x, v.y, v.z, v.w};
+                    for (int k = 0; k < 4; k++)
+                        S.logits[m][j + k] = m < RES_B && j + k < SNN_CLASSES ? add[k] + S.bl[j + k] : 0.0f;
+                }
+                __syncthreads();
+                res_softmax(S, net, c, p, s);
+            }
+            __syncthreads();
+        }
+
+        /* B(L-1) .. B1 */
+        for (int l = RES_L - 1; l >= 1; l--) {
+            const bool top = l == RES_L - 1, exchange = l >= 2;
+            res_half *op = exchange ? reinterpret_cast<res_half *>(S.exch[e & 1]) : &S.dgrad0[0][0];
+            const int sm = exchange ? RES_U : 1, sn = exchange ? 1 : RES_D0LD;
+            auto dx = [&](int m, int n, float v) { res_hidden_grad(S, net, draws, l - 1, u0, m, n, v, op, sm, sn); };
+            const ResMat<1, RES_UK> units = {&S.acth[l - 1][0][0]}; /* (unit, row) */
+            if (top) {
+                res_gemm<RES_BP, RES_U, RES_NC>(ResMat<RES_NC, 1>{S.dfull}, ResMat<1, RES_UK>{&S.wlt[0][0]},
+                                                S.scratch, dx);
+                __syncthreads();
+                res_gemm<RES_NC, RES_U, RES_BP>(ResMat<1, RES_NC>{S.dfull}, units, S.scratch,
+                                                [&](int o, int n, float g) {
+                                                    if (o < SNN_CLASSES && u0 + n < RES_H)
+                                                        res_update(&S.wl[o][n], &S.wlm[0][o][n], RES_NC * RES_U,
+                                                                   &S.wlt[o][n], g, S.rate);
+                                                });
+                res_bias_update(S.bl, &S.blm[0][0], RES_NC, &S.logits[0][0], RES_NC, RES_B, SNN_CLASSES, S.rate);
+            } else {
+                ResMid &M = S.mid[l - 1];
+                res_gemm<RES_BP, RES_U, RES_NH>(ResMat<RES_NH, 1>{S.dfull}, ResMat<1, RES_UK>{&M.twin[0][0]},
+                                                S.scratch, dx);
+                __syncthreads();
+                res_gemm<RES_NH, RES_U, RES_BP>(ResMat<1, RES_NH>{S.dfull}, units, S.scratch,
+                                                [&](int o, int n, float g) {
+                                                    if (o < RES_H && u0 + n < RES_H)
+                                                        res_update(&M.w[o][n], &M.wm[0][o][n], RES_NH * RES_U,
+                                                                   &M.twin[o][n], g, S.rate);
+                                                });
+                res_bias_update(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B,
+                                res_max(0, res_min(RES_U, RES_H - u0)), S.rate);
+            }
+            const int phase = 2 * RES_L - 1 - l;
+            fused_stamp(net, s, phase, false);
+            if (exchange) {
+                cluster.sync();
+                /* each block's [row][U] slice into the rows of dfull, 8 values a copy */
+                const res_half *mine = reinterpret_cast<const res_half *>(S.exch[e & 1]);
+                for (int i = tid; i < RES_BP * RES_NH / 8; i += RES_THREADS) {
+                    const int m = i / (RES_NH / 8), col = i % (RES_NH / 8) * 8, q = col / RES_U, n = col % RES_U;
+                    *reinterpret_cast<uint4 *>(&S.dfull[m * RES_NH + col]) =
+                        *reinterpret_cast<const uint4 *>(cluster.map_shared_rank(mine + m * RES_U + n, q));
+                }
+                e++;
+            }
+            __syncthreads();
+            fused_stamp(net, s, phase, true);
+        }
+
+        /* B0 */
+        res_gemm<RES_IN, RES_U, RES_BP>(ResPixels<1, RES_IN>{&x[0][0], S.lut}, ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]},
+                                        S.scratch, [&](int k, int n, float g) {
+                                            if (u0 + n < RES_H)
+                                                res_update(&S.w0[n][k], &S.w0m[0][n][k], RES_U * RES_W0F,
+                                                           &S.w0t[n][k], g, S.rate);
+                                        });
+        res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B,
+                        res_max(0, res_min(RES_U, RES_H - u0)), S.rate);
+        if (tid < RES_B) {
+            S.samples[p][tid] = next_sample;
+            S.labels[p ^ 1][tid] = next_label;
+        }
+        __syncthreads();
+        fused_stamp(net, s, 2 * RES_L - 1, false);
+        fused_stamp(net, s, 2 * RES_L - 1, true);
+    }
+    cluster.sync(); /* no block leaves while another may read its exchange buffers */
+    res_state(S, net, c, false);
+    if (c == 0 && tid == 0)
+        *net.train_step = last;
+}
+
+/* ---------------------------------------------------------------------------
+ * launch
+ * ------------------------------------------------------------------------- */
+
+static cudaLaunchConfig_t res_config(cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(RES_CTAS);
+    cfg.blockDim = dim3(RES_THREADS);
+    cfg.dynamicSmemBytes = RES_SMEM;
+    cfg.stream = snn_stream();
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = RES_CTAS;
+    attr->val.clusterDim.y = attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
+bool fused_resident_runs(char *why, int len)
+{
+    static int clusters = -1; /* of RES_CTAS blocks the GPU holds at once; -1: not asked yet */
+    if (!RES_FITS) {
+        if (SNN_LAYERS < 2)
+            snprintf(why, len, "a model without hidden layers has no units to share out");
+        else
+            snprintf(why, len, "the model's share per block, %d KB of shared memory, exceeds sm90's %d KB",
+                     (RES_SMEM + 1023) / 1024, RES_SMEM_MAX / 1024);
+        return false;
+    }
+    if (clusters < 0) {
+        CUDA_CHECK(cudaFuncSetAttribute(res_train_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, RES_SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(res_train_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = res_config(&attr);
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, res_train_kernel, &cfg));
+    }
+    if (clusters < 1)
+        snprintf(why, len, "this GPU holds no cluster of %d blocks with %d KB of shared memory each", RES_CTAS,
+                 (RES_SMEM + 1023) / 1024);
+    return clusters >= 1;
+}
+
+void fused_resident_train(const snn_fused_net &net, int first, int last)
+{
+    if ((uintptr_t)net.train_images % 16)
+        snn_die("resident fused step: the training images are not 16-byte aligned (internal error)");
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = res_config(&attr);
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, res_train_kernel, net, first, last));
+    CUDA_CHECK_LAUNCH();
+}
+
+void fused_resident_describe(char *buf, int len)
+{
+    snprintf(buf, len,
+             "one cluster of %d blocks of %d threads, the model resident in %d KB of shared memory each "
+             "(%d units of each hidden layer a block), %d cluster barrier%s per step",
+             RES_CTAS, RES_THREADS, (RES_SMEM + 1023) / 1024, RES_U, RES_BARRIERS, RES_BARRIERS == 1 ? "" : "s");
+}
