@@ -150,13 +150,9 @@ static const char *phase_name(int p, char *buf, size_t len)
 {
     const bool resident = cuda_fused_resident();
     if (p < SNN_LAYERS) {
-        if (resident)
-            snprintf(buf, len, "F%d: forward layer %d%s%s", p, p,
-                     p == 0 ? ", the block's units" : ", partial sums exchanged",
-                     p == SNN_LAYERS - 1 ? ", softmax" : "");
-        else
-            snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, p == 0 ? ", next batch's gather" : "",
-                     p == SNN_LAYERS - 1 ? ", softmax" : "");
+        const char *what = resident ? (p == 0 ? ", the block's units" : ", partial sums exchanged")
+                                    : (p == 0 ? ", next batch's gather" : "");
+        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, what, p == SNN_LAYERS - 1 ? ", softmax" : "");
         return buf;
     }
     const int l = 2 * SNN_LAYERS - 1 - p;

@@ -442,6 +442,23 @@ static __device__ __forceinline__ void res_bias_update(float *b, float *bm, int 
     }
 }
 
+/* Backward of layer l > 0, its output gradient in dfull [rows][N] (N its outputs as stored, `outs` of them
+ * real): the block's units' input gradient through dx, then the update of its weight columns (twin
+ * [N][RES_UK]; weights and moments [N][RES_U]) from the gradient against its units' inputs. */
+template <int N, class Dx>
+static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, int l, int u0, int outs,
+                                                    res_half *twin, float *w, float *wm)
+{
+    res_gemm<RES_BP, RES_U, N>(ResMat<N, 1>{S.dfull}, ResMat<1, RES_UK>{twin}, S.scratch, dx);
+    __syncthreads(); /* the input gradient has read the weights before they change */
+    res_gemm<N, RES_U, RES_BP>(ResMat<1, N>{S.dfull}, ResMat<1, RES_UK>{&S.acth[l - 1][0][0]}, S.scratch,
+                               [&](int o, int n, float g) {
+                                   if (o < outs && u0 + n < RES_H)
+                                       res_update(&w[o * RES_U + n], &wm[o * RES_U + n], N * RES_U,
+                                                  &twin[o * RES_UK + n], g, S.rate);
+                               });
+}
+
 /* The sum over the cluster's blocks, in rank order, of the 4 floats at `at` (16-byte aligned) in each block's
  * shared memory: every block's loads issued before the first add. */
 static __device__ __forceinline__ float4 res_sum_peers(const cg::cluster_group &cluster, const float *at)
@@ -471,6 +488,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
     ResShared &S = *reinterpret_cast<ResShared *>(res_smem);
     cg::cluster_group cluster = cg::this_cluster();
     const int c = (int)cluster.block_rank(), u0 = c * RES_U, tid = threadIdx.x;
+    const int owned = res_max(0, res_min(RES_U, RES_H - u0)); /* the block's units that are not padding */
 
     for (int i = tid; i < RES_SMEM / 16; i += RES_THREADS) /* padding reads as 0 */
         reinterpret_cast<uint4 *>(res_smem)[i] = make_uint4(0, 0, 0, 0);
@@ -576,31 +594,13 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             res_half *op = exchange ? reinterpret_cast<res_half *>(S.exch[e & 1]) : &S.dgrad0[0][0];
             const int sm = exchange ? RES_U : 1, sn = exchange ? 1 : RES_D0LD;
             auto dx = [&](int m, int n, float v) { res_hidden_grad(S, net, draws, l - 1, u0, m, n, v, op, sm, sn); };
-            const ResMat<1, RES_UK> units = {&S.acth[l - 1][0][0]}; /* (unit, row) */
             if (top) {
-                res_gemm<RES_BP, RES_U, RES_NC>(ResMat<RES_NC, 1>{S.dfull}, ResMat<1, RES_UK>{&S.wlt[0][0]},
-                                                S.scratch, dx);
-                __syncthreads();
-                res_gemm<RES_NC, RES_U, RES_BP>(ResMat<1, RES_NC>{S.dfull}, units, S.scratch,
-                                                [&](int o, int n, float g) {
-                                                    if (o < SNN_CLASSES && u0 + n < RES_H)
-                                                        res_update(&S.wl[o][n], &S.wlm[0][o][n], RES_NC * RES_U,
-                                                                   &S.wlt[o][n], g, S.rate);
-                                                });
+                res_backward<RES_NC>(S, dx, l, u0, SNN_CLASSES, &S.wlt[0][0], &S.wl[0][0], &S.wlm[0][0][0]);
                 res_bias_update(S.bl, &S.blm[0][0], RES_NC, &S.logits[0][0], RES_NC, RES_B, SNN_CLASSES, S.rate);
             } else {
                 ResMid &M = S.mid[l - 1];
-                res_gemm<RES_BP, RES_U, RES_NH>(ResMat<RES_NH, 1>{S.dfull}, ResMat<1, RES_UK>{&M.twin[0][0]},
-                                                S.scratch, dx);
-                __syncthreads();
-                res_gemm<RES_NH, RES_U, RES_BP>(ResMat<1, RES_NH>{S.dfull}, units, S.scratch,
-                                                [&](int o, int n, float g) {
-                                                    if (o < RES_H && u0 + n < RES_H)
-                                                        res_update(&M.w[o][n], &M.wm[0][o][n], RES_NH * RES_U,
-                                                                   &M.twin[o][n], g, S.rate);
-                                                });
-                res_bias_update(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B,
-                                res_max(0, res_min(RES_U, RES_H - u0)), S.rate);
+                res_backward<RES_NH>(S, dx, l, u0, RES_H, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0]);
+                res_bias_update(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B, owned, S.rate);
             }
             const int phase = 2 * RES_L - 1 - l;
             fused_stamp(net, s, phase, false);
@@ -626,8 +626,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
                                                 res_update(&S.w0[n][k], &S.w0m[0][n][k], RES_U * RES_W0F,
                                                            &S.w0t[n][k], g, S.rate);
                                         });
-        res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B,
-                        res_max(0, res_min(RES_U, RES_H - u0)), S.rate);
+        res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, S.rate);
         if (tid < RES_B) {
             S.samples[p][tid] = next_sample;
             S.labels[p ^ 1][tid] = next_label;
@@ -663,6 +662,11 @@ static cudaLaunchConfig_t res_config(cudaLaunchAttribute *attr)
 
 bool fused_resident_runs(char *why, int len)
 {
+    char unused[160];
+    if (!why) {
+        why = unused;
+        len = sizeof unused;
+    }
     static int clusters = -1; /* of RES_CTAS blocks the GPU holds at once; -1: not asked yet */
     if (!RES_FITS) {
         if (SNN_LAYERS < 2)

@@ -7,7 +7,8 @@
 #include "kernels/fused.h"
 
 #ifdef CONFIG_FUSED_CLUSTER
-/* Whether the resident kernel trains this build's model on this GPU; where not, why, into why[len]. */
+/* Whether the resident kernel trains this build's model on this GPU; where not, why, into why[len] (if
+ * why is not NULL). */
 bool fused_resident_runs(char *why, int len);
 /* Training steps first .. last - 1 of the epoch, one launch, asynchronous. */
 void fused_resident_train(const snn_fused_net &net, int first, int last);

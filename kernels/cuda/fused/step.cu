@@ -655,8 +655,7 @@ extern "C" void cuda_fused_train(const snn_fused_net *net, int first, int last)
     if (first >= last)
         return;
 #ifdef CONFIG_FUSED_CLUSTER
-    char why[160];
-    if (fused_resident_runs(why, sizeof why)) {
+    if (fused_resident_runs(nullptr, 0)) {
         fused_resident_train(*net, first, last);
         return;
     }
@@ -679,8 +678,7 @@ extern "C" void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *ima
 extern "C" int cuda_fused_resident(void)
 {
 #ifdef CONFIG_FUSED_CLUSTER
-    char why[160];
-    return fused_resident_runs(why, sizeof why);
+    return fused_resident_runs(nullptr, 0);
 #else
     return 0;
 #endif
