@@ -152,7 +152,8 @@ static const char *phase_name(int p, char *buf, size_t len)
     if (p < SNN_LAYERS) {
         const char *what = resident ? (p == 0 ? ", the block's units" : ", partial sums exchanged")
                                     : (p == 0 ? ", next batch's gather" : "");
-        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, what, p == SNN_LAYERS - 1 ? ", softmax" : "");
+        const char *top = resident ? ", the block's rows' softmax, dlogits exchanged" : ", softmax";
+        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, what, p == SNN_LAYERS - 1 ? top : "");
         return buf;
     }
     const int l = 2 * SNN_LAYERS - 1 - p;

@@ -126,8 +126,8 @@ def untaken_values(kconf, skip=()):
 
 
 def check_values(kconf, path):
-    """Checks Kconfig cannot express: decimals (those in use), Nesterov's momentum, the validation split.
-    Returns {name: float}."""
+    """Checks Kconfig cannot express: decimals (those in use), Nesterov's momentum, the validation split,
+    the resident step's whole warps. Returns {name: float}."""
     values = {}
     for name, (lo, lo_closed, hi, hi_closed) in DECIMALS.items():
         if not kconf.syms[name].visibility:
@@ -148,6 +148,10 @@ def check_values(kconf, path):
     held, eval_batch = (int(kconf.syms[n].str_value) for n in ("TRAIN_VALIDATION_SIZE", "EVAL_BATCH_SIZE"))
     if held % eval_batch:
         die(f"{path}: CONFIG_TRAIN_VALIDATION_SIZE={held} is not a multiple of CONFIG_EVAL_BATCH_SIZE={eval_batch} "
+            "(fix it with 'make menuconfig')")
+    threads = kconf.syms["FUSED_CLUSTER_THREADS"]
+    if threads.visibility and int(threads.str_value) % 32:
+        die(f"{path}: CONFIG_FUSED_CLUSTER_THREADS={threads.str_value} is not a multiple of 32, whole warps "
             "(fix it with 'make menuconfig')")
     return values
 

@@ -152,6 +152,10 @@ refused "fused step blocks above 264 refused" 'CONFIG_STEP_FUSED_BLOCKS=300 is o
 refused "fused step slices of 0 k tiles refused" 'CONFIG_STEP_FUSED_SLICE_KTILES=0 is outside its range 1..1024' \
     'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_SLICE_KTILES=0'
 refused "the fused step on the host target refused" 'CONFIG_STEP_FUSED=y cannot be set' 'CONFIG_STEP_FUSED=y'
+refused "resident step threads above 1024 refused" 'CONFIG_FUSED_CLUSTER_THREADS=2048 is outside its range 128..1024' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_CLUSTER_THREADS=2048'
+refused "resident step threads not whole warps refused" 'CONFIG_FUSED_CLUSTER_THREADS=200 is not a multiple of 32' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_CLUSTER_THREADS=200'
 
 # A check only the compiler can make, named by symbol.
 d=$(with eval 'CONFIG_EVAL_BATCH_SIZE=300')

@@ -9,15 +9,18 @@
  *              by cp.async a step ahead)
  *   F(l), l>0  the product of the block's units with its weight columns, a partial sum of layer l's output
  *              -> a cluster barrier -> each block adds the cluster's partials of its own units (a hidden
- *              layer) or of every logit (the last layer: every block computes the softmax and dlogits alike)
+ *              layer) or of the logits of its sixteenth of the batch's rows (the last layer), whose softmax
+ *              and dlogits it computes -> a second barrier -> every block gathers every row's dlogits
  *   B(l), l>0  the block's units' input gradient (dY . its weight columns) and its weight columns' update
  *              (dY^T . its units); where layer l - 1 has an input gradient of its own to compute, the
  *              gradient's slices are exchanged through a cluster barrier, since every block needs all of it
  *   B0         layer 0's weight gradient + update: local
  *
- * so 2L - 3 cluster barriers a step for L linear layers, and no block reads another's weights. Partials and
+ * so 2L - 2 cluster barriers a step for L linear layers, and no block reads another's weights. Partials and
  * gradient slices travel through distributed shared memory in two exchange buffers taken in turn: a buffer
- * is rewritten two exchanges later, after a barrier that every reader of it has passed. The GEMMs are
+ * is rewritten two exchanges later, after a barrier that every reader of it has passed. What a block reads
+ * of its peers is kept small: the SM-to-SM network of one cluster moves only a few hundred GB/s (every block
+ * summing every logit cost 3 us a step on 784-128-10 b64). The GEMMs are
  * mma.sync m16n8k16 on 16-bit operands in shared memory with FP32 accumulators; master weights and optimizer
  * state in FP32, their 16-bit twins beside them, rounded as the grid-wide kernel rounds its operands.
  * Deterministic: a fixed split of the work and fixed orders of summation. */
@@ -48,13 +51,18 @@ namespace cg = cooperative_groups;
 __host__ __device__ constexpr int res_up(int a, int b) { return (a + b - 1) / b * b; }
 __host__ __device__ constexpr int res_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int res_min(int a, int b) { return a < b ? a : b; }
+/* A row stride, in 16-bit elements, for a matrix read four k a thread (res_gemm): eight rows' 8-byte runs
+ * of a half warp fall in distinct banks when rows lie 8 or 24 banks apart. */
+__host__ __device__ constexpr int res_ld(int n) { return res_up(n, 16) % 32 == 16 ? res_up(n, 16) : res_up(n, 16) + 16; }
 
 constexpr int RES_CTAS = 16; /* the cluster: the most an H100 schedules (a non-portable size) */
-constexpr int RES_THREADS = 256, RES_WARPS = RES_THREADS / 32;
+constexpr int RES_THREADS = CONFIG_FUSED_CLUSTER_THREADS, RES_WARPS = RES_THREADS / 32;
+static_assert(RES_THREADS % 32 == 0, "resident step: whole warps (CONFIG_FUSED_CLUSTER_THREADS)");
 constexpr int RES_L = SNN_LAYERS;
 constexpr int RES_H = SNN_LAYERS > 1 ? SNN_HIDDEN : 16;              /* the hidden width */
 constexpr int RES_U = res_up((RES_H + RES_CTAS - 1) / RES_CTAS, 8); /* units a block owns: an n extent */
 constexpr int RES_UK = res_up(RES_U, 16);                           /* the same as a k extent */
+constexpr int RES_UKLD = res_ld(RES_UK);                            /* rows of that extent */
 /* The hidden width padded, as the hidden-to-hidden layers' output extent; without such a layer their code,
  * never run, shrinks to one tile. */
 constexpr int RES_NH = SNN_LAYERS > 2 ? RES_U * RES_CTAS : 16;
@@ -63,38 +71,38 @@ constexpr int RES_B = SNN_BATCH, RES_BP = res_up(SNN_BATCH, 16);
 constexpr int RES_IN = SNN_INPUT_DIM;
 static_assert(RES_IN % 16 == 0, "resident step: the input's k extent in whole k16 steps");
 static_assert(SNN_CLASSES <= RES_NC, "resident step: the classes in two n8 tiles");
-constexpr int RES_W0LD = RES_IN + 8; /* layer 0's twin rows 12 banks apart: B fragments conflict-free */
+constexpr int RES_W0LD = res_ld(RES_IN); /* layer 0's twin */
 constexpr int RES_W0F = RES_IN + 4;  /* its FP32 rows 20 banks apart: the update's 8 x 4 elements conflict-free */
-constexpr int RES_D0LD = RES_BP + 8; /* layer 0's output gradient, transposed: B fragments conflict-free */
+constexpr int RES_D0LD = RES_BP + 8; /* layer 0's output gradient, transposed: B0's fragments conflict-free */
 constexpr int RES_M = res_max(SNN_OPTIM_MOMENTS, 1);
 constexpr int RES_MIDS = res_max(RES_L - 2, 1); /* hidden-to-hidden layers */
 constexpr int RES_HIDS = res_max(RES_L - 1, 1); /* hidden layers */
 constexpr int RES_DW = res_max(RES_NH, RES_NC); /* the widest output gradient */
-constexpr int RES_BARRIERS = 2 * RES_L - 3;
+constexpr int RES_BARRIERS = 2 * RES_L - 2;
 
 typedef uint16_t res_half; /* a BF16 or FP16 operand's bits */
 
 /* A hidden-to-hidden layer's weight columns of the block's units and the bias of those units. */
 struct ResMid {
-    res_half twin[RES_NH][RES_UK];
+    alignas(16) res_half twin[RES_NH][RES_UKLD];
     float w[RES_NH][RES_U], wm[RES_M][RES_NH][RES_U];
     float b[RES_U], bm[RES_M][RES_U];
 };
 
 struct alignas(16) ResShared {
     uint8_t x[2][RES_BP][RES_IN]; /* batches by step parity; translating, [1] is copied in and [0] read */
-    res_half w0t[RES_U][RES_W0LD];
+    alignas(16) res_half w0t[RES_U][RES_W0LD];
     float w0[RES_U][RES_W0F], w0m[RES_M][RES_U][RES_W0F];
     float b0[RES_U], b0m[RES_M][RES_U];
     ResMid mid[RES_MIDS];
-    res_half wlt[RES_NC][RES_UK]; /* the last layer's columns of the block's units */
+    alignas(16) res_half wlt[RES_NC][RES_UKLD]; /* the last layer's columns of the block's units */
     float wl[RES_NC][RES_U], wlm[RES_M][RES_NC][RES_U];
     float bl[RES_NC], blm[RES_M][RES_NC]; /* its bias: every block keeps the same copy */
     float act[RES_HIDS][RES_BP][RES_U];   /* hidden outputs, the block's units (the ReLU's mask) */
-    res_half acth[RES_HIDS][RES_BP][RES_UK];
+    alignas(16) res_half acth[RES_HIDS][RES_BP][RES_UKLD];
     float dgrad[2][RES_BP][RES_U];        /* a hidden output's gradient, the block's units, by layer parity */
-    res_half dgrad0[RES_UK][RES_D0LD];    /* layer 0's, as an operand: [unit][row] */
-    alignas(16) res_half dfull[RES_BP * RES_DW]; /* a whole output gradient, row stride its width */
+    alignas(16) res_half dgrad0[RES_UK][RES_D0LD]; /* layer 0's, as an operand: [unit][row] */
+    alignas(16) res_half dfull[RES_BP * res_ld(RES_DW)]; /* a whole output gradient, row stride res_ld(width) */
     float logits[RES_BP][RES_NC];         /* then dlogits */
     alignas(16) float exch[2][RES_BP * RES_DW]; /* partial sums, or gradient slices as res_half */
     float scratch[RES_WARPS][16 * 8];     /* k slices' partial tiles */
@@ -108,7 +116,6 @@ struct alignas(16) ResShared {
 };
 constexpr int RES_SMEM = sizeof(ResShared);
 constexpr int RES_SMEM_MAX = 227 * 1024; /* sm90: a block's shared memory, opted in */
-/* One thread a row in the softmax; a batch too large for it is far too large for the shared memory. */
 constexpr bool RES_FITS = SNN_LAYERS >= 2 && RES_B <= RES_THREADS && RES_SMEM <= RES_SMEM_MAX;
 
 static __device__ __forceinline__ res_half res_round(float v)
@@ -133,31 +140,46 @@ static __device__ __forceinline__ void res_mma(float (&d)[4], const uint32_t (&a
  * GEMM on shared memory
  * ------------------------------------------------------------------------- */
 
-/* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]. pair(i, j), j even: (i, j) and (i, j + 1)
- * packed, (i, j) low, as mma.sync reads a fragment's pair along k. */
+/* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]. frag<GAP>(i, k), k even: the pairs of
+ * elements (i, k), (i, k + 1) and (i, k + GAP), (i, k + GAP + 1), each with its first element low, as
+ * mma.sync reads a fragment's pair; from contiguous rows (SJ 1) with GAP 2, in one 8-byte load. */
 template <int SI, int SJ> struct ResMat {
+    static_assert(SJ != 1 || SI % 4 == 0, "resident step: rows of whole 8-byte quads");
     const res_half *p;
-    __device__ __forceinline__ uint32_t pair(int i, int j) const
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        if constexpr (SJ == 1)
-            return *reinterpret_cast<const uint32_t *>(p + i * SI + j);
+        const res_half *e = p + i * SI + k * SJ;
+        if constexpr (SJ == 1 && GAP == 2)
+            return *reinterpret_cast<const uint2 *>(e);
+        else if constexpr (SJ == 1)
+            return make_uint2(*reinterpret_cast<const uint32_t *>(e), *reinterpret_cast<const uint32_t *>(e + GAP));
         else
-            return (uint32_t)p[i * SI + j * SJ] | (uint32_t)p[i * SI + (j + 1) * SJ] << 16;
+            return make_uint2((uint32_t)e[0] | (uint32_t)e[SJ] << 16,
+                              (uint32_t)e[GAP * SJ] | (uint32_t)e[(GAP + 1) * SJ] << 16);
     }
 };
 
 /* The same of image bytes, normalised and rounded through lut. */
 template <int SI, int SJ> struct ResPixels {
+    static_assert(SJ != 1 || SI % 4 == 0, "resident step: rows of whole 4-byte quads");
     const uint8_t *p;
     const res_half *lut;
-    __device__ __forceinline__ uint32_t pair(int i, int j) const
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        if constexpr (SJ == 1) {
-            const uint32_t two = *reinterpret_cast<const uint16_t *>(p + i * SI + j);
-            return (uint32_t)lut[two & 255u] | (uint32_t)lut[two >> 8] << 16;
+        const uint8_t *e = p + i * SI + k * SJ;
+        uint32_t b[4];
+        if constexpr (SJ == 1 && GAP == 2) {
+            const uint32_t four = *reinterpret_cast<const uint32_t *>(e);
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                b[q] = four >> 8 * q & 255u;
+        } else if constexpr (SJ == 1) {
+            const uint32_t lo = *reinterpret_cast<const uint16_t *>(e), hi = *reinterpret_cast<const uint16_t *>(e + GAP);
+            b[0] = lo & 255u, b[1] = lo >> 8, b[2] = hi & 255u, b[3] = hi >> 8;
         } else {
-            return (uint32_t)lut[p[i * SI + j * SJ]] | (uint32_t)lut[p[i * SI + (j + 1) * SJ]] << 16;
+            b[0] = e[0], b[1] = e[SJ], b[2] = e[GAP * SJ], b[3] = e[(GAP + 1) * SJ];
         }
+        return make_uint2((uint32_t)lut[b[0]] | (uint32_t)lut[b[1]] << 16, (uint32_t)lut[b[2]] | (uint32_t)lut[b[3]] << 16);
     }
 };
 
@@ -167,8 +189,10 @@ __host__ __device__ constexpr int res_slices(int tiles, int kt) { return tiles >
 
 /* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
  * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
- * order. The block's threads all call it. */
-template <int M, int N, int K, class A, class B, class Epi>
+ * order. The block's threads all call it. QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9 take
+ * elements 4t .. 4t + 3 of each k16 step instead, the same in both operands, so the sum is the same and
+ * each thread's four are contiguous; without it, where a strided operand's rows 4 apart share banks. */
+template <int M, int N, int K, bool QUAD = true, class A, class B, class Epi>
 static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*scratch)[16 * 8], const Epi &epi)
 {
     static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "resident step: whole m16n8k16 tiles");
@@ -180,10 +204,12 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
         float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
         for (int kt = ks * PER; kt < k1; ++kt) {
-            const int k = kt * 16 + 2 * t;
-            const uint32_t af[4] = {a.pair(m0 + g, k), a.pair(m0 + g + 8, k), a.pair(m0 + g, k + 8),
-                                    a.pair(m0 + g + 8, k + 8)};
-            const uint32_t bf[2] = {b.pair(n0 + g, k), b.pair(n0 + g, k + 8)};
+            constexpr int GAP = QUAD ? 2 : 8;
+            const int k = kt * 16 + (QUAD ? 4 : 2) * t;
+            const uint2 a0 = a.template frag<GAP>(m0 + g, k), a1 = a.template frag<GAP>(m0 + g + 8, k);
+            const uint2 b0 = b.template frag<GAP>(n0 + g, k);
+            const uint32_t af[4] = {a0.x, a1.x, a0.y, a1.y};
+            const uint32_t bf[2] = {b0.x, b0.y};
             res_mma(d, af, bf);
         }
         if constexpr (KS == 1) {
@@ -274,12 +300,12 @@ static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, 
     for (int l = 1; l + 1 < RES_L; l++) {
         ResMid &M = S.mid[l - 1];
         const snn_fused_layer &L = net.layer[l];
-        res_copy(in, RES_H, RES_U, &M.w[0][0], RES_U, &M.wm[0][0][0], RES_NH * RES_U, &M.twin[0][0], RES_UK,
+        res_copy(in, RES_H, RES_U, &M.w[0][0], RES_U, &M.wm[0][0][0], RES_NH * RES_U, &M.twin[0][0], RES_UKLD,
                  L.w, L.sw, column);
         res_copy(in, 1, RES_U, M.b, RES_U, &M.bm[0][0], RES_U, nullptr, 0, L.b, L.sb, bias);
     }
     const snn_fused_layer &LL = net.layer[RES_L - 1];
-    res_copy(in, SNN_CLASSES, RES_U, &S.wl[0][0], RES_U, &S.wlm[0][0][0], RES_NC * RES_U, &S.wlt[0][0], RES_UK,
+    res_copy(in, SNN_CLASSES, RES_U, &S.wl[0][0], RES_U, &S.wlm[0][0][0], RES_NC * RES_U, &S.wlt[0][0], RES_UKLD,
              LL.w, LL.sw, column);
     if (in || c == 0)
         res_copy(in, 1, SNN_CLASSES, S.bl, RES_NC, &S.blm[0][0], RES_NC, nullptr, 0, LL.b, LL.sb,
@@ -359,60 +385,138 @@ static __device__ __forceinline__ void res_hidden_grad(ResShared &S, const snn_f
         net.grad[l][(size_t)m * RES_H + unit] = v;
 }
 
-/* Softmax and cross-entropy of the logits, every row, as fused_softmax_tile and the host compute them per
- * row: dlogits in place (and as operands in dfull), each row's loss and hit; block 0 writes the step's loss
- * and correct count, and, tracing, the logits and dlogits. */
-static __device__ void res_softmax(ResShared &S, const snn_fused_net &net, int c, int p, int s)
+/* The rows of the batch whose logits a block sums and whose softmax it computes: a sixteenth each. */
+constexpr int RES_RPB = RES_BP / RES_CTAS;
+static_assert(RES_BP % RES_CTAS == 0, "resident step: the padded batch in whole rows a block");
+/* Lanes a row in the softmax: a power of two the block's threads cover its rows with, at most a warp. */
+constexpr int res_row_lanes(int g) { return g * 2 <= 32 && g * 2 * RES_RPB <= RES_THREADS ? res_row_lanes(g * 2) : g; }
+constexpr int RES_ROW_LANES = res_row_lanes(1);
+constexpr int RES_ROW_CLASSES = (SNN_CLASSES + RES_ROW_LANES - 1) / RES_ROW_LANES; /* classes a lane */
+
+/* Softmax and cross-entropy of the logits of rows [r0, r0 + RES_RPB), a row a group of RES_ROW_LANES lanes
+ * (class j on lane j % RES_ROW_LANES), the row's reductions by shuffles: dlogits in place, each row's loss
+ * and hit; tracing, the rows' logits and dlogits. The arg max is the first maximal class, as the host's; the
+ * loss is the host's function of the row. The block's threads all call it. */
+static __device__ void res_softmax(ResShared &S, const snn_fused_net &net, int r0, int p)
 {
-    const int r = threadIdx.x;
-    float z[SNN_CLASSES];
-    if (r < RES_B) {
-        float zmax = S.logits[r][0];
-        int arg = 0;
+    constexpr int G = RES_ROW_LANES;
+    const int r = r0 + threadIdx.x / G, q = threadIdx.x % G;
+    const bool row = threadIdx.x / G < RES_RPB && r < RES_B;
+    float z[RES_ROW_CLASSES], e[RES_ROW_CLASSES];
+    float zmax = -INFINITY;
+    int arg = SNN_CLASSES;
 #pragma unroll
-        for (int j = 0; j < SNN_CLASSES; j++) {
-            z[j] = S.logits[r][j];
-            if (z[j] > zmax) {
-                zmax = z[j];
-                arg = j;
-            }
+    for (int i = 0; i < RES_ROW_CLASSES; i++) {
+        const int j = q + i * G;
+        z[i] = row && j < SNN_CLASSES ? S.logits[r][j] : -INFINITY;
+        if (z[i] > zmax) {
+            zmax = z[i];
+            arg = j;
         }
-        float sum = 0.0f;
+    }
 #pragma unroll
-        for (int j = 0; j < SNN_CLASSES; j++)
-            sum += expf(z[j] - zmax);
-        const int label = S.labels[p][r];
-        S.rowloss[r] = snn_xent_loss(logf(sum), zmax, z, label, 1);
+    for (int o = G / 2; o > 0; o /= 2) {
+        const float zo = __shfl_xor_sync(0xffffffffu, zmax, o);
+        const int ao = __shfl_xor_sync(0xffffffffu, arg, o);
+        if (zo > zmax || (zo == zmax && ao < arg)) {
+            zmax = zo;
+            arg = ao;
+        }
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < RES_ROW_CLASSES; i++) {
+        e[i] = q + i * G < SNN_CLASSES ? expf(z[i] - zmax) : 0.0f;
+        sum += e[i];
+    }
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2) /* a butterfly: every lane adds the same pairs, so holds the same sum */
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const int label = row ? S.labels[p][r] : 0;
+    if (row && q == 0) {
+        S.rowloss[r] = snn_xent_loss(logf(sum), zmax, S.logits[r], label, 1);
         S.rowright[r] = arg == label;
+    }
+    __syncwarp(); /* lane 0 has read the row's logits */
 #pragma unroll
-        for (int j = 0; j < SNN_CLASSES; j++) {
-            const float g = (expf(z[j] - zmax) / sum - snn_xent_target(j, label)) * (1.0f / (float)RES_B);
+    for (int i = 0; i < RES_ROW_CLASSES; i++) {
+        const int j = q + i * G;
+        if (row && j < SNN_CLASSES) {
+            const float g = (e[i] / sum - snn_xent_target(j, label)) * (1.0f / (float)RES_B);
             S.logits[r][j] = g;
-            if (net.trace && c == 0) {
-                net.act[RES_L][r * SNN_CLASSES + j] = z[j];
+            if (net.trace) {
+                net.act[RES_L][r * SNN_CLASSES + j] = z[i];
                 net.grad[RES_L - 1][r * SNN_CLASSES + j] = g;
             }
         }
     }
-    __syncthreads();
-    for (int i = threadIdx.x; i < RES_BP * RES_NC; i += RES_THREADS)
-        S.dfull[i] = res_round(S.logits[i / RES_NC][i % RES_NC]); /* 0 past the rows and classes */
-    if (c == 0 && threadIdx.x < 32) { /* the rows' sums by warp 0: strided per lane, then a fixed tree */
+}
+
+/* What a block shares of its rows' softmax: their dlogits as operands, the sums of their dlogits by class
+ * (its share of the last layer's bias gradient), their loss and hits. */
+struct ResSoftmaxShare {
+    res_half dl[RES_RPB][RES_NC];
+    float bias[RES_NC];
+    double loss;
+    int32_t right;
+};
+
+/* The block's rows' share, from the softmax's results, into `mine`. */
+static __device__ void res_share_softmax(const ResShared &S, int r0, ResSoftmaxShare &mine)
+{
+    for (int i = threadIdx.x; i < RES_RPB * RES_NC; i += RES_THREADS)
+        mine.dl[i / RES_NC][i % RES_NC] = res_round(S.logits[r0 + i / RES_NC][i % RES_NC]); /* padding is 0 */
+    if (threadIdx.x < RES_NC) {
+        float b = 0.0f;
+        for (int i = 0; i < RES_RPB; i++)
+            b += S.logits[r0 + i][threadIdx.x];
+        mine.bias[threadIdx.x] = b;
+    }
+    if (threadIdx.x == 32) { /* another warp than the bias's */
         double loss = 0.0;
         int right = 0;
-        for (int i = threadIdx.x; i < RES_B; i += 32) {
-            loss += (double)S.rowloss[i];
-            right += S.rowright[i];
+        for (int r = r0; r < r0 + RES_RPB && r < RES_B; r++) {
+            loss += (double)S.rowloss[r];
+            right += S.rowright[r];
         }
+        mine.loss = loss;
+        mine.right = right;
+    }
+}
+
+/* Every block's share, `share` in each block's shared memory: every row's dlogits into dfull, the last layer's
+ * bias updated from the bias shares summed in rank order (every block keeps the same bias), and, by block 0,
+ * the step's loss and correct count. */
+static __device__ void res_gather_softmax(ResShared &S, const cg::cluster_group &cluster, const snn_fused_net &net,
+                                          int c, int s, const ResSoftmaxShare *share)
+{
+    constexpr int LD = res_ld(RES_NC), COPIES = RES_NC / 8; /* 16-byte copies a row */
+    for (int i = threadIdx.x; i < RES_BP * COPIES; i += RES_THREADS) {
+        const int m = i / COPIES, k = i % COPIES * 8;
+        *reinterpret_cast<uint4 *>(&S.dfull[m * LD + k]) =
+            *reinterpret_cast<const uint4 *>(cluster.map_shared_rank(&share->dl[m % RES_RPB][k], m / RES_RPB));
+    }
+    if (threadIdx.x < SNN_CLASSES) {
+        float part[RES_CTAS], g = 0.0f;
 #pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            loss += __shfl_xor_sync(0xffffffffu, loss, o);
-            right += __shfl_xor_sync(0xffffffffu, right, o);
+        for (int q = 0; q < RES_CTAS; q++)
+            part[q] = *cluster.map_shared_rank(&share->bias[threadIdx.x], q);
+#pragma unroll
+        for (int q = 0; q < RES_CTAS; q++)
+            g += part[q];
+        res_update(&S.bl[threadIdx.x], &S.blm[0][threadIdx.x], RES_NC, nullptr, g, S.rate);
+    }
+    if (c == 0 && threadIdx.x == 32) {
+        double loss = 0.0;
+        int right = 0;
+#pragma unroll
+        for (int q = 0; q < RES_CTAS; q++) {
+            const ResSoftmaxShare *peer = cluster.map_shared_rank(share, q);
+            loss += peer->loss;
+            right += peer->right;
         }
-        if (threadIdx.x == 0) {
-            net.train_loss[s] = (float)(loss / RES_B);
-            net.train_correct[s] = right;
-        }
+        net.train_loss[s] = (float)(loss / RES_B);
+        net.train_correct[s] = right;
     }
 }
 
@@ -444,19 +548,32 @@ static __device__ __forceinline__ void res_bias_update(float *b, float *bm, int 
 
 /* Backward of layer l > 0, its output gradient in dfull [rows][N] (N its outputs as stored, `outs` of them
  * real): the block's units' input gradient through dx, then the update of its weight columns (twin
- * [N][RES_UK]; weights and moments [N][RES_U]) from the gradient against its units' inputs. */
+ * [N][RES_UKLD]; weights and moments [N][RES_U]) from the gradient against its units' inputs. */
 template <int N, class Dx>
 static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, int l, int u0, int outs,
                                                     res_half *twin, float *w, float *wm)
 {
-    res_gemm<RES_BP, RES_U, N>(ResMat<N, 1>{S.dfull}, ResMat<1, RES_UK>{twin}, S.scratch, dx);
+    constexpr int LD = res_ld(N);
+    res_gemm<RES_BP, RES_U, N>(ResMat<LD, 1>{S.dfull}, ResMat<1, RES_UKLD>{twin}, S.scratch, dx);
     __syncthreads(); /* the input gradient has read the weights before they change */
-    res_gemm<N, RES_U, RES_BP>(ResMat<1, N>{S.dfull}, ResMat<1, RES_UK>{&S.acth[l - 1][0][0]}, S.scratch,
+    res_gemm<N, RES_U, RES_BP>(ResMat<1, LD>{S.dfull}, ResMat<1, RES_UKLD>{&S.acth[l - 1][0][0]}, S.scratch,
                                [&](int o, int n, float g) {
                                    if (o < outs && u0 + n < RES_H)
                                        res_update(&w[o * RES_U + n], &wm[o * RES_U + n], N * RES_U,
-                                                  &twin[o * RES_UK + n], g, S.rate);
+                                                  &twin[o * RES_UKLD + n], g, S.rate);
                                });
+}
+
+/* The cluster barrier between exchanges: a release fence over the block's own shared-memory writes, a relaxed
+ * arrival, the wait, an acquire fence over its reads of the peers'. Only shared memory crosses blocks, so the
+ * plain barrier's release, a GPU-scope fence that waits on every memory operation in flight (0.3-0.4 us a
+ * barrier on an H100), buys nothing. A peer's reads of a buffer have returned (their values are used) before
+ * its next arrival, so the buffer's rewrite, two exchanges later, cannot be seen by them. Every thread of each
+ * warp arrives together: the aligned forms. */
+static __device__ __forceinline__ void res_cluster_sync()
+{
+    asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\t"
+                 "barrier.cluster.wait.aligned;\n\tfence.acquire.sync_restrict::shared::cluster.cluster;" ::: "memory");
 }
 
 /* The sum over the cluster's blocks, in rank order, of the 4 floats at `at` (16-byte aligned) in each block's
@@ -487,7 +604,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
     extern __shared__ __align__(128) unsigned char res_smem[];
     ResShared &S = *reinterpret_cast<ResShared *>(res_smem);
     cg::cluster_group cluster = cg::this_cluster();
-    const int c = (int)cluster.block_rank(), u0 = c * RES_U, tid = threadIdx.x;
+    const int c = (int)cluster.block_rank(), u0 = c * RES_U, r0 = c * RES_RPB, tid = threadIdx.x;
     const int owned = res_max(0, res_min(RES_U, RES_H - u0)); /* the block's units that are not padding */
 
     for (int i = tid; i < RES_SMEM / 16; i += RES_THREADS) /* padding reads as 0 */
@@ -552,18 +669,18 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
         /* F1 .. F(L-1) */
         for (int l = 1; l < RES_L; l++) {
             float *ex = S.exch[e & 1];
-            const ResMat<RES_UK, 1> in = {&S.acth[l - 1][0][0]};
+            const ResMat<RES_UKLD, 1> in = {&S.acth[l - 1][0][0]};
             if (l + 1 < RES_L)
-                res_gemm<RES_BP, RES_NH, RES_UK>(in, ResMat<RES_UK, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
+                res_gemm<RES_BP, RES_NH, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
                                                  [&](int m, int n, float v) { ex[m * RES_NH + n] = v; });
             else
-                res_gemm<RES_BP, RES_NC, RES_UK>(in, ResMat<RES_UK, 1>{&S.wlt[0][0]}, S.scratch,
+                res_gemm<RES_BP, RES_NC, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.wlt[0][0]}, S.scratch,
                                                  [&](int m, int n, float v) { ex[m * RES_NC + n] = v; });
-            fused_stamp(net, s, l, false);
-            cluster.sync();
-            fused_stamp(net, s, l, true);
-            e++;
             if (l + 1 < RES_L) {
+                fused_stamp(net, s, l, false);
+                res_cluster_sync();
+                fused_stamp(net, s, l, true);
+                e++;
                 for (int i = tid; i < RES_BP * RES_U / 4; i += RES_THREADS) {
                     const int m = i / (RES_U / 4), n = i % (RES_U / 4) * 4;
                     const float4 v = res_sum_peers(cluster, ex + m * RES_NH + u0 + n);
@@ -573,17 +690,25 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
                     res_hidden_out(S, net, draws, l, u0, m, n + 2, v.z + b[2]);
                     res_hidden_out(S, net, draws, l, u0, m, n + 3, v.w + b[3]);
                 }
-            } else {
+            } else { /* the block's rows' logits, their softmax, shared by a second barrier */
+                res_cluster_sync();
+                e++;
                 constexpr int QUADS = (SNN_CLASSES + 3) / 4;
-                for (int i = tid; i < RES_BP * QUADS; i += RES_THREADS) {
-                    const int m = i / QUADS, j = i % QUADS * 4;
+                for (int i = tid; i < RES_RPB * QUADS; i += RES_THREADS) {
+                    const int m = r0 + i / QUADS, j = i % QUADS * 4;
                     float4 v = m < RES_B ? res_sum_peers(cluster, ex + m * RES_NC + j) : make_float4(0, 0, 0, 0);
                     const float add[4] = {v.x, v.y, v.z, v.w};
                     for (int k = 0; k < 4; k++)
                         S.logits[m][j + k] = m < RES_B && j + k < SNN_CLASSES ? add[k] + S.bl[j + k] : 0.0f;
                 }
                 __syncthreads();
-                res_softmax(S, net, c, p, s);
+                res_softmax(S, net, r0, p);
+                __syncthreads();
+                res_share_softmax(S, r0, *reinterpret_cast<ResSoftmaxShare *>(S.exch[e & 1]));
+                fused_stamp(net, s, l, false);
+                res_cluster_sync();
+                fused_stamp(net, s, l, true);
+                e++;
             }
             __syncthreads();
         }
@@ -595,8 +720,9 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             const int sm = exchange ? RES_U : 1, sn = exchange ? 1 : RES_D0LD;
             auto dx = [&](int m, int n, float v) { res_hidden_grad(S, net, draws, l - 1, u0, m, n, v, op, sm, sn); };
             if (top) {
+                res_gather_softmax(S, cluster, net, c, s, reinterpret_cast<const ResSoftmaxShare *>(S.exch[(e - 1) & 1]));
+                __syncthreads();
                 res_backward<RES_NC>(S, dx, l, u0, SNN_CLASSES, &S.wlt[0][0], &S.wl[0][0], &S.wlm[0][0][0]);
-                res_bias_update(S.bl, &S.blm[0][0], RES_NC, &S.logits[0][0], RES_NC, RES_B, SNN_CLASSES, S.rate);
             } else {
                 ResMid &M = S.mid[l - 1];
                 res_backward<RES_NH>(S, dx, l, u0, RES_H, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0]);
@@ -605,12 +731,12 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             const int phase = 2 * RES_L - 1 - l;
             fused_stamp(net, s, phase, false);
             if (exchange) {
-                cluster.sync();
+                res_cluster_sync();
                 /* each block's [row][U] slice into the rows of dfull, 8 values a copy */
                 const res_half *mine = reinterpret_cast<const res_half *>(S.exch[e & 1]);
                 for (int i = tid; i < RES_BP * RES_NH / 8; i += RES_THREADS) {
                     const int m = i / (RES_NH / 8), col = i % (RES_NH / 8) * 8, q = col / RES_U, n = col % RES_U;
-                    *reinterpret_cast<uint4 *>(&S.dfull[m * RES_NH + col]) =
+                    *reinterpret_cast<uint4 *>(&S.dfull[m * res_ld(RES_NH) + col]) =
                         *reinterpret_cast<const uint4 *>(cluster.map_shared_rank(mine + m * RES_U + n, q));
                 }
                 e++;
@@ -620,12 +746,13 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
         }
 
         /* B0 */
-        res_gemm<RES_IN, RES_U, RES_BP>(ResPixels<1, RES_IN>{&x[0][0], S.lut}, ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]},
-                                        S.scratch, [&](int k, int n, float g) {
-                                            if (u0 + n < RES_H)
-                                                res_update(&S.w0[n][k], &S.w0m[0][n][k], RES_U * RES_W0F,
-                                                           &S.w0t[n][k], g, S.rate);
-                                        });
+        res_gemm<RES_IN, RES_U, RES_BP, false>(ResPixels<1, RES_IN>{&x[0][0], S.lut},
+                                               ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch,
+                                               [&](int k, int n, float g) {
+                                                   if (u0 + n < RES_H)
+                                                       res_update(&S.w0[n][k], &S.w0m[0][n][k], RES_U * RES_W0F,
+                                                                  &S.w0t[n][k], g, S.rate);
+                                               });
         res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, S.rate);
         if (tid < RES_B) {
             S.samples[p][tid] = next_sample;
@@ -635,7 +762,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
         fused_stamp(net, s, 2 * RES_L - 1, false);
         fused_stamp(net, s, 2 * RES_L - 1, true);
     }
-    cluster.sync(); /* no block leaves while another may read its exchange buffers */
+    res_cluster_sync(); /* no block leaves while another may read its exchange buffers */
     res_state(S, net, c, false);
     if (c == 0 && tid == 0)
         *net.train_step = last;
@@ -671,6 +798,9 @@ bool fused_resident_runs(char *why, int len)
     if (!RES_FITS) {
         if (SNN_LAYERS < 2)
             snprintf(why, len, "a model without hidden layers has no units to share out");
+        else if (RES_B > RES_THREADS) /* a thread fetches each sample of the next batches */
+            snprintf(why, len, "the batch, %d, exceeds the %d threads of a block (CONFIG_FUSED_CLUSTER_THREADS)",
+                     RES_B, RES_THREADS);
         else
             snprintf(why, len, "the model's share per block, %d KB of shared memory, exceeds sm90's %d KB",
                      (RES_SMEM + 1023) / 1024, RES_SMEM_MAX / 1024);
