@@ -86,6 +86,7 @@ KNOBS = {
     "GEMM_WGMMA_RASTER_GROUP": ["4", "8", "16"],
     "STEP_FUSED_BLOCKS": ["0", "264"],
     "STEP_FUSED_SLICE_KTILES": ["4", "8", "16", "32"],
+    "FUSED_CLUSTER_THREADS": ["128", "512", "1024"],
     "GEMM_SPLIT_K_MAX": ["1", "4", "8", "16"],
     "GEMM_SPLIT_K_MIN_K": ["128", "256", "512"],
     "GEMM_STAGES": ["2", "3", "4", "6"],
@@ -153,9 +154,10 @@ class Board:
     def knobs(self):
         """The KNOBS this board can set (their symbols visible under its target and precision) that its step
         reads: a fused build's step runs none of the layered path's wgmma or split-K GEMMs."""
+        fused_knobs = ("STEP_FUSED", "FUSED_CLUSTER", "GEMM_STAGES")
         return [k for k in KNOBS if all(s in self.kconf.syms and self.kconf.syms[s].visibility
                                         for s in knob_symbols(k))
-                and (not self.fused or k.startswith("STEP_FUSED") or k == "GEMM_STAGES")]
+                and (not self.fused or k.startswith(fused_knobs))]
 
     def tunables(self):
         return [f"GEMM_{r}_{f}" for r in self.tile_roles() for f in TILE_FIELDS] + \

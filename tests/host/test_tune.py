@@ -34,8 +34,11 @@ def check_enumeration():
                 str([(c.kind, c.name) for c in cands]))
         sm90 = name.startswith("h100")
         want = {"GEMM_WGMMA_BLOCK"} <= knobs if sm90 and not board.fused else "GEMM_WGMMA_BLOCK" not in knobs
-        want = want and (knobs <= {"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "GEMM_STAGES"}) == board.fused
+        fused_knobs = {"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "FUSED_CLUSTER_THREADS", "GEMM_STAGES"}
+        want = want and (knobs <= fused_knobs) == board.fused
         fused = ({"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES"} <= knobs) == board.fused
+        # the resident step's threads where the board builds it: Hopper, 16-bit operands, hidden layers
+        fused = fused and ("FUSED_CLUSTER_THREADS" in knobs) == (board.fused and sm90)
         verdict(want and fused, f"{name}: the knobs its target has", str(sorted(knobs)))
     precisions = {b: tune.Board(b).precision for b in ("a100", "h100_2048x3_b256", "rtx2060")}
     verdict(precisions == {"a100": "BF16", "h100_2048x3_b256": "BF16", "rtx2060": "FP16_ACC16"},
