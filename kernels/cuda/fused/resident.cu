@@ -51,8 +51,8 @@ namespace cg = cooperative_groups;
 __host__ __device__ constexpr int res_up(int a, int b) { return (a + b - 1) / b * b; }
 __host__ __device__ constexpr int res_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int res_min(int a, int b) { return a < b ? a : b; }
-/* A row stride, in 16-bit elements, for a matrix read four k a thread (res_gemm): eight rows' 8-byte runs
- * of a half warp fall in distinct banks when rows lie 8 or 24 banks apart. */
+/* A row stride, in 16-bit elements, for a matrix read four k a thread (res_gemm): a half warp's four rows of
+ * four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart. */
 __host__ __device__ constexpr int res_ld(int n) { return res_up(n, 16) % 32 == 16 ? res_up(n, 16) : res_up(n, 16) + 16; }
 
 constexpr int RES_CTAS = 16; /* the cluster: the most an H100 schedules (a non-portable size) */
@@ -168,14 +168,12 @@ template <int SI, int SJ> struct ResPixels {
     {
         const uint8_t *e = p + i * SI + k * SJ;
         uint32_t b[4];
-        if constexpr (SJ == 1 && GAP == 2) {
+        static_assert(SJ != 1 || GAP == 2, "resident step: contiguous image rows are read four k a thread");
+        if constexpr (SJ == 1) {
             const uint32_t four = *reinterpret_cast<const uint32_t *>(e);
 #pragma unroll
             for (int q = 0; q < 4; q++)
                 b[q] = four >> 8 * q & 255u;
-        } else if constexpr (SJ == 1) {
-            const uint32_t lo = *reinterpret_cast<const uint16_t *>(e), hi = *reinterpret_cast<const uint16_t *>(e + GAP);
-            b[0] = lo & 255u, b[1] = lo >> 8, b[2] = hi & 255u, b[3] = hi >> 8;
         } else {
             b[0] = e[0], b[1] = e[SJ], b[2] = e[GAP * SJ], b[3] = e[(GAP + 1) * SJ];
         }
@@ -190,8 +188,9 @@ __host__ __device__ constexpr int res_slices(int tiles, int kt) { return tiles >
 /* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
  * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
  * order. The block's threads all call it. QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9 take
- * elements 4t .. 4t + 3 of each k16 step instead, the same in both operands, so the sum is the same and
- * each thread's four are contiguous; without it, where a strided operand's rows 4 apart share banks. */
+ * elements 4t .. 4t + 3 of each k16 step instead, the same in both operands: the same products, added by
+ * the tensor core in another order, and each thread's four contiguous; off where a strided operand's rows
+ * 4 apart share banks. */
 template <int M, int N, int K, bool QUAD = true, class A, class B, class Epi>
 static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*scratch)[16 * 8], const Epi &epi)
 {
@@ -460,6 +459,7 @@ struct ResSoftmaxShare {
     double loss;
     int32_t right;
 };
+static_assert(sizeof(ResSoftmaxShare) <= sizeof(ResShared::exch[0]), "resident step: the share in an exchange buffer");
 
 /* The block's rows' share, from the softmax's results, into `mine`. */
 static __device__ void res_share_softmax(const ResShared &S, int r0, ResSoftmaxShare &mine)
@@ -567,9 +567,11 @@ static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, 
 /* The cluster barrier between exchanges: a release fence over the block's own shared-memory writes, a relaxed
  * arrival, the wait, an acquire fence over its reads of the peers'. Only shared memory crosses blocks, so the
  * plain barrier's release, a GPU-scope fence that waits on every memory operation in flight (0.3-0.4 us a
- * barrier on an H100), buys nothing. A peer's reads of a buffer have returned (their values are used) before
- * its next arrival, so the buffer's rewrite, two exchanges later, cannot be seen by them. Every thread of each
- * warp arrives together: the aligned forms. */
+ * barrier on an H100), buys nothing. The other direction, a peer's reads of a buffer before the buffer's
+ * rewrite two exchanges later, rests on the hardware, not on these fences: every such read's value is used
+ * (stored, added) before the peer's next arrival, so it has returned; a remote read whose value is not used
+ * before the barrier (a prefetch) would need a release fence over shared::cluster. Every thread of each warp
+ * arrives together: the aligned forms. */
 static __device__ __forceinline__ void res_cluster_sync()
 {
     asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\t"
