@@ -94,6 +94,12 @@ SNN_HD int snn_dropout_keeps(const uint32_t key[2], int32_t epoch, int32_t step,
     return (x >> 8) + 1u > SNN_DROPOUT_THRESHOLD; /* >= T, written so that T = 0 draws no "always true" warning */
 }
 
+/* Element `index` of hidden layer `layer`'s output, v, through dropout: scaled where it survives, else 0. */
+SNN_HD float snn_dropout(const uint32_t key[2], int32_t epoch, int32_t step, int layer, uint32_t index, float v)
+{
+    return snn_dropout_keeps(key, epoch, step, layer, index) ? v * SNN_DROPOUT_SCALE : 0.0f;
+}
+
 #ifdef __cplusplus
 }
 #endif

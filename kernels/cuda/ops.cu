@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(DROPOUT_THREADS)
     const uint32_t i = blockIdx.x * DROPOUT_THREADS + threadIdx.x;
     if (i >= n)
         return;
-    const float v = snn_dropout_keeps(noise.key, *noise.epoch, *step, layer, i) ? t[i] * SNN_DROPOUT_SCALE : 0.0f;
+    const float v = snn_dropout(noise.key, *noise.epoch, *step, layer, i, t[i]);
     t[i] = v;
     snn_twin_store(t16, i, v);
 }

@@ -34,7 +34,7 @@ void host_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise,
     uint32_t n = (uint32_t)rows * (uint32_t)width;
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (uint32_t i = 0; i < n; i++)
-        t[i] = snn_dropout_keeps(noise.key, *noise.epoch, *step, layer, i) ? t[i] * SNN_DROPOUT_SCALE : 0.0f;
+        t[i] = snn_dropout(noise.key, *noise.epoch, *step, layer, i, t[i]);
 }
 
 /* First index of the largest logit, as torch.argmax. */

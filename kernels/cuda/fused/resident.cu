@@ -349,8 +349,7 @@ struct ResDraws {
     __device__ __forceinline__ float drop(int layer, int m, int unit, float v) const
     {
         if constexpr (I == 0 && SNN_DROPOUT > 0.0f)
-            return snn_dropout_keeps(key, epoch, step, layer, (uint32_t)(m * RES_H + unit)) ? v * SNN_DROPOUT_SCALE
-                                                                                           : 0.0f;
+            return snn_dropout(key, epoch, step, layer, (uint32_t)(m * RES_H + unit), v);
         return v;
     }
 };

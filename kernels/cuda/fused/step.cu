@@ -132,8 +132,7 @@ template <class Base> struct FusedEpiDropout {
     __device__ __forceinline__ In load(int m, int n) const { return base.load(m, n); }
     __device__ __forceinline__ float drop(int m, int n, float v) const
     {
-        return snn_dropout_keeps(d.key, d.epoch, d.step, layer, (uint32_t)(m * ld + n)) ? v * SNN_DROPOUT_SCALE
-                                                                                       : 0.0f;
+        return snn_dropout(d.key, d.epoch, d.step, layer, (uint32_t)(m * ld + n), v);
     }
     __device__ __forceinline__ float apply(int m, int n, float v, In in) const
     {
