@@ -79,6 +79,9 @@ constexpr int RES_MIDS = res_max(RES_L - 2, 1); /* hidden-to-hidden layers */
 constexpr int RES_HIDS = res_max(RES_L - 1, 1); /* hidden layers */
 constexpr int RES_DW = res_max(RES_NH, RES_NC); /* the widest output gradient */
 constexpr int RES_BARRIERS = 2 * RES_L - 2;
+/* The rows of the batch whose logits a block sums and whose softmax it computes: a sixteenth each. */
+constexpr int RES_RPB = RES_BP / RES_CTAS;
+static_assert(RES_BP % RES_CTAS == 0, "resident step: the padded batch in whole rows a block");
 
 typedef uint16_t res_half; /* a BF16 or FP16 operand's bits */
 
@@ -103,12 +106,12 @@ struct alignas(16) ResShared {
     float dgrad[2][RES_BP][RES_U];        /* a hidden output's gradient, the block's units, by layer parity */
     alignas(16) res_half dgrad0[RES_UK][RES_D0LD]; /* layer 0's, as an operand: [unit][row] */
     alignas(16) res_half dfull[RES_BP * res_ld(RES_DW)]; /* a whole output gradient, row stride res_ld(width) */
-    float logits[RES_BP][RES_NC];         /* then dlogits */
+    float logits[RES_RPB][RES_NC];        /* the block's rows' (below), then their dlogits */
     alignas(16) float exch[2][RES_BP * RES_DW]; /* partial sums, or gradient slices as res_half */
     float scratch[RES_WARPS][16 * 8];     /* k slices' partial tiles */
     res_half lut[256];                    /* a pixel byte normalised and rounded */
-    float rowloss[RES_BP];
-    int32_t rowright[RES_BP];
+    float rowloss[RES_RPB];               /* the block's rows' loss and hit */
+    int32_t rowright[RES_RPB];
     int32_t samples[2][RES_BP];
     snn_shift shift[RES_BP];
     uint8_t labels[2][RES_BP];
@@ -383,9 +386,6 @@ static __device__ __forceinline__ void res_hidden_grad(ResShared &S, const snn_f
         net.grad[l][(size_t)m * RES_H + unit] = v;
 }
 
-/* The rows of the batch whose logits a block sums and whose softmax it computes: a sixteenth each. */
-constexpr int RES_RPB = RES_BP / RES_CTAS;
-static_assert(RES_BP % RES_CTAS == 0, "resident step: the padded batch in whole rows a block");
 /* Lanes a row in the softmax: a power of two the block's threads cover its rows with, at most a warp. */
 constexpr int res_row_lanes(int g) { return g * 2 <= 32 && g * 2 * RES_RPB <= RES_THREADS ? res_row_lanes(g * 2) : g; }
 constexpr int RES_ROW_LANES = res_row_lanes(1);
@@ -398,15 +398,15 @@ constexpr int RES_ROW_CLASSES = (SNN_CLASSES + RES_ROW_LANES - 1) / RES_ROW_LANE
 static __device__ void res_softmax(ResShared &S, const snn_fused_net &net, int r0, int p)
 {
     constexpr int G = RES_ROW_LANES;
-    const int r = r0 + threadIdx.x / G, q = threadIdx.x % G;
-    const bool row = threadIdx.x / G < RES_RPB && r < RES_B;
+    const int i0 = threadIdx.x / G, r = r0 + i0, q = threadIdx.x % G; /* row i0 of the block's, r of the batch */
+    const bool row = i0 < RES_RPB && r < RES_B;
     float z[RES_ROW_CLASSES], e[RES_ROW_CLASSES];
     float zmax = -INFINITY;
     int arg = SNN_CLASSES;
 #pragma unroll
     for (int i = 0; i < RES_ROW_CLASSES; i++) {
         const int j = q + i * G;
-        z[i] = row && j < SNN_CLASSES ? S.logits[r][j] : -INFINITY;
+        z[i] = row && j < SNN_CLASSES ? S.logits[i0][j] : -INFINITY;
         if (z[i] > zmax) {
             zmax = z[i];
             arg = j;
@@ -432,8 +432,8 @@ static __device__ void res_softmax(ResShared &S, const snn_fused_net &net, int r
         sum += __shfl_xor_sync(0xffffffffu, sum, o);
     const int label = row ? S.labels[p][r] : 0;
     if (row && q == 0) {
-        S.rowloss[r] = snn_xent_loss(logf(sum), zmax, S.logits[r], label, 1);
-        S.rowright[r] = arg == label;
+        S.rowloss[i0] = snn_xent_loss(logf(sum), zmax, S.logits[i0], label, 1);
+        S.rowright[i0] = arg == label;
     }
     __syncwarp(); /* lane 0 has read the row's logits */
 #pragma unroll
@@ -441,7 +441,7 @@ static __device__ void res_softmax(ResShared &S, const snn_fused_net &net, int r
         const int j = q + i * G;
         if (row && j < SNN_CLASSES) {
             const float g = (e[i] / sum - snn_xent_target(j, label)) * (1.0f / (float)RES_B);
-            S.logits[r][j] = g;
+            S.logits[i0][j] = g;
             if (net.trace) {
                 net.act[RES_L][r * SNN_CLASSES + j] = z[i];
                 net.grad[RES_L - 1][r * SNN_CLASSES + j] = g;
@@ -464,19 +464,19 @@ static_assert(sizeof(ResSoftmaxShare) <= sizeof(ResShared::exch[0]), "resident s
 static __device__ void res_share_softmax(const ResShared &S, int r0, ResSoftmaxShare &mine)
 {
     for (int i = threadIdx.x; i < RES_RPB * RES_NC; i += RES_THREADS)
-        mine.dl[i / RES_NC][i % RES_NC] = res_round(S.logits[r0 + i / RES_NC][i % RES_NC]); /* padding is 0 */
+        mine.dl[i / RES_NC][i % RES_NC] = res_round(S.logits[i / RES_NC][i % RES_NC]); /* padding is 0 */
     if (threadIdx.x < RES_NC) {
         float b = 0.0f;
         for (int i = 0; i < RES_RPB; i++)
-            b += S.logits[r0 + i][threadIdx.x];
+            b += S.logits[i][threadIdx.x];
         mine.bias[threadIdx.x] = b;
     }
     if (threadIdx.x == 32) { /* another warp than the bias's */
         double loss = 0.0;
         int right = 0;
-        for (int r = r0; r < r0 + RES_RPB && r < RES_B; r++) {
-            loss += (double)S.rowloss[r];
-            right += S.rowright[r];
+        for (int i = 0; i < RES_RPB && r0 + i < RES_B; i++) {
+            loss += (double)S.rowloss[i];
+            right += S.rowright[i];
         }
         mine.loss = loss;
         mine.right = right;
@@ -696,11 +696,11 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
                 e++;
                 constexpr int QUADS = (SNN_CLASSES + 3) / 4;
                 for (int i = tid; i < RES_RPB * QUADS; i += RES_THREADS) {
-                    const int m = r0 + i / QUADS, j = i % QUADS * 4;
+                    const int i0 = i / QUADS, m = r0 + i0, j = i % QUADS * 4;
                     float4 v = m < RES_B ? res_sum_peers(cluster, ex + m * RES_NC + j) : make_float4(0, 0, 0, 0);
                     const float add[4] = {v.x, v.y, v.z, v.w};
                     for (int k = 0; k < 4; k++)
-                        S.logits[m][j + k] = m < RES_B && j + k < SNN_CLASSES ? add[k] + S.bl[j + k] : 0.0f;
+                        S.logits[i0][j + k] = m < RES_B && j + k < SNN_CLASSES ? add[k] + S.bl[j + k] : 0.0f;
                 }
                 __syncthreads();
                 res_softmax(S, net, r0, p);
