@@ -5,8 +5,9 @@
  * Block c owns hidden units [c U, c U + U) of every hidden layer: layer 0's weight rows of those units (its
  * output units) and every later layer's weight columns of them (its input units). A step:
  *
- *   F0         layer 0's forward for the block's units: local (each block holds the whole batch, copied in
- *              by cp.async a step ahead)
+ *   F0         layer 0's forward for the block's units: local (each block holds the whole batch, its bytes
+ *              copied in by cp.async during the step before; F0 normalises them, once, into 16-bit operands
+ *              that B0 reads back)
  *   F(l), l>0  the product of the block's units with its weight columns, a partial sum of layer l's output
  *              -> a cluster barrier -> each block adds the cluster's partials of its own units (a hidden
  *              layer) or of the logits of its sixteenth of the batch's rows (the last layer), whose softmax
@@ -71,7 +72,9 @@ constexpr int RES_B = SNN_BATCH, RES_BP = res_up(SNN_BATCH, 16);
 constexpr int RES_IN = SNN_INPUT_DIM;
 static_assert(RES_IN % 16 == 0, "resident step: the input's k extent in whole k16 steps");
 static_assert(SNN_CLASSES <= RES_NC, "resident step: the classes in two n8 tiles");
-constexpr int RES_W0LD = res_ld(RES_IN); /* layer 0's twin */
+/* A row stride, in 16-bit elements, for a matrix read by ldmatrix: an odd number of 16-byte units. */
+__host__ __device__ constexpr int res_ldmatrix_ld(int n) { return res_up(n, 8) / 8 % 2 ? res_up(n, 8) : res_up(n, 8) + 8; }
+constexpr int RES_XLD = res_ldmatrix_ld(RES_IN); /* the normalised batch */
 constexpr int RES_W0F = RES_IN + 4;  /* its FP32 rows 20 banks apart: the update's 8 x 4 elements conflict-free */
 constexpr int RES_D0LD = RES_BP + 8; /* layer 0's output gradient, transposed: B0's fragments conflict-free */
 constexpr int RES_M = res_max(SNN_OPTIM_MOMENTS, 1);
@@ -93,9 +96,9 @@ struct ResMid {
 };
 
 struct alignas(16) ResShared {
-    uint8_t x[2][RES_BP][RES_IN]; /* batches by step parity; translating, [1] is copied in and [0] read */
-    alignas(16) res_half w0t[RES_U][RES_W0LD];
-    float w0[RES_U][RES_W0F], w0m[RES_M][RES_U][RES_W0F];
+    uint8_t next[RES_BP][RES_IN];             /* the step's images; after F0, the next step's, copied in */
+    alignas(16) res_half xn[RES_BP][RES_XLD]; /* the step's, translated, normalised and rounded (by F0) */
+    float w0[RES_U][RES_W0F], w0m[RES_M][RES_U][RES_W0F]; /* layer 0 has no twin: F0 rounds as it reads */
     float b0[RES_U], b0m[RES_M][RES_U];
     ResMid mid[RES_MIDS];
     alignas(16) res_half wlt[RES_NC][RES_UKLD]; /* the last layer's columns of the block's units */
@@ -130,6 +133,16 @@ static __device__ __forceinline__ res_half res_round(float v)
 #endif
 }
 
+/* (lo, hi) rounded as res_round, lo in the low half. */
+static __device__ __forceinline__ uint32_t res_round2(float lo, float hi)
+{
+#ifdef CONFIG_PRECISION_BF16
+    return sm80_pack_bf16x2(lo, hi);
+#else
+    return sm75_pack_f16x2(lo, hi);
+#endif
+}
+
 static __device__ __forceinline__ void res_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
 #ifdef CONFIG_PRECISION_BF16
@@ -143,12 +156,36 @@ static __device__ __forceinline__ void res_mma(float (&d)[4], const uint32_t (&a
  * GEMM on shared memory
  * ------------------------------------------------------------------------- */
 
-/* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]. frag<GAP>(i, k), k even: the pairs of
- * elements (i, k), (i, k + 1) and (i, k + GAP), (i, k + GAP + 1), each with its first element low, as
- * mma.sync reads a fragment's pair; from contiguous rows (SJ 1) with GAP 2, in one 8-byte load. */
-template <int SI, int SJ> struct ResMat {
+/* Operand views. res_gemm asks an A operand for a16(m0, k), the m16 x k16 fragment at rows m0.., k0 = k, and a B
+ * operand for b16(n0, k), the n8 x k16 one; QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9 take
+ * elements 4t .. 4t + 3 of each k16 step instead, the same in both operands (the same products, added by the
+ * tensor core in another order). Views built on frag<GAP>(i, k), the pairs (i, k), (i, k + 1) and (i, k + GAP),
+ * (i, k + GAP + 1) each with its first element low, as mma.sync reads a fragment's pair, get both from
+ * ResPairs. */
+template <class View> struct ResPairs {
+    static constexpr bool KEEPS = false; /* see ResPixels */
+    template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
+    {
+        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        constexpr int GAP = QUAD ? 2 : 8;
+        k += (QUAD ? 4 : 2) * t;
+        const View &v = static_cast<const View &>(*this);
+        const uint2 a0 = v.template frag<GAP>(m0 + g, k), a1 = v.template frag<GAP>(m0 + g + 8, k);
+        return make_uint4(a0.x, a1.x, a0.y, a1.y);
+    }
+    template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
+    {
+        const int lane = threadIdx.x % 32;
+        return static_cast<const View &>(*this).template frag<QUAD ? 2 : 8>(n0 + lane / 4, k + (QUAD ? 4 : 2) * (lane % 4));
+    }
+};
+
+/* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]; from contiguous rows (SJ 1) with GAP 2, a pair
+ * of pairs in one 8-byte load. */
+template <int SI, int SJ> struct ResMat : ResPairs<ResMat<SI, SJ>> {
     static_assert(SJ != 1 || SI % 4 == 0, "resident step: rows of whole 8-byte quads");
     const res_half *p;
+    __device__ ResMat(const res_half *p) : p(p) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
         const res_half *e = p + i * SI + k * SJ;
@@ -162,25 +199,65 @@ template <int SI, int SJ> struct ResMat {
     }
 };
 
-/* The same of image bytes, normalised and rounded through lut. */
-template <int SI, int SJ> struct ResPixels {
-    static_assert(SJ != 1 || SI % 4 == 0, "resident step: rows of whole 4-byte quads");
+/* Image bytes, element (i, k) at p[i * SI + k], normalised and rounded through lut as they are read, four k a
+ * thread. KEEPS: res_gemm hands each A fragment back to keep(), which leaves it in out[i * OLD + k], where a
+ * later GEMM finds the batch as 16-bit operands (F0 reads each byte once a block, so layer 0's update reads
+ * no byte nor table again). The stores wait for a run of loads: the compiler cannot tell out from p. */
+template <int SI, int OLD> struct ResPixels : ResPairs<ResPixels<SI, OLD>> {
+    static_assert(SI % 4 == 0 && OLD % 4 == 0, "resident step: rows of whole 4-byte quads");
+    static constexpr bool KEEPS = true;
     const uint8_t *p;
     const res_half *lut;
+    res_half *out;
+    __device__ ResPixels(const uint8_t *p, const res_half *lut, res_half *out) : p(p), lut(lut), out(out) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        const uint8_t *e = p + i * SI + k * SJ;
-        uint32_t b[4];
-        static_assert(SJ != 1 || GAP == 2, "resident step: contiguous image rows are read four k a thread");
-        if constexpr (SJ == 1) {
-            const uint32_t four = *reinterpret_cast<const uint32_t *>(e);
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-                b[q] = four >> 8 * q & 255u;
-        } else {
-            b[0] = e[0], b[1] = e[SJ], b[2] = e[GAP * SJ], b[3] = e[(GAP + 1) * SJ];
+        static_assert(GAP == 2, "resident step: image rows are read four k a thread");
+        const uint32_t four = *reinterpret_cast<const uint32_t *>(p + i * SI + k);
+        return make_uint2(lut[four & 255u] | (uint32_t)lut[four >> 8 & 255u] << 16,
+                          lut[four >> 16 & 255u] | (uint32_t)lut[four >> 24] << 16);
+    }
+    /* the fragment a16<true>(m0, k) returned: rows m0 + g and m0 + g + 8, k + 4t .. k + 4t + 3 */
+    __device__ __forceinline__ void keep(int m0, int k, uint4 f) const
+    {
+        const int lane = threadIdx.x % 32, i = m0 + lane / 4;
+        k += 4 * (lane % 4);
+        *reinterpret_cast<uint2 *>(out + i * OLD + k) = make_uint2(f.x, f.z);
+        *reinterpret_cast<uint2 *>(out + (i + 8) * OLD + k) = make_uint2(f.y, f.w);
+    }
+};
+
+/* A 16-bit matrix stored transposed, element (i, k) at p[k * LD + i], as an A operand in the fragments' own k
+ * order: each 8 x 8 piece by ldmatrix.trans. LD in 16-byte units odd: a piece's eight rows fall in distinct
+ * banks. */
+template <int LD> struct ResColumns {
+    static_assert(LD % 8 == 0 && LD / 8 % 2 == 1, "resident step: ldmatrix rows an odd number of 16 bytes apart");
+    static constexpr bool KEEPS = false;
+    const res_half *p;
+    template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
+    {
+        static_assert(!QUAD, "resident step: ldmatrix reads fragments in their own k order");
+        const int lane = threadIdx.x % 32, piece = lane / 8; /* pieces (m, k): (0, 0), (8, 0), (0, 8), (8, 8) */
+        uint32_t r[4];
+        sm75_ldmatrix_x4_trans(r, p + (k + piece / 2 * 8 + lane % 8) * LD + m0 + piece % 2 * 8);
+        return make_uint4(r[0], r[1], r[2], r[3]);
+    }
+};
+
+/* An FP32 matrix, element (n, k) at p[n * LD + k], as a B operand, each pair rounded as a twin would hold it. */
+template <int LD> struct ResFloatRows {
+    static_assert(LD % 4 == 0, "resident step: FP32 rows of whole 16-byte quads");
+    const float *p;
+    template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
+    {
+        const int lane = threadIdx.x % 32;
+        const float *e = p + (n0 + lane / 4) * LD + k + (QUAD ? 4 : 2) * (lane % 4);
+        if constexpr (QUAD) {
+            const float4 v = *reinterpret_cast<const float4 *>(e);
+            return make_uint2(res_round2(v.x, v.y), res_round2(v.z, v.w));
         }
-        return make_uint2((uint32_t)lut[b[0]] | (uint32_t)lut[b[1]] << 16, (uint32_t)lut[b[2]] | (uint32_t)lut[b[3]] << 16);
+        const float2 lo = *reinterpret_cast<const float2 *>(e), hi = *reinterpret_cast<const float2 *>(e + 8);
+        return make_uint2(res_round2(lo.x, lo.y), res_round2(hi.x, hi.y));
     }
 };
 
@@ -190,41 +267,79 @@ __host__ __device__ constexpr int res_slices(int tiles, int kt) { return tiles >
 
 /* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
  * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
- * order. The block's threads all call it. QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9 take
- * elements 4t .. 4t + 3 of each k16 step instead, the same in both operands: the same products, added by
- * the tensor core in another order, and each thread's four contiguous; off where a strided operand's rows
- * 4 apart share banks. */
+ * order. The block's threads all call it. QUAD (the views above): each thread's four k contiguous; off where
+ * a strided operand's rows 4 apart share banks, and for ldmatrix. */
 template <int M, int N, int K, bool QUAD = true, class A, class B, class Epi>
 static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*scratch)[16 * 8], const Epi &epi)
 {
     static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "resident step: whole m16n8k16 tiles");
     constexpr int MB = M / 16, NB = N / 8, KT = K / 16, KS = res_slices(MB * NB, KT), PER = (KT + KS - 1) / KS;
+    constexpr int ITEMS = MB * NB * KS;
+    /* two tiles a warp at once where every warp has two (then k is not split): their chains of mma and their
+     * epilogues overlap */
+    constexpr int P = ITEMS >= 2 * RES_WARPS ? 2 : 1;
+    /* a run of k steps' loads before their products: ldmatrix and mma are volatile asm, which the compiler
+     * keeps in program order, and two warps a scheduler cannot hide a load a step. A run past the slice's end
+     * reloads its last step instead of branching, which would keep each load's uses beside it. */
+    constexpr int RUN = res_min(4, PER);
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    for (int item = threadIdx.x / 32; item < MB * NB * KS; item += RES_WARPS) {
-        const int ks = item % KS, tile = item / KS, m0 = tile / NB * 16, n0 = tile % NB * 8;
-        const int k1 = res_min(KT, (ks + 1) * PER);
-        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
-        for (int kt = ks * PER; kt < k1; ++kt) {
-            constexpr int GAP = QUAD ? 2 : 8;
-            const int k = kt * 16 + (QUAD ? 4 : 2) * t;
-            const uint2 a0 = a.template frag<GAP>(m0 + g, k), a1 = a.template frag<GAP>(m0 + g + 8, k);
-            const uint2 b0 = b.template frag<GAP>(n0 + g, k);
-            const uint32_t af[4] = {a0.x, a1.x, a0.y, a1.y};
-            const uint32_t bf[2] = {b0.x, b0.y};
-            res_mma(d, af, bf);
+    for (int item0 = threadIdx.x / 32; item0 < ITEMS; item0 += P * RES_WARPS) {
+        const int ks = item0 % KS, k1 = res_min(KT, (ks + 1) * PER);
+        int m0[P], n0[P];
+        bool on[P];
+#pragma unroll
+        for (int j = 0; j < P; j++) {
+            const int item = item0 + j * RES_WARPS, tile = (item < ITEMS ? item : item0) / KS;
+            on[j] = item < ITEMS;
+            m0[j] = tile / NB * 16;
+            n0[j] = tile % NB * 8;
         }
-        if constexpr (KS == 1) {
-            epi(m0 + g, n0 + 2 * t, d[0]);
-            epi(m0 + g, n0 + 2 * t + 1, d[1]);
-            epi(m0 + g + 8, n0 + 2 * t, d[2]);
-            epi(m0 + g + 8, n0 + 2 * t + 1, d[3]);
-        } else {
-            float *s = scratch[item];
-            s[g * 8 + 2 * t] = d[0];
-            s[g * 8 + 2 * t + 1] = d[1];
-            s[(g + 8) * 8 + 2 * t] = d[2];
-            s[(g + 8) * 8 + 2 * t + 1] = d[3];
+        float d[P][4] = {};
+        for (int kt = ks * PER; kt < k1; kt += RUN) {
+            uint4 af[P][RUN];
+            uint2 bf[P][RUN];
+#pragma unroll
+            for (int u = 0; u < RUN; u++)
+#pragma unroll
+                for (int j = 0; j < P; j++) {
+                    const int k = res_min(kt + u, k1 - 1) * 16;
+                    af[j][u] = a.template a16<QUAD>(m0[j], k);
+                    bf[j][u] = b.template b16<QUAD>(n0[j], k);
+                }
+#pragma unroll
+            for (int u = 0; u < RUN; u++)
+#pragma unroll
+                for (int j = 0; j < P; j++)
+                    if (on[j] && kt + u < k1) {
+                        const uint32_t a4[4] = {af[j][u].x, af[j][u].y, af[j][u].z, af[j][u].w};
+                        const uint32_t b2[2] = {bf[j][u].x, bf[j][u].y};
+                        res_mma(d[j], a4, b2);
+                    }
+            if constexpr (A::KEEPS) {
+                static_assert(QUAD, "resident step: a kept operand's fragments are read four k a thread");
+#pragma unroll
+                for (int u = 0; u < RUN; u++)
+#pragma unroll
+                    for (int j = 0; j < P; j++)
+                        a.keep(m0[j], res_min(kt + u, k1 - 1) * 16, af[j][u]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < P; j++) {
+            if constexpr (KS == 1) {
+                if (on[j]) {
+                    epi(m0[j] + g, n0[j] + 2 * t, d[j][0]);
+                    epi(m0[j] + g, n0[j] + 2 * t + 1, d[j][1]);
+                    epi(m0[j] + g + 8, n0[j] + 2 * t, d[j][2]);
+                    epi(m0[j] + g + 8, n0[j] + 2 * t + 1, d[j][3]);
+                }
+            } else {
+                float *s = scratch[item0];
+                s[g * 8 + 2 * t] = d[j][0];
+                s[g * 8 + 2 * t + 1] = d[j][1];
+                s[(g + 8) * 8 + 2 * t] = d[j][2];
+                s[(g + 8) * 8 + 2 * t + 1] = d[j][3];
+            }
         }
     }
     if constexpr (KS > 1) {
@@ -294,8 +409,8 @@ static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, 
     const int u0 = c * RES_U;
     auto unit = [u0](int u) { return u0 + u < RES_H; };
     const snn_fused_layer &L0 = net.layer[0];
-    res_copy(in, RES_U, RES_IN, &S.w0[0][0], RES_W0F, &S.w0m[0][0][0], RES_U * RES_W0F, &S.w0t[0][0], RES_W0LD,
-             L0.w, L0.sw, [&](int i, int j) -> long { return unit(i) ? (long)(u0 + i) * RES_IN + j : -1; });
+    res_copy(in, RES_U, RES_IN, &S.w0[0][0], RES_W0F, &S.w0m[0][0][0], RES_U * RES_W0F, nullptr, 0, L0.w, L0.sw,
+             [&](int i, int j) -> long { return unit(i) ? (long)(u0 + i) * RES_IN + j : -1; });
     auto column = [&](int o, int j) -> long { return unit(j) ? (long)o * RES_H + u0 + j : -1; };
     auto bias = [&](int, int j) -> long { return unit(j) ? u0 + j : -1; };
     res_copy(in, 1, RES_U, S.b0, RES_U, &S.b0m[0][0], RES_U, nullptr, 0, L0.b, L0.sb, bias);
@@ -322,21 +437,40 @@ static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, 
 static __device__ __forceinline__ void res_gather(uint8_t (*x)[RES_IN], const int32_t *samples,
                                                   const uint8_t *images)
 {
-    constexpr int PIECES = RES_IN / 16;
-    for (int i = threadIdx.x; i < RES_B * PIECES; i += RES_THREADS) {
-        const int r = i / PIECES, q = i % PIECES;
-        sm80_cp_async_16(&x[r][16 * q], images + (size_t)samples[r] * RES_IN + 16 * q);
+    constexpr int PIECES = RES_IN / 16, ALL = RES_B * PIECES, PER = (ALL + RES_THREADS - 1) / RES_THREADS;
+    /* every sample read before the first copy: a copy is volatile asm with a memory clobber */
+    int32_t sample[PER];
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        const int i = threadIdx.x + j * RES_THREADS;
+        sample[j] = i < ALL ? samples[i / PIECES] : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        const int i = threadIdx.x + j * RES_THREADS, q = i % PIECES;
+        if (i < ALL)
+            sm80_cp_async_16(&x[i / PIECES][16 * q], images + (size_t)sample[j] * RES_IN + 16 * q);
     }
     sm80_cp_async_commit();
 }
 
-/* The batch in `from` translated into `to`, each row by its shift (kernels/noise.h, as the host). */
-static __device__ __forceinline__ void res_translate(uint8_t (*to)[RES_IN], const uint8_t (*from)[RES_IN],
-                                                     const snn_shift *shift)
+/* Each image of the batch in S.next translated in place by its row's shift (kernels/noise.h, as the host), a
+ * warp a row: the row's new bytes gathered into registers before any is written. */
+static __device__ void res_translate(ResShared &S)
 {
-    for (int i = threadIdx.x; i < RES_B * RES_IN; i += RES_THREADS) {
-        const int r = i / RES_IN, j = i % RES_IN;
-        to[r][j] = snn_shifted_pixel(from[r], j, shift[r]);
+    constexpr int PER = (RES_IN + 31) / 32;
+    const int lane = threadIdx.x % 32;
+    for (int r = threadIdx.x / 32; r < RES_B; r += RES_WARPS) {
+        uint8_t v[PER];
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            v[i] = lane + 32 * i < RES_IN ? snn_shifted_pixel(S.next[r], lane + 32 * i, S.shift[r]) : 0;
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            if (lane + 32 * i < RES_IN)
+                S.next[r][lane + 32 * i] = v[i];
+        __syncwarp();
     }
 }
 
@@ -487,7 +621,7 @@ static __device__ void res_share_softmax(const ResShared &S, int r0, ResSoftmaxS
  * bias updated from the bias shares summed in rank order (every block keeps the same bias), and, by block 0,
  * the step's loss and correct count. */
 static __device__ void res_gather_softmax(ResShared &S, const cg::cluster_group &cluster, const snn_fused_net &net,
-                                          int c, int s, const ResSoftmaxShare *share)
+                                          int c, int s, const ResSoftmaxShare *share, const snn_rate &rate)
 {
     constexpr int LD = res_ld(RES_NC), COPIES = RES_NC / 8; /* 16-byte copies a row */
     for (int i = threadIdx.x; i < RES_BP * COPIES; i += RES_THREADS) {
@@ -503,7 +637,7 @@ static __device__ void res_gather_softmax(ResShared &S, const cg::cluster_group 
 #pragma unroll
         for (int q = 0; q < RES_CTAS; q++)
             g += part[q];
-        res_update(&S.bl[threadIdx.x], &S.blm[0][threadIdx.x], RES_NC, nullptr, g, S.rate);
+        res_update(&S.bl[threadIdx.x], &S.blm[0][threadIdx.x], RES_NC, nullptr, g, rate);
     }
     if (c == 0 && threadIdx.x == 32) {
         double loss = 0.0;
@@ -550,7 +684,7 @@ static __device__ __forceinline__ void res_bias_update(float *b, float *bm, int 
  * [N][RES_UKLD]; weights and moments [N][RES_U]) from the gradient against its units' inputs. */
 template <int N, class Dx>
 static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, int l, int u0, int outs,
-                                                    res_half *twin, float *w, float *wm)
+                                                    res_half *twin, float *w, float *wm, const snn_rate &rate)
 {
     constexpr int LD = res_ld(N);
     res_gemm<RES_BP, RES_U, N>(ResMat<LD, 1>{S.dfull}, ResMat<1, RES_UKLD>{twin}, S.scratch, dx);
@@ -559,7 +693,7 @@ static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, 
                                [&](int o, int n, float g) {
                                    if (o < outs && u0 + n < RES_H)
                                        res_update(&w[o * RES_U + n], &wm[o * RES_U + n], N * RES_U,
-                                                  &twin[o * RES_UKLD + n], g, S.rate);
+                                                  &twin[o * RES_UKLD + n], g, rate);
                                });
 }
 
@@ -622,7 +756,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
     }
     __syncthreads();
     const bool translates = snn_noise_translates(net.noise);
-    res_gather(S.x[translates ? 1 : first & 1], S.samples[first & 1], net.train_images);
+    res_gather(S.next, S.samples[first & 1], net.train_images);
     const int32_t epoch = *net.clock.epoch;
     int e = 0; /* exchanges so far: the buffer of the next is e & 1 */
 
@@ -636,13 +770,11 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             S.shift[tid] = snn_shift_of(net.noise.key, epoch, s, tid);
         sm80_cp_async_wait<0>();
         __syncthreads();
+        const snn_rate rate = S.rate; /* in registers: the updates' epilogues read it per element */
         if (translates) {
-            res_translate(S.x[0], S.x[1], S.shift);
+            res_translate(S);
             __syncthreads();
         }
-        uint8_t(*x)[RES_IN] = S.x[translates ? 0 : p];
-        if (s + 1 < last)
-            res_gather(S.x[translates ? 1 : p ^ 1], S.samples[p ^ 1], net.train_images);
         int32_t next_sample = 0; /* of step s + 2, and the labels of s + 1: read now, stored at the end */
         uint8_t next_label = 0;
         if (tid < RES_B) {
@@ -651,19 +783,22 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             if (s + 1 < last)
                 next_label = net.train_labels[S.samples[p ^ 1][tid]];
         }
+
         if (net.trace && c == 0)
             for (int i = tid; i < RES_B * RES_IN; i += RES_THREADS) {
-                net.input[p][i] = snn_gather_pixel(x[i / RES_IN][i % RES_IN], SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+                net.input[p][i] = snn_gather_pixel(S.next[i / RES_IN][i % RES_IN], SNN_PIXEL_MEAN, SNN_PIXEL_STD);
                 if (i % RES_IN == 0)
                     net.labels[p][i / RES_IN] = S.labels[p][i / RES_IN];
             }
 
         /* F0 */
-        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN, 1>{&x[0][0], S.lut}, ResMat<RES_W0LD, 1>{&S.w0t[0][0]},
-                                        S.scratch, [&](int m, int n, float v) {
+        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN, RES_XLD>(&S.next[0][0], S.lut, &S.xn[0][0]),
+                                        ResFloatRows<RES_W0F>{&S.w0[0][0]}, S.scratch, [&](int m, int n, float v) {
                                             res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]);
                                         });
-        __syncthreads();
+        __syncthreads(); /* the batch's operand is whole, and its bytes' buffer free for the next */
+        if (s + 1 < last)
+            res_gather(S.next, S.samples[p ^ 1], net.train_images);
         fused_stamp(net, s, 0, false);
         fused_stamp(net, s, 0, true);
 
@@ -721,13 +856,14 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             const int sm = exchange ? RES_U : 1, sn = exchange ? 1 : RES_D0LD;
             auto dx = [&](int m, int n, float v) { res_hidden_grad(S, net, draws, l - 1, u0, m, n, v, op, sm, sn); };
             if (top) {
-                res_gather_softmax(S, cluster, net, c, s, reinterpret_cast<const ResSoftmaxShare *>(S.exch[(e - 1) & 1]));
+                res_gather_softmax(S, cluster, net, c, s, reinterpret_cast<const ResSoftmaxShare *>(S.exch[(e - 1) & 1]),
+                                   rate);
                 __syncthreads();
-                res_backward<RES_NC>(S, dx, l, u0, SNN_CLASSES, &S.wlt[0][0], &S.wl[0][0], &S.wlm[0][0][0]);
+                res_backward<RES_NC>(S, dx, l, u0, SNN_CLASSES, &S.wlt[0][0], &S.wl[0][0], &S.wlm[0][0][0], rate);
             } else {
                 ResMid &M = S.mid[l - 1];
-                res_backward<RES_NH>(S, dx, l, u0, RES_H, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0]);
-                res_bias_update(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B, owned, S.rate);
+                res_backward<RES_NH>(S, dx, l, u0, RES_H, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0], rate);
+                res_bias_update(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B, owned, rate);
             }
             const int phase = 2 * RES_L - 1 - l;
             fused_stamp(net, s, phase, false);
@@ -747,14 +883,14 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
         }
 
         /* B0 */
-        res_gemm<RES_IN, RES_U, RES_BP, false>(ResPixels<1, RES_IN>{&x[0][0], S.lut},
+        res_gemm<RES_IN, RES_U, RES_BP, false>(ResColumns<RES_XLD>{&S.xn[0][0]},
                                                ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch,
                                                [&](int k, int n, float g) {
                                                    if (u0 + n < RES_H)
                                                        res_update(&S.w0[n][k], &S.w0m[0][n][k], RES_U * RES_W0F,
-                                                                  &S.w0t[n][k], g, S.rate);
+                                                                  nullptr, g, rate);
                                                });
-        res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, S.rate);
+        res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, rate);
         if (tid < RES_B) {
             S.samples[p][tid] = next_sample;
             S.labels[p ^ 1][tid] = next_label;
