@@ -282,6 +282,15 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
      * keeps in program order, and two warps a scheduler cannot hide a load a step. A run past the slice's end
      * reloads its last step instead of branching, which would keep each load's uses beside it. */
     constexpr int RUN = res_min(4, PER);
+    /* one n tile and k not split: every tile has the same B fragments, loaded once where they fit in a few
+     * registers (the updates' activations and output gradients) */
+    constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8;
+    uint2 bonce[BONCE ? KT : 1];
+    if constexpr (BONCE) {
+#pragma unroll
+        for (int kt = 0; kt < KT; kt++)
+            bonce[kt] = b.template b16<QUAD>(0, kt * 16);
+    }
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int item0 = threadIdx.x / 32; item0 < ITEMS; item0 += P * RES_WARPS) {
         const int ks = item0 % KS, k1 = res_min(KT, (ks + 1) * PER);
@@ -295,6 +304,7 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
             n0[j] = tile % NB * 8;
         }
         float d[P][4] = {};
+#pragma unroll(BONCE ? KT : 1)
         for (int kt = ks * PER; kt < k1; kt += RUN) {
             uint4 af[P][RUN];
             uint2 bf[P][RUN];
@@ -304,7 +314,10 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
                 for (int j = 0; j < P; j++) {
                     const int k = res_min(kt + u, k1 - 1) * 16;
                     af[j][u] = a.template a16<QUAD>(m0[j], k);
-                    bf[j][u] = b.template b16<QUAD>(n0[j], k);
+                    if constexpr (BONCE)
+                        bf[j][u] = bonce[res_min(kt + u, KT - 1)];
+                    else
+                        bf[j][u] = b.template b16<QUAD>(n0[j], k);
                 }
 #pragma unroll
             for (int u = 0; u < RUN; u++)
