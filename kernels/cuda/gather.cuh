@@ -26,7 +26,7 @@ static __device__ __forceinline__ uint8_t snn_gather_byte(const uint8_t *px, int
 }
 
 /* A pixel byte normalised: (c / 255 - mean) / std. */
-static __device__ __forceinline__ float snn_gather_pixel(uint8_t c, float mean, float std)
+static __host__ __device__ __forceinline__ float snn_gather_pixel(uint8_t c, float mean, float std)
 {
     return ((float)c / 255.0f - mean) / std;
 }

@@ -112,7 +112,6 @@ struct alignas(16) ResShared {
     float logits[RES_RPB][RES_NC];        /* the block's rows' (below), then their dlogits */
     alignas(16) float exch[2][RES_BP * RES_DW]; /* partial sums, or gradient slices as res_half */
     float scratch[RES_WARPS][16 * 8];     /* k slices' partial tiles */
-    res_half lut[256];                    /* a pixel byte normalised and rounded */
     float rowloss[RES_RPB];               /* the block's rows' loss and hit */
     int32_t rowright[RES_RPB];
     int32_t samples[2][RES_BP];
@@ -124,7 +123,7 @@ constexpr int RES_SMEM = sizeof(ResShared);
 constexpr int RES_SMEM_MAX = 227 * 1024; /* sm90: a block's shared memory, opted in */
 constexpr bool RES_FITS = SNN_LAYERS >= 2 && RES_B <= RES_THREADS && RES_SMEM <= RES_SMEM_MAX;
 
-static __device__ __forceinline__ res_half res_round(float v)
+static __host__ __device__ __forceinline__ res_half res_round(float v)
 {
 #ifdef CONFIG_PRECISION_BF16
     return __bfloat16_as_ushort(__float2bfloat16_rn(v));
@@ -199,23 +198,36 @@ template <int SI, int SJ> struct ResMat : ResPairs<ResMat<SI, SJ>> {
     }
 };
 
-/* Image bytes, element (i, k) at p[i * SI + k], normalised and rounded through lut as they are read, four k a
- * thread. KEEPS: res_gemm hands each A fragment back to keep(), which leaves it in out[i * OLD + k], where a
- * later GEMM finds the batch as 16-bit operands (F0 reads each byte once a block, so layer 0's update reads
- * no byte nor table again). The stores wait for a run of loads: the compiler cannot tell out from p. */
+/* A pixel byte normalised in one multiply-add, x * RES_PIXEL_SCALE + RES_PIXEL_OFFSET: rounded to 16 bits, the
+ * same as snn_gather_pixel's two divisions for every byte (res_pixels_exact, checked before the kernel runs), and
+ * work for the arithmetic pipes where a table would load from shared memory, the pipe layer 0 is bound by. */
+constexpr float RES_PIXEL_SCALE = 1.0f / (255.0f * SNN_PIXEL_STD), RES_PIXEL_OFFSET = -SNN_PIXEL_MEAN / SNN_PIXEL_STD;
+
+/* Byte k of four as a float: its bits under 2^23's exponent, less 2^23. */
+static __device__ __forceinline__ float res_byte(uint32_t four, int k)
+{
+    return __int_as_float((int)__byte_perm(four, 0x4b000000u, 0x7440u + (unsigned)k)) - 8388608.0f;
+}
+
+/* Image bytes, element (i, k) at p[i * SI + k], normalised and rounded as they are read, four k a thread.
+ * KEEPS: res_gemm hands each A fragment back to keep(), which leaves it in out[i * OLD + k], where a later GEMM
+ * finds the batch as 16-bit operands (F0 reads each byte once a block, so layer 0's update reads no byte
+ * again). The stores wait for a run of loads: the compiler cannot tell out from p. */
 template <int SI, int OLD> struct ResPixels : ResPairs<ResPixels<SI, OLD>> {
     static_assert(SI % 4 == 0 && OLD % 4 == 0, "resident step: rows of whole 4-byte quads");
     static constexpr bool KEEPS = true;
     const uint8_t *p;
-    const res_half *lut;
     res_half *out;
-    __device__ ResPixels(const uint8_t *p, const res_half *lut, res_half *out) : p(p), lut(lut), out(out) {}
+    __device__ ResPixels(const uint8_t *p, res_half *out) : p(p), out(out) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
         static_assert(GAP == 2, "resident step: image rows are read four k a thread");
         const uint32_t four = *reinterpret_cast<const uint32_t *>(p + i * SI + k);
-        return make_uint2(lut[four & 255u] | (uint32_t)lut[four >> 8 & 255u] << 16,
-                          lut[four >> 16 & 255u] | (uint32_t)lut[four >> 24] << 16);
+        float x[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            x[q] = fmaf(res_byte(four, q), RES_PIXEL_SCALE, RES_PIXEL_OFFSET);
+        return make_uint2(res_round2(x[0], x[1]), res_round2(x[2], x[3]));
     }
     /* the fragment a16<true>(m0, k) returned: rows m0 + g and m0 + g + 8, k + 4t .. k + 4t + 3 */
     __device__ __forceinline__ void keep(int m0, int k, uint4 f) const
@@ -758,8 +770,6 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
     for (int i = tid; i < RES_SMEM / 16; i += RES_THREADS) /* padding reads as 0 */
         reinterpret_cast<uint4 *>(res_smem)[i] = make_uint4(0, 0, 0, 0);
     __syncthreads();
-    for (int i = tid; i < 256; i += RES_THREADS)
-        S.lut[i] = res_round(snn_gather_pixel((uint8_t)i, SNN_PIXEL_MEAN, SNN_PIXEL_STD));
     res_state(S, net, c, true);
     if (tid < RES_B) {
         S.samples[first & 1][tid] = net.order[(long)first * RES_B + tid];
@@ -805,7 +815,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             }
 
         /* F0 */
-        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN, RES_XLD>(&S.next[0][0], S.lut, &S.xn[0][0]),
+        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN, RES_XLD>(&S.next[0][0], &S.xn[0][0]),
                                         ResFloatRows<RES_W0F>{&S.w0[0][0]}, S.scratch, [&](int m, int n, float v) {
                                             res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]);
                                         });
@@ -937,6 +947,17 @@ static cudaLaunchConfig_t res_config(cudaLaunchAttribute *attr)
     return cfg;
 }
 
+/* Whether every pixel byte normalised by one multiply-add (ResPixels) rounds to the 16 bits snn_gather_pixel's
+ * value rounds to: true of both datasets' means and deviations, in both precisions. */
+static bool res_pixels_exact()
+{
+    for (int c = 0; c < 256; c++)
+        if (res_round(fmaf((float)c, RES_PIXEL_SCALE, RES_PIXEL_OFFSET)) !=
+            res_round(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
+            return false;
+    return true;
+}
+
 bool fused_resident_runs(char *why, int len)
 {
     char unused[160];
@@ -945,6 +966,10 @@ bool fused_resident_runs(char *why, int len)
         len = sizeof unused;
     }
     static int clusters = -1; /* of RES_CTAS blocks the GPU holds at once; -1: not asked yet */
+    if (!res_pixels_exact()) {
+        snprintf(why, len, "the dataset's pixel normalisation is not one multiply-add to 16 bits");
+        return false;
+    }
     if (!RES_FITS) {
         if (SNN_LAYERS < 2)
             snprintf(why, len, "a model without hidden layers has no units to share out");
