@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <type_traits>
+
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -291,8 +293,7 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
      * epilogues overlap */
     constexpr int P = ITEMS >= 2 * RES_WARPS ? 2 : 1;
     /* a run of k steps' loads before their products: ldmatrix and mma are volatile asm, which the compiler
-     * keeps in program order, and two warps a scheduler cannot hide a load a step. A run past the slice's end
-     * reloads its last step instead of branching, which would keep each load's uses beside it. */
+     * keeps in program order, and two warps a scheduler cannot hide a load a step */
     constexpr int RUN = res_min(4, PER);
     /* one n tile and k not split: every tile has the same B fragments, loaded once where they fit in a few
      * registers (the updates' activations and output gradients) */
@@ -316,26 +317,26 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
             n0[j] = tile % NB * 8;
         }
         float d[P][4] = {};
-#pragma unroll(BONCE ? KT : 1)
-        for (int kt = ks * PER; kt < k1; kt += RUN) {
-            uint4 af[P][RUN];
-            uint2 bf[P][RUN];
+        /* STEPS k steps from kt: their loads, then their products, then the kept fragments */
+        auto steps = [&](auto n, int kt) {
+            constexpr int STEPS = decltype(n)::value;
+            uint4 af[P][STEPS];
+            uint2 bf[P][STEPS];
 #pragma unroll
-            for (int u = 0; u < RUN; u++)
+            for (int u = 0; u < STEPS; u++)
 #pragma unroll
                 for (int j = 0; j < P; j++) {
-                    const int k = res_min(kt + u, k1 - 1) * 16;
-                    af[j][u] = a.template a16<QUAD>(m0[j], k);
+                    af[j][u] = a.template a16<QUAD>(m0[j], (kt + u) * 16);
                     if constexpr (BONCE)
-                        bf[j][u] = bonce[res_min(kt + u, KT - 1)];
+                        bf[j][u] = bonce[kt + u];
                     else
-                        bf[j][u] = b.template b16<QUAD>(n0[j], k);
+                        bf[j][u] = b.template b16<QUAD>(n0[j], (kt + u) * 16);
                 }
 #pragma unroll
-            for (int u = 0; u < RUN; u++)
+            for (int u = 0; u < STEPS; u++)
 #pragma unroll
                 for (int j = 0; j < P; j++)
-                    if (on[j] && kt + u < k1) {
+                    if (on[j]) {
                         const uint32_t a4[4] = {af[j][u].x, af[j][u].y, af[j][u].z, af[j][u].w};
                         const uint32_t b2[2] = {bf[j][u].x, bf[j][u].y};
                         res_mma(d[j], a4, b2);
@@ -343,12 +344,21 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
             if constexpr (A::KEEPS) {
                 static_assert(QUAD, "resident step: a kept operand's fragments are read four k a thread");
 #pragma unroll
-                for (int u = 0; u < RUN; u++)
+                for (int u = 0; u < STEPS; u++)
 #pragma unroll
                     for (int j = 0; j < P; j++)
-                        a.keep(m0[j], res_min(kt + u, k1 - 1) * 16, af[j][u]);
+                        a.keep(m0[j], (kt + u) * 16, af[j][u]);
             }
-        }
+        };
+        /* whole runs, then the slice's last steps one at a time: no guard in a run, whose branches would keep
+         * each load's uses beside it, and k offsets the compiler can step */
+        int kt = ks * PER;
+#pragma unroll(BONCE ? KT : 1)
+        for (; kt + RUN <= k1; kt += RUN)
+            steps(std::integral_constant<int, RUN>{}, kt);
+#pragma unroll(BONCE ? KT : 1)
+        for (; kt < k1; ++kt)
+            steps(std::integral_constant<int, 1>{}, kt);
 #pragma unroll
         for (int j = 0; j < P; j++) {
             if constexpr (KS == 1) {
