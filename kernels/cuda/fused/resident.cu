@@ -472,19 +472,20 @@ static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, 
 static __device__ __forceinline__ void res_gather(uint8_t (*x)[RES_IN], const int32_t *samples,
                                                   const uint8_t *images)
 {
-    constexpr int PIECES = RES_IN / 16, ALL = RES_B * PIECES, PER = (ALL + RES_THREADS - 1) / RES_THREADS;
-    /* every sample read before the first copy: a copy is volatile asm with a memory clobber */
-    int32_t sample[PER];
+    /* a warp a row, its lanes along the row; the warp's samples read before its first copy (a copy is volatile
+     * asm with a memory clobber) */
+    constexpr int PIECES = RES_IN / 16, ROWS = (RES_B + RES_WARPS - 1) / RES_WARPS;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int32_t sample[ROWS];
 #pragma unroll
-    for (int j = 0; j < PER; j++) {
-        const int i = threadIdx.x + j * RES_THREADS;
-        sample[j] = i < ALL ? samples[i / PIECES] : 0;
-    }
+    for (int j = 0; j < ROWS; j++)
+        sample[j] = warp + j * RES_WARPS < RES_B ? samples[warp + j * RES_WARPS] : 0;
 #pragma unroll
-    for (int j = 0; j < PER; j++) {
-        const int i = threadIdx.x + j * RES_THREADS, q = i % PIECES;
-        if (i < ALL)
-            sm80_cp_async_16(&x[i / PIECES][16 * q], images + (size_t)sample[j] * RES_IN + 16 * q);
+    for (int j = 0; j < ROWS; j++) {
+        const int r = warp + j * RES_WARPS;
+        if (r < RES_B)
+            for (int q = lane; q < PIECES; q += 32)
+                sm80_cp_async_16(&x[r][16 * q], images + (size_t)sample[j] * RES_IN + 16 * q);
     }
     sm80_cp_async_commit();
 }
@@ -652,6 +653,36 @@ static __device__ void res_share_softmax(const ResShared &S, int r0, ResSoftmaxS
     }
 }
 
+/* 16 bytes at p in block rank's shared memory. */
+struct ResPeerAt {
+    const void *p;
+    int rank;
+};
+
+/* For each i < ITEMS, the 16 bytes at from(i) (a ResPeerAt) to to(i) in the block's shared memory: every
+ * thread's remote loads issued before its first store, which the compiler may not pass (it cannot tell the
+ * two apart). The block's threads all call it. */
+template <int ITEMS, class From, class To>
+static __device__ __forceinline__ void res_copy_peers(const cg::cluster_group &cluster, const From &from, const To &to)
+{
+    constexpr int PER = (ITEMS + RES_THREADS - 1) / RES_THREADS;
+    uint4 v[PER];
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        const int i = threadIdx.x + j * RES_THREADS;
+        if (i < ITEMS) {
+            const ResPeerAt at = from(i);
+            v[j] = *static_cast<const uint4 *>(cluster.map_shared_rank(at.p, at.rank));
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        const int i = threadIdx.x + j * RES_THREADS;
+        if (i < ITEMS)
+            *reinterpret_cast<uint4 *>(to(i)) = v[j];
+    }
+}
+
 /* Every block's share, `share` in each block's shared memory: every row's dlogits into dfull, the last layer's
  * bias updated from the bias shares summed in rank order (every block keeps the same bias), and, by block 0,
  * the step's loss and correct count. */
@@ -659,11 +690,10 @@ static __device__ void res_gather_softmax(ResShared &S, const cg::cluster_group 
                                           int c, int s, const ResSoftmaxShare *share, const snn_rate &rate)
 {
     constexpr int LD = res_ld(RES_NC), COPIES = RES_NC / 8; /* 16-byte copies a row */
-    for (int i = threadIdx.x; i < RES_BP * COPIES; i += RES_THREADS) {
-        const int m = i / COPIES, k = i % COPIES * 8;
-        *reinterpret_cast<uint4 *>(&S.dfull[m * LD + k]) =
-            *reinterpret_cast<const uint4 *>(cluster.map_shared_rank(&share->dl[m % RES_RPB][k], m / RES_RPB));
-    }
+    res_copy_peers<RES_BP * COPIES>(
+        cluster,
+        [&](int i) { return ResPeerAt{&share->dl[i / COPIES % RES_RPB][i % COPIES * 8], i / COPIES / RES_RPB}; },
+        [&](int i) { return &S.dfull[i / COPIES * LD + i % COPIES * 8]; });
     if (threadIdx.x < SNN_CLASSES) {
         float part[RES_CTAS], g = 0.0f;
 #pragma unroll
@@ -904,11 +934,14 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
                 res_cluster_sync();
                 /* each block's [row][U] slice into the rows of dfull, 8 values a copy */
                 const res_half *mine = reinterpret_cast<const res_half *>(S.exch[e & 1]);
-                for (int i = tid; i < RES_BP * RES_NH / 8; i += RES_THREADS) {
-                    const int m = i / (RES_NH / 8), col = i % (RES_NH / 8) * 8, q = col / RES_U, n = col % RES_U;
-                    *reinterpret_cast<uint4 *>(&S.dfull[m * res_ld(RES_NH) + col]) =
-                        *reinterpret_cast<const uint4 *>(cluster.map_shared_rank(mine + m * RES_U + n, q));
-                }
+                constexpr int COPIES = RES_NH / 8;
+                res_copy_peers<RES_BP * COPIES>(
+                    cluster,
+                    [&](int i) {
+                        const int col = i % COPIES * 8;
+                        return ResPeerAt{mine + i / COPIES * RES_U + col % RES_U, col / RES_U};
+                    },
+                    [&](int i) { return &S.dfull[i / COPIES * res_ld(RES_NH) + i % COPIES * 8]; });
                 e++;
             }
             __syncthreads();
