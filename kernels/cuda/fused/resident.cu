@@ -23,7 +23,8 @@
  * of its peers is kept small: the SM-to-SM network of one cluster moves only a few hundred GB/s (every block
  * summing every logit cost 3 us a step on 784-128-10 b64). The GEMMs are
  * mma.sync m16n8k16 on 16-bit operands in shared memory with FP32 accumulators; master weights and optimizer
- * state in FP32, their 16-bit twins beside them, rounded as the grid-wide kernel rounds its operands.
+ * state in FP32, their 16-bit twins beside them (layer 0's rounded as F0 reads them), rounded as the grid-wide
+ * kernel rounds its operands.
  * Deterministic: a fixed split of the work and fixed orders of summation. */
 #include <stdint.h>
 #include <stdio.h>
@@ -258,20 +259,17 @@ template <int LD> struct ResColumns {
     }
 };
 
-/* An FP32 matrix, element (n, k) at p[n * LD + k], as a B operand, each pair rounded as a twin would hold it. */
+/* An FP32 matrix, element (n, k) at p[n * LD + k], as a B operand four k a thread (one 16-byte load), each
+ * pair rounded as a twin would hold it. */
 template <int LD> struct ResFloatRows {
     static_assert(LD % 4 == 0, "resident step: FP32 rows of whole 16-byte quads");
     const float *p;
     template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
     {
+        static_assert(QUAD, "resident step: FP32 rows are read four k a thread");
         const int lane = threadIdx.x % 32;
-        const float *e = p + (n0 + lane / 4) * LD + k + (QUAD ? 4 : 2) * (lane % 4);
-        if constexpr (QUAD) {
-            const float4 v = *reinterpret_cast<const float4 *>(e);
-            return make_uint2(res_round2(v.x, v.y), res_round2(v.z, v.w));
-        }
-        const float2 lo = *reinterpret_cast<const float2 *>(e), hi = *reinterpret_cast<const float2 *>(e + 8);
-        return make_uint2(res_round2(lo.x, lo.y), res_round2(hi.x, hi.y));
+        const float4 v = *reinterpret_cast<const float4 *>(p + (n0 + lane / 4) * LD + k + 4 * (lane % 4));
+        return make_uint2(res_round2(v.x, v.y), res_round2(v.z, v.w));
     }
 };
 
@@ -1009,7 +1007,8 @@ bool fused_resident_runs(char *why, int len)
         len = sizeof unused;
     }
     static int clusters = -1; /* of RES_CTAS blocks the GPU holds at once; -1: not asked yet */
-    if (!res_pixels_exact()) {
+    static const bool exact = res_pixels_exact(); /* a property of the build: checked once */
+    if (!exact) {
         snprintf(why, len, "the dataset's pixel normalisation is not one multiply-add to 16 bits");
         return false;
     }
