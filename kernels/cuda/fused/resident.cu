@@ -75,10 +75,21 @@ constexpr int RES_B = SNN_BATCH, RES_BP = res_up(SNN_BATCH, 16);
 constexpr int RES_IN = SNN_INPUT_DIM;
 static_assert(RES_IN % 16 == 0, "resident step: the input's k extent in whole k16 steps");
 static_assert(SNN_CLASSES <= RES_NC, "resident step: the classes in two n8 tiles");
-/* A row stride, in 16-bit elements, for a matrix read by ldmatrix: an odd number of 16-byte units. */
-__host__ __device__ constexpr int res_ldmatrix_ld(int n) { return res_up(n, 8) / 8 % 2 ? res_up(n, 8) : res_up(n, 8) + 8; }
-constexpr int RES_XLD = res_ldmatrix_ld(RES_IN); /* the normalised batch */
-constexpr int RES_W0F = RES_IN + 4;  /* its FP32 rows 20 banks apart: the update's 8 x 4 elements conflict-free */
+/* The normalised batch's row r at xn + res_xn_row(r): rows 2 mod 8 16-byte units apart, and each four one unit
+ * further than the four before, so that a half warp's 8-byte stores of four rows (ResPixels::keep) and
+ * ldmatrix's reads of eight (ResColumns) fall in distinct banks. */
+constexpr int RES_XLD = res_up(RES_IN - 16, 64) + 16; /* in 16-bit elements: 16 mod 64 */
+__host__ __device__ constexpr int res_xn_row(int r) { return r * RES_XLD + r / 4 * 8; }
+/* res_xn_row(r0 + r) for r0 a multiple of 4, the part of r0 linear: what a loop can step */
+__host__ __device__ constexpr int res_xn_row(int r0, int r) { return r0 * (RES_XLD + 2) + res_xn_row(r); }
+/* Layer 0's FP32 weight rows, unit n's at w0 + res_w0_row(n): a pair's two rows 16 banks apart, F0's 16-byte
+ * reads of two rows by a quarter warp (ResFloatRows) conflict-free; pairs 8 banks apart, B0's updates of rows
+ * 2t (and of rows 2t + 1) by a warp conflict-free. */
+constexpr int RES_W0LD = res_up(RES_IN - 16, 32) + 16; /* 16 mod 32 */
+__host__ __device__ constexpr int res_w0_row(int n) { return n * RES_W0LD + n / 2 * 8; }
+/* res_w0_row(n0 + n) for n0 even, the part of n0 linear */
+__host__ __device__ constexpr int res_w0_row(int n0, int n) { return n0 * (RES_W0LD + 4) + res_w0_row(n); }
+constexpr int RES_W0N = res_w0_row(RES_U);
 constexpr int RES_D0LD = RES_BP + 8; /* layer 0's output gradient, transposed: B0's fragments conflict-free */
 constexpr int RES_M = res_max(SNN_OPTIM_MOMENTS, 1);
 constexpr int RES_MIDS = res_max(RES_L - 2, 1); /* hidden-to-hidden layers */
@@ -98,10 +109,10 @@ struct ResMid {
     float b[RES_U], bm[RES_M][RES_U];
 };
 
-struct alignas(16) ResShared {
+struct alignas(128) ResShared {
     uint8_t next[RES_BP][RES_IN];             /* the step's images; after F0, the next step's, copied in */
-    alignas(16) res_half xn[RES_BP][RES_XLD]; /* the step's, translated, normalised and rounded (by F0) */
-    float w0[RES_U][RES_W0F], w0m[RES_M][RES_U][RES_W0F]; /* layer 0 has no twin: F0 rounds as it reads */
+    alignas(16) res_half xn[res_xn_row(RES_BP)]; /* the step's, translated, normalised and rounded (by F0) */
+    alignas(16) float w0[RES_W0N], w0m[RES_M][RES_W0N]; /* no twin: F0 rounds as it reads (res_w0_row) */
     float b0[RES_U], b0m[RES_M][RES_U];
     ResMid mid[RES_MIDS];
     alignas(16) res_half wlt[RES_NC][RES_UKLD]; /* the last layer's columns of the block's units */
@@ -113,7 +124,9 @@ struct alignas(16) ResShared {
     alignas(16) res_half dgrad0[RES_UK][RES_D0LD]; /* layer 0's, as an operand: [unit][row] */
     alignas(16) res_half dfull[RES_BP * res_ld(RES_DW)]; /* a whole output gradient, row stride res_ld(width) */
     float logits[RES_RPB][RES_NC];        /* the block's rows' (below), then their dlogits */
-    alignas(16) float exch[2][RES_BP * RES_DW]; /* partial sums, or gradient slices as res_half */
+    /* partial sums, or gradient slices as res_half; 128-byte aligned, so that a peer's 32-byte reads of a row
+     * each cross the SM-to-SM network as one sector, not two (docs/PERF.md, v20) */
+    alignas(128) float exch[2][RES_BP * RES_DW];
     float scratch[RES_WARPS][16 * 8];     /* k slices' partial tiles */
     float rowloss[RES_RPB];               /* the block's rows' loss and hit */
     int32_t rowright[RES_RPB];
@@ -213,11 +226,11 @@ static __device__ __forceinline__ float res_byte(uint32_t four, int k)
 }
 
 /* Image bytes, element (i, k) at p[i * SI + k], normalised and rounded as they are read, four k a thread.
- * KEEPS: res_gemm hands each A fragment back to keep(), which leaves it in out[i * OLD + k], where a later GEMM
- * finds the batch as 16-bit operands (F0 reads each byte once a block, so layer 0's update reads no byte
- * again). The stores wait for a run of loads: the compiler cannot tell out from p. */
-template <int SI, int OLD> struct ResPixels : ResPairs<ResPixels<SI, OLD>> {
-    static_assert(SI % 4 == 0 && OLD % 4 == 0, "resident step: rows of whole 4-byte quads");
+ * KEEPS: res_gemm hands each A fragment back to keep(), which leaves it in out[res_xn_row(i) + k], where a
+ * later GEMM finds the batch as 16-bit operands (F0 reads each byte once a block, so layer 0's update reads no
+ * byte again). The stores wait for a run of loads: the compiler cannot tell out from p. */
+template <int SI> struct ResPixels : ResPairs<ResPixels<SI>> {
+    static_assert(SI % 4 == 0 && RES_XLD % 4 == 0, "resident step: rows of whole 4-byte quads");
     static constexpr bool KEEPS = true;
     const uint8_t *p;
     res_half *out;
@@ -235,18 +248,17 @@ template <int SI, int OLD> struct ResPixels : ResPairs<ResPixels<SI, OLD>> {
     /* the fragment a16<true>(m0, k) returned: rows m0 + g and m0 + g + 8, k + 4t .. k + 4t + 3 */
     __device__ __forceinline__ void keep(int m0, int k, uint4 f) const
     {
-        const int lane = threadIdx.x % 32, i = m0 + lane / 4;
+        const int lane = threadIdx.x % 32, g = lane / 4;
         k += 4 * (lane % 4);
-        *reinterpret_cast<uint2 *>(out + i * OLD + k) = make_uint2(f.x, f.z);
-        *reinterpret_cast<uint2 *>(out + (i + 8) * OLD + k) = make_uint2(f.y, f.w);
+        *reinterpret_cast<uint2 *>(out + res_xn_row(m0, g) + k) = make_uint2(f.x, f.z);
+        *reinterpret_cast<uint2 *>(out + res_xn_row(m0, g + 8) + k) = make_uint2(f.y, f.w);
     }
 };
 
-/* A 16-bit matrix stored transposed, element (i, k) at p[k * LD + i], as an A operand in the fragments' own k
- * order: each 8 x 8 piece by ldmatrix.trans. LD in 16-byte units odd: a piece's eight rows fall in distinct
- * banks. */
-template <int LD> struct ResColumns {
-    static_assert(LD % 8 == 0 && LD / 8 % 2 == 1, "resident step: ldmatrix rows an odd number of 16 bytes apart");
+/* The normalised batch stored by row, element (i, k) at p[res_xn_row(k) + i], as an A operand (i the pixel, k
+ * the row) in the fragments' own k order: each 8 x 8 piece by ldmatrix.trans. */
+struct ResColumns {
+    static_assert(RES_XLD % 8 == 0, "resident step: ldmatrix rows of whole 16-byte units");
     static constexpr bool KEEPS = false;
     const res_half *p;
     template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
@@ -254,21 +266,21 @@ template <int LD> struct ResColumns {
         static_assert(!QUAD, "resident step: ldmatrix reads fragments in their own k order");
         const int lane = threadIdx.x % 32, piece = lane / 8; /* pieces (m, k): (0, 0), (8, 0), (0, 8), (8, 8) */
         uint32_t r[4];
-        sm75_ldmatrix_x4_trans(r, p + (k + piece / 2 * 8 + lane % 8) * LD + m0 + piece % 2 * 8);
+        sm75_ldmatrix_x4_trans(r, p + res_xn_row(k, piece / 2 * 8 + lane % 8) + m0 + piece % 2 * 8);
         return make_uint4(r[0], r[1], r[2], r[3]);
     }
 };
 
-/* An FP32 matrix, element (n, k) at p[n * LD + k], as a B operand four k a thread (one 16-byte load), each
- * pair rounded as a twin would hold it. */
-template <int LD> struct ResFloatRows {
-    static_assert(LD % 4 == 0, "resident step: FP32 rows of whole 16-byte quads");
+/* Layer 0's FP32 weights, unit n's k-th at p[res_w0_row(n) + k], as a B operand four k a thread (one 16-byte
+ * load), each pair rounded as a twin would hold it. */
+struct ResFloatRows {
+    static_assert(RES_W0LD % 4 == 0, "resident step: FP32 rows of whole 16-byte quads");
     const float *p;
     template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
     {
         static_assert(QUAD, "resident step: FP32 rows are read four k a thread");
         const int lane = threadIdx.x % 32;
-        const float4 v = *reinterpret_cast<const float4 *>(p + (n0 + lane / 4) * LD + k + 4 * (lane % 4));
+        const float4 v = *reinterpret_cast<const float4 *>(p + res_w0_row(n0, lane / 4) + k + 4 * (lane % 4));
         return make_uint2(res_round2(v.x, v.y), res_round2(v.z, v.w));
     }
 };
@@ -442,8 +454,9 @@ static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, 
     const int u0 = c * RES_U;
     auto unit = [u0](int u) { return u0 + u < RES_H; };
     const snn_fused_layer &L0 = net.layer[0];
-    res_copy(in, RES_U, RES_IN, &S.w0[0][0], RES_W0F, &S.w0m[0][0][0], RES_U * RES_W0F, nullptr, 0, L0.w, L0.sw,
-             [&](int i, int j) -> long { return unit(i) ? (long)(u0 + i) * RES_IN + j : -1; });
+    for (int i = 0; i < RES_U; i++)
+        res_copy(in, 1, RES_IN, S.w0 + res_w0_row(i), 0, S.w0m[0] + res_w0_row(i), RES_W0N, nullptr, 0, L0.w,
+                 L0.sw, [&](int, int j) -> long { return unit(i) ? (long)(u0 + i) * RES_IN + j : -1; });
     auto column = [&](int o, int j) -> long { return unit(j) ? (long)o * RES_H + u0 + j : -1; };
     auto bias = [&](int, int j) -> long { return unit(j) ? u0 + j : -1; };
     res_copy(in, 1, RES_U, S.b0, RES_U, &S.b0m[0][0], RES_U, nullptr, 0, L0.b, L0.sb, bias);
@@ -853,8 +866,8 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             }
 
         /* F0 */
-        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN, RES_XLD>(&S.next[0][0], &S.xn[0][0]),
-                                        ResFloatRows<RES_W0F>{&S.w0[0][0]}, S.scratch, [&](int m, int n, float v) {
+        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN>(&S.next[0][0], S.xn), ResFloatRows{S.w0}, S.scratch,
+                                        [&](int m, int n, float v) {
                                             res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]);
                                         });
         __syncthreads(); /* the batch's operand is whole, and its bytes' buffer free for the next */
@@ -946,13 +959,14 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             fused_stamp(net, s, phase, true);
         }
 
-        /* B0 */
-        res_gemm<RES_IN, RES_U, RES_BP, false>(ResColumns<RES_XLD>{&S.xn[0][0]},
-                                               ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch,
+        /* B0; with one n tile a thread's units are 2t and 2t + 1 in every tile: their rows found once */
+        const int rows[2] = {res_w0_row(tid % 4 * 2), res_w0_row(tid % 4 * 2 + 1)};
+        res_gemm<RES_IN, RES_U, RES_BP, false>(ResColumns{S.xn}, ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch,
                                                [&](int k, int n, float g) {
-                                                   if (u0 + n < RES_H)
-                                                       res_update(&S.w0[n][k], &S.w0m[0][n][k], RES_U * RES_W0F,
-                                                                  nullptr, g, rate);
+                                                   const int at = (RES_U == 8 ? rows[n & 1] : res_w0_row(n)) + k;
+                                                   if (RES_U * RES_CTAS == RES_H || u0 + n < RES_H)
+                                                       res_update(S.w0 + at, S.w0m[0] + at, RES_W0N, nullptr, g,
+                                                                  rate);
                                                });
         res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, rate);
         if (tid < RES_B) {
