@@ -780,11 +780,21 @@ static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, 
  * rewrite two exchanges later, rests on the hardware, not on these fences: every such read's value is used
  * (stored, added) before the peer's next arrival, so it has returned; a remote read whose value is not used
  * before the barrier (a prefetch) would need a release fence over shared::cluster. Every thread of each warp
- * arrives together: the aligned forms. */
+ * arrives together: the aligned forms. Between arrival and wait a block may do work of its own that no peer
+ * waits for. */
+static __device__ __forceinline__ void res_cluster_arrive()
+{
+    asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;" :::
+                     "memory");
+}
+static __device__ __forceinline__ void res_cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.aligned;\n\tfence.acquire.sync_restrict::shared::cluster.cluster;" ::: "memory");
+}
 static __device__ __forceinline__ void res_cluster_sync()
 {
-    asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\t"
-                 "barrier.cluster.wait.aligned;\n\tfence.acquire.sync_restrict::shared::cluster.cluster;" ::: "memory");
+    res_cluster_arrive();
+    res_cluster_wait();
 }
 
 /* The sum over the cluster's blocks, in rank order, of the 4 floats at `at` (16-byte aligned) in each block's
@@ -871,8 +881,6 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
                                             res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]);
                                         });
         __syncthreads(); /* the batch's operand is whole, and its bytes' buffer free for the next */
-        if (s + 1 < last)
-            res_gather(S.next, S.samples[p ^ 1], net.train_images);
         fused_stamp(net, s, 0, false);
         fused_stamp(net, s, 0, true);
 
@@ -886,9 +894,16 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             else
                 res_gemm<RES_BP, RES_NC, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.wlt[0][0]}, S.scratch,
                                                  [&](int m, int n, float v) { ex[m * RES_NC + n] = v; });
+            /* the step's first barrier: the next batch's copies issued while the peers arrive */
+            auto sync = [&] {
+                res_cluster_arrive();
+                if (l == 1 && s + 1 < last)
+                    res_gather(S.next, S.samples[p ^ 1], net.train_images);
+                res_cluster_wait();
+            };
             if (l + 1 < RES_L) {
                 fused_stamp(net, s, l, false);
-                res_cluster_sync();
+                sync();
                 fused_stamp(net, s, l, true);
                 e++;
                 for (int i = tid; i < RES_BP * RES_U / 4; i += RES_THREADS) {
@@ -901,7 +916,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
                     res_hidden_out(S, net, draws, l, u0, m, n + 3, v.w + b[3]);
                 }
             } else { /* the block's rows' logits, their softmax, shared by a second barrier */
-                res_cluster_sync();
+                sync();
                 e++;
                 constexpr int QUADS = (SNN_CLASSES + 3) / 4;
                 for (int i = tid; i < RES_RPB * QUADS; i += RES_THREADS) {
