@@ -10,7 +10,8 @@ tries what the board's target allows:
           in a fused build the fused step's tile): one build times each role
           with it, and each role then takes its own best;
   knobs   one value of one other setting at a time: the wgmma block (M and N
-          together, and with the ping-pong schedule), its stages and the thresholds that send a GEMM to wgmma
+          together, and with the ping-pong schedule; the weight gradient's own ping-pong block and the
+          copies of its update's inputs ahead), its stages and the thresholds that send a GEMM to wgmma
           or mma.sync, persistence and raster order; split-K slices and their
           least k; the mma.sync pipeline's stages; in a fused build its
           blocks and k slices.
@@ -75,6 +76,10 @@ TILE_FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "WARP_M", "WARP_N", "WARP_K")
 # Hopper the wgmma path's first, as it runs the large GEMMs.
 WGMMA_BLOCKS = [(128, 256), (128, 128), (128, 192), (256, 128)]
 KNOBS = {
+    # first: the weight gradient's update is where the wgmma boards' steps go (docs/PERF.md v13, v21)
+    "GEMM_WGMMA_WGRAD_PINGPONG": [{"GEMM_WGMMA_WGRAD_PINGPONG": "y", "GEMM_WGMMA_EPI_STAGES": str(d)}
+                                  for d in (0, 1, 2)],
+    "GEMM_WGMMA_EPI_STAGES": ["1", "2"],
     "GEMM_WGMMA_BLOCK": [{"GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)} for m, n in WGMMA_BLOCKS],
     "GEMM_WGMMA_PINGPONG": [{"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)}
                             for m, n in [(128, 128), (64, 256)]],

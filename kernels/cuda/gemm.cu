@@ -10,6 +10,8 @@
  *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_launch -> gemm_f32_kernel   gemm/simt.cuh
  *   `- gemm_bias_update            (backward_weight_update)      -> bias_update_kernel      gemm/bias.cu
  * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
+#include <type_traits>
+
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/gemm/bias.h"
@@ -67,12 +69,12 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
 
 /* C[M,N] = A . B^T (A: M x K in layout LA, B: N x K in LB, gemm/tile.cuh) through epi, at the role's tile T:
  * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and TMA
- *    can read both operands (TF32: both K-major), at the config's block tile, or the small one where that
- *    would leave SMs idle;
+ *    can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's, WGRAD,
+ *    gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
  * 2. a tensor-core precision: mma.sync, on the operands' 16-bit twins where both have them with rows in whole
  *    16-byte chunks, else on the FP32 operands, rounded as staged;
  * 3. FP32: the SIMT kernel. */
-template <class T, int LA, int LB, class Epi>
+template <class T, int LA, int LB, bool WGRAD = false, class Epi>
 static void gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B, const SnnTwin *tB, int ldb, int M,
                      int N, int K, const Epi &epi)
 {
@@ -81,7 +83,7 @@ static void gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B,
         if (K >= CONFIG_GEMM_WGMMA_MIN_K && 2.0 * M * N * K >= CONFIG_GEMM_WGMMA_MIN_MFLOP * 1e6) {
             const GemmWgmmaElem *a = gemm_wgmma_operand(A, tA, lda), *b = gemm_wgmma_operand(B, tB, ldb);
             if (a && b) {
-                typedef GemmWgmmaConfigTile W;
+                typedef std::conditional_t<WGRAD, GemmWgmmaWgradTile, GemmWgmmaConfigTile> W;
                 if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_sm_count())
                     gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallTile>(a, lda, b, ldb, M, N, K, epi);
                 else
@@ -131,8 +133,8 @@ extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_
     /* GEMM (m, n, k) = (N, K, M), the batch reduced: A = dY [M][N] is k x m, B = X [M][K] is k x n: both
      * MN-major. */
     const GemmEpiUpdate epi = {w, snn_twin_ptr(w16), sw, K, rate};
-    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K, N, K, M,
-                                                          epi);
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K,
+                                                                N, K, M, epi);
     if (b && N > 0)
         gemm_bias_update(b, sb, dy, M, N, rate);
 }
@@ -141,8 +143,8 @@ extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const snn_tw
                                         const snn_twin *x16, int M, int N, int K)
 {
     /* the GEMM of cuda_linear_backward_weight_update, stored */
-    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K, N, K, M,
-                                                          GemmEpiStore{gw, K});
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K,
+                                                                N, K, M, GemmEpiStore{gw, K});
 }
 
 extern "C" void cuda_bind_workspace(float *workspace, long floats)

@@ -14,6 +14,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tools/gpu_lib.sh
 OUT=${SNN_TEST_OUT:-build/test}
+mkdir -p "$OUT" # run alone (SNN_GPU_PARTS=...), not under tests/run.sh
 cc=$(gpu_cc)
 if [ -z "$cc" ]; then echo "skip - gpu tests: skipped: no GPU"; exit 0; fi
 NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -197,20 +198,24 @@ fi
 # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the
 # kernel and step tests exercise it in each role, in BF16 and FP16; in TF32
 # (the forward role only, on the FP32 tensors). BF16 (every role, the SGD
-# update's epilogue too) and TF32 under the sanitizer as well.
-wgmma_variant() { # NAME PRECISION [sanitize]
-    local name=$1 prec=$2 d=$OUT/gpu-$1
+# update's epilogue too) and TF32 under the sanitizer as well; and BF16 with
+# the weight gradient on its own ping-pong block, its inputs copied ahead.
+wgmma_variant() { # NAME PRECISION sanitize|- [CONFIG_LINE...]
+    local name=$1 prec=$2 san=$3 d=$OUT/gpu-$1
+    shift 3
     if ! usable "$cc" 90; then echo "skip - gpu $name path: skipped: needs compute capability 90, this GPU is $cc"; return; fi
     mkdir -p "$d"
     { grep -v '^CONFIG_PRECISION_' configs/h100_defconfig; echo "CONFIG_PRECISION_$prec=y"
-      echo "CONFIG_GEMM_WGMMA_MIN_K=1"; echo "CONFIG_GEMM_WGMMA_MIN_MFLOP=0"; } >"$d/def"
+      echo "CONFIG_GEMM_WGMMA_MIN_K=1"; echo "CONFIG_GEMM_WGMMA_MIN_MFLOP=0"; printf '%s\n' "$@"; } >"$d/def"
     build_variant "$name" "$d" && check_variant "$name" "$d" && prefixed "$name" "$d/tests/bin/gpu/test_wgmma" &&
-        if [ "${3:-}" = sanitize ]; then sanitize "$name" "$d"; fi
+        if [ "$san" = sanitize ]; then sanitize "$name" "$d"; fi
 }
 if part_wanted wgmma; then
     wgmma_variant h100-wgmma-all-bf16 BF16 sanitize
-    wgmma_variant h100-wgmma-all-fp16 FP16
+    wgmma_variant h100-wgmma-all-fp16 FP16 -
     wgmma_variant h100-wgmma-all-tf32 TF32 sanitize
+    wgmma_variant h100-wgmma-wgrad-pingpong-bf16 BF16 sanitize CONFIG_GEMM_WGMMA_WGRAD_PINGPONG=y \
+        CONFIG_GEMM_WGMMA_EPI_STAGES=2
 fi
 
 # The memory strategies, on the last board built (h100 on a Hopper card): the

@@ -66,8 +66,15 @@ def check_refusals(work):
     good = tune.Candidate("good", "tile", tune.tile_values(tune.ROLES, (64, 64, 32, 32, 32, 32)))
     good_pingpong = tune.Candidate("ping-pong 128x128", "knob",
                                    {"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_N": "128"})
-    cands = [bad_range, bad_dep, bad_mma, bad_warps, bad_smem, bad_pingpong, good, good_pingpong]
+    bad_wgrad = tune.Candidate("both ping-pongs", "knob", {"GEMM_WGMMA_WGRAD_PINGPONG": "y",
+                                                             "GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_N": "128"})
+    good_wgrad = tune.Candidate("weight gradient ping-pong, inputs 2 ahead", "knob",
+                                {"GEMM_WGMMA_WGRAD_PINGPONG": "y", "GEMM_WGMMA_EPI_STAGES": "2"})
+    cands = [bad_range, bad_dep, bad_mma, bad_warps, bad_smem, bad_pingpong, good, good_pingpong, bad_wgrad,
+             good_wgrad]
     tune.kconfig_check(board, cands)
+    verdict(bad_wgrad.refused and "CONFIG_GEMM_WGMMA_WGRAD_PINGPONG" in bad_wgrad.refused,
+            "Kconfig refuses the weight gradient's own ping-pong beside the all-roles one", str(bad_wgrad.refused))
     verdict(bad_range.refused and "CONFIG_GEMM_FWD_WARP_K=256 is outside its range" in bad_range.refused,
             "Kconfig refuses a value outside its range, naming it", str(bad_range.refused))
     verdict(bad_dep.refused and "CONFIG_STEP_FUSED_BLOCKS" in bad_dep.refused and "depends on" in bad_dep.refused,
@@ -84,8 +91,9 @@ def check_refusals(work):
     verdict(bad_pingpong.refused and "do not fit in a consumer's registers" in bad_pingpong.refused,
             "the tile check refuses a ping-pong 128x256 block (each consumer would hold the whole tile)",
             str(bad_pingpong.refused))
-    verdict(good.refused is None and good_pingpong.refused is None, "a valid tile and a ping-pong 128x128 block "
-            "pass both checks", f"{good.refused} {good_pingpong.refused}")
+    verdict(good.refused is None and good_pingpong.refused is None and good_wgrad.refused is None,
+            "a valid tile, a ping-pong 128x128 block and the weight gradient's own ping-pong pass both checks",
+            f"{good.refused} {good_pingpong.refused} {good_wgrad.refused}")
 
 
 def have_nvcc(what):

@@ -6,12 +6,17 @@
  * costs one memory round trip instead of one per element. The tensor-core kernels hand over runs of V
  * consecutive elements (fragment pairs, V = 2; the wgmma kernel's quads, V = 4) that the vector methods
  * (InV, loadv, applyv, vec_aligned) read and write with one 4V-byte access per array where the arrays allow:
- * a V-th of the memory instructions, which a weight gradient's update (k = the batch) spends its time on. */
+ * a V-th of the memory instructions, which a weight gradient's update (k = the batch) spends its time on.
+ * An epilogue with per-element FP32 inputs may let a kernel copy them to shared memory ahead of use
+ * (CONFIG_GEMM_WGMMA_EPI_STAGES): it names STAGED arrays, where element (m, n) of array a lies (staged), and
+ * builds InV from the copies (staged_in); gemm_epi_staged<Epi>() is 0 for the others. */
 #ifndef SNN_GEMM_EPILOGUE_CUH
 #define SNN_GEMM_EPILOGUE_CUH
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -36,6 +41,21 @@ template <int V>
 static __device__ __forceinline__ void gemm_stv(float *p, const GemmFloats<V> &v)
 {
     *reinterpret_cast<GemmFloats<V> *>(p) = v;
+}
+
+/* Epi::STAGED where the epilogue declares it, else 0. */
+template <class Epi, class = void>
+struct GemmEpiStagedArrays {
+    static constexpr int value = 0;
+};
+template <class Epi>
+struct GemmEpiStagedArrays<Epi, std::void_t<decltype(Epi::STAGED)>> {
+    static constexpr int value = Epi::STAGED;
+};
+template <class Epi>
+constexpr int gemm_epi_staged()
+{
+    return GemmEpiStagedArrays<Epi>::value;
 }
 
 /* Plain C[m][n] = v (the stored weight gradient, benchmarks, tests), at c + z slice in the block's split-K
@@ -215,6 +235,22 @@ struct GemmEpiUpdate {
             ok &= (uintptr_t)state.m[k] % (4 * V) == 0;
         return ok;
     }
+    static constexpr int STAGED = 1 + SNN_OPTIM_MOMENTS; /* w, then the state */
+    __device__ __forceinline__ const float *staged(int a, int m, int n) const
+    {
+        const size_t i = (size_t)m * ld + n;
+        return a == 0 ? w + i : state.m[a - 1] + i;
+    }
+    template <int V>
+    __device__ __forceinline__ InV<V> staged_in(const GemmFloats<V> (&v)[STAGED]) const
+    {
+        InV<V> in;
+        in.w = v[0];
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            in.s[k] = v[1 + k];
+        return in;
+    }
     template <int V>
     __device__ __forceinline__ InV<V> loadv(int m, int n) const
     {
@@ -257,6 +293,19 @@ static __device__ __forceinline__ void gemm_epi_one(const Epi &epi, int m, int n
 {
     const float out = epi.apply(m, n, v, in);
     snn_twin_store(epi.twin, (size_t)m * epi.ld + n, out);
+}
+
+/* P runs as gemm_epi_runs takes them, all inside C and vector-aligned, with their staged inputs already
+ * loaded (in[p][a]: array a's V values). */
+template <int V, int P, class Epi>
+static __device__ __forceinline__ void gemm_epi_runs_given(const Epi &epi, const int (&m)[P], const int (&n)[P],
+                                                           const GemmFloats<V> (&v)[P],
+                                                           const GemmFloats<V> (&in)[P][Epi::STAGED])
+{
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+        snn_twin_storev<V>(epi.twin, (size_t)m[p] * epi.ld + n[p],
+                           epi.template applyv<V>(m[p], n[p], v[p], epi.template staged_in<V>(in[p])).f);
 }
 
 /* P runs of V consecutive elements of a lane's share of C: run p is row

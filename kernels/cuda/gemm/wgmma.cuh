@@ -23,6 +23,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "arch/sm80/cp_async.cuh"
 #include "arch/sm90/tma.cuh"
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
@@ -88,16 +89,68 @@ static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int
     tn = (t % per_group) / rows;
 }
 
+/* Epilogue input copies (CONFIG_GEMM_WGMMA_EPI_STAGES): a consumer warp copies the staged inputs of its
+ * epilogue's batches (gemm/epilogue.cuh) by cp.async, D batches ahead, the first D during its k loop, into D
+ * slots of its own buffer: batch b, 16 rows x 32 columns, into slot b % D. Each lane copies, and later reads,
+ * the quads it updates (rows lane / 8 + 4j, columns 4 (lane % 8)): its own cp.async.wait_group orders them,
+ * and the slot is [array][j][lane], conflict-free. The update's loads then wait on shared memory, and its
+ * memory traffic runs D batches deep without registers to hold it. */
+template <class Tile, class Epi>
+struct GemmWgmmaInputs {
+    static constexpr int ARRAYS = gemm_epi_staged<Epi>();
+    static constexpr int SLOT_FLOATS = ARRAYS * 4 * 32 * 4; /* a warp's batch: 4 quads of each array per lane */
+    static constexpr int WARP_BYTES_PER_STAGE = SLOT_FLOATS * 4;
+    static constexpr int BLOCK_BYTES_PER_STAGE = 4 * Tile::CONSUMERS * WARP_BYTES_PER_STAGE;
+    static constexpr int stages_fit()
+    {
+        int d = ARRAYS > 0 ? GEMM_WG_EPI_STAGES : 0;
+        while (d > 0 && !gemm_wgmma_smem_fits_bytes(Tile::SMEM_BYTES + d * BLOCK_BYTES_PER_STAGE, Tile::STAGES))
+            d--;
+        return d;
+    }
+    static constexpr int D = stages_fit(); /* 0: the epilogue loads from global memory */
+    static constexpr int SMEM_BYTES = Tile::SMEM_BYTES + D * BLOCK_BYTES_PER_STAGE;
+    static constexpr int BATCHES = Tile::MTILES * (Tile::BN / GEMM_WG_EPI_COLS);
+
+    /* batch b's copies into its slot (one commit group per batch: an empty one past the last) */
+    static __device__ __forceinline__ void copy(const Epi &epi, float *buf, int b, int c, int m0, int n0)
+    {
+        if constexpr (D > 0) {
+            if (b < BATCHES) {
+                constexpr int PER_M = Tile::BN / GEMM_WG_EPI_COLS;
+                const int lane = threadIdx.x % 32, w = (threadIdx.x % 128) / 32;
+                const int m = m0 + c * Tile::WM + b / PER_M * 64 + 16 * w + lane / 8;
+                const int n = n0 + b % PER_M * GEMM_WG_EPI_COLS + 4 * (lane % 8);
+                float *slot = buf + b % D * SLOT_FLOATS + 4 * lane;
+#pragma unroll
+                for (int a = 0; a < ARRAYS; ++a)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        sm80_cp_async_16(slot + (a * 4 + j) * 128, epi.staged(a, m + 4 * j, n));
+            }
+            sm80_cp_async_commit();
+        }
+    }
+    /* this lane's copy of quad j of batch b, array a */
+    static __device__ __forceinline__ GemmFloats<4> read(const float *buf, int b, int a, int j)
+    {
+        return *reinterpret_cast<const GemmFloats<4> *>(buf + b % D * SLOT_FLOATS + (a * 4 + j) * 128 +
+                                                        4 * (threadIdx.x % 32));
+    }
+};
+
 /* The tile (m0, n0) of a consumer warpgroup c: its rows' wgmmas over the k tiles the ring delivers (ring
  * positions it .. it + ktiles - 1, each handed back once its wgmmas are done), then the epilogue of its rows,
- * each warp through its staging tile `staged` (GEMM_WG_EPI_BYTES). Between the two, each warp arrives on
- * `loop_done` where given (ping-pong: the other consumer may start its k loop). */
+ * each warp through its staging tile `staged` (GEMM_WG_EPI_BYTES), its inputs through `inputs` where the
+ * tile lies inside C (GemmWgmmaInputs). Between the two, each warp arrives on `loop_done` where given
+ * (ping-pong: the other consumer may start its k loop). */
 template <class Tile, int LA, int LB, class Epi>
 static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *tiles, uint64_t *full,
-                                                          uint64_t *empty, float *staged, int it, int ktiles,
-                                                          int c, int m0, int n0, int M, int N, const Epi &epi,
-                                                          uint64_t *loop_done)
+                                                          uint64_t *empty, float *staged, float *inputs, int it,
+                                                          int ktiles, int c, int m0, int n0, int M, int N,
+                                                          const Epi &epi, uint64_t *loop_done)
 {
+    typedef GemmWgmmaInputs<Tile, Epi> In;
     const int lane = threadIdx.x % 32;
     float acc[Tile::MTILES][Tile::ACC];
 #pragma unroll
@@ -105,6 +158,10 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
 #pragma unroll
         for (int e = 0; e < Tile::ACC; ++e)
             acc[i][e] = 0.0f;
+    const bool copied = In::D > 0 && m0 + Tile::BM <= M && n0 + Tile::BN <= N && epi.template vec_aligned<4>();
+    if (copied)
+        for (int b = 0; b < In::D; ++b)
+            In::copy(epi, inputs, b, c, m0, n0);
 
     for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % Tile::STAGES;
@@ -149,6 +206,10 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
     for (int i = 0; i < Tile::MTILES; ++i)
 #pragma unroll
         for (int q0 = 0; q0 < Tile::BN / 8; q0 += Q) {
+            const int batch = i * (Tile::BN / GEMM_WG_EPI_COLS) + q0 / Q;
+            if constexpr (In::D > 0)
+                if (copied)
+                    sm80_cp_async_wait<In::D - 1>(); /* this batch's inputs have landed */
             __syncwarp(); /* the previous batch has been read back */
 #pragma unroll
             for (int h = 0; h < 2; ++h)
@@ -168,8 +229,21 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
                     n[j] = n0 + 8 * q0 + 4 * (lane % 8);
                     v[j] = *reinterpret_cast<const GemmFloats<4> *>(staged + r * S + 4 * (lane % 8));
                 }
+                if constexpr (In::D > 0)
+                    if (copied) {
+                        GemmFloats<4> in[2][In::ARRAYS];
+#pragma unroll
+                        for (int j = 0; j < 2; ++j)
+#pragma unroll
+                            for (int a = 0; a < In::ARRAYS; ++a)
+                                in[j][a] = In::read(inputs, batch, a, j0 + j);
+                        gemm_epi_runs_given(epi, m, n, v, in);
+                        continue;
+                    }
                 gemm_epi_runs(epi, M, N, m, n, v);
             }
+            if (copied) /* into the slot just read */
+                In::copy(epi, inputs, batch + In::D, c, m0, n0);
         }
 }
 
@@ -227,8 +301,13 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
 
     sm90_setmaxnreg_inc<Tile::CONSUMER_REGS>();
     /* this warp's staging tile, after the ring: consumer warps are the block's warps 4 .. */
-    float *staged = reinterpret_cast<float *>(tiles + Tile::STAGES * Tile::STAGE_BYTES) +
-                    (threadIdx.x - 128) / 32 * (GEMM_WG_EPI_BYTES / 4);
+    const int warp = (threadIdx.x - 128) / 32;
+    unsigned char *after_ring = tiles + Tile::STAGES * Tile::STAGE_BYTES;
+    float *staged = reinterpret_cast<float *>(after_ring) + warp * (GEMM_WG_EPI_BYTES / 4);
+    /* and its epilogue inputs' slots, after the staging tiles */
+    typedef GemmWgmmaInputs<Tile, Epi> In;
+    float *inputs = reinterpret_cast<float *>(after_ring + 4 * Tile::CONSUMERS * GEMM_WG_EPI_BYTES) +
+                    warp * In::D * In::SLOT_FLOATS;
     if constexpr (Tile::PINGPONG) {
         /* Consumer c takes the block's tiles j = c, c + 2, ... (ring positions j * ktiles ..). It starts tile
          * j's k loop once the other has finished tile j - 1's, so the two never wait on the ring at once and
@@ -240,15 +319,15 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
                 sm90_mbarrier_wait(&turn[1 - c], ((j - 1) / 2) & 1);
             int tm, tn;
             gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
-            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, j * ktiles, ktiles, 0, tm * Tile::BM,
-                                             tn * Tile::BN, M, N, epi, lane == 0 ? &turn[c] : nullptr);
+            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, inputs, j * ktiles, ktiles, 0,
+                                             tm * Tile::BM, tn * Tile::BN, M, N, epi, lane == 0 ? &turn[c] : nullptr);
         }
     } else {
         for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x, it += ktiles) {
             int tm, tn;
             gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
-            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, it, ktiles, wg - 1, tm * Tile::BM,
-                                             tn * Tile::BN, M, N, epi, nullptr);
+            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, inputs, it, ktiles, wg - 1,
+                                             tm * Tile::BM, tn * Tile::BN, M, N, epi, nullptr);
         }
     }
 }
@@ -290,14 +369,14 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
     gemm_wgmma_map<LA, Tile::BM>(&map_a, A, lda, M, k_map, "wgmma GEMM operand A");
     gemm_wgmma_map<LB, Tile::BN>(&map_b, B, ldb, N, k_map, "wgmma GEMM operand B");
     auto kernel = gemm_wgmma_kernel<Tile, LA, LB, Epi>;
+    constexpr int smem = GemmWgmmaInputs<Tile, Epi>::SMEM_BYTES;
     static int resident; /* blocks the GPU holds at once, once per kernel instance */
     if (!resident) {
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Tile::SMEM_BYTES));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Tile::THREADS, Tile::SMEM_BYTES));
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Tile::THREADS, smem));
         if (resident < 1)
             snn_die("wgmma GEMM block %dx%d (%d threads, %d bytes of shared memory) does not fit on this GPU",
-                    Tile::BM, Tile::BN, Tile::THREADS, Tile::SMEM_BYTES);
+                    Tile::BM, Tile::BN, Tile::THREADS, smem);
         resident *= gemm_sm_count();
     }
     const long tiles = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
@@ -307,7 +386,7 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
         blocks = GEMM_WG_PERSISTENT ? GEMM_WG_GRID_RESIDENT : GEMM_WG_GRID_PER_TILE;
     long grid = blocks > 0 ? blocks : blocks == GEMM_WG_GRID_RESIDENT ? resident : tiles;
     grid = grid < tiles ? grid : tiles;
-    kernel<<<(unsigned)grid, Tile::THREADS, Tile::SMEM_BYTES, snn_stream()>>>(map_a, map_b, M, N, K, epi);
+    kernel<<<(unsigned)grid, Tile::THREADS, smem, snn_stream()>>>(map_a, map_b, M, N, K, epi);
     CUDA_CHECK_LAUNCH();
 }
 

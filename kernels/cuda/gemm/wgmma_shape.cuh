@@ -5,6 +5,7 @@
 
 #include "arch/cuda/target.h"
 #include "kernels/cuda/twin.cuh"
+#include "kernels/optim.h"
 #include "snn_config.h"
 
 /* The operands' element: the 16-bit twins (FP16 or BF16, as CONFIG_PRECISION_* says), or for TF32 the FP32
@@ -35,6 +36,7 @@ typedef SnnTwin GemmWgmmaElem;
 #define GEMM_WG_EPI_COLS 32
 #define GEMM_WG_EPI_STRIDE 40
 #define GEMM_WG_EPI_BYTES (16 * GEMM_WG_EPI_STRIDE * 4)
+#define GEMM_WG_EPI_STAGES CONFIG_GEMM_WGMMA_EPI_STAGES /* epilogue input batches copied ahead (gemm/wgmma.cuh) */
 /* Registers per thread after setmaxnreg: the producer keeps few, the consumers take what the SM has left
  * (multiples of 8, at most 256). */
 #define GEMM_WG_PRODUCER_REGS 40
@@ -46,9 +48,13 @@ constexpr int gemm_wgmma_smem_bytes(int bm, int bn, int consumers, int stages)
 {
     return stages * (bm + bn) * GEMM_WG_ROW_BYTES + 4 * consumers * GEMM_WG_EPI_BYTES + 1024;
 }
+constexpr bool gemm_wgmma_smem_fits_bytes(int dynamic_bytes, int stages)
+{
+    return dynamic_bytes + 2 * 8 * (stages + 1) <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
+}
 constexpr bool gemm_wgmma_smem_fits(int bm, int bn, int consumers, int stages)
 {
-    return gemm_wgmma_smem_bytes(bm, bn, consumers, stages) + 2 * 8 * (stages + 1) <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
+    return gemm_wgmma_smem_fits_bytes(gemm_wgmma_smem_bytes(bm, bn, consumers, stages), stages);
 }
 
 /* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring of STAGES k tiles, the
@@ -90,11 +96,11 @@ struct GemmWgmmaTile {
                   "the tile");
 };
 
-/* The most stages (at most 8) of a one-consumer block of BM x BN that fit in shared memory. */
-constexpr int gemm_wgmma_stages_fit(int bm, int bn)
+/* The most stages (at most `most`) of a block of BM x BN and `consumers` that fit in shared memory. */
+constexpr int gemm_wgmma_stages_fit(int bm, int bn, int consumers = 1, int most = 8)
 {
-    int s = 8;
-    while (s > 1 && !gemm_wgmma_smem_fits(bm, bn, 1, s))
+    int s = most;
+    while (s > 1 && !gemm_wgmma_smem_fits(bm, bn, consumers, s))
         s--;
     return s;
 }
@@ -112,5 +118,22 @@ typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONF
     GemmWgmmaConfigTile;
 typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)>
     GemmWgmmaSmallTile;
+/* The weight gradient's block: the config's, or the 128 x 128 ping-pong one (CONFIG_GEMM_WGMMA_WGRAD_PINGPONG)
+ * with as deep a ring as fits beside the copies of its update's inputs (gemm/wgmma.cuh: 2 KB per array, batch
+ * and consumer warp): its k loop reads operands that the update's traffic keeps waiting in HBM. */
+constexpr int gemm_wgmma_wgrad_stages()
+{
+    int s = 8;
+    while (s > 1 && !gemm_wgmma_smem_fits_bytes(gemm_wgmma_smem_bytes(128, 128, 2, s) +
+                                                    GEMM_WG_EPI_STAGES * 8 * (1 + SNN_OPTIM_MOMENTS) * 2048,
+                                                s))
+        s--;
+    return s;
+}
+#ifdef CONFIG_GEMM_WGMMA_WGRAD_PINGPONG
+typedef GemmWgmmaTile<128, 128, 2, gemm_wgmma_wgrad_stages(), true> GemmWgmmaWgradTile;
+#else
+typedef GemmWgmmaConfigTile GemmWgmmaWgradTile;
+#endif
 
 #endif
