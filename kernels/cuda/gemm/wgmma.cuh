@@ -98,9 +98,8 @@ static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int
 template <class Tile, class Epi>
 struct GemmWgmmaInputs {
     static constexpr int ARRAYS = gemm_epi_staged<Epi>();
-    static constexpr int SLOT_FLOATS = ARRAYS * 4 * 32 * 4; /* a warp's batch: 4 quads of each array per lane */
-    static constexpr int WARP_BYTES_PER_STAGE = SLOT_FLOATS * 4;
-    static constexpr int BLOCK_BYTES_PER_STAGE = 4 * Tile::CONSUMERS * WARP_BYTES_PER_STAGE;
+    static constexpr int SLOT_FLOATS = gemm_wgmma_inputs_slot_floats(ARRAYS); /* 4 quads of each array a lane */
+    static constexpr int BLOCK_BYTES_PER_STAGE = gemm_wgmma_inputs_stage_bytes(Tile::CONSUMERS, ARRAYS);
     static constexpr int stages_fit()
     {
         int d = ARRAYS > 0 ? GEMM_WG_EPI_STAGES : 0;

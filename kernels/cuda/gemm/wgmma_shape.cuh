@@ -96,11 +96,23 @@ struct GemmWgmmaTile {
                   "the tile");
 };
 
-/* The most stages (at most `most`) of a block of BM x BN and `consumers` that fit in shared memory. */
-constexpr int gemm_wgmma_stages_fit(int bm, int bn, int consumers = 1, int most = 8)
+/* The epilogue input copies (gemm/wgmma.cuh): a consumer warp's slot for one batch, 16 rows x
+ * GEMM_WG_EPI_COLS floats of each of `arrays` inputs, and what one batch of them takes in a block. */
+constexpr int gemm_wgmma_inputs_slot_floats(int arrays)
 {
-    int s = most;
-    while (s > 1 && !gemm_wgmma_smem_fits(bm, bn, consumers, s))
+    return arrays * 16 * GEMM_WG_EPI_COLS;
+}
+constexpr int gemm_wgmma_inputs_stage_bytes(int consumers, int arrays)
+{
+    return 4 * consumers * gemm_wgmma_inputs_slot_floats(arrays) * 4;
+}
+
+/* The most stages (at most 8) of a block of BM x BN and `consumers` that fit in shared memory beside
+ * `extra_bytes`. */
+constexpr int gemm_wgmma_stages_fit(int bm, int bn, int consumers = 1, int extra_bytes = 0)
+{
+    int s = 8;
+    while (s > 1 && !gemm_wgmma_smem_fits_bytes(gemm_wgmma_smem_bytes(bm, bn, consumers, s) + extra_bytes, s))
         s--;
     return s;
 }
@@ -119,19 +131,12 @@ typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONF
 typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)>
     GemmWgmmaSmallTile;
 /* The weight gradient's block: the config's, or the 128 x 128 ping-pong one (CONFIG_GEMM_WGMMA_WGRAD_PINGPONG)
- * with as deep a ring as fits beside the copies of its update's inputs (gemm/wgmma.cuh: 2 KB per array, batch
- * and consumer warp): its k loop reads operands that the update's traffic keeps waiting in HBM. */
-constexpr int gemm_wgmma_wgrad_stages()
-{
-    int s = 8;
-    while (s > 1 && !gemm_wgmma_smem_fits_bytes(gemm_wgmma_smem_bytes(128, 128, 2, s) +
-                                                    GEMM_WG_EPI_STAGES * 8 * (1 + SNN_OPTIM_MOMENTS) * 2048,
-                                                s))
-        s--;
-    return s;
-}
+ * with as deep a ring as fits beside the copies of its update's inputs (the weights and optimizer state): its
+ * k loop reads operands that the update's traffic keeps waiting in HBM. */
 #ifdef CONFIG_GEMM_WGMMA_WGRAD_PINGPONG
-typedef GemmWgmmaTile<128, 128, 2, gemm_wgmma_wgrad_stages(), true> GemmWgmmaWgradTile;
+constexpr int gemm_wgmma_wgrad_copies = GEMM_WG_EPI_STAGES * gemm_wgmma_inputs_stage_bytes(2, 1 + SNN_OPTIM_MOMENTS);
+typedef GemmWgmmaTile<128, 128, 2, gemm_wgmma_stages_fit(128, 128, 2, gemm_wgmma_wgrad_copies), true>
+    GemmWgmmaWgradTile;
 #else
 typedef GemmWgmmaConfigTile GemmWgmmaWgradTile;
 #endif
