@@ -40,24 +40,13 @@
 #include "arch/cuda/stream.h"
 #include "arch/sm80/cp_async.cuh"
 #include "arch/sm80/mma.cuh"
+#include "kernels/cuda/fused/mma16.cuh"
 #include "kernels/cuda/fused/resident.h"
 #include "kernels/cuda/fused/stamp.cuh"
 #include "kernels/cuda/gather.cuh"
 #include "kernels/fused.h"
 
 namespace cg = cooperative_groups;
-
-
-#if !defined(CONFIG_PRECISION_BF16) && !defined(CONFIG_PRECISION_FP16)
-#error "the resident fused step multiplies BF16 or FP16 operands (arch/cuda/Kconfig, FUSED_CLUSTER)"
-#endif
-
-__host__ __device__ constexpr int res_up(int a, int b) { return (a + b - 1) / b * b; }
-__host__ __device__ constexpr int res_max(int a, int b) { return a > b ? a : b; }
-__host__ __device__ constexpr int res_min(int a, int b) { return a < b ? a : b; }
-/* A row stride, in 16-bit elements, for a matrix read four k a thread (res_gemm): a half warp's four rows of
- * four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart. */
-__host__ __device__ constexpr int res_ld(int n) { return res_up(n, 16) % 32 == 16 ? res_up(n, 16) : res_up(n, 16) + 16; }
 
 constexpr int RES_CTAS = 16; /* the cluster: the most an H100 schedules (a non-portable size) */
 constexpr int RES_THREADS = CONFIG_FUSED_CLUSTER_THREADS, RES_WARPS = RES_THREADS / 32;
@@ -95,12 +84,12 @@ constexpr int RES_M = res_max(SNN_OPTIM_MOMENTS, 1);
 constexpr int RES_MIDS = res_max(RES_L - 2, 1); /* hidden-to-hidden layers */
 constexpr int RES_HIDS = res_max(RES_L - 1, 1); /* hidden layers */
 constexpr int RES_DW = res_max(RES_NH, RES_NC); /* the widest output gradient */
+using ResStepDraws = ResDraws<RES_H>;
 constexpr int RES_BARRIERS = 2 * RES_L - 2;
 /* The rows of the batch whose logits a block sums and whose softmax it computes: a sixteenth each. */
 constexpr int RES_RPB = RES_BP / RES_CTAS;
 static_assert(RES_BP % RES_CTAS == 0, "resident step: the padded batch in whole rows a block");
 
-typedef uint16_t res_half; /* a BF16 or FP16 operand's bits */
 
 /* A hidden-to-hidden layer's weight columns of the block's units and the bias of those units. */
 struct ResMid {
@@ -139,91 +128,11 @@ constexpr int RES_SMEM = sizeof(ResShared);
 constexpr int RES_SMEM_MAX = 227 * 1024; /* sm90: a block's shared memory, opted in */
 constexpr bool RES_FITS = SNN_LAYERS >= 2 && RES_B <= RES_THREADS && RES_SMEM <= RES_SMEM_MAX;
 
-static __host__ __device__ __forceinline__ res_half res_round(float v)
-{
-#ifdef CONFIG_PRECISION_BF16
-    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-#else
-    return __half_as_ushort(__float2half_rn(v));
-#endif
-}
-
-/* (lo, hi) rounded as res_round, lo in the low half. */
-static __device__ __forceinline__ uint32_t res_round2(float lo, float hi)
-{
-#ifdef CONFIG_PRECISION_BF16
-    return sm80_pack_bf16x2(lo, hi);
-#else
-    return sm75_pack_f16x2(lo, hi);
-#endif
-}
-
-static __device__ __forceinline__ void res_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
-{
-#ifdef CONFIG_PRECISION_BF16
-    sm80_mma_16x8x16_f32_bf16(d, a, b);
-#else
-    sm80_mma_16x8x16_f32_f16(d, a, b);
-#endif
-}
 
 /* ---------------------------------------------------------------------------
  * GEMM on shared memory
  * ------------------------------------------------------------------------- */
 
-/* Operand views. res_gemm asks an A operand for a16(m0, k), the m16 x k16 fragment at rows m0.., k0 = k, and a B
- * operand for b16(n0, k), the n8 x k16 one; QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9 take
- * elements 4t .. 4t + 3 of each k16 step instead, the same in both operands (the same products, added by the
- * tensor core in another order). Views built on frag<GAP>(i, k), the pairs (i, k), (i, k + 1) and (i, k + GAP),
- * (i, k + GAP + 1) each with its first element low, as mma.sync reads a fragment's pair, get both from
- * ResPairs. */
-template <class View> struct ResPairs {
-    static constexpr bool KEEPS = false; /* see ResPixels */
-    template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
-    {
-        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        constexpr int GAP = QUAD ? 2 : 8;
-        k += (QUAD ? 4 : 2) * t;
-        const View &v = static_cast<const View &>(*this);
-        const uint2 a0 = v.template frag<GAP>(m0 + g, k), a1 = v.template frag<GAP>(m0 + g + 8, k);
-        return make_uint4(a0.x, a1.x, a0.y, a1.y);
-    }
-    template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
-    {
-        const int lane = threadIdx.x % 32;
-        return static_cast<const View &>(*this).template frag<QUAD ? 2 : 8>(n0 + lane / 4, k + (QUAD ? 4 : 2) * (lane % 4));
-    }
-};
-
-/* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]; from contiguous rows (SJ 1) with GAP 2, a pair
- * of pairs in one 8-byte load. */
-template <int SI, int SJ> struct ResMat : ResPairs<ResMat<SI, SJ>> {
-    static_assert(SJ != 1 || SI % 4 == 0, "resident step: rows of whole 8-byte quads");
-    const res_half *p;
-    __device__ ResMat(const res_half *p) : p(p) {}
-    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
-    {
-        const res_half *e = p + i * SI + k * SJ;
-        if constexpr (SJ == 1 && GAP == 2)
-            return *reinterpret_cast<const uint2 *>(e);
-        else if constexpr (SJ == 1)
-            return make_uint2(*reinterpret_cast<const uint32_t *>(e), *reinterpret_cast<const uint32_t *>(e + GAP));
-        else
-            return make_uint2((uint32_t)e[0] | (uint32_t)e[SJ] << 16,
-                              (uint32_t)e[GAP * SJ] | (uint32_t)e[(GAP + 1) * SJ] << 16);
-    }
-};
-
-/* A pixel byte normalised in one multiply-add, x * RES_PIXEL_SCALE + RES_PIXEL_OFFSET: rounded to 16 bits, the
- * same as snn_gather_pixel's two divisions for every byte (res_pixels_exact, checked before the kernel runs), and
- * work for the arithmetic pipes where a table would load from shared memory, the pipe layer 0 is bound by. */
-constexpr float RES_PIXEL_SCALE = 1.0f / (255.0f * SNN_PIXEL_STD), RES_PIXEL_OFFSET = -SNN_PIXEL_MEAN / SNN_PIXEL_STD;
-
-/* Byte k of four as a float: its bits under 2^23's exponent, less 2^23. */
-static __device__ __forceinline__ float res_byte(uint32_t four, int k)
-{
-    return __int_as_float((int)__byte_perm(four, 0x4b000000u, 0x7440u + (unsigned)k)) - 8388608.0f;
-}
 
 /* Image bytes, element (i, k) at p[i * SI + k], normalised and rounded as they are read, four k a thread.
  * KEEPS: res_gemm hands each A fragment back to keep(), which leaves it in out[res_xn_row(i) + k], where a
@@ -285,140 +194,10 @@ struct ResFloatRows {
     }
 };
 
-/* The k slices of a GEMM of `tiles` 16x8 tiles and kt k16 steps: where the tiles leave warps idle, as many
- * as give each warp one. */
-__host__ __device__ constexpr int res_slices(int tiles, int kt) { return tiles >= RES_WARPS ? 1 : res_min(RES_WARPS / tiles, kt); }
-
-/* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
- * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
- * order. The block's threads all call it. QUAD (the views above): each thread's four k contiguous; off where
- * a strided operand's rows 4 apart share banks, and for ldmatrix. */
-template <int M, int N, int K, bool QUAD = true, class A, class B, class Epi>
-static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*scratch)[16 * 8], const Epi &epi)
-{
-    static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "resident step: whole m16n8k16 tiles");
-    constexpr int MB = M / 16, NB = N / 8, KT = K / 16, KS = res_slices(MB * NB, KT), PER = (KT + KS - 1) / KS;
-    constexpr int ITEMS = MB * NB * KS;
-    /* two tiles a warp at once where every warp has two (then k is not split): their chains of mma and their
-     * epilogues overlap */
-    constexpr int P = ITEMS >= 2 * RES_WARPS ? 2 : 1;
-    /* a run of k steps' loads before their products: ldmatrix and mma are volatile asm, which the compiler
-     * keeps in program order, and two warps a scheduler cannot hide a load a step */
-    constexpr int RUN = res_min(4, PER);
-    /* one n tile and k not split: every tile has the same B fragments, loaded once where they fit in a few
-     * registers (the updates' activations and output gradients) */
-    constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8;
-    uint2 bonce[BONCE ? KT : 1];
-    if constexpr (BONCE) {
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++)
-            bonce[kt] = b.template b16<QUAD>(0, kt * 16);
-    }
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    for (int item0 = threadIdx.x / 32; item0 < ITEMS; item0 += P * RES_WARPS) {
-        const int ks = item0 % KS, k1 = res_min(KT, (ks + 1) * PER);
-        int m0[P], n0[P];
-        bool on[P];
-#pragma unroll
-        for (int j = 0; j < P; j++) {
-            const int item = item0 + j * RES_WARPS, tile = (item < ITEMS ? item : item0) / KS;
-            on[j] = item < ITEMS;
-            m0[j] = tile / NB * 16;
-            n0[j] = tile % NB * 8;
-        }
-        float d[P][4] = {};
-        /* STEPS k steps from kt: their loads, then their products, then the kept fragments */
-        auto steps = [&](auto n, int kt) {
-            constexpr int STEPS = decltype(n)::value;
-            uint4 af[P][STEPS];
-            uint2 bf[P][STEPS];
-#pragma unroll
-            for (int u = 0; u < STEPS; u++)
-#pragma unroll
-                for (int j = 0; j < P; j++) {
-                    af[j][u] = a.template a16<QUAD>(m0[j], (kt + u) * 16);
-                    if constexpr (BONCE)
-                        bf[j][u] = bonce[kt + u];
-                    else
-                        bf[j][u] = b.template b16<QUAD>(n0[j], (kt + u) * 16);
-                }
-#pragma unroll
-            for (int u = 0; u < STEPS; u++)
-#pragma unroll
-                for (int j = 0; j < P; j++)
-                    if (on[j]) {
-                        const uint32_t a4[4] = {af[j][u].x, af[j][u].y, af[j][u].z, af[j][u].w};
-                        const uint32_t b2[2] = {bf[j][u].x, bf[j][u].y};
-                        res_mma(d[j], a4, b2);
-                    }
-            if constexpr (A::KEEPS) {
-                static_assert(QUAD, "resident step: a kept operand's fragments are read four k a thread");
-#pragma unroll
-                for (int u = 0; u < STEPS; u++)
-#pragma unroll
-                    for (int j = 0; j < P; j++)
-                        a.keep(m0[j], (kt + u) * 16, af[j][u]);
-            }
-        };
-        /* whole runs, then the slice's last steps one at a time: no guard in a run, whose branches would keep
-         * each load's uses beside it, and k offsets the compiler can step */
-        int kt = ks * PER;
-#pragma unroll(BONCE ? KT : 1)
-        for (; kt + RUN <= k1; kt += RUN)
-            steps(std::integral_constant<int, RUN>{}, kt);
-#pragma unroll(BONCE ? KT : 1)
-        for (; kt < k1; ++kt)
-            steps(std::integral_constant<int, 1>{}, kt);
-#pragma unroll
-        for (int j = 0; j < P; j++) {
-            if constexpr (KS == 1) {
-                if (on[j]) {
-                    epi(m0[j] + g, n0[j] + 2 * t, d[j][0]);
-                    epi(m0[j] + g, n0[j] + 2 * t + 1, d[j][1]);
-                    epi(m0[j] + g + 8, n0[j] + 2 * t, d[j][2]);
-                    epi(m0[j] + g + 8, n0[j] + 2 * t + 1, d[j][3]);
-                }
-            } else {
-                float *s = scratch[item0];
-                s[g * 8 + 2 * t] = d[j][0];
-                s[g * 8 + 2 * t + 1] = d[j][1];
-                s[(g + 8) * 8 + 2 * t] = d[j][2];
-                s[(g + 8) * 8 + 2 * t + 1] = d[j][3];
-            }
-        }
-    }
-    if constexpr (KS > 1) {
-        __syncthreads();
-        for (int e = threadIdx.x; e < M * N; e += RES_THREADS) {
-            const int m = e / N, n = e % N, tile = m / 16 * NB + n / 8, at = m % 16 * 8 + n % 8;
-            float v = 0.0f;
-#pragma unroll
-            for (int ks = 0; ks < KS; ++ks)
-                v += scratch[tile * KS + ks][at];
-            epi(m, n, v);
-        }
-    }
-}
 
 /* ---------------------------------------------------------------------------
  * the model's state in and out
  * ------------------------------------------------------------------------- */
-
-/* Parameter *w with gradient g and its moments at m[0], m[stride]: updated, its twin (if any) rewritten. */
-static __device__ __forceinline__ void res_update(float *w, float *m, int stride, res_half *twin, float g,
-                                                  const snn_rate &r)
-{
-    float s[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        s[k] = m[k * stride];
-    *w = snn_update(*w, g, s, r);
-#pragma unroll
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        m[k * stride] = s[k];
-    if (twin)
-        *twin = res_round(*w);
-}
 
 /* A block of a parameter tensor, rows x cols: in shared memory at s (row stride sld), its moments at
  * sm + k * mstride, its twin at t (row stride tld; none where NULL); in the model at w[at(i, j)] and its
@@ -525,22 +304,9 @@ static __device__ void res_translate(ResShared &S)
  * the step's element-wise ends
  * ------------------------------------------------------------------------- */
 
-/* Where a training step's draws are: the run's key, the epoch, the step. */
-struct ResDraws {
-    const uint32_t *key;
-    int32_t epoch, step;
-    template <int I = 0> /* the condition depends on I: a build without dropout compiles no draw */
-    __device__ __forceinline__ float drop(int layer, int m, int unit, float v) const
-    {
-        if constexpr (I == 0 && SNN_DROPOUT > 0.0f)
-            return snn_dropout(key, epoch, step, layer, (uint32_t)(m * RES_H + unit), v);
-        return v;
-    }
-};
-
 /* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added): ReLU and
  * dropout, 0 in padding; kept for the backward pass and as the next layer's operand. */
-static __device__ __forceinline__ void res_hidden_out(ResShared &S, const snn_fused_net &net, const ResDraws &d,
+static __device__ __forceinline__ void res_hidden_out(ResShared &S, const snn_fused_net &net, const ResStepDraws &d,
                                                       int l, int u0, int m, int n, float v)
 {
     const int unit = u0 + n;
@@ -554,7 +320,7 @@ static __device__ __forceinline__ void res_hidden_out(ResShared &S, const snn_fu
 
 /* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v): through the ReLU's
  * mask and the dropout of the forward pass, 0 in padding; FP32 in dgrad, as an operand at op[m sm + n sn]. */
-static __device__ __forceinline__ void res_hidden_grad(ResShared &S, const snn_fused_net &net, const ResDraws &d,
+static __device__ __forceinline__ void res_hidden_grad(ResShared &S, const snn_fused_net &net, const ResStepDraws &d,
                                                        int l, int u0, int m, int n, float v, res_half *op,
                                                        int sm, int sn)
 {
@@ -729,32 +495,6 @@ static __device__ void res_gather_softmax(ResShared &S, const cg::cluster_group 
     }
 }
 
-/* The sum of column `col` of a[rows][ld] by one warp: each lane's strided rows in order, then a fixed tree of
- * shuffles; every lane gets it. */
-static __device__ __forceinline__ float res_column_sum(const float *a, int ld, int rows, int col)
-{
-    const int lane = threadIdx.x % 32;
-    float v = 0.0f;
-    for (int r = lane; r < rows; r += 32)
-        v += a[r * ld + col];
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-/* The bias gradients of `cols` columns of dy[rows][ld], a warp a column, and the update of b[col] (moments at
- * bm[col], bm[col + stride]). */
-static __device__ __forceinline__ void res_bias_update(float *b, float *bm, int stride, const float *dy, int ld,
-                                                       int rows, int cols, const snn_rate &r)
-{
-    for (int col = threadIdx.x / 32; col < cols; col += RES_WARPS) {
-        const float g = res_column_sum(dy, ld, rows, col);
-        if (threadIdx.x % 32 == 0)
-            res_update(&b[col], &bm[col], stride, nullptr, g, r);
-    }
-}
-
 /* Backward of layer l > 0, its output gradient in dfull [rows][N] (N its outputs as stored, `outs` of them
  * real): the block's units' input gradient through dx, then the update of its weight columns (twin
  * [N][RES_UKLD]; weights and moments [N][RES_U]) from the gradient against its units' inputs. */
@@ -763,9 +503,9 @@ static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, 
                                                     res_half *twin, float *w, float *wm, const snn_rate &rate)
 {
     constexpr int LD = res_ld(N);
-    res_gemm<RES_BP, RES_U, N>(ResMat<LD, 1>{S.dfull}, ResMat<1, RES_UKLD>{twin}, S.scratch, dx);
+    res_gemm<RES_THREADS, RES_BP, RES_U, N>(ResMat<LD, 1>{S.dfull}, ResMat<1, RES_UKLD>{twin}, S.scratch, dx);
     __syncthreads(); /* the input gradient has read the weights before they change */
-    res_gemm<N, RES_U, RES_BP>(ResMat<1, LD>{S.dfull}, ResMat<1, RES_UKLD>{&S.acth[l - 1][0][0]}, S.scratch,
+    res_gemm<RES_THREADS, N, RES_U, RES_BP>(ResMat<1, LD>{S.dfull}, ResMat<1, RES_UKLD>{&S.acth[l - 1][0][0]}, S.scratch,
                                [&](int o, int n, float g) {
                                    if (o < outs && u0 + n < RES_H)
                                        res_update(&w[o * RES_U + n], &wm[o * RES_U + n], N * RES_U,
@@ -823,6 +563,8 @@ static __device__ __forceinline__ float4 res_sum_peers(const cg::cluster_group &
 __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net net, int first, int last)
 {
     extern __shared__ __align__(128) unsigned char res_smem[];
+    if constexpr (!RES_FITS)
+        return; /* never launched (fused_resident_runs): no code for a model that does not fit */
     ResShared &S = *reinterpret_cast<ResShared *>(res_smem);
     cg::cluster_group cluster = cg::this_cluster();
     const int c = (int)cluster.block_rank(), u0 = c * RES_U, r0 = c * RES_RPB, tid = threadIdx.x;
@@ -846,7 +588,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
 
     for (int s = first; s < last; ++s) {
         const int p = s & 1;
-        const ResDraws draws = {net.noise.key, epoch, s};
+        const ResStepDraws draws = {net.noise.key, epoch, s};
         fused_stamp(net, s, 2 * RES_L, true);
         if (tid == 0)
             S.rate = snn_clock_rate_at(net.clock, s);
@@ -876,7 +618,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             }
 
         /* F0 */
-        res_gemm<RES_BP, RES_U, RES_IN>(ResPixels<RES_IN>(&S.next[0][0], S.xn), ResFloatRows{S.w0}, S.scratch,
+        res_gemm<RES_THREADS, RES_BP, RES_U, RES_IN>(ResPixels<RES_IN>(&S.next[0][0], S.xn), ResFloatRows{S.w0}, S.scratch,
                                         [&](int m, int n, float v) {
                                             res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]);
                                         });
@@ -889,10 +631,10 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             float *ex = S.exch[e & 1];
             const ResMat<RES_UKLD, 1> in = {&S.acth[l - 1][0][0]};
             if (l + 1 < RES_L)
-                res_gemm<RES_BP, RES_NH, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
+                res_gemm<RES_THREADS, RES_BP, RES_NH, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
                                                  [&](int m, int n, float v) { ex[m * RES_NH + n] = v; });
             else
-                res_gemm<RES_BP, RES_NC, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.wlt[0][0]}, S.scratch,
+                res_gemm<RES_THREADS, RES_BP, RES_NC, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.wlt[0][0]}, S.scratch,
                                                  [&](int m, int n, float v) { ex[m * RES_NC + n] = v; });
             /* the step's first barrier: the next batch's copies issued while the peers arrive */
             auto sync = [&] {
@@ -952,7 +694,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             } else {
                 ResMid &M = S.mid[l - 1];
                 res_backward<RES_NH>(S, dx, l, u0, RES_H, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0], rate);
-                res_bias_update(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B, owned, rate);
+                res_bias_update<RES_THREADS>(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B, owned, rate);
             }
             const int phase = 2 * RES_L - 1 - l;
             fused_stamp(net, s, phase, false);
@@ -976,14 +718,14 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
 
         /* B0; with one n tile a thread's units are 2t and 2t + 1 in every tile: their rows found once */
         const int rows[2] = {res_w0_row(tid % 4 * 2), res_w0_row(tid % 4 * 2 + 1)};
-        res_gemm<RES_IN, RES_U, RES_BP, false>(ResColumns{S.xn}, ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch,
+        res_gemm<RES_THREADS, RES_IN, RES_U, RES_BP, false>(ResColumns{S.xn}, ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch,
                                                [&](int k, int n, float g) {
                                                    const int at = (RES_U == 8 ? rows[n & 1] : res_w0_row(n)) + k;
                                                    if (RES_U * RES_CTAS == RES_H || u0 + n < RES_H)
                                                        res_update(S.w0 + at, S.w0m[0] + at, RES_W0N, nullptr, g,
                                                                   rate);
                                                });
-        res_bias_update(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, rate);
+        res_bias_update<RES_THREADS>(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, rate);
         if (tid < RES_B) {
             S.samples[p][tid] = next_sample;
             S.labels[p ^ 1][tid] = next_label;
@@ -1015,17 +757,6 @@ static cudaLaunchConfig_t res_config(cudaLaunchAttribute *attr)
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     return cfg;
-}
-
-/* Whether every pixel byte normalised by one multiply-add (ResPixels) rounds to the 16 bits snn_gather_pixel's
- * value rounds to: true of both datasets' means and deviations, in both precisions. */
-static bool res_pixels_exact()
-{
-    for (int c = 0; c < 256; c++)
-        if (res_round(fmaf((float)c, RES_PIXEL_SCALE, RES_PIXEL_OFFSET)) !=
-            res_round(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
-            return false;
-    return true;
 }
 
 bool fused_resident_runs(char *why, int len)
