@@ -582,7 +582,7 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
     snn_rng_seed(rng, o->seed);
     snn_model_init(m, plan, snn_mm_start(plan->total), SNN_ON_TARGET, rng);
     if (!o->eval && !o->image_count) {
-        char step[320];
+        char step[640];
         snn_train_describe(step, sizeof(step));
         printf("training step: %s\n", step);
     }

@@ -35,6 +35,30 @@ extern "C" {
  * passing of the barrier after it; clocks[2L][SNN_FUSED_MAX_BLOCKS] the step's start. */
 #define SNN_FUSED_CLOCKS ((2 * SNN_LAYERS + 1) * (SNN_FUSED_MAX_BLOCKS + 1))
 
+/* The grid-resident step's workspace in L2 (kernels/cuda/fused/grid_resident.cu): the hidden layers' outputs
+ * and output gradients as 16-bit operands, by row and by unit; the normalised batch by pixel; each
+ * hidden-to-hidden layer's 16-bit twin transposed; the logits' partial sums, the dlogits, each row's loss
+ * and hit. Two of most, taken by step parity. Empty where the kernel is not built or where its first need,
+ * each block's FP32 weights and moments of 8 units of every layer, cannot fit in shared memory: it never
+ * runs there. */
+#define SNN_GR_UNITS 8                                            /* hidden units a block owns */
+#define SNN_GR_BLOCKS (((SNN_HIDDEN + 7) / 8 + 1) / 2 * 2)       /* even: a 16-wide k extent */
+#define SNN_GR_HP (SNN_GR_BLOCKS * SNN_GR_UNITS)                  /* the hidden width, padded */
+#define SNN_GR_BP ((SNN_BATCH + 15) / 16 * 16)                    /* the batch, padded */
+#define SNN_GR_NH (SNN_LAYERS - 1)                                /* hidden layers */
+#define SNN_GR_MIDS (SNN_LAYERS > 2 ? SNN_LAYERS - 2 : 0)         /* hidden-to-hidden layers */
+#define SNN_GR_R256(b) (((size_t)(b) + 255) / 256 * 256)
+#define SNN_GR_STATE_BYTES (SNN_GR_UNITS * (SNN_INPUT_DIM + SNN_GR_MIDS * SNN_GR_HP) * 4 * (1 + SNN_OPTIM_MOMENTS))
+#if defined(CONFIG_FUSED_GRID_RESIDENT) && SNN_LAYERS >= 2 && SNN_GR_STATE_BYTES <= 227 * 1024
+#define SNN_GR_HALFS(n) SNN_GR_R256(2 * (size_t)(n))
+#define SNN_FUSED_GR_WS_BYTES                                                                                \
+    (2 * SNN_GR_HALFS(2 * SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + SNN_GR_HALFS(SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + \
+     SNN_GR_HALFS(2 * SNN_INPUT_DIM * SNN_GR_BP) + SNN_GR_HALFS(2 * SNN_GR_MIDS * SNN_GR_HP * SNN_GR_HP) +      \
+     SNN_GR_R256(4 * (SNN_GR_BLOCKS + 1) * SNN_GR_BP * 16) + 2 * SNN_GR_R256(4 * SNN_GR_BP))
+#else
+#define SNN_FUSED_GR_WS_BYTES 0
+#endif
+
 typedef struct {
     float *w, *b;
     snn_state sw, sb; /* as snn_layer */
@@ -50,6 +74,7 @@ typedef struct {
     double *part_loss;          /* [2][SNN_FUSED_ROW_TILES]: per row tile, for steps of each parity */
     int32_t *part_correct;      /* the same */
     float *split_ws;            /* SNN_FUSED_SPLIT_FLOATS */
+    unsigned char *gr_ws;       /* SNN_FUSED_GR_WS_BYTES, 256-byte aligned */
     int32_t *split_count;       /* [SNN_FUSED_SPLIT_SLOTS][SNN_FUSED_MAX_BLOCKS], zero between uses */
     const uint8_t *train_images, *train_labels;
     const int32_t *order;          /* this epoch's sample order */
@@ -72,8 +97,13 @@ void cuda_fused_train(const snn_fused_net *net, int first, int last);
 void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *images, const uint8_t *labels, int steps);
 /* The training kernel's launch as one line: blocks, threads, barriers per step. */
 void cuda_fused_describe(char *buf, int len);
-/* Whether the resident kernel (one cluster, the model in its shared memory) trains: its phases differ. */
-int cuda_fused_resident(void);
+/* Which kernel trains: their phases differ. */
+typedef enum {
+    SNN_FUSED_GRID,         /* the grid-wide kernel: GEMM tiles between grid barriers (fused/step.cu) */
+    SNN_FUSED_CLUSTER,      /* the model in one cluster's shared memory (fused/resident.cu) */
+    SNN_FUSED_GRID_RESIDENT /* the model in the grid's shared memory (fused/grid_resident.cu) */
+} snn_fused_kind;
+snn_fused_kind cuda_fused_kind(void);
 
 #ifdef __cplusplus
 }

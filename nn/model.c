@@ -40,9 +40,10 @@
 #define FUSED_GRAD(l) SNN_ARENA_ROUND((size_t)SNN_BATCH * SNN_DIM((l) + 1) * F)
 #define FUSED_SPLIT_WS SNN_ARENA_ROUND(SNN_FUSED_SPLIT_FLOATS * F)
 #define FUSED_SPLIT_COUNT SNN_ARENA_ROUND(SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS * sizeof(int32_t))
+#define FUSED_GR_WS SNN_ARENA_ROUND(SNN_FUSED_GR_WS_BYTES)
 #define FUSED_BYTES                                                                                        \
     (FUSED_PART_LOSS + FUSED_PART_CORRECT + FUSED_INPUT + FUSED_LABELS + (SNN_LAYERS - 1) * FUSED_GRAD(0) + \
-     FUSED_GRAD(SNN_LAYERS - 1) + FUSED_SPLIT_WS + FUSED_SPLIT_COUNT)
+     FUSED_GRAD(SNN_LAYERS - 1) + FUSED_SPLIT_WS + FUSED_GR_WS + FUSED_SPLIT_COUNT)
 #else
 #define FUSED_BYTES 0
 #endif
@@ -182,6 +183,8 @@ static void bind_fused(snn_model *m)
         n->grad[l] = (float *)at;
     n->split_ws = (float *)at;
     at += FUSED_SPLIT_WS;
+    n->gr_ws = at;
+    at += FUSED_GR_WS;
     n->split_count = (int32_t *)at;
     snn_rt_upload(n->split_count, zeros, sizeof(zeros));
     n->train_images = m->train_images;

@@ -156,7 +156,7 @@ void snn_recipe_describe(char *buf, int len)
 void snn_train_describe(char *buf, int len)
 {
 #if defined(CONFIG_STEP_FUSED)
-    char launch[200], why[160];
+    char launch[480], why[160];
     cuda_fused_describe(launch, sizeof(launch));
     if (STEP_DEFAULT_FUSED)
         snprintf(why, sizeof(why), STEP_DEFAULT_WHY, CONFIG_STEP_FUSED_DEFAULT_WIDTH);

@@ -145,10 +145,27 @@ static const snn_kernels timed_kernels = {
 };
 
 #ifdef CONFIG_STEP_FUSED
-/* The fused kernels' phases (kernels/cuda/fused/step.cu, resident.cu). */
+/* The fused kernels' phases (kernels/cuda/fused/step.cu, resident.cu, grid_resident.cu). */
 static const char *phase_name(int p, char *buf, size_t len)
 {
-    const bool resident = cuda_fused_resident();
+    const snn_fused_kind kind = cuda_fused_kind();
+    if (kind == SNN_FUSED_GRID_RESIDENT) {
+        const int l = 2 * SNN_LAYERS - 1 - p; /* a backward phase's layer */
+        if (p < SNN_LAYERS - 1)
+            snprintf(buf, len, "F%d: forward layer %d, %s%s", p, p,
+                     p == 0 ? "the images read in place" : "the previous output all-gathered",
+                     p == SNN_LAYERS - 2 ? ", the logits' partial sums" : "");
+        else if (p == SNN_LAYERS - 1)
+            snprintf(buf, len, "F%d: the partial sums added, softmax a block per row", p);
+        else if (l == 0)
+            snprintf(buf, len, "B0: update of layer 0");
+        else
+            snprintf(buf, len, "B%d: input gradient of layer %d (%s)%s", l, l,
+                     l == SNN_LAYERS - 1 ? "the dlogits read, its update" : "the gradient all-gathered",
+                     l >= 2 ? ", update of the layer below" : "");
+        return buf;
+    }
+    const bool resident = kind == SNN_FUSED_CLUSTER;
     if (p < SNN_LAYERS) {
         const char *what = resident ? (p == 0 ? ", the block's units" : ", partial sums exchanged")
                                     : (p == 0 ? ", next batch's gather" : "");
@@ -192,7 +209,7 @@ static void bench_fused(snn_model &m, const char *device)
     m.fused.clocks = NULL;
     snn_rt_download(c.data(), clocks, c.size() * sizeof(long long));
     snn_rt_free(clocks);
-    char launch[256], name[128];
+    char launch[480], name[128];
     cuda_fused_describe(launch, sizeof launch);
     printf("\n# the fused step on %s: %s\n", device, launch);
     printf("# %d steps in one launch: %.2f us per step (median of 5 launches)\n", steps,

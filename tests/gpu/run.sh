@@ -317,8 +317,9 @@ fused_against_layered() { # BOARD
 }
 
 if part_wanted fused; then
-    # sm90 BF16/FP16 models that fit one cluster train on the resident kernel (fused/resident.cu), the rest on
-    # the grid-wide one (fused/step.cu): both kinds below, each checked as the other
+    # sm90 BF16/FP16 models that fit one cluster train on the resident kernel (fused/resident.cu), those whose
+    # share of 8 units a block fits one block on the grid-resident one (fused/grid_resident.cu, also sm80), the
+    # rest on the grid-wide one (fused/step.cu): every kind below, each checked as the others
     fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
     fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
     fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7
@@ -326,7 +327,14 @@ if part_wanted fused; then
     fused_variant sm90-fp16-36x2-b17-noise 90 FP16 2 36 17 sanitize CONFIG_TRAIN_OPTIMIZER_ADAMW=y \
         'CONFIG_TRAIN_LR="1e-3"' 'CONFIG_TRAIN_DROPOUT="0.2"' CONFIG_TRAIN_AUGMENT_SHIFT=2 \
         'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
-    fused_variant sm90-bf16-10x8-b7-grid 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
+    fused_variant sm90-bf16-10x8-b7-grid 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n CONFIG_FUSED_GRID_RESIDENT=n
+    # the grid-resident kernel: padding units (100 = 12.5 blocks of 8), batch 1, 8 hidden layers, dropout
+    fused_variant sm90-bf16-100x3-b13-gridres 90 BF16 3 100 13 sanitize CONFIG_FUSED_CLUSTER=n \
+        CONFIG_TRAIN_NESTEROV=y 'CONFIG_TRAIN_WEIGHT_DECAY="0.0005"'
+    fused_variant sm90-fp16-36x2-b17-gridres 90 FP16 2 36 17 sanitize CONFIG_FUSED_CLUSTER=n \
+        'CONFIG_TRAIN_DROPOUT="0.2"' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
+    fused_variant sm90-bf16-24x1-b1-gridres 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n
+    fused_variant sm90-bf16-10x8-b7-gridres 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
     # the resident kernel's least and most threads a block (its softmax lanes a row, its GEMMs' k slices)
     fused_variant sm90-bf16-128-b64-t128 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER_THREADS=128
     fused_variant sm90-bf16-128x3-b32-t1024 90 BF16 3 128 32 - CONFIG_FUSED_CLUSTER_THREADS=1024
@@ -336,9 +344,11 @@ if part_wanted fused; then
     fused_variant sm75-fp16acc16-50x1-b5 75 FP16_ACC16 1 50 5
     fused_variant sm75-fp32-128x3-b32 75 FP32 3 128 32
     # a 48 KB ring beside the kernel's static shared memory (make tune found it refused to launch)
-    fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER=n \
+    fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER=n CONFIG_FUSED_GRID_RESIDENT=n \
         CONFIG_GEMM_FUSED_BLOCK_M=64 CONFIG_GEMM_FUSED_BLOCK_N=64 CONFIG_GEMM_FUSED_BLOCK_K=16 \
         CONFIG_GEMM_FUSED_WARP_M=32 CONFIG_GEMM_FUSED_WARP_N=32 CONFIG_GEMM_FUSED_WARP_K=16
     fused_against_layered h100
     fused_against_layered h100_128x1_b64
+    fused_against_layered h100_784x4_b64
+    fused_against_layered h100_1024x3_b32
 fi

@@ -167,12 +167,12 @@ int main(void)
     snn_device_info dev;
     snn_model gpu, host;
     reference_models(&gpu, &host, &plan, &dev);
-    char launch[320];
+    char launch[640];
     snn_train_describe(launch, sizeof launch);
     printf("# %s\n", launch);
     struct state initial = take_state(&gpu);
 
-    gpu.fused.trace = 1; /* the resident kernel writes each step's tensors where op_by_op reads them */
+    gpu.fused.trace = 1; /* the resident kernels write each step's tensors where op_by_op reads them */
     op_by_op(&gpu, &host);
     gpu.fused.trace = 0;
 

@@ -30,6 +30,7 @@
 #include "kernels/cuda/gemm/bias.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/fused/grid_resident.h"
 #include "kernels/cuda/fused/resident.h"
 #include "kernels/cuda/fused/stamp.cuh"
 #include "kernels/cuda/fused/tile.cuh"
@@ -653,12 +654,20 @@ extern "C" void cuda_fused_train(const snn_fused_net *net, int first, int last)
 {
     if (first >= last)
         return;
+    switch (cuda_fused_kind()) {
 #ifdef CONFIG_FUSED_CLUSTER
-    if (fused_resident_runs(nullptr, 0)) {
+    case SNN_FUSED_CLUSTER:
         fused_resident_train(*net, first, last);
         return;
-    }
 #endif
+#ifdef CONFIG_FUSED_GRID_RESIDENT
+    case SNN_FUSED_GRID_RESIDENT:
+        fused_grid_resident_train(*net, first, last);
+        return;
+#endif
+    default:
+        break;
+    }
     fused_check_alignment(net);
     snn_fused_net n = *net;
     void *args[] = {&n, &first, &last};
@@ -674,21 +683,31 @@ extern "C" void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *ima
     fused_launch((const void *)fused_eval_kernel, args);
 }
 
-extern "C" int cuda_fused_resident(void)
+extern "C" snn_fused_kind cuda_fused_kind(void)
 {
 #ifdef CONFIG_FUSED_CLUSTER
-    return fused_resident_runs(nullptr, 0);
-#else
-    return 0;
+    if (fused_resident_runs(nullptr, 0))
+        return SNN_FUSED_CLUSTER;
 #endif
+#ifdef CONFIG_FUSED_GRID_RESIDENT
+    if (fused_grid_resident_runs(nullptr, 0))
+        return SNN_FUSED_GRID_RESIDENT;
+#endif
+    return SNN_FUSED_GRID;
 }
 
 extern "C" void cuda_fused_describe(char *buf, int len)
 {
-    char why[160] = "CONFIG_FUSED_CLUSTER is off";
+    char why[160] = "CONFIG_FUSED_CLUSTER is off", why_grid[160] = "CONFIG_FUSED_GRID_RESIDENT is off";
 #ifdef CONFIG_FUSED_CLUSTER
     if (fused_resident_runs(why, sizeof why)) {
         fused_resident_describe(buf, len);
+        return;
+    }
+#endif
+#ifdef CONFIG_FUSED_GRID_RESIDENT
+    if (fused_grid_resident_runs(why_grid, sizeof why_grid)) {
+        fused_grid_resident_describe(buf, len);
         return;
     }
 #endif
@@ -696,7 +715,7 @@ extern "C" void cuda_fused_describe(char *buf, int len)
     const int blocks = fused_blocks((const void *)fused_train_kernel, &resident);
     snprintf(buf, len,
              "%d blocks of %d threads (%s; %d fit at once), %d KB shared memory each, %d grid barriers per step; "
-             "not one resident cluster: %s",
+             "not one resident cluster: %s; not resident across the grid: %s",
              blocks, FT_THREADS, CONFIG_STEP_FUSED_BLOCKS ? "CONFIG_STEP_FUSED_BLOCKS" : "one per SM", resident,
-             (FUSED_SMEM + 1023) / 1024, 2 * SNN_LAYERS, why);
+             (FUSED_SMEM + 1023) / 1024, 2 * SNN_LAYERS, why, why_grid);
 }
