@@ -50,9 +50,10 @@ VARIANTS = {
 
 
 def variant_defconfig(base_text, variant):
-    """The defconfig of one variant: the board's, with the variant's line appended."""
+    """The defconfig of one variant: the board's on the layered step (the strategies differ in how a step's
+    kernels get their tensors; a fused board's step allocates nothing), with the variant's line appended."""
     line = VARIANTS[variant][0]
-    return base_text.rstrip("\n") + "\n" + (line + "\n" if line else "")
+    return base_text.rstrip("\n") + "\nCONFIG_STEP_LAYERED=y\n" + (line + "\n" if line else "")
 
 
 def check_variant(config, variant):

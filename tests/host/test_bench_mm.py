@@ -28,9 +28,10 @@ def fake_log(epoch_ms, strategy, tensors, calls, reserved, peak, arena=100 * 2**
 def test_variants():
     base = "CONFIG_TARGET_SM90=y\nCONFIG_NN_HIDDEN_LAYERS=4\n"
     texts = {v: bench_mm.variant_defconfig(base, v) for v in bench_mm.VARIANTS}
-    ok = (texts["static-graph"] == base and texts["static"].endswith("# CONFIG_CUDA_GRAPH is not set\n")
+    ok = (texts["static-graph"] == base + "CONFIG_STEP_LAYERED=y\n"
+          and texts["static"].endswith("\nCONFIG_STEP_LAYERED=y\n# CONFIG_CUDA_GRAPH is not set\n")
           and texts["pool"].endswith("\nCONFIG_MM_POOL=y\n") and texts["cuda-async"].endswith("CONFIG_MM_CUDA_ASYNC=y\n"))
-    verdict(ok, "each variant appends its line to the board's defconfig", texts)
+    verdict(ok, "each variant appends the layered step and its line to the board's defconfig", texts)
 
     graph = parse_config_h("#define CONFIG_MM_STATIC 1\n#define CONFIG_CUDA_GRAPH 1\n")
     static = parse_config_h("#define CONFIG_MM_STATIC 1\n")
