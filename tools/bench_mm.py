@@ -53,7 +53,8 @@ def variant_defconfig(base_text, variant):
     """The defconfig of one variant: the board's on the layered step (the strategies differ in how a step's
     kernels get their tensors; a fused board's step allocates nothing), with the variant's line appended."""
     line = VARIANTS[variant][0]
-    return base_text.rstrip("\n") + "\nCONFIG_STEP_LAYERED=y\n" + (line + "\n" if line else "")
+    base = "".join(l for l in base_text.splitlines(True) if not l.startswith("CONFIG_STEP_"))  # one choice member
+    return base.rstrip("\n") + "\nCONFIG_STEP_LAYERED=y\n" + (line + "\n" if line else "")
 
 
 def check_variant(config, variant):

@@ -31,7 +31,10 @@ def test_variants():
     ok = (texts["static-graph"] == base + "CONFIG_STEP_LAYERED=y\n"
           and texts["static"].endswith("\nCONFIG_STEP_LAYERED=y\n# CONFIG_CUDA_GRAPH is not set\n")
           and texts["pool"].endswith("\nCONFIG_MM_POOL=y\n") and texts["cuda-async"].endswith("CONFIG_MM_CUDA_ASYNC=y\n"))
-    verdict(ok, "each variant appends the layered step and its line to the board's defconfig", texts)
+    fused = bench_mm.variant_defconfig(base + "CONFIG_STEP_FUSED=y\n", "pool")
+    ok = ok and fused == base + "CONFIG_STEP_LAYERED=y\nCONFIG_MM_POOL=y\n"
+    verdict(ok, "each variant appends the layered step (a fused board's step dropped) and its line to the board's "
+            "defconfig", (texts, fused))
 
     graph = parse_config_h("#define CONFIG_MM_STATIC 1\n#define CONFIG_CUDA_GRAPH 1\n")
     static = parse_config_h("#define CONFIG_MM_STATIC 1\n")
