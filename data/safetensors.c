@@ -136,7 +136,8 @@ int snn_st_write(FILE *f, const char *name, const snn_st_tensor *tensors, int co
         fputc(' ', f);
     free(json);
     for (int i = 0; i < count; i++)
-        fwrite(tensors[i].data, 1, snn_st_bytes(&tensors[i]), f);
+        if (snn_st_bytes(&tensors[i])) /* an empty tensor may have no data pointer: fwrite wants one */
+            fwrite(tensors[i].data, 1, snn_st_bytes(&tensors[i]), f);
     return 0;
 }
 
