@@ -8,7 +8,7 @@
 # compute-sanitizer where marked), and the memory strategies against the
 # static arena. Elsewhere: one "skip" line.
 # SNN_GPU_PARTS picks parts (default all: boards others precisions wgmma
-# strategies fused), so that the suite (about 15 min on an H100; the fused part 5) can be split
+# strategies fused), so that the suite (about 22 min on an H100; the fused part 12) can be split
 # across calls of a device lent 10 minutes at a time.
 set -u
 cd "$(dirname "$0")/../.."
