@@ -86,19 +86,21 @@ struct alignas(128) GrShared {
 };
 constexpr int GR_SMEM = sizeof(GrShared);
 constexpr int GR_SMEM_MAX = 227 * 1024; /* sm80 and sm90: a block's shared memory, opted in */
-constexpr bool GR_FITS = SNN_FUSED_GR_WS_BYTES > 0 && GR_SMEM <= GR_SMEM_MAX &&SNN_AUGMENT_SHIFT == 0;
+constexpr bool GR_FITS = SNN_FUSED_GR_WS_BYTES > 0 && GR_SMEM <= GR_SMEM_MAX && !(SNN_AUGMENT_SHIFT > 0);
 
 /* The workspace's tensors (SNN_FUSED_GR_WS_BYTES), each 256-byte aligned, in the order fused.h counts them:
  * their bytes. */
+// clang-format off
 constexpr size_t GR_WS_PARTS[] = {
-    2 * 2 * (size_t)GR_NH * GR_BP * GR_HP,     /* hidden outputs [parity][layer][row][unit] */
-    2 * 2 * (size_t)GR_NH *GR_BP *GR_HP,       /* the same, [parity][layer][unit][row] */
-    2 * (size_t)GR_NH *GR_BP *GR_HP,           /* hidden output gradients [layer][row][unit] */
-    2 * 2 * (size_t)GR_IN *GR_BP,              /* the normalised batch [parity][pixel][row] */
-    2 * 2 * (size_t)SNN_GR_MIDS *GR_HP *GR_HP, /* twins [parity][layer][input unit][output unit] */
-    4 * (size_t)(GR_P + 1) * GR_BP *GR_NC,     /* logits' partial sums [block][row][class], dlogits */
-    4 * (size_t)GR_BP,
-    4 * (size_t)GR_BP}; /* each row's loss and hit */
+    (size_t)2 * 2 * GR_NH * GR_BP * GR_HP,       /* hidden outputs [parity][layer][row][unit] */
+    (size_t)2 * 2 * GR_NH * GR_BP * GR_HP,       /* the same, [parity][layer][unit][row] */
+    (size_t)2 * GR_NH * GR_BP * GR_HP,           /* hidden output gradients [layer][row][unit] */
+    (size_t)2 * 2 * GR_IN * GR_BP,               /* the normalised batch [parity][pixel][row] */
+    (size_t)2 * 2 * SNN_GR_MIDS * GR_HP * GR_HP, /* twins [parity][layer][input unit][output unit] */
+    (size_t)4 * (GR_P + 1) * GR_BP * GR_NC,      /* logits' partial sums [block][row][class], dlogits */
+    (size_t)4 * GR_BP,                           /* each row's loss */
+    (size_t)4 * GR_BP};                          /* and hit */
+// clang-format on
 __host__ __device__ constexpr size_t gr_ws_at(int part)
 {
     return part == 0 ? 0 : gr_ws_at(part - 1) + (GR_WS_PARTS[part - 1] + 255) / 256 * 256;
