@@ -179,29 +179,6 @@ template <int LD> struct GrFloatRows {
  * the block's share of the model in and out
  * ------------------------------------------------------------------------- */
 
-/* rows x cols of a parameter tensor between shared memory (s, row stride sld; moments k at sm + k mstride)
- * and the model (w[at(i, j)], state st; at < 0: padding, 0 in shared memory). in: to shared memory. */
-template <class At>
-static __device__ void gr_copy(bool in, int rows, int cols, float *s, int sld, float *sm, int mstride,
-                               float *w, const snn_state &st, At at)
-{
-    for (int e = threadIdx.x; e < rows * cols; e += GR_THREADS) {
-        const int i = e / cols, j = e % cols;
-        const long gi = at(i, j);
-        if (gi < 0)
-            continue;
-        if (in) {
-            s[i * sld + j] = w[gi];
-            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-                sm[k * mstride + i * sld + j] = st.m[k][gi];
-        } else {
-            w[gi] = s[i * sld + j];
-            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-                st.m[k][gi] = sm[k * mstride + i * sld + j];
-        }
-    }
-}
-
 static __device__ void gr_state(GrShared &S, const snn_fused_net &net, int c, bool in)
 {
     const int u0 = c * GR_U;
@@ -210,22 +187,23 @@ static __device__ void gr_state(GrShared &S, const snn_fused_net &net, int c, bo
     };
     auto bias = [u0](int, int n) -> long { return u0 + n < GR_H ? u0 + n : -1; };
     const snn_fused_layer &L0 = net.layer[0];
-    gr_copy(in, GR_U, GR_IN, &S.w0[0][0], GR_W0LD, &S.w0m[0][0][0], GR_U * GR_W0LD, L0.w, L0.sw,
-            [&](int n, int k) { return row(n, k, GR_IN); });
-    gr_copy(in, 1, GR_U, S.b0, GR_U, &S.b0m[0][0], GR_U, L0.b, L0.sb, bias);
+    res_copy<GR_THREADS>(in, GR_U, GR_IN, &S.w0[0][0], GR_W0LD, &S.w0m[0][0][0], GR_U * GR_W0LD, nullptr, 0,
+                         L0.w, L0.sw, [&](int n, int k) { return row(n, k, GR_IN); });
+    res_copy<GR_THREADS>(in, 1, GR_U, S.b0, GR_U, &S.b0m[0][0], GR_U, nullptr, 0, L0.b, L0.sb, bias);
     for (int l = 1; l + 1 < GR_L; l++) {
         GrMid &M = S.mid[l - 1];
         const snn_fused_layer &L = net.layer[l];
-        gr_copy(in, GR_U, GR_H, &M.w[0][0], GR_WLD, &M.wm[0][0][0], GR_U * GR_WLD, L.w, L.sw,
-                [&](int n, int k) { return row(n, k, GR_H); });
-        gr_copy(in, 1, GR_U, M.b, GR_U, &M.bm[0][0], GR_U, L.b, L.sb, bias);
+        res_copy<GR_THREADS>(in, GR_U, GR_H, &M.w[0][0], GR_WLD, &M.wm[0][0][0], GR_U * GR_WLD, nullptr, 0,
+                             L.w, L.sw, [&](int n, int k) { return row(n, k, GR_H); });
+        res_copy<GR_THREADS>(in, 1, GR_U, M.b, GR_U, &M.bm[0][0], GR_U, nullptr, 0, L.b, L.sb, bias);
     }
     const snn_fused_layer &LL = net.layer[GR_L - 1];
-    gr_copy(in, SNN_CLASSES, GR_U, &S.wl[0][0], GR_U, &S.wlm[0][0][0], GR_NC * GR_U, LL.w, LL.sw,
-            [&](int j, int n) -> long { return u0 + n < GR_H ? (long)j * GR_H + u0 + n : -1; });
+    res_copy<GR_THREADS>(in, SNN_CLASSES, GR_U, &S.wl[0][0], GR_U, &S.wlm[0][0][0], GR_NC * GR_U, nullptr, 0,
+                         LL.w, LL.sw,
+                         [&](int j, int n) -> long { return u0 + n < GR_H ? (long)j * GR_H + u0 + n : -1; });
     if (in || c == 0)
-        gr_copy(in, 1, SNN_CLASSES, S.bl, GR_NC, &S.blm[0][0], GR_NC, LL.b, LL.sb,
-                [](int, int j) -> long { return j; });
+        res_copy<GR_THREADS>(in, 1, SNN_CLASSES, S.bl, GR_NC, &S.blm[0][0], GR_NC, nullptr, 0, LL.b, LL.sb,
+                             [](int, int j) -> long { return j; });
 }
 
 /* The twins of the block's rows of every hidden-to-hidden layer, both parities (padding 0). */

@@ -271,6 +271,33 @@ static __device__ __forceinline__ void res_update(float *w, float *m, int stride
         *twin = res_round(*w);
 }
 
+/* A block of a parameter tensor, rows x cols: in shared memory at s (row stride sld), its moments at
+ * sm + k * mstride, its twin at t (row stride tld; none where NULL); in the model at w[at(i, j)] and its
+ * state st, at(i, j) < 0 where (i, j) is padding. in: model to shared memory (with the twin), else back. */
+template <int THREADS, class At>
+static __device__ void res_copy(bool in, int rows, int cols, float *s, int sld, float *sm, int mstride,
+                                res_half *t, int tld, float *w, const snn_state &st, At at)
+{
+    for (int e = threadIdx.x; e < rows * cols; e += THREADS) {
+        const int i = e / cols, j = e % cols;
+        const long gi = at(i, j);
+        if (gi < 0)
+            continue;
+        float *v = s + i * sld + j;
+        if (in) {
+            *v = w[gi];
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                sm[k * mstride + i * sld + j] = st.m[k][gi];
+            if (t)
+                t[i * tld + j] = res_round(*v);
+        } else {
+            w[gi] = *v;
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                st.m[k][gi] = sm[k * mstride + i * sld + j];
+        }
+    }
+}
+
 /* The sum of column `col` of a[rows][ld] by one warp: each lane's strided rows in order, then a fixed tree of
  * shuffles; every lane gets it. */
 static __device__ __forceinline__ float res_column_sum(const float *a, int ld, int rows, int col)

@@ -199,33 +199,6 @@ struct ResFloatRows {
  * the model's state in and out
  * ------------------------------------------------------------------------- */
 
-/* A block of a parameter tensor, rows x cols: in shared memory at s (row stride sld), its moments at
- * sm + k * mstride, its twin at t (row stride tld; none where NULL); in the model at w[at(i, j)] and its
- * state st, at(i, j) < 0 where (i, j) is padding. in: model to shared memory (with the twin), else back. */
-template <class At>
-static __device__ void res_copy(bool in, int rows, int cols, float *s, int sld, float *sm, int mstride,
-                                res_half *t, int tld, float *w, const snn_state &st, At at)
-{
-    for (int e = threadIdx.x; e < rows * cols; e += RES_THREADS) {
-        const int i = e / cols, j = e % cols;
-        const long gi = at(i, j);
-        if (gi < 0)
-            continue;
-        float *v = s + i * sld + j;
-        if (in) {
-            *v = w[gi];
-            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-                sm[k * mstride + i * sld + j] = st.m[k][gi];
-            if (t)
-                t[i * tld + j] = res_round(*v);
-        } else {
-            w[gi] = *v;
-            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-                st.m[k][gi] = sm[k * mstride + i * sld + j];
-        }
-    }
-}
-
 /* The block's share of the model, from it (in) or back to it; the last layer's bias, which every block
  * keeps, goes back from block 0. */
 static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, bool in)
@@ -234,24 +207,25 @@ static __device__ void res_state(ResShared &S, const snn_fused_net &net, int c, 
     auto unit = [u0](int u) { return u0 + u < RES_H; };
     const snn_fused_layer &L0 = net.layer[0];
     for (int i = 0; i < RES_U; i++)
-        res_copy(in, 1, RES_IN, S.w0 + res_w0_row(i), 0, S.w0m[0] + res_w0_row(i), RES_W0N, nullptr, 0, L0.w,
-                 L0.sw, [&](int, int j) -> long { return unit(i) ? (long)(u0 + i) * RES_IN + j : -1; });
+        res_copy<RES_THREADS>(in, 1, RES_IN, S.w0 + res_w0_row(i), 0, S.w0m[0] + res_w0_row(i), RES_W0N,
+                              nullptr, 0, L0.w, L0.sw,
+                              [&](int, int j) -> long { return unit(i) ? (long)(u0 + i) * RES_IN + j : -1; });
     auto column = [&](int o, int j) -> long { return unit(j) ? (long)o * RES_H + u0 + j : -1; };
     auto bias = [&](int, int j) -> long { return unit(j) ? u0 + j : -1; };
-    res_copy(in, 1, RES_U, S.b0, RES_U, &S.b0m[0][0], RES_U, nullptr, 0, L0.b, L0.sb, bias);
+    res_copy<RES_THREADS>(in, 1, RES_U, S.b0, RES_U, &S.b0m[0][0], RES_U, nullptr, 0, L0.b, L0.sb, bias);
     for (int l = 1; l + 1 < RES_L; l++) {
         ResMid &M = S.mid[l - 1];
         const snn_fused_layer &L = net.layer[l];
-        res_copy(in, RES_H, RES_U, &M.w[0][0], RES_U, &M.wm[0][0][0], RES_NH * RES_U, &M.twin[0][0], RES_UKLD,
-                 L.w, L.sw, column);
-        res_copy(in, 1, RES_U, M.b, RES_U, &M.bm[0][0], RES_U, nullptr, 0, L.b, L.sb, bias);
+        res_copy<RES_THREADS>(in, RES_H, RES_U, &M.w[0][0], RES_U, &M.wm[0][0][0], RES_NH * RES_U,
+                              &M.twin[0][0], RES_UKLD, L.w, L.sw, column);
+        res_copy<RES_THREADS>(in, 1, RES_U, M.b, RES_U, &M.bm[0][0], RES_U, nullptr, 0, L.b, L.sb, bias);
     }
     const snn_fused_layer &LL = net.layer[RES_L - 1];
-    res_copy(in, SNN_CLASSES, RES_U, &S.wl[0][0], RES_U, &S.wlm[0][0][0], RES_NC * RES_U, &S.wlt[0][0], RES_UKLD,
-             LL.w, LL.sw, column);
+    res_copy<RES_THREADS>(in, SNN_CLASSES, RES_U, &S.wl[0][0], RES_U, &S.wlm[0][0][0], RES_NC * RES_U,
+                          &S.wlt[0][0], RES_UKLD, LL.w, LL.sw, column);
     if (in || c == 0)
-        res_copy(in, 1, SNN_CLASSES, S.bl, RES_NC, &S.blm[0][0], RES_NC, nullptr, 0, LL.b, LL.sb,
-                 [](int, int j) -> long { return j; });
+        res_copy<RES_THREADS>(in, 1, SNN_CLASSES, S.bl, RES_NC, &S.blm[0][0], RES_NC, nullptr, 0, LL.b, LL.sb,
+                              [](int, int j) -> long { return j; });
 }
 
 /* ---------------------------------------------------------------------------
@@ -306,8 +280,9 @@ static __device__ void res_translate(ResShared &S)
 
 /* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added): ReLU and
  * dropout, 0 in padding; kept for the backward pass and as the next layer's operand. */
-static __device__ __forceinline__ void res_hidden_out(ResShared &S, const snn_fused_net &net, const ResStepDraws &d,
-                                                      int l, int u0, int m, int n, float v)
+static __device__ __forceinline__ void res_hidden_out(ResShared &S, const snn_fused_net &net,
+                                                      const ResStepDraws &d, int l, int u0, int m, int n,
+                                                      float v)
 {
     const int unit = u0 + n;
     const bool real = m < RES_B && unit < RES_H;
@@ -320,9 +295,9 @@ static __device__ __forceinline__ void res_hidden_out(ResShared &S, const snn_fu
 
 /* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v): through the ReLU's
  * mask and the dropout of the forward pass, 0 in padding; FP32 in dgrad, as an operand at op[m sm + n sn]. */
-static __device__ __forceinline__ void res_hidden_grad(ResShared &S, const snn_fused_net &net, const ResStepDraws &d,
-                                                       int l, int u0, int m, int n, float v, res_half *op,
-                                                       int sm, int sn)
+static __device__ __forceinline__ void res_hidden_grad(ResShared &S, const snn_fused_net &net,
+                                                       const ResStepDraws &d, int l, int u0, int m, int n,
+                                                       float v, res_half *op, int sm, int sn)
 {
     const int unit = u0 + n;
     const bool real = m < RES_B && unit < RES_H;
@@ -505,12 +480,12 @@ static __device__ __forceinline__ void res_backward(ResShared &S, const Dx &dx, 
     constexpr int LD = res_ld(N);
     res_gemm<RES_THREADS, RES_BP, RES_U, N>(ResMat<LD, 1>{S.dfull}, ResMat<1, RES_UKLD>{twin}, S.scratch, dx);
     __syncthreads(); /* the input gradient has read the weights before they change */
-    res_gemm<RES_THREADS, N, RES_U, RES_BP>(ResMat<1, LD>{S.dfull}, ResMat<1, RES_UKLD>{&S.acth[l - 1][0][0]}, S.scratch,
-                               [&](int o, int n, float g) {
-                                   if (o < outs && u0 + n < RES_H)
-                                       res_update(&w[o * RES_U + n], &wm[o * RES_U + n], N * RES_U,
-                                                  &twin[o * RES_UKLD + n], g, rate);
-                               });
+    res_gemm<RES_THREADS, N, RES_U, RES_BP>(ResMat<1, LD>{S.dfull}, ResMat<1, RES_UKLD>{&S.acth[l - 1][0][0]},
+                                            S.scratch, [&](int o, int n, float g) {
+                                                if (o < outs && u0 + n < RES_H)
+                                                    res_update(&w[o * RES_U + n], &wm[o * RES_U + n],
+                                                               N * RES_U, &twin[o * RES_UKLD + n], g, rate);
+                                            });
 }
 
 /* The cluster barrier between exchanges: a release fence over the block's own shared-memory writes, a relaxed
@@ -618,10 +593,9 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             }
 
         /* F0 */
-        res_gemm<RES_THREADS, RES_BP, RES_U, RES_IN>(ResPixels<RES_IN>(&S.next[0][0], S.xn), ResFloatRows{S.w0}, S.scratch,
-                                        [&](int m, int n, float v) {
-                                            res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]);
-                                        });
+        res_gemm<RES_THREADS, RES_BP, RES_U, RES_IN>(
+            ResPixels<RES_IN>(&S.next[0][0], S.xn), ResFloatRows{S.w0}, S.scratch,
+            [&](int m, int n, float v) { res_hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]); });
         __syncthreads(); /* the batch's operand is whole, and its bytes' buffer free for the next */
         fused_stamp(net, s, 0, false);
         fused_stamp(net, s, 0, true);
@@ -631,11 +605,13 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             float *ex = S.exch[e & 1];
             const ResMat<RES_UKLD, 1> in = {&S.acth[l - 1][0][0]};
             if (l + 1 < RES_L)
-                res_gemm<RES_THREADS, RES_BP, RES_NH, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
-                                                 [&](int m, int n, float v) { ex[m * RES_NH + n] = v; });
+                res_gemm<RES_THREADS, RES_BP, RES_NH, RES_UK>(
+                    in, ResMat<RES_UKLD, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
+                    [&](int m, int n, float v) { ex[m * RES_NH + n] = v; });
             else
-                res_gemm<RES_THREADS, RES_BP, RES_NC, RES_UK>(in, ResMat<RES_UKLD, 1>{&S.wlt[0][0]}, S.scratch,
-                                                 [&](int m, int n, float v) { ex[m * RES_NC + n] = v; });
+                res_gemm<RES_THREADS, RES_BP, RES_NC, RES_UK>(
+                    in, ResMat<RES_UKLD, 1>{&S.wlt[0][0]}, S.scratch,
+                    [&](int m, int n, float v) { ex[m * RES_NC + n] = v; });
             /* the step's first barrier: the next batch's copies issued while the peers arrive */
             auto sync = [&] {
                 res_cluster_arrive();
@@ -694,7 +670,8 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
             } else {
                 ResMid &M = S.mid[l - 1];
                 res_backward<RES_NH>(S, dx, l, u0, RES_H, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0], rate);
-                res_bias_update<RES_THREADS>(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B, owned, rate);
+                res_bias_update<RES_THREADS>(M.b, &M.bm[0][0], RES_U, &S.dgrad[l & 1][0][0], RES_U, RES_B,
+                                             owned, rate);
             }
             const int phase = 2 * RES_L - 1 - l;
             fused_stamp(net, s, phase, false);
@@ -718,13 +695,12 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
 
         /* B0; with one n tile a thread's units are 2t and 2t + 1 in every tile: their rows found once */
         const int rows[2] = {res_w0_row(tid % 4 * 2), res_w0_row(tid % 4 * 2 + 1)};
-        res_gemm<RES_THREADS, RES_IN, RES_U, RES_BP, false>(ResColumns{S.xn}, ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch,
-                                               [&](int k, int n, float g) {
-                                                   const int at = (RES_U == 8 ? rows[n & 1] : res_w0_row(n)) + k;
-                                                   if (RES_U * RES_CTAS == RES_H || u0 + n < RES_H)
-                                                       res_update(S.w0 + at, S.w0m[0] + at, RES_W0N, nullptr, g,
-                                                                  rate);
-                                               });
+        res_gemm<RES_THREADS, RES_IN, RES_U, RES_BP, false>(
+            ResColumns{S.xn}, ResMat<RES_D0LD, 1>{&S.dgrad0[0][0]}, S.scratch, [&](int k, int n, float g) {
+                const int at = (RES_U == 8 ? rows[n & 1] : res_w0_row(n)) + k;
+                if (RES_U * RES_CTAS == RES_H || u0 + n < RES_H)
+                    res_update(S.w0 + at, S.w0m[0] + at, RES_W0N, nullptr, g, rate);
+            });
         res_bias_update<RES_THREADS>(S.b0, &S.b0m[0][0], RES_U, &S.dgrad[0][0][0], RES_U, RES_B, owned, rate);
         if (tid < RES_B) {
             S.samples[p][tid] = next_sample;
