@@ -11,7 +11,9 @@
  * no such gaps, so the sum is above the app's step time, and the rows say
  * where it goes.
  *
- * In a fused build (CONFIG_STEP_FUSED) it then times the fused step: the
+ * A layered build then times its step as ./app/mnist runs it (graph
+ * replays, no events between kernels). In a fused build (CONFIG_STEP_FUSED)
+ * it times the fused step instead: the
  * mean step of a launch of up to 400 steps (median of 5 launches), and one
  * step's timeline from the kernel's %globaltimer stamps: per phase, its
  * work (from the previous barrier's release to the last block's end of the
@@ -144,7 +146,40 @@ static const snn_kernels timed_kernels = {
     .gemm_numerics = cuda_gemm_numerics,
 };
 
-#ifdef CONFIG_STEP_FUSED
+#ifndef CONFIG_STEP_FUSED
+/* The step as ./app/mnist runs a layered build's: `steps` of them from the
+ * first batch, each a CUDA graph replay where the build captures one (the
+ * first run, a warm-up, loads the kernels and captures the graph); the mean
+ * step of a run, median of 5 runs. The tuner compares builds by it. */
+static void bench_replayed(snn_model &m, const char *device)
+{
+    const int32_t zero = 0;
+    const int steps = std::min(SNN_STEPS_PER_EPOCH, 400);
+    std::vector<float> ms;
+    for (int r = 0; r < 6; r++) {
+        snn_rt_upload(m.train_step, &zero, sizeof zero);
+        const float t = event_ms([&] {
+            for (int s = 0; s < steps; s++)
+                snn_rt_run_step(snn_train_step, &m);
+        });
+        if (r)
+            ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+#ifdef CONFIG_CUDA_GRAPH
+    const char *how = "a CUDA graph replay each";
+#else
+    const char *how = "launched directly";
+#endif
+    printf("\n# the step as ./app/mnist runs it on %s (%s): %d steps, %.2f us per step (median of 5 runs)\n",
+           device, how, steps, 1e3 * ms[ms.size() / 2] / steps);
+}
+#else
+static const char *kernel_name(snn_fused_kind kind)
+{
+    return kind == SNN_FUSED_CLUSTER ? "cluster" : kind == SNN_FUSED_GRID_RESIDENT ? "grid-resident" : "grid-wide";
+}
+
 /* The fused kernels' phases (kernels/cuda/fused/step.cu, resident.cu, grid_resident.cu). */
 static const char *phase_name(int p, char *buf, size_t len)
 {
@@ -212,6 +247,7 @@ static void bench_fused(snn_model &m, const char *device)
     char launch[480], name[128];
     cuda_fused_describe(launch, sizeof launch);
     printf("\n# the fused step on %s: %s\n", device, launch);
+    printf("# the fused kernel: %s\n", kernel_name(cuda_fused_kind()));
     printf("# %d steps in one launch: %.2f us per step (median of 5 launches)\n", steps,
            1e3 * ms[ms.size() / 2] / steps);
     printf("# step %d's timeline from the kernel's clock stamps (us):\n", steps / 2);
@@ -251,6 +287,7 @@ int main(void)
     snn_rt_upload(m.train_images, images.data(), images.size());
     CUDA_CHECK(cudaMemset(m.train_labels, 0, SNN_TRAIN_COUNT));
     CUDA_CHECK(cudaMemset(m.order, 0, SNN_FIT_COUNT * sizeof(int32_t)));
+    const snn_kernels *engine = m.kernels;
     m.kernels = &timed_kernels;
 
     for (int s = 0; s < WARMUP + STEPS; s++) {
@@ -274,8 +311,11 @@ int main(void)
     for (size_t i = 0; i < calls.size(); i++)
         printf("| %s | %.4f | %.1f %% |\n", calls[i].what.c_str(), med[i], 100 * med[i] / total);
     printf("| sum | %.4f | |\n", total);
+    m.kernels = engine;
 #ifdef CONFIG_STEP_FUSED
     bench_fused(m, dev.name);
+#else
+    bench_replayed(m, dev.name);
 #endif
     snn_rt_free(arena);
     return 0;

@@ -9,6 +9,12 @@ tries what the board's target allows:
   tiles   one block/warp tile for every GEMM role at once (FWD, DGRAD, WGRAD;
           in a fused build the fused step's tile): one build times each role
           with it, and each role then takes its own best;
+  step    the other training step: a fused board's layered step, and a
+          layered board's fused one where the model's FP32 weights and
+          momentum could be resident in an H100's shared memory (else only
+          the grid-wide fused kernel could run it, which loses to the layered
+          step from 784 units up: docs/PERF.md v11, v12); and in a fused
+          build, the resident kernel that runs turned off;
   knobs   one value of one other setting at a time: the wgmma block (M and N
           together, and with the ping-pong schedule; the weight gradient's own ping-pong block and the
           copies of its update's inputs ahead), its stages and the thresholds that send a GEMM to wgmma
@@ -22,15 +28,20 @@ message, in a second), then built; on the GPU it must pass
 tests/bin/gpu/test_kernels --quick (every GEMM role against the host reference
 on a few awkward shapes and the MLP's, on FP32 operands and on twins;
 test_fused too in a fused build) before tools/bin/bench_step
-times the configured model's step, each call's median: a role's time is the
-sum of its calls, a knob's the sum of all of them (a fused build: the fused
-step's mean). A change is taken only where it gains at least 2 %; the
+times the configured model's step: each call between events, its median (a
+role's time is the sum of its calls), and the step as ./app/mnist runs it
+(graph replays, or the fused kernel's launch; its mean), by which a knob or
+the step is judged. In a fused build, the candidates that set nothing the
+baseline's fused kernel reads (bench_step names it) are not built. A change
+is taken only where it gains at least 2 %; the other step is taken alone,
+only where it beats every candidate of the board's own step; the
 changes taken together are built, checked and timed as one more candidate,
 and kept only if that beats the baseline, else the best single candidate,
 else the baseline itself: the tuned board is never the slower of the two.
 
-Candidates are built --jobs at a time (default: one per two cores) while time
-is left: builds start until 40 % of --budget seconds (default 300) are gone,
+The baseline is built and timed first; the other candidates are built --jobs
+at a time (default: one per two cores) while time is left: builds start
+until 40 % of --budget seconds (default 300) are gone,
 candidates are timed until 85 % are, and the rest are reported as not tried;
 the combination's build and timing come after (about a build's time over the
 budget at most). Writes
@@ -95,7 +106,18 @@ KNOBS = {
     "GEMM_SPLIT_K_MAX": ["1", "4", "8", "16"],
     "GEMM_SPLIT_K_MIN_K": ["128", "256", "512"],
     "GEMM_STAGES": ["2", "3", "4", "6"],
+    # the step itself (a choice: one member set), and the resident fused kernels turned off
+    "STEP": [{"STEP_FUSED": "y"}, {"STEP_LAYERED": "y"}],
+    "FUSED_CLUSTER": ["n"],
+    "FUSED_GRID_RESIDENT": ["n"],
 }
+# What each fused kernel reads of the candidates' symbols (prefixes): a fused board's candidate that sets
+# none that its kernel reads would time the baseline again.
+KERNEL_READS = {"grid-wide": ("GEMM_FUSED_", "STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "GEMM_STAGES"),
+                "cluster": ("FUSED_CLUSTER",), "grid-resident": ("FUSED_GRID_RESIDENT",)}
+# A layered board tries the fused step where its FP32 weights and momentum (8 bytes a parameter) could be
+# resident in an H100's shared memory: 132 SMs of 227 KB.
+FUSED_STATE_BYTES = 132 * 227 * 1024
 
 
 def knob_values(knob):
@@ -104,7 +126,7 @@ def knob_values(knob):
 
 
 def knob_symbols(knob):
-    return list(knob_values(knob)[0])
+    return list(dict.fromkeys(s for v in knob_values(knob) for s in v))
 
 class Refusal(Exception):
     pass
@@ -133,9 +155,13 @@ class Board:
         if self.value("TARGET_CUDA") != "y":
             raise Refusal(f"{name} is a host board: the tuner times GPU kernels (pick a board of a GPU target)")
         self.fused = self.value("STEP_FUSED") == "y"
+        layers, width = int(self.value("NN_HIDDEN_LAYERS")), int(self.value("NN_HIDDEN_WIDTH"))
+        self.params = (784 * width + (layers - 1) * width * width + 10 * width if layers else 7840) + \
+            layers * width + 10
         self.tensor_cores = self.value("GEMM_TENSOR_CORES") == "y"
         precision = next(c for c in self.kconf.choices if c.name == "PRECISION").selection
         self.precision = precision.name.removeprefix("PRECISION_")
+        self.knob_names = self.find_knobs()
         self.baseline = {s: self.value(s) for s in self.tunables()}
 
     def value(self, sym):
@@ -149,7 +175,16 @@ class Board:
         for sym, v in values.items():
             if sym not in self.kconf.syms:
                 return [f"CONFIG_{sym} is not a symbol of this Kconfig"]
-            self.kconf.syms[sym].set_value(v)
+            s = self.kconf.syms[sym]
+            for other in s.choice.syms if s.choice and v == "y" else []:
+                if other is not s:
+                    other.unset_value()
+            s.set_value(v)
+        if any(self.kconf.syms[sym].choice or v == "n" for sym, v in values.items()):
+            # a switch (the other step, a kernel off): the board's settings of what it hides are dropped
+            for sym in self.kconf.unique_defined_syms:
+                if sym.user_value is not None and sym.name not in values and not sym.visibility:
+                    sym.unset_value()
         problems, names = kconfig.value_problems(self.kconf)
         return problems + kconfig.untaken_values(self.kconf, skip=names)
 
@@ -157,9 +192,13 @@ class Board:
         return ["FUSED"] if self.fused else list(ROLES)
 
     def knobs(self):
-        """The KNOBS this board can set (their symbols visible under its target and precision) that its step
-        reads: a fused build's step runs none of the layered path's wgmma or split-K GEMMs."""
-        fused_knobs = ("STEP_FUSED", "FUSED_CLUSTER", "GEMM_STAGES")
+        """The KNOBS this board can set (their symbols visible under its target and precision, as the board
+        is) that its step reads: a fused build's step runs none of the layered path's wgmma or split-K
+        GEMMs."""
+        return self.knob_names
+
+    def find_knobs(self):
+        fused_knobs = ("STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT", "GEMM_STAGES")
         return [k for k in KNOBS if all(s in self.kconf.syms and self.kconf.syms[s].visibility
                                         for s in knob_symbols(k))
                 and (not self.fused or k.startswith(fused_knobs))]
@@ -186,6 +225,8 @@ class Candidate:
     def __init__(self, name, kind, values, role=None):
         self.name, self.kind, self.values, self.role = name, kind, values, role
         self.refused = None  # why it was refused, else None
+        self.fused = None  # whether its build runs the fused step (set by kconfig_check)
+        self.kernel = None  # the fused kernel bench_step named, in a fused build
         self.not_tried = None  # why it was not built or timed
         self.times = None  # step_times(): {"total": ..., per role ...}
         self.device = None  # the GPU bench_step named
@@ -209,9 +250,10 @@ def enumerate_candidates(board):
              for t in (TENSOR_TILES if board.tensor_cores else SIMT_TILES) if own != {t}]  # own: the baseline
     knobs = [Candidate(", ".join(f"CONFIG_{s}={v}" for s, v in values.items()), "knob", values, role=knob)
              for knob in board.knobs() for values in knob_values(knob)
-             if any(board.baseline[s] != v for s, v in values.items())]
-    wgmma = [c for c in knobs if c.role.startswith("GEMM_WGMMA")]
-    return cands + wgmma + tiles + [c for c in knobs if c not in wgmma]
+             if any(board.baseline[s] != v for s, v in values.items())
+             and (values != {"STEP_FUSED": "y"} or 8 * board.params <= FUSED_STATE_BYTES)]
+    first = [c for c in knobs if c.role.startswith(("STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT", "GEMM_WGMMA"))]
+    return cands + first + tiles + [c for c in knobs if c not in first]
 
 
 def kconfig_check(board, cands):
@@ -219,6 +261,12 @@ def kconfig_check(board, cands):
         problems = board.load(c.values)
         if problems:
             c.refused = "Kconfig: " + "; ".join(problems)
+        c.fused = board.value("STEP_FUSED") == "y"
+
+
+def reads(kernel, c):
+    """Whether the fused kernel a build runs (bench_step's name) reads any of candidate c's symbols."""
+    return c.role == "STEP" or any(s.startswith(KERNEL_READS[kernel]) for s in c.values)
 
 
 def nvcc():
@@ -262,10 +310,13 @@ def candidate_dir(work, i):
 def build(board, c, d):
     """Configures and builds what a candidate needs; an error text or None."""
     os.makedirs(d, exist_ok=True)
-    board.write_min_config(c.values, os.path.join(d, "def"), header="")
+    try:
+        board.write_min_config(c.values, os.path.join(d, "def"), header="")
+    except Refusal as e:
+        return f"Kconfig: {e}"
     log = os.path.join(d, "build.log")
     targets = [f"{d}/tools/bin/bench_step", f"{d}/tests/bin/gpu/test_kernels"]
-    if board.fused:
+    if c.fused:
         targets.append(f"{d}/tests/bin/gpu/test_fused")
     error = run_logged(["make", "--no-print-directory", f"O={d}", "defconfig", f"DEFCONFIG={d}/def"], log, 120,
                        "w") or \
@@ -278,17 +329,20 @@ def build(board, c, d):
 
 
 def parse_bench_step(text):
-    """bench_step's output: [(call, ms)], and the fused step's mean us (None in a layered build)."""
+    """bench_step's output: [(call, ms)], the mean us of the step as ./app/mnist runs it (the fused kernel's
+    step in a fused build, a layered step's graph replay otherwise; None if missing) and the fused kernel's
+    name (None in a layered build)."""
     calls = [(m.group(1).strip(), float(m.group(2)))
              for m in re.finditer(r"^\| ([a-z_]+(?: [^|]*?)?) \| ([0-9.]+) \| [0-9.]+ % \|$", text, re.M)]
-    m = re.search(r"steps in one launch: ([0-9.]+) us per step", text)
-    return calls, float(m.group(1)) if m else None
+    m = re.search(r"(?:steps in one launch: |the step as \./app/mnist runs it .*? steps, )([0-9.]+) us per step", text)
+    k = re.search(r"^# the fused kernel: (\S+)$", text, re.M)
+    return calls, float(m.group(1)) if m else None, k.group(1) if k else None
 
 
-def step_times(calls, fused_us):
-    """{"total": ..., role: ms, role + " tile": ms}: the fused step's us where there is one, else the sum of the
-    calls (ms); each role's calls, and those of them that run on its tile (the mma.sync or SIMT kernel: not
-    wgmma, whose blocks are knobs), by which a tile is judged."""
+def step_times(calls, step_us):
+    """{"total": ..., role: ms, role + " tile": ms}: the step's us as ./app/mnist runs it; each role's calls
+    (ms, between events), and those of them that run on its tile (the mma.sync or SIMT kernel: not wgmma,
+    whose blocks are knobs), by which a tile is judged."""
     times = {k: 0.0 for r in ROLES for k in (r, r + " tile")}
     for call, ms in calls:
         role = CALL_ROLES.get(call.split()[0])
@@ -296,7 +350,7 @@ def step_times(calls, fused_us):
             times[role] += ms
             if "[wgmma]" not in call:
                 times[role + " tile"] += ms
-    times["total"] = fused_us if fused_us is not None else sum(ms for _, ms in calls)
+    times["total"] = step_us
     return times
 
 
@@ -305,7 +359,7 @@ def measure(board, c, d):
     log = os.path.join(d, "measure.log")
     open(log, "w").close()
     checks = [[f"{d}/tests/bin/gpu/test_kernels", "--quick"]] + \
-        ([[f"{d}/tests/bin/gpu/test_fused"]] if board.fused else [])
+        ([[f"{d}/tests/bin/gpu/test_fused"]] if c.fused else [])
     for cmd in checks:
         error = run_logged(cmd, log, 600, "a")
         with open(log) as f:
@@ -319,19 +373,33 @@ def measure(board, c, d):
     if p.returncode:
         c.refused = f"bench_step exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1]}"
         return
-    calls, fused_us = parse_bench_step(p.stdout)
-    if not calls or (board.fused and fused_us is None):
+    calls, step_us, c.kernel = parse_bench_step(p.stdout)
+    if not calls or step_us is None:
         c.refused = "bench_step printed no times"
         return
-    c.times = step_times(calls, fused_us)
+    c.times = step_times(calls, step_us)
     m = re.search(r" on (.+?): median", p.stdout)
     c.device = m.group(1) if m else None
 
 
 def build_and_measure(board, cands, work, jobs, build_deadline, measure_deadline):
-    """Builds the candidates in parallel while time is left, then checks and times each built one in turn
-    (alone on the GPU), the baseline first, while time is left."""
-    todo = [(i, c) for i, c in enumerate(cands) if not c.refused]
+    """Builds, checks and times the baseline; then builds the other candidates in parallel while time is left
+    (in a fused build, those its kernel reads), and checks and times each built one in turn (alone on the
+    GPU) while time is left."""
+    base = cands[0]
+    say(f"building, checking and timing {base.name}")
+    base.refused = build(board, base, candidate_dir(work, 0))
+    if base.refused:
+        return
+    measure(board, base, candidate_dir(work, 0))
+    todo = []
+    for i, c in enumerate(cands[1:], 1):
+        if c.refused:
+            continue
+        if base.kernel and not reads(base.kernel, c):
+            c.not_tried = f"not built: the board's fused kernel ({base.kernel}) reads none of its settings"
+        else:
+            todo.append((i, c))
     built = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         def start(i, c):
@@ -346,7 +414,7 @@ def build_and_measure(board, cands, work, jobs, build_deadline, measure_deadline
             elif not c.not_tried:
                 built.append((i, c))
     for i, c in built:
-        if c.kind != "baseline" and time.monotonic() > measure_deadline:
+        if time.monotonic() > measure_deadline:
             c.not_tried = "built, not timed: the budget was spent"
             continue
         say(f"checking and timing {c.name}")
@@ -367,7 +435,15 @@ def choose(board, cands):
     if not base.times:
         raise Refusal(f"the baseline (the board as it is) was not measured: {base.refused or base.not_tried}")
     timed = [c for c in cands[1:] if c.times]
+    step = min((c for c in timed if c.role == "STEP"), key=lambda c: c.times["total"], default=None)
+    own = [c for c in timed if c.role != "STEP"]
+    if step and better(step.times["total"], base.times["total"]) and \
+            all(step.times["total"] <= c.times["total"] for c in own):
+        return dict(step.values), [f"{step.name}: step {step.times['total']:.4g} against the board's "
+                                   f"{base.times['total']:.4g}, and no candidate of the board's own step does "
+                                   "better: taken alone (the other step reads none of the board's other knobs)"]
     values, why = {}, []
+    timed = own
     tiles = [c for c in timed if c.kind == "tile"]
     for role in board.tile_roles():
         key = "total" if board.fused else role + " tile"
@@ -406,15 +482,17 @@ def final_choice(cands, combined):
 # ---- outputs ------------------------------------------------------------------------
 
 
-def unit(board):
-    return "us per fused step" if board.fused else "ms, sum of the step's calls"
+def unit():
+    return "us per step as ./app/mnist runs it"
 
 
 def report(board, cands, combined, chosen, why, reason, device, budget, elapsed):
     lines = [f"# Tuning {board.name}", "",
              f"`make tune BOARD={board.name}` (tools/tune.py) on {device}, "
              f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}: budget {budget} s, took {elapsed:.0f} s. "
-             f"Times: {unit(board)} (tools/bin/bench_step: each call's median of 30 steps).", "",
+             f"Times: the roles in ms (tools/bin/bench_step: the sum of their calls, each call's median of 30 "
+             f"steps between events), the step in {unit()} (graph replays, or the fused kernel's launch: the mean "
+             "of up to 400 steps, median of 5).", "",
              f"GEMM precision: {board.precision}, the board's. The tuner keeps it: a precision is chosen by "
              "parity with PyTorch (tools/torch_parity.py), which a step's timing cannot judge; each GPU "
              "target's default is the fastest that passes it (BF16 on sm80 and sm90).", "",
@@ -422,7 +500,8 @@ def report(board, cands, combined, chosen, why, reason, device, budget, elapsed)
     for c in cands + ([combined] if combined else []):
         if c.times:
             t = c.times
-            cells = [f"{t[r]:.4f}" if not board.fused else "-" for r in ROLES] + [f"{t['total']:.4g}", "timed"]
+            cells = [f"{t[r]:.4f}" if not c.fused else "-" for r in ROLES] + \
+                [f"{t['total']:.4g}", "timed" + (f": the {c.kernel} fused kernel" if c.kernel else ": layered")]
         else:
             cells = ["-", "-", "-", "-", (c.refused or c.not_tried or "").replace("|", "/")]
         lines.append(f"| {c.name} | {c.kind} | " + " | ".join(cells) + " |")
@@ -438,7 +517,7 @@ def write_outputs(board, chosen, base, text, device):
     header = (f"# Generated by 'make tune BOARD={board.name}' (tools/tune.py) on {device}, "
               f"{datetime.date.today()}, {board.precision}: step {base.times['total']:.4g} -> "
               f"{chosen.times['total']:.4g} "
-              f"({unit(board)}); report docs/tune/{board.name}.md\n")
+              f"({unit()}); report docs/tune/{board.name}.md\n")
     board.write_min_config(chosen.values, out, header)
     os.makedirs(os.path.dirname(docs), exist_ok=True)
     with open(docs, "w") as f:
@@ -482,7 +561,8 @@ def main(argv):
             combined = Candidate("the changes together", "combined", values)
             d = candidate_dir(args.work, len(cands))
             say(f"building, checking and timing {combined.name}")
-            combined.refused = build(board, combined, d)
+            kconfig_check(board, [combined])
+            combined.refused = combined.refused or build(board, combined, d)
             if not combined.refused:
                 measure(board, combined, d)
         chosen, reason = final_choice(cands, combined)

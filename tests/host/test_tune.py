@@ -34,7 +34,8 @@ def check_enumeration():
                 str([(c.kind, c.name) for c in cands]))
         sm90 = name.startswith("h100")
         want = {"GEMM_WGMMA_BLOCK"} <= knobs if sm90 and not board.fused else "GEMM_WGMMA_BLOCK" not in knobs
-        fused_knobs = {"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "FUSED_CLUSTER_THREADS", "GEMM_STAGES"}
+        fused_knobs = {"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "FUSED_CLUSTER_THREADS", "GEMM_STAGES",
+                       "STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT"}
         want = want and (knobs <= fused_knobs) == board.fused
         fused = ({"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES"} <= knobs) == board.fused
         # the resident step's threads where the board builds it: Hopper, 16-bit operands, hidden layers
@@ -137,22 +138,80 @@ def check_choice():
             "else the best single candidate that beats the board", f"{chosen.name}: {reason}")
     chosen, reason = tune.final_choice([base, slow], None)
     verdict(chosen is base and "hand-made" in reason, "else the board's own values", reason)
-    calls, fused = tune.parse_bench_step(
+    calls, step_us, kernel = tune.parse_bench_step(
         "| call | ms | share |\n|---|---|---|\n| gather_batch | 0.0030 | 1.0 % |\n"
         "| linear_forward 256x2048x784 [wgmma] | 0.0200 | 20.0 % |\n"
         "| linear_backward_weight_update 2048x784x256 [mma.sync, twins] [split-K 2] | 0.0500 | 50.0 % |\n"
-        "| sum | 0.0730 | |\n")
-    times = tune.step_times(calls, fused)
-    verdict(len(calls) == 3 and fused is None and times["FWD"] == 0.02 and times["WGRAD"] == 0.05 and
-            times["FWD tile"] == 0 and times["WGRAD tile"] == 0.05 and abs(times["total"] - 0.073) < 1e-9,
-            "bench_step's rows give each role's time, its time on the tile (not wgmma) and the step's",
-            f"{calls} {times}")
+        "| sum | 0.0730 | |\n\n# the step as ./app/mnist runs it on NVIDIA H100 80GB HBM3 (a CUDA graph replay "
+        "each): 234 steps, 61.25 us per step (median of 5 runs)\n")
+    times = tune.step_times(calls, step_us)
+    verdict(len(calls) == 3 and kernel is None and times["FWD"] == 0.02 and times["WGRAD"] == 0.05 and
+            times["FWD tile"] == 0 and times["WGRAD tile"] == 0.05 and times["total"] == 61.25,
+            "bench_step's rows give each role's time and its time on the tile (not wgmma); the graph-replayed "
+            "step the step's", f"{calls} {times}")
     base.times = dict(t(1.0, 1.0, 1.0), **{"FWD tile": 0.0})
     values, why = tune.choose(board, [base, tile])
     verdict(not values and "all on wgmma" in why[0], "a role whose GEMMs all run on wgmma keeps the board's tile",
             f"{values} {why}")
-    calls, fused = tune.parse_bench_step("# 400 steps in one launch: 17.80 us per step (median of 5 launches)\n")
-    verdict(fused == 17.8 and tune.step_times(calls, fused)["total"] == 17.8, "a fused build's step time", str(fused))
+    calls, step_us, kernel = tune.parse_bench_step(
+        "\n# the fused step on NVIDIA H100 80GB HBM3: one cluster of 16 blocks\n# the fused kernel: cluster\n"
+        "# 400 steps in one launch: 17.80 us per step (median of 5 launches)\n")
+    verdict(step_us == 17.8 and kernel == "cluster" and tune.step_times(calls, step_us)["total"] == 17.8,
+            "a fused build's step time and kernel", f"{step_us} {kernel}")
+    calls, step_us, kernel = tune.parse_bench_step("| gather_batch | 0.0030 | 1.0 % |\n")
+    verdict(step_us is None, "no step time when bench_step printed none (the candidate is refused)", str(step_us))
+
+
+def check_step(work):
+    """The other step as a candidate: offered, set cleanly, judged alone; a fused kernel's own candidates."""
+    fused = tune.Board("h100_128x1_b64")
+    cands = tune.enumerate_candidates(fused)
+    tune.kconfig_check(fused, cands)
+    layered = next((c for c in cands if c.values == {"STEP_LAYERED": "y"}), None)
+    off = next((c for c in cands if c.values == {"FUSED_CLUSTER": "n"}), None)
+    verdict(layered and not layered.refused and layered.fused is False and cands[0].fused is True and
+            off and not off.refused and off.fused is True,
+            "a fused board tries the layered step and its fused kernels turned off, Kconfig accepting both",
+            f"{layered and layered.refused} {off and off.refused}")
+    offered = {b: any(c.values == {"STEP_FUSED": "y"} for c in tune.enumerate_candidates(tune.Board(b)))
+               for b in ("a100", "rtx2060", "h100_2048x3_b256", "h100_8192x3_b32")}
+    verdict(offered == {"a100": True, "rtx2060": True, "h100_2048x3_b256": False, "h100_8192x3_b32": False},
+            "a layered board tries the fused step where its weights and momentum fit an H100's shared memory "
+            "(784-256-10, not 784-2048x3-10)", str(offered))
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "step_defconfig")
+    fused.write_min_config(layered.values, path, "# a test\n")
+    with open(path) as f:
+        text = f.read()
+    o = os.path.join(work, "step")
+    p = subprocess.run(["make", "--no-print-directory", f"O={o}", "defconfig", f"DEFCONFIG={path}"], cwd=REPO,
+                       capture_output=True, text=True)
+    with open(os.path.join(o, ".config")) as f:
+        config = f.read()
+    verdict(p.returncode == 0 and "CONFIG_STEP_LAYERED=y" in text and "STEP_FUSED" not in text and
+            "CONFIG_STEP_LAYERED=y" in config and "# CONFIG_STEP_FUSED is not set" in config,
+            "the layered step's defconfig sets the choice alone and configures", text + p.stderr[-400:])
+    reads = {k: sorted(c.name for c in cands[1:] if tune.reads(k, c) and c.kind != "tile")
+             for k in tune.KERNEL_READS}
+    tiles = {k: any(tune.reads(k, c) for c in cands if c.kind == "tile") for k in tune.KERNEL_READS}
+    verdict(reads["grid-resident"] == ["CONFIG_FUSED_GRID_RESIDENT=n", "CONFIG_STEP_LAYERED=y"] and
+            "CONFIG_FUSED_CLUSTER_THREADS=512" in reads["cluster"] and "CONFIG_FUSED_CLUSTER=n" in reads["cluster"]
+            and "CONFIG_STEP_FUSED_BLOCKS=264" not in reads["cluster"] and
+            "CONFIG_STEP_FUSED_BLOCKS=264" in reads["grid-wide"] and
+            tiles == {"grid-wide": True, "cluster": False, "grid-resident": False},
+            "each fused kernel is timed only with the candidates it reads (the step, its own switch, its knobs)",
+            f"{reads} {tiles}")
+    t = lambda x: {r: 0.0 for r in tune.ROLES} | {r + " tile": 0.0 for r in tune.ROLES} | {"total": x}  # noqa: E731
+    base = timed("baseline", "baseline", {}, t(10.0))
+    other = timed("layered", "knob", {"STEP_LAYERED": "y"}, t(8.0), role="STEP")
+    threads = timed("threads", "knob", {"FUSED_CLUSTER_THREADS": "512"}, t(7.0), role="FUSED_CLUSTER_THREADS")
+    values, why = tune.choose(fused, [base, other, threads])
+    verdict(values == {"FUSED_CLUSTER_THREADS": "512"},
+            "the other step is not taken where a candidate of the board's own step beats it", f"{values} {why}")
+    threads.times = t(9.0)
+    values, why = tune.choose(fused, [base, other, threads])
+    verdict(values == {"STEP_LAYERED": "y"} and "taken alone" in why[0],
+            "the other step is taken alone where it beats every candidate", f"{values} {why}")
 
 
 def check_written_board_builds(work):
@@ -181,6 +240,7 @@ def main():
     check_enumeration()
     check_refusals(os.path.join(work, "checks"))
     check_choice()
+    check_step(os.path.join(work, "step"))
     if have_nvcc("the written defconfig builds"):
         check_written_board_builds(work)
 
