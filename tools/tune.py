@@ -39,10 +39,10 @@ changes taken together are built, checked and timed as one more candidate,
 and kept only if that beats the baseline, else the best single candidate,
 else the baseline itself: the tuned board is never the slower of the two.
 
-The baseline is built and timed first; the other candidates are built --jobs
-at a time (default: one per two cores) while time is left: builds start
-until 40 % of --budget seconds (default 300) are gone,
-candidates are timed until 85 % are, and the rest are reported as not tried;
+The baseline is built and timed first; of what is then left of --budget
+seconds (default 300), the other candidates' builds (--jobs at a time,
+default one per two cores) start during the first 40 %, candidates are
+timed until 85 % is gone, and the rest are reported as not tried;
 the combination's build and timing come after (about a build's time over the
 budget at most). Writes
 configs/NAME_tuned_defconfig (a comment line says it was generated, where and
@@ -71,8 +71,8 @@ kconfiglib = kconfig.kconfiglib
 ROLES = ("FWD", "DGRAD", "WGRAD")
 CALL_ROLES = {"linear_forward": "FWD", "linear_backward_input": "DGRAD", "linear_backward_weight_update": "WGRAD"}
 GAIN = 0.98  # a change must bring a time to at most this fraction of the baseline's
-BUILD_SHARE = 0.4  # of the budget: no build starts after it
-MEASURE_SHARE = 0.85  # no candidate is checked and timed after it (the baseline always is)
+BUILD_SHARE = 0.4  # of the budget left after the baseline: no build starts after it
+MEASURE_SHARE = 0.85  # no candidate is checked and timed after it
 # block M, N, K and warp M, N, K, for the tensor-core kernel (mma.sync) and for the FP32 SIMT kernel
 TENSOR_TILES = [(32, 32, 32, 16, 16, 32), (64, 64, 16, 32, 32, 16), (32, 64, 32, 16, 32, 32),
                 (64, 32, 32, 32, 16, 32), (64, 64, 32, 32, 32, 32), (64, 64, 64, 32, 32, 64),
@@ -382,16 +382,19 @@ def measure(board, c, d):
     c.device = m.group(1) if m else None
 
 
-def build_and_measure(board, cands, work, jobs, build_deadline, measure_deadline):
-    """Builds, checks and times the baseline; then builds the other candidates in parallel while time is left
-    (in a fused build, those its kernel reads), and checks and times each built one in turn (alone on the
-    GPU) while time is left."""
+def build_and_measure(board, cands, work, jobs, deadline):
+    """Builds, checks and times the baseline; then, of the time left until deadline, builds the other
+    candidates in parallel for BUILD_SHARE (in a fused build, those its kernel reads), and checks and times
+    each built one in turn (alone on the GPU) until MEASURE_SHARE."""
     base = cands[0]
     say(f"building, checking and timing {base.name}")
     base.refused = build(board, base, candidate_dir(work, 0))
     if base.refused:
         return
     measure(board, base, candidate_dir(work, 0))
+    now = time.monotonic()
+    build_deadline = now + BUILD_SHARE * (deadline - now)
+    measure_deadline = now + MEASURE_SHARE * (deadline - now)
     todo = []
     for i, c in enumerate(cands[1:], 1):
         if c.refused:
@@ -553,8 +556,7 @@ def main(argv):
             return 0
         say(f"{board.name}: {sum(not c.refused for c in cands)} candidates to build, "
             f"{sum(bool(c.refused) for c in cands)} refused")
-        build_and_measure(board, cands, args.work, args.jobs, started + BUILD_SHARE * args.budget,
-                          started + MEASURE_SHARE * args.budget)
+        build_and_measure(board, cands, args.work, args.jobs, started + args.budget)
         values, why = choose(board, cands)
         combined = None
         if values and not any(c.values == values for c in cands):  # else that candidate was timed already
