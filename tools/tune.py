@@ -35,9 +35,11 @@ the step is judged. In a fused build, the candidates that set nothing the
 baseline's fused kernel reads (bench_step names it) are not built. A change
 is taken only where it gains at least 2 %; the other step is taken alone,
 only where it beats every candidate of the board's own step; the
-changes taken together are built, checked and timed as one more candidate,
-and kept only if that beats the baseline, else the best single candidate,
-else the baseline itself: the tuned board is never the slower of the two.
+changes taken together (the best first; one Kconfig refuses beside a better
+one, such as the other ping-pong schedule, is left out) are built, checked
+and timed as one more candidate. The fastest of it and the single
+candidates is taken if it beats the baseline by 2 %, else the baseline
+itself: the tuned board is never the slower of the two.
 
 The baseline is built and timed first; of what is then left of --budget
 seconds (default 300), the other candidates' builds (--jobs at a time,
@@ -459,27 +461,38 @@ def choose(board, cands):
         else:
             why.append(f"{role}: the board's tile" + (f" (best other: {best.name}, {best.times[key]:.4g} "
                                                       f"against {base.times[key]:.4g})" if best else ""))
+    gains = []
     for knob in board.knobs():
         tried = [c for c in timed if c.role == knob]
         best = min(tried, key=lambda c: c.times["total"], default=None)
         if best and better(best.times["total"], base.times["total"]):
-            values.update(best.values)
-            why.append(f"{best.name}: step {best.times['total']:.4g} against {base.times['total']:.4g}")
+            gains.append(best)
+    # the best first: where two exclude each other in Kconfig (the two ping-pong schedules), the better stays
+    for best in sorted(gains, key=lambda c: c.times["total"]):
+        line = f"{best.name}: step {best.times['total']:.4g} against {base.times['total']:.4g}"
+        problems = board.load(dict(values, **best.values))
+        if problems:
+            why.append(f"{line}; not with the changes above: {problems[0]}")
+            continue
+        values.update(best.values)
+        why.append(line)
     return values, why
 
 
 def final_choice(cands, combined):
-    """The tuned values: the combination if it beats the baseline, else the best single candidate that does,
-    else the baseline's (none)."""
+    """The tuned values: the fastest of the combination and the single candidates, if it beats the baseline by
+    2 %, else the baseline's (none)."""
     base = cands[0]
-    if combined is not None and combined.times and better(combined.times["total"], base.times["total"]):
-        return combined, "the changes together beat the board"
-    singles = [c for c in cands[1:] if c.times]
-    best = min(singles, key=lambda c: c.times["total"], default=None)
-    if best and better(best.times["total"], base.times["total"]):
-        return best, ("the changes together did not beat the board" if combined is not None else
-                      "no combination was timed") + f"; the best single candidate does: {best.name}"
-    return base, "nothing beat the board by 2 %: the hand-made values stay"
+    timed = [c for c in cands[1:] + ([combined] if combined else []) if c.times]
+    best = min(timed, key=lambda c: c.times["total"], default=None)
+    if not timed:
+        return base, "no candidate was timed within the budget: the hand-made values stay"
+    if not better(best.times["total"], base.times["total"]):
+        return base, "nothing beat the board by 2 %: the hand-made values stay"
+    if best is combined:
+        return best, "the changes together beat the board and every single candidate"
+    return best, ("the changes together did not beat it" if combined and combined.times else
+                  "no combination was timed") + f"; the best single candidate beats the board: {best.name}"
 
 
 # ---- outputs ------------------------------------------------------------------------

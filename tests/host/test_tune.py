@@ -138,6 +138,21 @@ def check_choice():
             "else the best single candidate that beats the board", f"{chosen.name}: {reason}")
     chosen, reason = tune.final_choice([base, slow], None)
     verdict(chosen is base and "hand-made" in reason, "else the board's own values", reason)
+    combined.times = t(0.95, 1.0, 0.95)
+    knob.times = t(0.9, 0.9, 0.9)
+    chosen, reason = tune.final_choice([base, tile, knob, slow], combined)
+    verdict(chosen is knob, "a single candidate faster than the combination is taken instead", reason)
+    chosen, reason = tune.final_choice([base, tune.Candidate("untimed", "knob", {"GEMM_STAGES": "3"})], None)
+    verdict(chosen is base and "no candidate was timed" in reason, "nothing timed: the board, saying so", reason)
+    wpp = timed("wgrad ping-pong", "knob", {"GEMM_WGMMA_WGRAD_PINGPONG": "y", "GEMM_WGMMA_EPI_STAGES": "1"},
+                t(1.0, 1.0, 0.8), role="GEMM_WGMMA_WGRAD_PINGPONG")
+    pp = timed("ping-pong", "knob", {"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_M": "128",
+                                     "GEMM_WGMMA_BLOCK_N": "128"}, t(0.9, 0.9, 0.9), role="GEMM_WGMMA_PINGPONG")
+    values, why = tune.choose(board, [base, wpp, pp])
+    verdict(values == pp.values and any(w.startswith("wgrad ping-pong") and "not with the changes above" in w
+                                        for w in why),
+            "of two changes Kconfig refuses together (the two ping-pong schedules), the faster is combined",
+            f"{values} {why}")
     calls, step_us, kernel = tune.parse_bench_step(
         "| call | ms | share |\n|---|---|---|\n| gather_batch | 0.0030 | 1.0 % |\n"
         "| linear_forward 256x2048x784 [wgmma] | 0.0200 | 20.0 % |\n"
