@@ -146,33 +146,43 @@ static const snn_kernels timed_kernels = {
     .gemm_numerics = cuda_gemm_numerics,
 };
 
+/* The steps of a timed run: from the first batch, at most an epoch's. */
+constexpr int RUN_STEPS = SNN_STEPS_PER_EPOCH < 400 ? SNN_STEPS_PER_EPOCH : 400;
+
+/* The median ms of 5 runs of run(), each after reset() (untimed), after one more run as a warm-up. */
+template <class R, class F> static float median_run_ms(R reset, F run)
+{
+    std::vector<float> ms;
+    for (int r = 0; r < 6; r++) {
+        reset();
+        const float t = event_ms(run);
+        if (r)
+            ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
 #ifndef CONFIG_STEP_FUSED
-/* The step as ./app/mnist runs a layered build's: `steps` of them from the
+/* The step as ./app/mnist runs a layered build's: RUN_STEPS of them from the
  * first batch, each a CUDA graph replay where the build captures one (the
  * first run, a warm-up, loads the kernels and captures the graph); the mean
  * step of a run, median of 5 runs. The tuner compares builds by it. */
 static void bench_replayed(snn_model &m, const char *device)
 {
     const int32_t zero = 0;
-    const int steps = std::min(SNN_STEPS_PER_EPOCH, 400);
-    std::vector<float> ms;
-    for (int r = 0; r < 6; r++) {
-        snn_rt_upload(m.train_step, &zero, sizeof zero);
-        const float t = event_ms([&] {
-            for (int s = 0; s < steps; s++)
-                snn_rt_run_step(snn_train_step, &m);
-        });
-        if (r)
-            ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
+    const float ms = median_run_ms([&] { snn_rt_upload(m.train_step, &zero, sizeof zero); },
+                                   [&] {
+                                       for (int s = 0; s < RUN_STEPS; s++)
+                                           snn_rt_run_step(snn_train_step, &m);
+                                   });
 #ifdef CONFIG_CUDA_GRAPH
     const char *how = "a CUDA graph replay each";
 #else
     const char *how = "launched directly";
 #endif
     printf("\n# the step as ./app/mnist runs it on %s (%s): %d steps, %.2f us per step (median of 5 runs)\n",
-           device, how, steps, 1e3 * ms[ms.size() / 2] / steps);
+           device, how, RUN_STEPS, 1e3 * ms / RUN_STEPS);
 }
 #else
 static const char *kernel_name(snn_fused_kind kind)
@@ -226,21 +236,14 @@ static const char *phase_name(int p, char *buf, size_t len)
 
 static void bench_fused(snn_model &m, const char *device)
 {
-    const int steps = std::min(SNN_STEPS_PER_EPOCH, 400);
-    std::vector<float> ms;
-    for (int r = 0; r < 6; r++) {
-        const float t = event_ms([&] { snn_train_fused(&m, 0, steps); });
-        if (r) /* the first is a warm-up */
-            ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
+    const float ms = median_run_ms([] {}, [&] { snn_train_fused(&m, 0, RUN_STEPS); });
     const int stride = SNN_FUSED_MAX_BLOCKS + 1, phases = 2 * SNN_LAYERS;
     std::vector<long long> c(SNN_FUSED_CLOCKS);
     long long *clocks = (long long *)snn_rt_alloc(c.size() * sizeof(long long));
     snn_rt_upload(clocks, c.data(), c.size() * sizeof(long long)); /* zeros: blocks past the grid stamp none */
     m.fused.clocks = clocks;
-    m.fused.clock_step = steps / 2;
-    snn_train_fused(&m, 0, steps);
+    m.fused.clock_step = RUN_STEPS / 2;
+    snn_train_fused(&m, 0, RUN_STEPS);
     m.fused.clocks = NULL;
     snn_rt_download(c.data(), clocks, c.size() * sizeof(long long));
     snn_rt_free(clocks);
@@ -248,9 +251,9 @@ static void bench_fused(snn_model &m, const char *device)
     cuda_fused_describe(launch, sizeof launch);
     printf("\n# the fused step on %s: %s\n", device, launch);
     printf("# the fused kernel: %s\n", kernel_name(cuda_fused_kind()));
-    printf("# %d steps in one launch: %.2f us per step (median of 5 launches)\n", steps,
-           1e3 * ms[ms.size() / 2] / steps);
-    printf("# step %d's timeline from the kernel's clock stamps (us):\n", steps / 2);
+    printf("# %d steps in one launch: %.2f us per step (median of 5 launches)\n", RUN_STEPS,
+           1e3 * ms / RUN_STEPS);
+    printf("# step %d's timeline from the kernel's clock stamps (us):\n", RUN_STEPS / 2);
     printf("| phase | work | barrier |\n|---|---|---|\n");
     long long start = c[phases * stride + SNN_FUSED_MAX_BLOCKS], total_work = 0, total_barrier = 0;
     for (int p = 0; p < phases; p++) {
