@@ -78,13 +78,23 @@ def shape_label(dims):
     return "-".join([str(dims[0])] + [f"{d}x{n}" if n > 1 else str(d) for d, n in runs] + [str(dims[-1])])
 
 
+def board_dims(sym):
+    """A board's layer widths, [784, hidden..., 10], from its Kconfig values (sym: a symbol's name -> str)."""
+    return [784] + [int(sym("NN_HIDDEN_WIDTH"))] * int(sym("NN_HIDDEN_LAYERS")) + [10]
+
+
+def param_count(dims):
+    """Weights and biases of the Linear layers between dims."""
+    return sum(i * o + o for i, o in zip(dims[:-1], dims[1:]))
+
+
 def floor(dims, batch, precision, peaks):
     layers = list(zip(dims[:-1], dims[1:]))
     flops = sum(2 * batch * i * o * (3 if n else 2) for n, (i, o) in enumerate(layers))
     operand = PRECISIONS[precision]
     twin = 2 if operand == 2 else 0
     param_bytes = sum(i * o * ((2 if n else 1) * operand + 16 + twin) + 16 * o for n, (i, o) in enumerate(layers))
-    state_bytes = sum((i * o + o) * (8 + twin) for i, o in layers)
+    state_bytes = param_count(dims) * (8 + twin)
     fits = state_bytes <= L2_USABLE * peaks["l2_mb"] * 1e6
     us = {"compute": flops / (peaks["peak_tflops"] * 1e6),
           "memory": param_bytes / ((peaks["l2_tbps"] if fits else peaks["hbm_tbps"]) * 1e6),
@@ -113,7 +123,7 @@ def board_config(name):
     if problems:
         raise Refusal(f"configs/{name}_defconfig: " + "; ".join(problems))
     sym = lambda s: kconf.syms[s].str_value  # noqa: E731
-    dims = [784] + [int(sym("NN_HIDDEN_WIDTH"))] * int(sym("NN_HIDDEN_LAYERS")) + [10]
+    dims = board_dims(sym)
     precision = next((p for p in PRECISIONS if kconf.syms.get("PRECISION_" + p.upper()) is not None
                       and sym("PRECISION_" + p.upper()) == "y"), "fp32")
     return dims, int(sym("TRAIN_BATCH_SIZE")), precision

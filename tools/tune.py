@@ -67,6 +67,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 os.environ.setdefault("srctree", REPO)
 import kconfig  # noqa: E402  (re-runs this script under /usr/bin/python3 where kconfiglib is not importable)
+import roofline  # noqa: E402
 from bench import run_logged  # noqa: E402
 
 kconfiglib = kconfig.kconfiglib
@@ -157,9 +158,7 @@ class Board:
         if self.value("TARGET_CUDA") != "y":
             raise Refusal(f"{name} is a host board: the tuner times GPU kernels (pick a board of a GPU target)")
         self.fused = self.value("STEP_FUSED") == "y"
-        layers, width = int(self.value("NN_HIDDEN_LAYERS")), int(self.value("NN_HIDDEN_WIDTH"))
-        self.params = (784 * width + (layers - 1) * width * width + 10 * width if layers else 7840) + \
-            layers * width + 10
+        self.params = roofline.param_count(roofline.board_dims(self.value))
         self.tensor_cores = self.value("GEMM_TENSOR_CORES") == "y"
         precision = next(c for c in self.kconf.choices if c.name == "PRECISION").selection
         self.precision = precision.name.removeprefix("PRECISION_")
