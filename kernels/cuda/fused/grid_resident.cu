@@ -383,8 +383,7 @@ __global__ void __launch_bounds__(GR_THREADS, 1) gr_train_kernel(snn_fused_net n
     const int c = blockIdx.x, u0 = c * GR_U, tid = threadIdx.x;
     const int owned = res_max(0, res_min(GR_U, GR_H - u0)); /* the block's units that are not padding */
 
-    for (int i = tid; i < GR_SMEM / 16; i += GR_THREADS) /* padding reads as 0 */
-        reinterpret_cast<uint4 *>(gr_smem)[i] = make_uint4(0, 0, 0, 0);
+    res_clear<GR_THREADS>(gr_smem, GR_SMEM);
     __syncthreads();
     gr_state(S, net, c, true);
     __syncthreads();

@@ -271,6 +271,13 @@ static __device__ __forceinline__ void res_update(float *w, float *m, int stride
         *twin = res_round(*w);
 }
 
+/* A block's shared memory, bytes (a multiple of 16) from smem, zeroed: padding then reads as 0. */
+template <int THREADS> static __device__ __forceinline__ void res_clear(unsigned char *smem, int bytes)
+{
+    for (int i = threadIdx.x; i < bytes / 16; i += THREADS)
+        reinterpret_cast<uint4 *>(smem)[i] = make_uint4(0, 0, 0, 0);
+}
+
 /* A block of a parameter tensor, rows x cols: in shared memory at s (row stride sld), its moments at
  * sm + k * mstride, its twin at t (row stride tld; none where NULL); in the model at w[at(i, j)] and its
  * state st, at(i, j) < 0 where (i, j) is padding. in: model to shared memory (with the twin), else back. */

@@ -545,8 +545,7 @@ __global__ void __launch_bounds__(RES_THREADS, 1) res_train_kernel(snn_fused_net
     const int c = (int)cluster.block_rank(), u0 = c * RES_U, r0 = c * RES_RPB, tid = threadIdx.x;
     const int owned = res_max(0, res_min(RES_U, RES_H - u0)); /* the block's units that are not padding */
 
-    for (int i = tid; i < RES_SMEM / 16; i += RES_THREADS) /* padding reads as 0 */
-        reinterpret_cast<uint4 *>(res_smem)[i] = make_uint4(0, 0, 0, 0);
+    res_clear<RES_THREADS>(res_smem, RES_SMEM);
     __syncthreads();
     res_state(S, net, c, true);
     if (tid < RES_B) {
