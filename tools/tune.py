@@ -308,13 +308,20 @@ def candidate_dir(work, i):
     return os.path.join(work, f"c{i:02d}")
 
 
-def build(board, c, d):
-    """Configures and builds what a candidate needs; an error text or None."""
+def configure(board, c, d):
+    """The candidate's defconfig, d/def; an error text or None. One candidate at a time: every candidate is
+    set on the board's one kconfiglib object, which two threads at once leave with either's values (the
+    tuner's parallel builds did: some candidates refused, some built with another's values)."""
     os.makedirs(d, exist_ok=True)
     try:
         board.write_min_config(c.values, os.path.join(d, "def"), header="")
     except Refusal as e:
         return f"Kconfig: {e}"
+    return None
+
+
+def compile_configured(c, d):
+    """Builds what a configured candidate needs (any number at once: make only); an error text or None."""
     log = os.path.join(d, "build.log")
     targets = [f"{d}/tools/bin/bench_step", f"{d}/tests/bin/gpu/test_kernels"]
     if c.fused:
@@ -327,6 +334,11 @@ def build(board, c, d):
             lines = [line.strip() for line in f if "error" in line]
         return f"build {error}: {lines[0] if lines else 'see ' + log}"
     return None
+
+
+def build(board, c, d):
+    """Configures and builds what a candidate needs; an error text or None."""
+    return configure(board, c, d) or compile_configured(c, d)
 
 
 def parse_bench_step(text):
@@ -403,7 +415,9 @@ def build_and_measure(board, cands, work, jobs, deadline):
         if base.kernel and not reads(base.kernel, c):
             c.not_tried = f"not built: the board's fused kernel ({base.kernel}) reads none of its settings"
         else:
-            todo.append((i, c))
+            c.refused = configure(board, c, candidate_dir(work, i))  # here, before the threads: see configure
+            if not c.refused:
+                todo.append((i, c))
     built = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         def start(i, c):
@@ -411,7 +425,7 @@ def build_and_measure(board, cands, work, jobs, deadline):
                 c.not_tried = "not built: the budget's build time was spent"
                 return None
             say(f"building {c.name}")
-            return build(board, c, candidate_dir(work, i))
+            return compile_configured(c, candidate_dir(work, i))
         for (i, c), error in zip(todo, pool.map(lambda ic: start(*ic), todo)):
             if error:
                 c.refused = error

@@ -8,6 +8,7 @@ defconfig it writes configures and builds.
 import os
 import subprocess
 import sys
+import time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tools"))
@@ -249,6 +250,31 @@ def check_written_board_builds(work):
             (p.stdout + p.stderr)[-600:])
 
 
+def check_parallel_builds(work):
+    """Each candidate's defconfig holds its own values when the builds run in threads (their Kconfig is one
+    object: configured one at a time, before the threads)."""
+    board = tune.Board("h100_2048x3_b256")
+    cands = tune.enumerate_candidates(board)
+    tune.kconfig_check(board, cands)
+    stubs = tune.compile_configured, tune.measure, tune.say
+    tune.compile_configured = lambda c, d: time.sleep(0.01)
+    tune.measure = lambda board, c, d: None
+    tune.say = lambda text: None
+    try:
+        tune.build_and_measure(board, cands, work, 8, time.monotonic() + 1000)
+    finally:
+        tune.compile_configured, tune.measure, tune.say = stubs
+    wrong = []
+    for i, c in enumerate(cands):
+        ref = os.path.join(work, f"ref{i:02d}")
+        board.write_min_config(c.values, ref, header="")
+        with open(ref) as f, open(os.path.join(tune.candidate_dir(work, i), "def")) as g:
+            if c.refused or f.read() != g.read():
+                wrong.append(c.name)
+    verdict(not wrong, f"{len(cands)} candidates built in 8 threads, each from a defconfig of its own values",
+            ", ".join(wrong))
+
+
 def main():
     work = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "build", "test", "tune"))
     os.makedirs(work, exist_ok=True)
@@ -256,6 +282,7 @@ def main():
     check_refusals(os.path.join(work, "checks"))
     check_choice()
     check_step(os.path.join(work, "step"))
+    check_parallel_builds(os.path.join(work, "parallel"))
     if have_nvcc("the written defconfig builds"):
         check_written_board_builds(work)
 
