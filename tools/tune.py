@@ -105,7 +105,7 @@ KNOBS = {
     "GEMM_WGMMA_RASTER_GROUP": ["4", "8", "16"],
     "STEP_FUSED_BLOCKS": ["0", "264"],
     "STEP_FUSED_SLICE_KTILES": ["4", "8", "16", "32"],
-    "FUSED_CLUSTER_THREADS": ["128", "512", "1024"],
+    "FUSED_CLUSTER_THREADS": ["128", "256", "384", "512", "1024"],
     "GEMM_SPLIT_K_MAX": ["1", "4", "8", "16"],
     "GEMM_SPLIT_K_MIN_K": ["128", "256", "512"],
     "GEMM_STAGES": ["2", "3", "4", "6"],

@@ -335,9 +335,12 @@ if part_wanted fused; then
         'CONFIG_TRAIN_DROPOUT="0.2"' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
     fused_variant sm90-bf16-24x1-b1-gridres 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n
     fused_variant sm90-bf16-10x8-b7-gridres 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
-    # the resident kernel's least and most threads a block (its softmax lanes a row, its GEMMs' k slices)
+    # the resident kernel's least and most threads a block (its softmax lanes a row, its GEMMs' k slices), and
+    # 384, 784-128-10 b64's, where a model without a middle layer keeps a placeholder of one
     fused_variant sm90-bf16-128-b64-t128 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER_THREADS=128
     fused_variant sm90-bf16-128x3-b32-t1024 90 BF16 3 128 32 - CONFIG_FUSED_CLUSTER_THREADS=1024
+    fused_variant sm90-fp16-40x1-b13-t384 90 FP16 1 40 13 sanitize CONFIG_FUSED_CLUSTER_THREADS=384 \
+        CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="1e-3"' 'CONFIG_TRAIN_DROPOUT="0.1"' CONFIG_TRAIN_AUGMENT_SHIFT=2
     fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64
     fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
     fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32

@@ -91,10 +91,13 @@ constexpr int RES_RPB = RES_BP / RES_CTAS;
 static_assert(RES_BP % RES_CTAS == 0, "resident step: the padded batch in whole rows a block");
 
 
-/* A hidden-to-hidden layer's weight columns of the block's units and the bias of those units. */
+/* A hidden-to-hidden layer's weight columns of the block's units and the bias of those units; a model
+ * without such a layer keeps a placeholder of one row, whose code never runs (the shared memory saved gives
+ * 784-128-10 b64's blocks room for 384 threads' k-slice scratch). */
+constexpr int RES_MID_ROWS = SNN_LAYERS > 2 ? RES_NH : 1;
 struct ResMid {
-    alignas(16) res_half twin[RES_NH][RES_UKLD];
-    float w[RES_NH][RES_U], wm[RES_M][RES_NH][RES_U];
+    alignas(16) res_half twin[RES_MID_ROWS][RES_UKLD];
+    float w[RES_MID_ROWS][RES_U], wm[RES_M][RES_MID_ROWS][RES_U];
     float b[RES_U], bm[RES_M][RES_U];
 };
 
@@ -109,7 +112,8 @@ struct alignas(128) ResShared {
     float bl[RES_NC], blm[RES_M][RES_NC]; /* its bias: every block keeps the same copy */
     float act[RES_HIDS][RES_BP][RES_U];   /* hidden outputs, the block's units (the ReLU's mask) */
     alignas(16) res_half acth[RES_HIDS][RES_BP][RES_UKLD];
-    float dgrad[2][RES_BP][RES_U];        /* a hidden output's gradient, the block's units, by layer parity */
+    /* a hidden output's gradient, the block's units, by layer parity */
+    float dgrad[res_min(2, RES_HIDS)][RES_BP][RES_U];
     alignas(16) res_half dgrad0[RES_UK][RES_D0LD]; /* layer 0's, as an operand: [unit][row] */
     alignas(16) res_half dfull[RES_BP * res_ld(RES_DW)]; /* a whole output gradient, row stride res_ld(width) */
     float logits[RES_RPB][RES_NC];        /* the block's rows' (below), then their dlogits */
