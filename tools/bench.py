@@ -221,8 +221,10 @@ LAYERED = "-layered"  # the suffix of a board's build with CONFIG_STEP_LAYERED=y
 
 
 def layered_defconfig(text):
-    """A board's defconfig with the layered step forced."""
-    return "".join(l for l in text.splitlines(True) if not l.startswith("CONFIG_STEP_")) + "CONFIG_STEP_LAYERED=y\n"
+    """A board's defconfig with the layered step forced: its step (a choice takes one member) and its fused
+    kernels' settings (which the layered step hides, and Kconfig refuses to set) dropped."""
+    return "".join(l for l in text.splitlines(True) if not l.startswith(("CONFIG_STEP_", "CONFIG_FUSED_"))) + \
+        "CONFIG_STEP_LAYERED=y\n"
 
 
 def build(name, out):

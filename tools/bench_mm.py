@@ -31,8 +31,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import (BUILD_TIMEOUT_S, MIB, REPO, config_names, fmt_ms, parse_config_h, read_engine_log,  # noqa: E402
-                   run_logged, run_shape, run_torch)
+from bench import (BUILD_TIMEOUT_S, MIB, REPO, config_names, fmt_ms, layered_defconfig, parse_config_h,  # noqa: E402
+                   read_engine_log, run_logged, run_shape, run_torch)
 
 PROG = "bench_mm"
 DEFAULT_CONFIGS = ["h100_784x4_b64", "h100_1024x3_b32"]
@@ -53,8 +53,7 @@ def variant_defconfig(base_text, variant):
     """The defconfig of one variant: the board's on the layered step (the strategies differ in how a step's
     kernels get their tensors; a fused board's step allocates nothing), with the variant's line appended."""
     line = VARIANTS[variant][0]
-    base = "".join(l for l in base_text.splitlines(True) if not l.startswith("CONFIG_STEP_"))  # one choice member
-    return base.rstrip("\n") + "\nCONFIG_STEP_LAYERED=y\n" + (line + "\n" if line else "")
+    return layered_defconfig(base_text) + (line + "\n" if line else "")
 
 
 def check_variant(config, variant):

@@ -305,7 +305,8 @@ fused_against_layered() { # BOARD
     local b=$1 d=$OUT/gpu-$1-layered fused layered
     build_board "$b" >/dev/null || return
     mkdir -p "$d"
-    { grep -v '^CONFIG_STEP_' "$OUT/gpu-$b/def"; echo "CONFIG_STEP_LAYERED=y"; } >"$d/def" # one member of the choice
+    # one member of the choice, and no fused kernel's settings (hidden on the layered step), as tools/bench.py
+    { grep -v '^CONFIG_STEP_\|^CONFIG_FUSED_' "$OUT/gpu-$b/def"; echo "CONFIG_STEP_LAYERED=y"; } >"$d/def"
     if build_variant "$b-layered" "$d" >/dev/null &&
         "$OUT/gpu-$b/app/mnist" --data "$DATA" --epochs 1 --log "$d/fused.jsonl" >/dev/null 2>&1 &&
         "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/layered.jsonl" >/dev/null 2>&1; then

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""tools/bench.py without a GPU: the layered twin of a board's defconfig, the
-step and the floor a log and a result give its table row."""
+"""tools/bench.py without a GPU: the layered twin of a board's defconfig (and
+that every board's configures), the step and the floor a log and a result
+give its table row."""
+import glob
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import bench  # noqa: E402
@@ -23,9 +27,31 @@ def engine_log(step, ms, reserved=None):
 
 
 def main():
-    text = bench.layered_defconfig("CONFIG_TARGET_SM90=y\nCONFIG_STEP_FUSED=y\nCONFIG_NN_HIDDEN_WIDTH=128\n")
+    text = bench.layered_defconfig("CONFIG_TARGET_SM90=y\nCONFIG_STEP_FUSED=y\nCONFIG_FUSED_CLUSTER_THREADS=384\n"
+                                   "CONFIG_NN_HIDDEN_WIDTH=128\n")
     verdict(text == "CONFIG_TARGET_SM90=y\nCONFIG_NN_HIDDEN_WIDTH=128\nCONFIG_STEP_LAYERED=y\n",
-            "the layered twin drops the board's step and forces CONFIG_STEP_LAYERED", repr(text))
+            "the layered twin drops the board's step and its fused kernels' settings, and forces "
+            "CONFIG_STEP_LAYERED", repr(text))
+    refused = []
+    with tempfile.TemporaryDirectory() as work:
+        for board in sorted(glob.glob(os.path.join(bench.REPO, "configs", "*_defconfig"))):
+            with open(board) as f:
+                text = f.read()
+            name = os.path.basename(board)[:-len("_defconfig")]
+            subprocess.run(["make", "--no-print-directory", f"O={work}/b", f"{name}_defconfig"], cwd=bench.REPO,
+                           capture_output=True)
+            with open(os.path.join(work, "b", ".config")) as f:
+                if "CONFIG_TARGET_CUDA=y" not in f.read():
+                    continue  # the host engine has one step
+            def_path = os.path.join(work, "def")
+            with open(def_path, "w") as f:
+                f.write(bench.layered_defconfig(text))
+            p = subprocess.run(["make", "--no-print-directory", f"O={work}/o", "defconfig", f"DEFCONFIG={def_path}"],
+                               cwd=bench.REPO, capture_output=True, text=True)
+            if p.returncode:
+                refused.append(f"{os.path.basename(board)}: {p.stderr.strip()[-200:]}")
+    verdict(not refused, "every GPU board's layered twin configures (bench.py --layered, bench_mm.py)",
+            "; ".join(refused))
     fused = bench.read_engine_log(engine_log("fused", [30.0, 16.0, 16.2, 16.1]))
     layered = bench.read_engine_log(engine_log("layered", [40.0, 23.0, 23.0]))
     verdict(fused["step"] == "fused" and fused["ms_median"] == 16.1, "a log's step and median after the first epoch",
