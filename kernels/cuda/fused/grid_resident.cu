@@ -85,8 +85,7 @@ struct alignas(128) GrShared {
     snn_rate rate;
 };
 constexpr int GR_SMEM = sizeof(GrShared);
-constexpr int GR_SMEM_MAX = 227 * 1024; /* sm80 and sm90: a block's shared memory, opted in */
-constexpr bool GR_FITS = SNN_FUSED_GR_WS_BYTES > 0 && GR_SMEM <= GR_SMEM_MAX && !(SNN_AUGMENT_SHIFT > 0);
+constexpr bool GR_FITS = SNN_FUSED_GR_WS_BYTES > 0 && GR_SMEM <= SNN_GR_SMEM_MAX && !(SNN_AUGMENT_SHIFT > 0);
 
 /* The workspace's tensors (SNN_FUSED_GR_WS_BYTES), each 256-byte aligned, in the order fused.h counts them:
  * their bytes. */
@@ -551,7 +550,7 @@ bool fused_grid_resident_runs(char *why, int len)
         else
             snprintf(why, len, "a block's share of the model, %d KB of shared memory, exceeds %d KB",
                      (int)((SNN_GR_STATE_BYTES > GR_SMEM ? SNN_GR_STATE_BYTES : GR_SMEM) + 1023) / 1024,
-                     GR_SMEM_MAX / 1024);
+                     SNN_GR_SMEM_MAX / 1024);
         return false;
     }
     if (!exact) {

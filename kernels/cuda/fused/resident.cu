@@ -38,6 +38,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "arch/cuda/target.h"
 #include "arch/sm80/cp_async.cuh"
 #include "arch/sm80/mma.cuh"
 #include "kernels/cuda/fused/mma16.cuh"
@@ -129,8 +130,7 @@ struct alignas(128) ResShared {
     snn_rate rate;
 };
 constexpr int RES_SMEM = sizeof(ResShared);
-constexpr int RES_SMEM_MAX = 227 * 1024; /* sm90: a block's shared memory, opted in */
-constexpr bool RES_FITS = SNN_LAYERS >= 2 && RES_B <= RES_THREADS && RES_SMEM <= RES_SMEM_MAX;
+constexpr bool RES_FITS = SNN_LAYERS >= 2 && RES_B <= RES_THREADS && RES_SMEM <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
 
 
 /* ---------------------------------------------------------------------------
@@ -759,7 +759,7 @@ bool fused_resident_runs(char *why, int len)
                      RES_B, RES_THREADS);
         else
             snprintf(why, len, "the model's share per block, %d KB of shared memory, exceeds sm90's %d KB",
-                     (RES_SMEM + 1023) / 1024, RES_SMEM_MAX / 1024);
+                     (RES_SMEM + 1023) / 1024, SNN_ARCH_MAX_SMEM_PER_BLOCK / 1024);
         return false;
     }
     if (clusters < 0) {
