@@ -117,6 +117,7 @@ suite_safetensors() { run "safetensors reader" tests/host/test_safetensors.sh "$
 suite_images() { run "image files and digits" tests/host/test_images.sh "$H/tests/bin/host/test_image_load"; }
 suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "fuzz" tests/host/test_fuzz.sh; }
 suite_fetch() { run "fetch" tests/host/test_fetch.sh; }
+suite_setup() { run "setup" tests/host/test_setup.sh; }
 suite_config() { run "config" tests/host/test_config.sh; }
 suite_layers() { run "layers" tests/host/test_layers.sh; }
 suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
@@ -237,6 +238,7 @@ safetensors   1 y
 images        3 y
 fuzz         22 y
 fetch         3 y
+setup         1 y
 config       28 y
 layers        1 y
 outputs       3 y

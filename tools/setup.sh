@@ -23,8 +23,10 @@ if [ ${#need[@]} -gt 0 ]; then
     SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
     echo "setup: installing ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    # Another apt or unattended-upgrades may hold dpkg's lock: wait for it rather than fail at once.
+    wait_lock=(-o DPkg::Lock::Timeout=600)
+    $SUDO apt-get "${wait_lock[@]}" update -qq
+    $SUDO apt-get "${wait_lock[@]}" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
     echo "setup: no CUDA toolkit (nvcc): only the host target can be built here"
