@@ -8,17 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/model.h"
 #include "snn_check.h"
 #include "snn_config.h"
 
 static void usage(FILE *out)
 {
+    char shape[256];
+    snn_model_shape(shape, sizeof(shape));
     fprintf(out,
             "usage: mnist [options]                      train the configured model (make menuconfig)\n"
             "       mnist --load MODEL --eval [--log F]  evaluate a saved model on the test set\n"
             "       mnist --load MODEL --predict IMAGE...  classify PNG, PGM or PPM images\n\n"
-            "Trains the MLP this build was configured for on " SNN_DATASET_NAME ".\n\n"
-            "  --data DIR            dataset directory (default: " SNN_DATA_DIR ")\n"
+            "Trains this build's MLP %s, batch %d, on %s (make menuconfig configures others).\n\n"
+            "  --data DIR            dataset directory (default: %s)\n"
             "  --epochs N            train N epochs instead of the configured %d (with --resume: up to\n"
             "                        epoch N in all)\n"
             "  --max-steps N         stop each epoch after N steps (smoke tests, sanitizers)\n"
@@ -32,7 +35,7 @@ static void usage(FILE *out)
             "  --save FILE           write the final weights as safetensors (README: model files)\n"
             "  --load FILE           start from the weights of FILE (a --save file or a checkpoint)\n"
             "  --checkpoint FILE     write the whole training state to FILE every --checkpoint-every\n"
-            "                        epochs, at the end, and when SIGINT or SIGTERM stops the run\n"
+            "                        epochs, at the end, and when a signal stops the run\n"
             "  --checkpoint-every N  epochs between checkpoints (default 1)\n"
             "  --resume FILE         go on from a checkpoint: the same parameters, bit for bit, as a\n"
             "                        run that was never stopped\n"
@@ -43,10 +46,21 @@ static void usage(FILE *out)
             "  --dump DIR            write the run's shape and numerics, initial parameters, each\n"
             "                        epoch's order and step losses, for tools/torch_parity.py\n"
             "  --help                this text\n\n"
-            "SIGINT or SIGTERM stops the run after the current step: --save and --checkpoint get the\n"
-            "state as it is, --log the figures so far; the exit status is 128 + the signal.\n",
-            CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_SEED, SNN_VALID_COUNT ? "validation" : "test", CONFIG_TRAIN_EVAL_EVERY,
-            CONFIG_TRAIN_LOG_EVERY);
+            "SIGINT, SIGTERM or SIGHUP stops the run after the current step: --save and --checkpoint\n"
+            "get the state as it is, --log the figures so far; the exit status is 128 + the signal.\n"
+            "A second signal stops at once.\n",
+            shape, SNN_BATCH, SNN_DATASET_NAME, SNN_DATA_DIR, CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_SEED,
+            SNN_VALID_COUNT ? "validation" : "test", CONFIG_TRAIN_EVAL_EVERY, CONFIG_TRAIN_LOG_EVERY);
+}
+
+/* A file or directory name: refused empty or ending in '/' before any work, rather than after it. */
+static const char *parse_path(const char *opt, const char *text, int is_dir)
+{
+    if (!*text)
+        snn_die("%s wants a %s name, not an empty one", opt, is_dir ? "directory" : "file");
+    if (!is_dir && text[strlen(text) - 1] == '/')
+        snn_die("%s wants a file name, not a directory: '%s'", opt, text);
+    return text;
 }
 
 /* A percentage in (0, 100], as a fraction. */
@@ -165,13 +179,13 @@ options snn_parse_options(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
-        case DATA: o.data_dir = optarg; break;
-        case LOG: o.log_path = optarg; break;
-        case DUMP: o.dump_dir = optarg; break;
-        case SAVE: o.save_path = optarg; break;
-        case LOAD: o.load_path = optarg; break;
-        case RESUME: o.resume_path = optarg; break;
-        case CHECKPOINT: o.checkpoint_path = optarg; break;
+        case DATA: o.data_dir = parse_path("--data", optarg, 1); break;
+        case LOG: o.log_path = parse_path("--log", optarg, 0); break;
+        case DUMP: o.dump_dir = parse_path("--dump", optarg, 1); break;
+        case SAVE: o.save_path = parse_path("--save", optarg, 0); break;
+        case LOAD: o.load_path = parse_path("--load", optarg, 0); break;
+        case RESUME: o.resume_path = parse_path("--resume", optarg, 0); break;
+        case CHECKPOINT: o.checkpoint_path = parse_path("--checkpoint", optarg, 0); break;
         case EVERY: o.checkpoint_every = parse_count("--checkpoint-every", optarg), every_given = 1; break;
         case EVAL: o.eval = 1; break;
         case PREDICT: predict = 1; break;

@@ -35,6 +35,25 @@ struct snn_out_dir {
 
 static void remove_all_temporaries_at_exit(void) { snn_out_remove_temporaries(); }
 
+/* The stop signals held back while a temporary is created and registered (or renamed and released), so
+ * that a second signal, whose handler removes the registered ones and exits, never finds one of them
+ * on disk and not in the table. */
+static sigset_t hold_stops(void)
+{
+    sigset_t stops, was;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
+    SNN_CHECK_SYS(sigprocmask(SIG_BLOCK, &stops, &was) == 0, "holding the stop signals");
+    return was;
+}
+
+static void release_stops(const sigset_t *was)
+{
+    SNN_CHECK_SYS(sigprocmask(SIG_SETMASK, was, NULL) == 0, "releasing the stop signals");
+}
+
 static int claim(const char *path, int is_dir)
 {
     static int registered;
@@ -105,11 +124,20 @@ __attribute__((noreturn)) static void die_writing(const char *path, int err)
     snn_die("cannot write %s: %s", path, strerror(err));
 }
 
-/* A name beside target: target.KIND.PID. */
-static void side_name(char *name, size_t len, const char *target, const char *kind)
+/* A template for a new name beside target, target.KIND.XXXXXX: mkstemp and mkdtemp fill in the X's
+ * with a name no file has, so that a dead process's leftover never blocks a later run. */
+static void side_template(char *name, size_t len, const char *target, const char *kind)
 {
-    if ((size_t)snprintf(name, len, "%s.%s.%d", target, kind, (int)getpid()) >= len)
+    if ((size_t)snprintf(name, len, "%s.%s.XXXXXX", target, kind) >= len)
         snn_die("path too long: %s", target);
+}
+
+/* The mode open(O_CREAT) or mkdir would give with this one: mkstemp's and mkdtemp's are owner-only. */
+static mode_t created_mode(mode_t mode)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    return mode & ~mask;
 }
 
 snn_out *snn_out_open(const char *path)
@@ -133,12 +161,14 @@ snn_out *snn_out_open(const char *path)
     if (!exists || !realpath(path, o->target))
         snprintf(o->target, sizeof(o->target), "%s", path);
     char tmp[PATH_MAX];
-    side_name(tmp, sizeof(tmp), o->target, "tmp");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    side_template(tmp, sizeof(tmp), o->target, "tmp");
+    sigset_t was = hold_stops();
+    int fd = mkstemp(tmp);
     if (fd < 0)
         die_writing(path, errno);
     o->slot = claim(tmp, 0);
-    if (exists && fchmod(fd, st.st_mode & 07777) != 0)
+    release_stops(&was);
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || fchmod(fd, exists ? st.st_mode & 07777 : created_mode(0666)) != 0)
         die_writing(path, errno);
     o->f = fdopen(fd, "wb");
     SNN_CHECK_SYS(o->f, "opening an output stream");
@@ -169,26 +199,28 @@ void snn_out_commit(snn_out *o)
         err = errno;
     if (fclose(o->f) != 0 && !err)
         err = errno;
+    sigset_t was = hold_stops();
     if (!err && o->slot >= 0 && rename(temps[o->slot].path, o->target) != 0)
         err = errno;
+    if (err && o->slot >= 0)
+        unlink(temps[o->slot].path);
+    release(o->slot);
+    release_stops(&was);
     if (!err && o->slot >= 0 && sync_parent(o->target) != 0)
         err = errno;
-    if (err) {
-        if (o->slot >= 0)
-            unlink(temps[o->slot].path);
-        release(o->slot);
+    if (err)
         die_writing(o->path, err);
-    }
-    release(o->slot);
     free(o);
 }
 
 void snn_out_abandon(snn_out *o)
 {
     fclose(o->f);
+    sigset_t was = hold_stops();
     if (o->slot >= 0)
         unlink(temps[o->slot].path);
     release(o->slot);
+    release_stops(&was);
     free(o);
 }
 
@@ -223,10 +255,14 @@ snn_out_dir *snn_out_dir_open(const char *dir, const char *marker)
             snn_die("%s holds files that are not an earlier dump (no %s): refusing to replace it; name a new "
                     "directory", dir, marker);
     }
-    side_name(stage, sizeof(stage), dir, "tmp");
-    if (mkdir(stage, 0777) != 0)
-        die_writing(stage, errno);
+    side_template(stage, sizeof(stage), dir, "tmp");
+    sigset_t was = hold_stops();
+    if (!mkdtemp(stage))
+        die_writing(dir, errno);
     d->slot = claim(stage, 1);
+    release_stops(&was);
+    if (chmod(stage, created_mode(0777)) != 0)
+        die_writing(stage, errno);
     return d;
 }
 
@@ -263,20 +299,22 @@ void snn_out_dir_commit(snn_out_dir *d)
             die_writing(d->dir, errno);
         replacing = 0;
     }
-    if (replacing) {
-        side_name(old, sizeof(old), d->dir, "old");
-        if (rename(d->dir, old) != 0)
+    if (replacing) { /* onto a new empty directory, which rename replaces */
+        side_template(old, sizeof(old), d->dir, "old");
+        if (!mkdtemp(old) || rename(d->dir, old) != 0)
             die_writing(d->dir, errno);
     }
+    sigset_t was = hold_stops();
     if (rename(stage, d->dir) != 0) {
         int err = errno;
         if (replacing)
             rename(old, d->dir);
         die_writing(d->dir, err);
     }
+    release(d->slot);
+    release_stops(&was);
     if (sync_parent(d->dir) != 0)
         die_writing(d->dir, errno);
-    release(d->slot);
     if (replacing)
         remove_dir(old);
     free(d);
@@ -284,7 +322,9 @@ void snn_out_dir_commit(snn_out_dir *d)
 
 void snn_out_dir_abandon(snn_out_dir *d)
 {
+    sigset_t was = hold_stops();
     remove_dir(temps[d->slot].path);
     release(d->slot);
+    release_stops(&was);
     free(d);
 }

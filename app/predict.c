@@ -54,28 +54,24 @@ int snn_predict_images(snn_model *m, const char *const *paths, int count, FILE *
     float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * sizeof(float), "image logits");
     SNN_CHECK_SYS(images, "allocating the images to classify");
     snn_rt_upload(m->test_labels, images + image_bytes, SNN_TEST_COUNT);
-    int failed = 0;
-    for (int from = 0; from < count; from += SNN_TEST_COUNT) {
-        int n = count - from < SNN_TEST_COUNT ? count - from : SNN_TEST_COUNT;
+    int failed = 0, stopped = 0;
+    for (int from = 0; from < count && !stopped; from += SNN_TEST_COUNT) {
+        int n = count - from < SNN_TEST_COUNT ? count - from : SNN_TEST_COUNT, read = 0;
         memset(images, 0, image_bytes);
-        for (int i = 0; i < n; i++) {
-            if (snn_stop_signal()) {
-                failed = -1;
-                goto done;
-            }
-            ok[i] = read_digit(paths[from + i], images + (size_t)i * SNN_INPUT_DIM) == 0;
-            failed += !ok[i];
+        /* A stop classifies what was read before it: no result already made is lost. */
+        for (; read < n && !(stopped = snn_stop_signal() != 0); read++) {
+            ok[read] = read_digit(paths[from + read], images + (size_t)read * SNN_INPUT_DIM) == 0;
+            failed += !ok[read];
         }
         snn_rt_upload(m->test_images, images, image_bytes);
         snn_evaluate_logits(m, logits);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < read; i++)
             if (ok[i])
                 print_prediction(out, paths[from + i], logits + (size_t)i * SNN_CLASSES);
+        fflush(out);
     }
-done:
-    fflush(out);
     free(images);
     free(ok);
     free(logits);
-    return failed;
+    return stopped ? -1 : failed;
 }

@@ -9,11 +9,12 @@ set -u
 cd "$(dirname "$0")/../.."
 APP=$1
 DATA=${SNN_DATA:-data/mnist}
+APP_ABS=$(realpath "$APP") DATA_ABS=$(realpath "$DATA") # for runs in a directory of their own
 FASHION=${SNN_FASHION_DATA:-/usr/share/datasets/fashion-mnist}
 T=$(mktemp -d "${TMPDIR:-/tmp}/snn-out.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 SHORT=(--data "$DATA" --epochs 1 --max-steps 20)
-PARAM_BYTES=$(("$(sed -n 's/.*(\([0-9]*\) parameters).*/\1/p' <("$APP" --data "$T/none" 2>/dev/null))" * 4))
+PARAM_BYTES=$(("$(sed -n 's/.*(\([0-9]*\) parameters).*/\1/p' <("$APP" "${SHORT[@]}" --max-steps 1 2>/dev/null))" * 4))
 
 verdict() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1${3:+: $3}"; fi; }
 no_temporaries() { ! find "$T" -name '*.tmp.*' | grep -q .; }
@@ -59,7 +60,8 @@ out=$("$APP" --data "$DATA" --save "$T/missing/params.bin" 2>&1); rc=$?
 verdict "--save into a missing directory is refused before training" \
     '[ $rc -eq 1 ] && ! grep -q "^ *1 " <<<"$out" && grep -q "its directory $T/missing does not exist" <<<"$out"' "$out"
 
-# An error after the outputs were opened leaves no temporary.
+# An error after the outputs were opened (the data files there, but empty) leaves no temporary.
+mkdir "$T/none" && touch "$T/none/"{train,t10k}-{images-idx3,labels-idx1}-ubyte
 "$APP" --data "$T/none" --save "$T/e.bin" --log "$T/e.jsonl" --dump "$T/e.dump" >/dev/null 2>&1
 verdict "an error leaves no temporary file or directory" 'no_temporaries && [ ! -e "$T/e.bin" ] && [ ! -e "$T/e.dump" ]' \
     "$(ls "$T")"
@@ -81,6 +83,63 @@ interrupt() { # SIGNAL STATUS
 }
 interrupt INT 130
 interrupt TERM 143
+
+# An empty output name, or a file name ending in '/', is refused before any work: nothing trained,
+# nothing written beside it (an empty name once trained the whole run, then failed).
+mkdir "$T/empty"
+for args in "--save|" "--save=" "--log|" "--checkpoint|" "--dump|" "--save|$T/empty/"; do
+    IFS='|' read -r opt val <<<"$args"
+    if [[ $args == *"|"* ]]; then set -- "$opt" "$val"; else set -- "$opt"; fi
+    shown="$*"; [ -z "$val" ] && [ $# -eq 2 ] && shown="$opt ''"
+    out=$(cd "$T/empty" && "$APP_ABS" --data "$DATA_ABS" "$@" 2>&1); rc=$?
+    verdict "$shown (an empty or directory name) refused before training, nothing written" \
+        '[ $rc -eq 1 ] && grep -q "wants a .* name" <<<"$out" && ! grep -q "^epoch " <<<"$out" && [ -z "$(ls -A "$T/empty")" ]' \
+        "status $rc: $(tail -n 1 <<<"$out")"
+done
+
+# A temporary is a new name each run: a dead process's leftover of the old NAME.tmp.PID form, planted
+# under the very PID the run gets (exec keeps it), neither blocks the run nor is touched.
+mkdir "$T/pid"
+out=$(cd "$T/pid" && bash -c 'echo stale >"w.st.tmp.$$"; mkdir "d.tmp.$$"; exec "$0" "$@"' "$APP_ABS" \
+    --data "$DATA_ABS" --epochs 1 --max-steps 20 --save w.st --dump d 2>&1); rc=$?
+verdict "a stale temporary named as this run's PID would be does not block --save or --dump" \
+    '[ $rc -eq 0 ] && weights_ok "$T/pid/w.st" && [ -f "$T/pid/d/meta.json" ] && [ "$(cat "$T"/pid/w.st.tmp.*)" = stale ]' \
+    "status $rc: $(tail -n 1 <<<"$out")"
+rm -rf "$T"/pid/*.tmp.* # the planted leftovers, which the checks below would count
+
+# A second signal that lands between a temporary's creation and its registration used to leave it
+# behind. strace holds every openat of the run 0.3 s on its way back, the temporary's too: SIGINT and
+# then SIGTERM sent while the temporary's openat is held are delivered as it returns, the second
+# ending the run at once (the first had set the stop flag). Two different signals: two of one kind
+# would merge into one pending signal.
+if command -v strace >/dev/null && command -v pgrep >/dev/null; then
+    mkdir "$T/race"
+    (cd "$T/race" && exec strace -qq -o /dev/null -e trace=openat -e inject=openat:delay_exit=300000 \
+        "$APP_ABS" --data "$DATA_ABS" --epochs 1 --max-steps 20 --save w.st >out 2>err) &
+    spid=$!
+    for _ in $(seq 1000); do compgen -G "$T/race/w.st.tmp.*" >/dev/null && break; sleep 0.01; done
+    app=$(pgrep -P $spid)
+    [ -n "$app" ] && kill -INT "$app" && kill -TERM "$app"
+    wait $spid; rc=$?
+    verdict "a second signal while an output's temporary is being created leaves no temporary" \
+        '[ -n "$app" ] && [ $rc -gt 128 ] && ! compgen -G "$T/race/*.tmp.*" >/dev/null' "status $rc: $(ls "$T/race")"
+else echo "skip - a second signal while a temporary is created: skipped: no strace or pgrep"; fi
+
+# SIGTERM during --predict over many files: the results made before it are printed, not lost. One bad
+# file after the first 100 says when to send it; 30000 good ones after it take seconds to read.
+if [ -f "$T/p.bin" ] || "$APP" "${SHORT[@]}" --save "$T/p.bin" >/dev/null 2>&1; then
+    mkdir "$T/many" && printf 'P2\n2 2\n255\n0 255\n255 0\n' >"$T/many/x.pgm" && echo junk >"$T/many/bad.pgm"
+    python3 -c 'import os, sys
+for i in range(30100): os.symlink("x.pgm", os.path.join(sys.argv[1], f"{i:05}.pgm"))' "$T/many"
+    files=(); for i in $(seq -w 0 99); do files+=(000$i.pgm); done; files+=(bad.pgm)
+    (cd "$T/many" && exec "$APP_ABS" --load "$T/p.bin" --predict "${files[@]}" [0-9]*.pgm >out 2>err) &
+    pid=$!
+    for _ in $(seq 1000); do grep -q bad.pgm "$T/many/err" 2>/dev/null && break; sleep 0.01; done
+    kill -TERM $pid; wait $pid; rc=$?
+    n=$(grep -c '^[0-9]*\.pgm: [0-9] (' "$T/many/out")
+    verdict "SIGTERM during --predict prints the results made before it ($n), exit 143" \
+        '[ $rc -eq 143 ] && [ "$n" -ge 100 ] && [ "$n" -lt 30200 ]' "status $rc, $n results"
+fi
 
 # The dump directory: written whole, replacing an earlier dump, never other files.
 "$APP" "${SHORT[@]}" --dump "$T/dump" >/dev/null 2>&1 && "$APP" "${SHORT[@]}" --dump "$T/dump" >/dev/null 2>&1
