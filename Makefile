@@ -83,9 +83,14 @@ olddefconfig:
 # its own directory under the .config's CONFIG_DATA_ROOT.
 config-value = $(shell sed -n 's/^CONFIG_$(1)=\(.*\)/\1/p' $(KCONFIG_CONFIG) 2>/dev/null)
 data-set = $(or $(DATASET),$(if $(filter y,$(call config-value,DATASET_FASHION_MNIST)),fashion-mnist,mnist))
-data-root = $(or $(patsubst "%",%,$(call config-value,DATA_ROOT)),data)
+# The root as the .config writes it, quotes dropped and escapes undone; it reaches the script through the
+# environment, never through the shell's parsing of the recipe.
+data-root = $(or $(shell sed -n 's/^CONFIG_DATA_ROOT="\(.*\)"$$/\1/p' $(KCONFIG_CONFIG) 2>/dev/null | \
+                         sed 's/\\\(.\)/\1/g'),data)
+FETCH ?= tools/fetch_data.sh
+data: export SNN_DATA_DEST = $(data-root)/$(data-set)
 data:
-	$(Q)tools/fetch_data.sh --dataset $(data-set) --dest $(data-root)/$(data-set)
+	$(Q)$(FETCH) --dataset $(data-set) --dest "$$SNN_DATA_DEST"
 
 # 'make run': the whole main job on the machine at hand.
 run:
@@ -181,7 +186,7 @@ BUILD := $(O)/build
 include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild tools/Kbuild
 
 CC ?= cc
-WARN := -Wall -Wextra $(EXTRA_WARN)
+WARN := -Wall -Wextra -Wformat=2 $(EXTRA_WARN)
 CPPFLAGS := -I$(O)/include -Iinclude -I. -MMD -MP
 # SANITIZE=address,undefined: the C sources (all of the host target) built
 # and linked with those sanitizers.

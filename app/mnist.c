@@ -142,11 +142,13 @@ static void print_summary(const snn_device_info *dev, const options *o)
     snn_model_shape(shape, sizeof(shape));
     snn_recipe_describe(recipe, sizeof(recipe));
     printf("staticnn: %s, MLP %s (%ld parameters)", SNN_DATASET_NAME, shape, (long)SNN_PARAMS);
-    if (infer)
+    if (o->eval)
         printf(", evaluation batch %d\n", SNN_EVAL_BATCH);
+    else if (infer)
+        printf("\n");
     else
-        printf(", batch %d, %d epochs\n  %s, init %s, seed %d\n", SNN_BATCH, o->epochs, recipe, snn_init_name(),
-               o->seed);
+        printf(", batch %d, %d epoch%s\n  %s, init %s, seed %d\n", SNN_BATCH, o->epochs, o->epochs == 1 ? "" : "s",
+               recipe, snn_init_name(), o->seed);
     if (dev->cc)
         printf("  target %s on %s (compute capability %d.%d, %d SMs, %.1f GiB free)\n", SNN_TARGET_NAME,
                dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
@@ -637,10 +639,29 @@ static int infer(const options *o)
     return failed ? 1 : 0;
 }
 
+/* Where the run's files went, once each is in place. */
+static void print_written(const options *o)
+{
+    const char *what[][2] = {{"weights", o->save_path}, {"checkpoint", o->checkpoint_path},
+                             {"log", o->log_path}, {"dump", o->dump_dir}};
+    for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++)
+        if (what[i][1])
+            printf("%s written to %s\n", what[i][0], what[i][1]);
+}
+
+/* The dataset's files are there: said before the plan and the model's start, not after them. */
+static void check_data(const options *o)
+{
+    char err[512];
+    if ((o->eval || !o->image_count) && snn_dataset_find(o->data_dir, err, sizeof(err)) != 0)
+        snn_die("%s", err);
+}
+
 int main(int argc, char **argv)
 {
     options o = snn_parse_options(argc, argv);
     snn_signals_install();
+    check_data(&o);
     if (o.eval || o.image_count)
         return infer(&o);
     outputs out = open_outputs(&o);
@@ -693,6 +714,7 @@ int main(int argc, char **argv)
         log_memory(snn_out_stream(out.log), &mem);
         snn_out_commit(out.log);
     }
+    print_written(&o);
     free(r.at.order);
     free(r.at.losses);
     free(r.at.correct);

@@ -48,6 +48,19 @@ static int find_file(const char *dir, const char *name, char *path, char *err, s
     return -1;
 }
 
+int snn_dataset_find(const char *dir, char *err, size_t errlen)
+{
+    static const char *const names[] = {SNN_TRAIN_IMAGES_FILE, SNN_TRAIN_LABELS_FILE, SNN_TEST_IMAGES_FILE,
+                                        SNN_TEST_LABELS_FILE};
+    char path[PATH_LEN];
+    if (check_dir(dir, err, errlen))
+        return -1;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (find_file(dir, names[i], path, err, errlen))
+            return -1;
+    return 0;
+}
+
 static int load_split(const char *dir, const struct split *s, uint8_t *images, uint8_t *labels, char *err,
                       size_t errlen)
 {
@@ -96,8 +109,8 @@ static int check_dataset(const char *dir, const uint8_t *test_labels, char *err,
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (h == known[i].test_labels && strcmp(known[i].slug, SNN_DATASET_SLUG) != 0) {
             snprintf(err, errlen, "%s holds the %s files, but this build trains %s: run 'make data' to fetch "
-                     "%s into " SNN_DATA_DIR ", pass --data DIR, or choose the dataset with make menuconfig",
-                     dir, known[i].name, SNN_DATASET_NAME, SNN_DATASET_NAME);
+                     "%s into %s, pass --data DIR, or choose the dataset with make menuconfig",
+                     dir, known[i].name, SNN_DATASET_NAME, SNN_DATASET_NAME, SNN_DATA_DIR);
             return -1;
         }
     return 0;

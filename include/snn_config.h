@@ -94,7 +94,9 @@
 #define SNN_PIXEL_MEAN 0.2860f
 #define SNN_PIXEL_STD 0.3530f
 #endif
-#define SNN_DATA_DIR CONFIG_DATA_ROOT "/" SNN_DATASET_SLUG
+/* The configured dataset's directory; a relative CONFIG_DATA_ROOT is taken from the source tree, where
+ * 'make data' fetches (tools/kconfig.py). Configured text: print it as data, never as a format. */
+#define SNN_DATA_DIR CONFIG_DATA_ROOT_ABSOLUTE "/" SNN_DATASET_SLUG
 
 #if defined(CONFIG_TARGET_HOST)
 #define SNN_TARGET_NAME "host"

@@ -55,7 +55,9 @@ run() { # run NAME CMD...: a test program or script; a crash is a failure
 # ---- make check runs it
 
 suite_data() {
-    if make --no-print-directory data >"$SNN_TEST_OUT/data.log" 2>&1; then echo "ok - make data: MNIST present and verified"
+    if make --no-print-directory data >"$SNN_TEST_OUT/data.log" 2>&1; then
+        echo "ok - make data: MNIST $(grep -q 'nothing to fetch' "$SNN_TEST_OUT/data.log" && echo 'already there' ||
+            echo 'fetched'), verified"
     else echo "not ok - make data failed: see $SNN_TEST_OUT/data.log"; fi
 }
 

@@ -14,6 +14,7 @@ value is out of range or malformed, and a static build must not.
 """
 import os
 import re
+import struct
 import sys
 
 PROG = "kconfig"
@@ -30,6 +31,15 @@ DECIMALS = {  # string symbols that hold a decimal, with the interval they must 
     "TRAIN_DROPOUT": (0.0, True, 1.0, False),
 }
 DECIMAL_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+FLT_MIN = 1.1754943508222875e-38  # the least normal float: the engine flushes smaller ones to zero
+
+
+def as_float32(v):
+    """v as the engine holds it, a C float (round to nearest); inf where it overflows."""
+    try:
+        return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
 
 
 def die(msg):
@@ -125,9 +135,25 @@ def untaken_values(kconf, skip=()):
     return problems
 
 
+def die_unless_single(path, name, text, v, interval, lo, lo_closed, hi, hi_closed):
+    """The decimal as a float, the type the engine computes with, still in its interval and not
+    flushed to zero: 1e-50 is 0 there and 0.999999999 is 1."""
+    f = as_float32(v)
+    if f in (float("inf"), float("-inf")):
+        die(f"{path}: CONFIG_{name}={text} is too large for single precision (at most 3.4e38; "
+            "fix it with 'make menuconfig')")
+    if v != 0 and abs(f) < FLT_MIN:
+        die(f"{path}: CONFIG_{name}={text} is below single precision's least normal number, 1.18e-38: the "
+            "engine, which flushes smaller numbers to zero, would compute with 0 (fix it with 'make menuconfig')")
+    if not ((f > lo or (lo_closed and f == lo)) and (f < hi or (hi_closed and f == hi))):
+        die(f"{path}: CONFIG_{name}={text} is {f!r} in single precision, the engine's, outside {interval} "
+            "(fix it with 'make menuconfig')")
+
+
 def check_values(kconf, path):
-    """Checks Kconfig cannot express: decimals (those in use), Nesterov's momentum, the validation split,
-    the resident step's whole warps. Returns {name: float}."""
+    """Checks Kconfig cannot express: decimals (those in use, as doubles and as the engine's floats),
+    Nesterov's momentum, the data root, the validation split, the resident step's whole warps.
+    Returns {name: float}."""
     values = {}
     for name, (lo, lo_closed, hi, hi_closed) in DECIMALS.items():
         if not kconf.syms[name].visibility:
@@ -137,11 +163,20 @@ def check_values(kconf, path):
             die(f"{path}: CONFIG_{name}=\"{text}\" is not a decimal number "
                 "(write it like 0.05 or 5e-2; fix it with 'make menuconfig')")
         v = float(text)
-        ok = (v > lo or (lo_closed and v == lo)) and (v < hi or (hi_closed and v == hi))
-        if not ok:
-            interval = f"{'[' if lo_closed else '('}{lo:g}, {hi:g}{']' if hi_closed else ')'}"
+        interval = f"{'[' if lo_closed else '('}{lo:g}, {hi:g}{']' if hi_closed else ')'}"
+        if not ((v > lo or (lo_closed and v == lo)) and (v < hi or (hi_closed and v == hi))):
             die(f"{path}: CONFIG_{name}={text} is outside {interval} (fix it with 'make menuconfig')")
+        die_unless_single(path, name, text, v, interval, lo, lo_closed, hi, hi_closed)
         values[name] = v
+    if "TRAIN_DROPOUT" in values and int(values["TRAIN_DROPOUT"] * 16777216.0 + 0.5) >= 16777216:
+        die(f"{path}: CONFIG_TRAIN_DROPOUT={values['TRAIN_DROPOUT']!r} is within 2^-25 of 1: its 24-bit "
+            "threshold (kernels/noise.h) would drop every unit (fix it with 'make menuconfig')")
+    data_root = kconf.syms["DATA_ROOT"].str_value
+    if not data_root:
+        die(f"{path}: CONFIG_DATA_ROOT is empty: name the directory that holds the datasets' directories "
+            "(the default is data, in the source tree; fix it with 'make menuconfig')")
+    if any(ord(c) < 0x20 or c == "\x7f" for c in data_root):
+        die(f"{path}: CONFIG_DATA_ROOT holds a control character (fix it with 'make menuconfig')")
     if kconf.syms["TRAIN_NESTEROV"].str_value == "y" and values.get("TRAIN_MOMENTUM") == 0.0:
         die(f"{path}: CONFIG_TRAIN_NESTEROV needs CONFIG_TRAIN_MOMENTUM above 0 "
             "(fix it with 'make menuconfig')")
@@ -156,13 +191,27 @@ def check_values(kconf, path):
     return values
 
 
+def c_string(text):
+    """text as a C string literal: printable ASCII as it is, the rest as octal escapes of its UTF-8."""
+    out = []
+    for b in text.encode():
+        c = chr(b)
+        out.append("\\" + c if c in '"\\?' else c if 0x20 <= b < 0x7f else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def config_header(kconf, path):
-    """generated/config.h's text: kconfiglib's, and each decimal in use as a C constant (_VALUE) with a
-    flag the preprocessor can test (_NONZERO)."""
+    """generated/config.h's text: kconfiglib's, each decimal in use as a C constant (_VALUE) with a
+    flag the preprocessor can test (_NONZERO), and the data root made absolute: a relative one is
+    taken from the source tree, where 'make data' fetches, whatever directory the program runs in."""
     decimals = check_values(kconf, path)
     header = kconf._autoconf_contents("/* generated from " + path + " by tools/kconfig.py; do not edit */\n")
+    root = os.path.join(SOURCE_TREE, kconf.syms["DATA_ROOT"].str_value)
     return header + "".join(f"#define CONFIG_{n}_VALUE {v!r}\n#define CONFIG_{n}_NONZERO {int(v != 0)}\n"
-                            for n, v in decimals.items())
+                            for n, v in decimals.items()) + f"#define CONFIG_DATA_ROOT_ABSOLUTE {c_string(root)}\n"
 
 
 def write_if_changed(path, text):

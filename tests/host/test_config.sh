@@ -75,6 +75,47 @@ refused "unknown symbol refused" 'CONFIG_NO_SUCH_THING is not a symbol of this K
 refused "a value whose dependency is unmet refused" \
     'CONFIG_MM_CUDA_ASYNC=y cannot be set (it depends on TARGET_CUDA' 'CONFIG_MM_CUDA_ASYNC=y'
 
+# Decimals are checked as the floats the engine computes with: 1e-50 is 0 there, 0.999999999 is 1.
+refused "a learning rate that is 0 as a float refused" \
+    "CONFIG_TRAIN_LR=1e-50 is below single precision's least normal number" 'CONFIG_TRAIN_LR="1e-50"'
+refused "a learning rate beyond a float's range refused" 'CONFIG_TRAIN_LR=1e39 is too large for single precision' \
+    'CONFIG_TRAIN_LR="1e39"'
+refused "an AdamW epsilon that is 0 as a float refused" \
+    "CONFIG_TRAIN_ADAM_EPS=1e-46 is below single precision's least normal number" \
+    'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_EPS="1e-46"'
+refused "a momentum that is 1 as a float refused" \
+    'CONFIG_TRAIN_MOMENTUM=0.999999999 is 1.0 in single precision, the engine'"'"'s, outside [0, 1)' \
+    'CONFIG_TRAIN_MOMENTUM="0.999999999"'
+refused "an AdamW beta2 that is 1 as a float refused" 'CONFIG_TRAIN_ADAM_BETA2=0.99999999999 is 1.0 in single' \
+    'CONFIG_TRAIN_OPTIMIZER_ADAMW=y' 'CONFIG_TRAIN_ADAM_BETA2="0.99999999999"'
+refused "a dropout that is 1 as a float refused" 'CONFIG_TRAIN_DROPOUT=0.999999999 is 1.0 in single precision' \
+    'CONFIG_TRAIN_DROPOUT="0.999999999"'
+refused "a label smoothing that is 1 as a float refused" \
+    'CONFIG_TRAIN_LABEL_SMOOTHING=0.9999999999 is 1.0 in single precision' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.9999999999"'
+refused "an empty data root refused" 'CONFIG_DATA_ROOT is empty' 'CONFIG_DATA_ROOT=""'
+
+# Configured text is data, never a format or shell code: every string symbol set to hostile text is
+# refused by name or reaches the generated header as exactly that text (test_config_strings.py); one
+# build with printf conversions, quotes and shell syntax in its data root prints it as given (--help, a
+# missing and a wrong dataset) and make data passes it to the fetch script as one argument.
+python3 tests/host/test_config_strings.py
+v='x/%s%s%s%n "q'"'"' $(id);`id`'
+d=$(with format "CONFIG_DATA_ROOT=\"x/%s%s%s%n \\\"q' \$(id);\`id\`\"")
+if $M O="$d" defconfig DEFCONFIG="$d/def" >"$d/log" 2>&1 && $M O="$d" -j"$(nproc)" EXTRA_WARN=-Werror "$d/app/mnist" >>"$d/log" 2>&1; then
+    help=$("$d/app/mnist" --help 2>&1); hrc=$?
+    miss=$("$d/app/mnist" --epochs 1 2>&1); mrc=$?
+    other=$("$d/app/mnist" --data "${SNN_FASHION_DATA:-/usr/share/datasets/fashion-mnist}" --epochs 1 --max-steps 1 2>&1); orc=$?
+    if [ $hrc -eq 0 ] && grep -qF "(default: $PWD/$v/mnist)" <<<"$help" && [ $mrc -eq 1 ] &&
+        grep -qF "no data directory $PWD/$v/mnist" <<<"$miss" && { [ $orc -eq 1 ] && grep -qF "into $PWD/$v/mnist" <<<"$other" ||
+        [ ! -d /usr/share/datasets/fashion-mnist ]; }; then
+        echo "ok - a data root of printf conversions, quotes and shell syntax is printed as given (--help, missing and other dataset)"
+    else echo "not ok - a data root of printf conversions: --help $hrc, missing data $mrc, other dataset $orc: $(tail -n 2 <<<"$help$miss$other" | tr '\n' ' ')"; fi
+else echo "not ok - a data root of printf conversions does not build warning-free: $(tail -n 3 "$d/log" | tr '\n' ' ')"; fi
+mkdir -p "$T/stub" && printf '#!/bin/bash\nprintf "%%s\\n" "$@"\n' >"$T/stub/fetch" && chmod +x "$T/stub/fetch"
+if out=$($M O="$d" data FETCH="$T/stub/fetch" 2>&1) && grep -qxF -- "$v/mnist" <<<"$out"; then
+    echo "ok - make data passes that data root to the fetch script as one argument, unparsed"
+else echo "not ok - make data with a hostile data root: $(tail -n 2 <<<"$out" | tr '\n' ' ')"; fi
+
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     d=$(with override 'CONFIG_TARGET_SM80=y' 'CONFIG_CUDA_ARCH_OVERRIDE=75')
     $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
@@ -263,7 +304,7 @@ sed 's/^CONFIG_NN_HIDDEN_WIDTH=.*//' configs/rtx2060_defconfig >"$src/intree_def
 (cd "$src" && $M defconfig DEFCONFIG=intree_def && $M build/arch/check.o) >/dev/null 2>&1
 if grep -q 'CONFIG_NN_HIDDEN_WIDTH 128' "$src/include/generated/config.h" 2>/dev/null; then
     (cd "$src" && $M O=out host_defconfig && $M O=out -j"$(nproc)" out/app/mnist) >"$T/leak.log" 2>&1
-    shape=$("$src/out/app/mnist" --data "$T/none" 2>/dev/null | sed -n 's/.*MLP \([0-9-]*\).*/\1/p')
+    shape=$("$src/out/app/mnist" --help 2>/dev/null | sed -n 's/.*MLP \([0-9-]*\).*/\1/p')
     if [ "$shape" = 784-256-10 ]; then echo "ok - an in-tree CUDA build does not leak into an O= host build"
     else echo "not ok - O= host build after an in-tree one: shape '$shape' (see $(tail -n 3 "$T/leak.log" | tr '\n' ' '))"; fi
 else echo "not ok - leak check: the in-tree config was not generated"; fi
@@ -284,7 +325,7 @@ $M O="$d" host_defconfig >/dev/null
 sed -i 's/^CONFIG_DATASET_MNIST=y/# CONFIG_DATASET_MNIST is not set/; s/^# CONFIG_DATASET_FASHION_MNIST is not set/CONFIG_DATASET_FASHION_MNIST=y/' "$d/.config"
 if $M O="$d" olddefconfig >/dev/null 2>&1 && $M O="$d" "$d/include/generated/config.h" >/dev/null 2>&1 &&
     grep -q '^#define CONFIG_DATASET_FASHION_MNIST 1' "$d/include/generated/config.h" &&
-    $M -n O="$d" data | grep -q -- '--dataset fashion-mnist --dest data/fashion-mnist$' &&
-    $M -n O="$T/oneline" DATASET=mnist data | grep -q -- '--dataset mnist --dest data/mnist$'; then
+    $M O="$d" FETCH="$T/stub/fetch" data | tr '\n' ' ' | grep -q -- '--dataset fashion-mnist --dest data/fashion-mnist $' &&
+    $M O="$T/oneline" FETCH="$T/stub/fetch" DATASET=mnist data | tr '\n' ' ' | grep -q -- '--dataset mnist --dest data/mnist $'; then
     echo "ok - switching to Fashion-MNIST switches the data directory of the build and of make data"
-else echo "not ok - the Fashion-MNIST config still uses another directory: $($M -n O="$d" data 2>&1)"; fi
+else echo "not ok - the Fashion-MNIST config still uses another directory: $($M O="$d" FETCH="$T/stub/fetch" data 2>&1)"; fi
