@@ -279,7 +279,7 @@ $(BUILD)/%.o: %.cu $(CONFIG_H) $(WGMMA_H) $(FLAGS_STAMP)
 	@$(if $(Q),echo '  NVCC    $<')
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c -o $@ $<
 
-# PTX of one CUDA source, to read the instruction forms: make build/kernels/cuda/gemm.ptx
+# PTX of one CUDA source, to read the instruction forms: make build/kernels/cuda/gemm/forward.ptx
 $(BUILD)/%.ptx: %.cu $(CONFIG_H) $(WGMMA_H)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -ptx -o $@ $<

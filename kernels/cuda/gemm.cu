@@ -1,151 +1,15 @@
 /* The GEMM entry: the three roles of a linear layer (kernels/ops_proto.h) and the weight gradient alone
- * (weight_grad.h), each C[m][n] = sum_k A(m,k) B(n,k) through the role's epilogue, and which kernel runs it:
+ * (weight_grad.h), each C[m][n] = sum_k A(m,k) B(n,k) through the role's epilogue, one translation unit
+ * each (they compile side by side), all through one dispatch (gemm/run.cuh):
  *
- *   cuda_linear_forward, _backward_input, _backward_weight_update, cuda_linear_weight_grad
- *   |- gemm_run                    the dispatch, in this order:
- *   |  |- gemm_wgmma_run           TMA + wgmma (sm90)            -> gemm_wgmma_kernel      gemm/wgmma.cuh
- *   |  |- gemm_mma                 from twins or FP32; split-K?  (tensor-core precisions)
- *   |  |  |- gemm_mma_launch       16-byte loads where allowed   -> gemm_launch -> gemm_mma_kernel   gemm/mma.cuh
- *   |  |  `- gemm_split_k_reduce_launch  slices summed in order  -> gemm_split_k_reduce  gemm/split_k.cuh
- *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_launch -> gemm_f32_kernel   gemm/simt.cuh
- *   `- gemm_bias_update            (backward_weight_update)      -> bias_update_kernel      gemm/bias.cu
- * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
-#include <type_traits>
-
-#include <cuda_runtime.h>
-
-#include "kernels/cuda/gemm/bias.h"
-#include "kernels/cuda/gemm/counters.h"
-#include "kernels/cuda/gemm/epilogue.cuh"
-#include "kernels/cuda/gemm/launch.cuh"
-#include "kernels/cuda/gemm/tile.cuh"
+ *   cuda_linear_forward                          gemm/forward.cu
+ *   cuda_linear_backward_input                   gemm/backward_input.cu
+ *   cuda_linear_backward_weight_update,
+ *   cuda_linear_weight_grad                      gemm/weight.cu
+ *
+ * and here what the roles share at run time: the split-K workspace and the numerics' name. */
 #include "kernels/cuda/gemm_split_k.h"
-#include "kernels/cuda/twin.cuh"
-#include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
-#ifdef CONFIG_GEMM_WGMMA
-#include "kernels/cuda/gemm/wgmma.cuh"
-#endif
-#ifdef CONFIG_GEMM_TENSOR_CORES
-#include "kernels/cuda/gemm/mma.cuh"
-#include "kernels/cuda/gemm/split_k.cuh"
-#else
-#include "kernels/cuda/gemm/simt.cuh"
-#endif
-
-#ifdef CONFIG_GEMM_WGMMA
-/* What TMA reads for the FP32 operand p with twin t: the twin, or in TF32 p itself; NULL if it cannot (no
- * twin, or rows not in whole 16-byte chunks). */
-static const GemmWgmmaElem *gemm_wgmma_operand(const float *p, const SnnTwin *t, int ld)
-{
-#if defined(CONFIG_PRECISION_TF32)
-    (void)t;
-    return gemm_vec_aligned(p, ld) ? p : NULL;
-#else
-    (void)p;
-    return snn_twin_rows_aligned(t, ld) ? t : NULL;
-#endif
-}
-#endif
-
-#ifdef CONFIG_GEMM_TENSOR_CORES
-/* C = A . B^T on mma.sync from operands of G (FP32, or their 16-bit twins). Where the block tiles fill at
- * most half of one wave (the blocks the GPU holds at once), the k range is split into slices whose partial
- * sums gemm_split_k_reduce adds in order through epi. */
-template <class T, int LA, int LB, class G, class Epi>
-static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int K, const Epi &epi)
-{
-    typedef GemmMmaRing<T, G, LA, LB> Ring;
-    const int per_sm = gemm_resident_blocks(T::THREADS, Ring::STAGE_BYTES * Ring::STAGES);
-    const GemmSplit split = gemm_split_k_plan<T>(M, N, K, (long)gemm_sm_count() * per_sm);
-    if (split.slices == 1)
-        return gemm_mma_launch<T, LA, LB>(A, lda, B, ldb, M, N, K, split, epi);
-    gemm_mma_launch<T, LA, LB>(A, lda, B, ldb, M, N, K, split, GemmEpiStore{gemm_split_k.ws, N, (size_t)M * N});
-    gemm_split_k_reduce_launch(split.slices, M, N, epi);
-    gemm_runs.split_k++;
-    gemm_split_last = split.slices;
-}
-#endif
-
-/* C[M,N] = A . B^T (A: M x K in layout LA, B: N x K in LB, gemm/tile.cuh) through epi, at the role's tile T:
- * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and TMA
- *    can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's, WGRAD,
- *    gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
- * 2. a tensor-core precision: mma.sync, on the operands' 16-bit twins where both have them with rows in whole
- *    16-byte chunks, else on the FP32 operands, rounded as staged;
- * 3. FP32: the SIMT kernel. */
-template <class T, int LA, int LB, bool WGRAD = false, class Epi>
-static void gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B, const SnnTwin *tB, int ldb, int M,
-                     int N, int K, const Epi &epi)
-{
-#ifdef CONFIG_GEMM_WGMMA
-    if constexpr (!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_MAJOR && LB == GEMM_K_MAJOR))
-        if (K >= CONFIG_GEMM_WGMMA_MIN_K && 2.0 * M * N * K >= CONFIG_GEMM_WGMMA_MIN_MFLOP * 1e6) {
-            const GemmWgmmaElem *a = gemm_wgmma_operand(A, tA, lda), *b = gemm_wgmma_operand(B, tB, ldb);
-            if (a && b) {
-                typedef std::conditional_t<WGRAD, GemmWgmmaWgradTile, GemmWgmmaConfigTile> W;
-                if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_sm_count())
-                    gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallTile>(a, lda, b, ldb, M, N, K, epi);
-                else
-                    gemm_wgmma_run<LA, LB, Epi, W>(a, lda, b, ldb, M, N, K, epi);
-                gemm_runs.wgmma++;
-                return;
-            }
-        }
-#endif
-    if (M <= 0 || N <= 0)
-        return;
-    gemm_check_ld<T>(lda, ldb);
-#ifdef CONFIG_GEMM_TENSOR_CORES
-#ifdef CONFIG_GEMM_TWINS
-    if (snn_twin_rows_aligned(tA, lda) && snn_twin_rows_aligned(tB, ldb)) {
-        gemm_runs.mma_twins++;
-        return gemm_mma<T, LA, LB>(tA, lda, tB, ldb, M, N, K, epi);
-    }
-#endif
-    gemm_mma<T, LA, LB>(A, lda, B, ldb, M, N, K, epi);
-#else
-    gemm_f32_launch<T, LA, LB>(A, lda, B, ldb, M, N, K, epi);
-#endif
-}
-
-extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
-                                    const snn_twin *w16, const float *b, int M, int N, int K, int relu)
-{
-    /* A = X [M][K], B = W [N][K]: both K-major. */
-    const GemmEpiBiasRelu epi = {y, snn_twin_ptr(y16), b, N, relu};
-    gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16), K, M, N, K, epi);
-}
-
-extern "C" void cuda_linear_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16,
-                                           const float *w, const snn_twin *w16, const float *act, int M, int N, int K)
-{
-    /* GEMM (m, n, k) = (M, K, N): A = dY [M][N], K-major; B = W [N][K] is k x n, MN-major. */
-    const GemmEpiReluMask epi = {dx, snn_twin_ptr(dx16), act, K};
-    gemm_run<GemmTileDgrad, GEMM_K_MAJOR, GEMM_MN_MAJOR>(dy, snn_twin_ptr(dy16), N, w, snn_twin_ptr(w16), K, M, K, N,
-                                                         epi);
-}
-
-extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
-                                                   const float *dy, const snn_twin *dy16, const float *x,
-                                                   const snn_twin *x16, int M, int N, int K, const snn_rate *rate)
-{
-    /* GEMM (m, n, k) = (N, K, M), the batch reduced: A = dY [M][N] is k x m, B = X [M][K] is k x n: both
-     * MN-major. */
-    const GemmEpiUpdate epi = {w, snn_twin_ptr(w16), sw, K, rate};
-    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K,
-                                                                N, K, M, epi);
-    if (b && N > 0)
-        gemm_bias_update(b, sb, dy, M, N, rate);
-}
-
-extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const snn_twin *dy16, const float *x,
-                                        const snn_twin *x16, int M, int N, int K)
-{
-    /* the GEMM of cuda_linear_backward_weight_update, stored */
-    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K,
-                                                                N, K, M, GemmEpiStore{gw, K});
-}
 
 extern "C" void cuda_bind_workspace(float *workspace, long floats)
 {

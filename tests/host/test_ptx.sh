@@ -19,20 +19,29 @@ M="make --no-print-directory"
 
 # run_variant NAME BOARD SM PRECISION SOURCE PATTERN...: BOARD's defconfig on
 # target SM with CONFIG_PRECISION_<PRECISION>; each PATTERN (grep -E) must
-# occur in the PTX of kernels/cuda/SOURCE.cu (gemm.cu compiles every GEMM kernel).
+# occur in the PTX of kernels/cuda/SOURCE.cu ("gemm": the three roles' units,
+# gemm/forward, backward_input and weight, which compile every GEMM kernel).
 run_variant() {
-    local name=$1 board=$2 sm=$3 prec=$4 src=build/kernels/cuda/$5 d=$T/$1 p counts="" n; shift 5
+    local name=$1 board=$2 sm=$3 prec=$4 d=$T/$1 p counts="" n srcs=() s; shift 4
+    [ "$1" = gemm ] && srcs=(gemm/forward gemm/backward_input gemm/weight) || srcs=("$1")
+    shift
     rm -rf "$d" && mkdir -p "$d"
     if ! board_def_retarget "$board" "$d/board" >"$d/def"; then echo "not ok - tensor-core PTX $name: ${board}_defconfig failed"; return; fi
     { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"
-      if [ "$src" = build/kernels/cuda/fused/step ]; then echo "CONFIG_STEP_FUSED=y"; fi; } >>"$d/def"
-    if ! { $M O="$d" defconfig DEFCONFIG="$d/def" && $M O="$d" "$d/$src.ptx" &&
-        $M O="$d" EXTRA_WARN=-Werror EXTRA_NVCCFLAGS="-Xptxas -v" "$d/$src.o"; } \
-        >"$d.log" 2>&1; then
+      if [ "${srcs[0]}" = fused/step ]; then echo "CONFIG_STEP_FUSED=y"; fi; } >>"$d/def"
+    build_units() { # the PTX, and the object with ptxas's report, of each unit
+        $M O="$d" defconfig DEFCONFIG="$d/def" || return
+        for s in "${srcs[@]}"; do
+            $M O="$d" "$d/build/kernels/cuda/$s.ptx" &&
+                $M O="$d" EXTRA_WARN=-Werror EXTRA_NVCCFLAGS="-Xptxas -v" "$d/build/kernels/cuda/$s.o" || return
+        done
+    }
+    if ! build_units >"$d.log" 2>&1; then
         echo "not ok - tensor-core PTX $name: build failed (see $d.log)"; return
     fi
+    for s in "${srcs[@]}"; do cat "$d/build/kernels/cuda/$s.ptx"; done >"$d/all.ptx"
     for p in "$@"; do
-        n=$(grep -cE "$p" "$d/$src.ptx")
+        n=$(grep -cE "$p" "$d/all.ptx")
         if [ "$n" -eq 0 ]; then echo "not ok - tensor-core PTX $name: no '$p'"; return; fi
         counts="$counts, $n x ${p//\\/}"
     done

@@ -1,0 +1,24 @@
+/* The weight gradient of a linear layer, dy^T . x, with the optimizer's update fused into its epilogue, and
+ * alone (stored, for the tests and the tools): one GEMM kernel, one translation unit. */
+#include "kernels/cuda/gemm/run.cuh"
+
+extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
+                                                   const float *dy, const snn_twin *dy16, const float *x,
+                                                   const snn_twin *x16, int M, int N, int K, const snn_rate *rate)
+{
+    /* GEMM (m, n, k) = (N, K, M), the batch reduced: A = dY [M][N] is k x m, B = X [M][K] is k x n: both
+     * MN-major. */
+    const GemmEpiUpdate epi = {w, snn_twin_ptr(w16), sw, K, rate};
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K,
+                                                                N, K, M, epi);
+    if (b && N > 0)
+        gemm_bias_update(b, sb, dy, M, N, rate);
+}
+
+extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const snn_twin *dy16, const float *x,
+                                        const snn_twin *x16, int M, int N, int K)
+{
+    /* the GEMM of cuda_linear_backward_weight_update, stored */
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K,
+                                                                N, K, M, GemmEpiStore{gw, K});
+}
