@@ -31,13 +31,14 @@ BOARD_ALIASES := h100_mlp128_b64:h100_128x1_b64 h100_mlp784x4_b64:h100_784x4_b64
 board-alias-old := $(foreach a,$(BOARD_ALIASES),$(firstword $(subst :, ,$(a))))
 board-renamed = $(word 2,$(subst :, ,$(filter $(1):%,$(BOARD_ALIASES))))
 
-config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check plot tune \
+config-targets := defconfig menuconfig savedefconfig olddefconfig help clean distclean data run test check test-full \
+                  plot tune \
                   $(addsuffix _defconfig,$(BOARDS)) $(addprefix defconfig_,$(BOARDS)) %_defconfig defconfig_%
 build-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
 config-goals := $(filter $(config-targets) %_defconfig defconfig_%,$(MAKECMDGOALS))
 
 .DEFAULT_GOAL := all
-.PHONY: all test check run data plot tune defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
+.PHONY: all test-programs test check test-full run data plot tune defconfig menuconfig savedefconfig olddefconfig help clean distclean FORCE
 
 ifneq ($(and $(config-goals),$(build-goals)),)
 # 'make host_defconfig all': run each goal on its own, in order, as Kbuild does.
@@ -97,10 +98,13 @@ run:
 	$(Q)O=$(O) tools/run.sh
 
 test:
-	$(Q)tests/run.sh
+	$(Q)tests/run.sh --tier test
 
 check:
-	$(Q)tests/run.sh --quick
+	$(Q)tests/run.sh --tier check
+
+test-full:
+	$(Q)tests/run.sh --tier full
 
 # 'make plot LOG="a.jsonl b.jsonl"': the runs' curves and confusion matrices,
 # by the first python3 that has matplotlib (Debian's python3-matplotlib lives
@@ -133,8 +137,11 @@ help:
 	@echo '  data              fetch the dataset (DATASET=mnist|fashion-mnist)'
 	@echo '  run               pick a defconfig for this machine if there is no .config,'
 	@echo '                    fetch the data, build and train'
-	@echo '  test              build the host configuration and run every test (about 14 min on 2 cores)'
-	@echo '  check             the quick tests only (under 2 min), for the edit-build-test loop'
+	@echo "  check             the edit-build-test loop's tests ($$(tests/run.sh --estimate check))"
+	@echo "  test              every test that guards behaviour, one CUDA build and GPU variant per code"
+	@echo "                    path ($$(tests/run.sh --estimate test))"
+	@echo "  test-full         the whole matrix: every board, every GPU variant, long fuzzing"
+	@echo "                    ($$(tests/run.sh --estimate full))"
 	@echo '  tune              BOARD=NAME [TUNE_BUDGET=300]: time GEMM tiles and paths for the board on this'
 	@echo '                    GPU; writes configs/NAME_tuned_defconfig and docs/tune/NAME.md'
 	@echo '  plot              LOG="a.jsonl b.jsonl": loss, accuracy and confusion plots of mnist --log'
@@ -245,6 +252,8 @@ test-bins := $(addprefix $(O)/tests/bin/,$(tests-y))
 tool-bins := $(addprefix $(O)/tools/bin/,$(tools-y))
 
 all: $(O)/app/mnist $(test-bins) $(tool-bins)
+# What the tests run, without the benchmark tools (the GPU suite builds dozens of variants).
+test-programs: $(O)/app/mnist $(test-bins)
 
 $(O)/app/mnist: $(app-objs)
 	@mkdir -p $(@D)

@@ -1,18 +1,62 @@
 #!/usr/bin/env bash
-# make test (every suite) and make check (tests/run.sh --quick: the quick
-# ones, for the edit-build-test loop). Each test prints "ok - NAME",
-# "not ok - NAME: WHY" or "skip - NAME: WHY"; this script says up front what
-# it will run and for about how long, times each suite, and ends with
+# The test tiers, one suite table (tests/suites.txt) for all three:
+#   tests/run.sh --tier check   make check: the edit-build-test loop
+#   tests/run.sh --tier test    make test (the README's command, CI's): everything that guards
+#                               behaviour; one CUDA build and one GPU variant per code path
+#   tests/run.sh --tier full    make test-full: the whole matrix (every board compiled, every GPU
+#                               variant, long fuzzing), for a release or a change to the kernels
+#   tests/run.sh --estimate T   the tier's estimate alone (make help; the README's is checked against it)
+#   tests/run.sh --record T     run tier T and write its suites' measured seconds into the table
+# Each test prints "ok - NAME", "not ok - NAME: WHY" or "skip - NAME: WHY". The script says up front
+# what it will run and for about how long, runs the data and the builds first, then the other suites
+# one per core (each suite's lines printed whole, in the table's order, with its time), and ends with
 # "N passed, N failed, N skipped".
 set -u
 shopt -s lastpipe # so that "... | count" tallies in this shell
 cd "$(dirname "$0")/.."
-quick=0
+TABLE=tests/suites.txt
+usage() { echo "usage: tests/run.sh [--tier check|test|full | --estimate check|test|full | --record check|test|full]" >&2; exit 2; }
+mode=run tier=test
 case ${1:-} in
---quick) quick=1 ;;
+--tier | --estimate | --record) [ $# -eq 2 ] || usage; mode=${1#--}; tier=$2 ;;
 "") ;;
-*) echo "usage: tests/run.sh [--quick]" >&2; exit 2 ;;
+*) usage ;;
 esac
+case $tier in check) letter=c ;; test) letter=t ;; full) letter=f ;; *) usage ;; esac
+gpu_present() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+
+# The tier's suites from the table: NAME:SECONDS, the GPU column where a GPU is present.
+chosen=()
+while read -r name secs gpu_secs tiers; do
+    [[ -z $name || $name == \#* ]] && continue
+    [[ $tiers == *$letter* ]] || continue
+    [ "$gpu_secs" != - ] && gpu_present && secs=$gpu_secs
+    chosen+=("$name:$secs")
+done <"$TABLE"
+JOBS=$(nproc)
+[ "$JOBS" -gt 2 ] && JOBS=2 # suites build with make -j themselves; two at a time keep a big machine busy enough
+# The host engine's OpenMP threads: the machine's cores shared between the suites that run at once
+# (results are the same with any thread count; two suites of spinning threads on two cores ran 10x slower).
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(($(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1))}
+# The estimate: the first two suites (data, builds) alone, the rest as the scheduler below runs them,
+# each taken by the first free worker in table order.
+estimate() {
+    local e i first=0 free=() w best
+    for ((w = 0; w < JOBS; w++)); do free+=(0); done
+    for ((i = 0; i < ${#chosen[@]}; i++)); do
+        e=${chosen[i]#*:}
+        if [ "$i" -lt 2 ]; then first=$((first + e)); continue; fi
+        best=0; for ((w = 1; w < JOBS; w++)); do [ "${free[w]}" -lt "${free[best]}" ] && best=$w; done
+        free[best]=$((free[best] + e))
+    done
+    best=0; for ((w = 1; w < JOBS; w++)); do [ "${free[w]}" -gt "${free[best]}" ] && best=$w; done
+    echo $((first + free[best]))
+}
+say_minutes() { local s=$1; [ "$s" -lt 90 ] && echo "about $s s" || echo "about $(((s + 30) / 60)) min"; }
+if [ "$mode" = estimate ]; then
+    echo "$(say_minutes "$(estimate)") on an idle 2-core machine$(gpu_present && echo ', with the GPU tests')"; exit 0
+fi
+
 export SNN_TEST_OUT=${SNN_TEST_OUT:-build/test}
 mkdir -p "$SNN_TEST_OUT"
 pass=0 fail=0 skip=0
@@ -117,9 +161,13 @@ suite_roofline() { run "roofline" tests/host/test_roofline.py; }
 suite_idx() { run "idx reader" tests/host/test_idx.sh "$H/tests/bin/host/test_idx_load"; }
 suite_safetensors() { run "safetensors reader" tests/host/test_safetensors.sh "$H/tests/bin/host/test_safetensors"; }
 suite_images() { run "image files and digits" tests/host/test_images.sh "$H/tests/bin/host/test_image_load"; }
-suite_fuzz() { SNN_FUZZ_SECONDS=$((quick ? 5 : 20)) run "fuzz" tests/host/test_fuzz.sh; }
+suite_fuzz() { # seconds of fuzzing per target, by tier
+    local secs; case $tier in check) secs=5 ;; test) secs=20 ;; full) secs=300 ;; esac
+    SNN_FUZZ_SECONDS=$secs run "fuzz" tests/host/test_fuzz.sh
+}
 suite_fetch() { run "fetch" tests/host/test_fetch.sh; }
 suite_setup() { run "setup" tests/host/test_setup.sh; }
+suite_docs() { run "documents against the code" "$(python_with kconfiglib)" tests/host/test_docs.py; }
 suite_config() { run "config" tests/host/test_config.sh; }
 suite_layers() { run "layers" tests/host/test_layers.sh; }
 suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
@@ -150,37 +198,38 @@ suite_torch_parity() { run "torch_parity numerics" "$(python_with numpy)" tests/
 suite_plot() { run "plot" "$(python_with matplotlib)" tests/host/test_plot.py "$H/app/mnist"; }
 suite_tune() { run "tune" "$(python_with kconfiglib)" tests/host/test_tune.py "$SNN_TEST_OUT/tune"; }
 
-# Every GPU board compiles (no GPU needed), and so does the device side of
-# the other memory strategies; CI must have nvcc. A CUDA build run where no
-# GPU or driver is says so and names the host target.
+# The GPU boards compile warning-free (no GPU needed), and so does the device side of the other memory
+# strategies; CI must have nvcc. make test compiles one board per code path (REPRESENTATIVES), make
+# test-full every board. A CUDA build run where no GPU or driver is says so and names the host target.
+REPRESENTATIVES="rtx2060 a100 h100 h100_8192x3_b32 h100_784x4_b64 h100_128x1_b64 h100_speedrun99"
+# rtx2060: sm75 mma.sync m16n8k8, FP16 accumulation; a100: sm80 cp.async + m16n8k16, layered; h100: the
+# fused step's grid-wide kernel and the wgmma GEMMs; 8192x3: wgmma, persistent, split-K; 784x4: the
+# grid-resident kernel; 128x1: the cluster-resident kernel; speedrun99: AdamW, dropout and translation on
+# the GPU's layered step.
 suite_gpu_builds() {
     if [ -z "$NVCC" ]; then
         if [ "${CI:-}" = true ]; then echo "not ok - GPU boards: CI has no nvcc"
         else echo "skip - GPU boards: skipped: no nvcc"; fi
         return
     fi
-    # Each board's time goes mostly to one large translation unit (the GEMM
-    # entry): two boards at a time keep two cores busy. Lines in board order.
-    local f b d s order=()
+    # Each board's time goes mostly to its GEMM roles' and fused kernels' units: two boards at a time,
+    # each make -j2, keep two cores busy. Lines in board order.
+    local f b d s boards=() order=()
     queue_build() { # NAME O CONFIG-GOAL...
         while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
         build "$@" >"$2.verdict" 2>&1 &
         order+=("$2")
     }
-    for f in $(grep -l '^CONFIG_TARGET_SM' configs/*_defconfig); do
-        b=$(basename "$f" _defconfig)
-        # a tuned board that kept every hand-made value (make tune) is the same build as its board
-        if [[ $b == *_tuned ]] && diff -q <(grep -v '^#' "$f") <(grep -v '^#' "configs/${b%_tuned}_defconfig") >/dev/null; then
-            echo "ok - ${b}_defconfig: the same settings as ${b%_tuned}_defconfig, built above" >"$SNN_TEST_OUT/board-$b.verdict"
-            order+=("$SNN_TEST_OUT/board-$b")
-            continue
-        fi
+    if [ "$tier" = full ]; then
+        for f in $(grep -l '^CONFIG_TARGET_SM' configs/*_defconfig); do boards+=("$(basename "$f" _defconfig)"); done
+    else boards=($REPRESENTATIVES); fi
+    for b in "${boards[@]}"; do
         queue_build "${b}_defconfig (compile only)" "$SNN_TEST_OUT/board-$b" "${b}_defconfig"
     done
     for s in POOL CUDA_ASYNC; do
-        d=$SNN_TEST_OUT/board-h100-mm-$s
-        mkdir -p "$d" && { cat configs/h100_defconfig; echo "CONFIG_MM_$s=y"; } >"$d/def"
-        queue_build "h100_defconfig with CONFIG_MM_$s (compile only)" "$d" defconfig DEFCONFIG="$d/def"
+        d=$SNN_TEST_OUT/board-a100-mm-$s
+        mkdir -p "$d" && { cat configs/a100_defconfig; echo "CONFIG_MM_$s=y"; } >"$d/def"
+        queue_build "a100_defconfig with CONFIG_MM_$s (compile only)" "$d" defconfig DEFCONFIG="$d/def"
     done
     wait
     for d in "${order[@]}"; do cat "$d.verdict"; done
@@ -220,60 +269,49 @@ predict_seeds() {
 }
 
 suite_ptx() { run "tensor-core ptx" tests/host/test_ptx.sh; }
-suite_gpu() { run "gpu" tests/gpu/run.sh; }
+suite_gpu() { SNN_GPU_TIER=$tier run "gpu" tests/gpu/run.sh; }
 
-# NAME SECONDS QUICK: seconds as measured on the 2-core development machine
-# (AMD EPYC, idle); QUICK=y: make check runs it too.
-SUITES="
-data          2 y
-builds       13 y
-host_kernels  1 y
-recipe       26 n
-gradcheck     1 y
-pool          1 y
-strategies    2 y
-bench         1 y
-bench_mm      1 y
-roofline      1 y
-idx           2 y
-safetensors   1 y
-images        3 y
-fuzz         22 y
-fetch         3 y
-setup         1 y
-config       28 y
-layers        1 y
-outputs       3 y
-guards        3 y
-target       18 y
-model_files  10 y
-program      10 y
-plot          7 y
-menuconfig   12 n
-make_run     10 n
-torch_parity  6 n
-tune         22 n
-sanitize     14 n
-gpu_builds  650 n
-ptx          80 n
-gpu           1 n
-"
-chosen=() total=0
-while read -r name secs q; do
-    [ -n "$name" ] || continue
-    [ $quick -eq 1 ] && [ "$q" != y ] && continue
-    [ $quick -eq 1 ] && [ "$name" = fuzz ] && secs=7
-    chosen+=("$name:$secs") total=$((total + secs))
-done <<<"$SUITES"
-echo "# $([ $quick -eq 1 ] && echo 'make check' || echo 'make test'): ${#chosen[@]} suites, about $(((total + 30) / 60)) min" \
-    "($total s) on an idle 2-core machine$([ $quick -eq 0 ] && echo '; make check runs the quick ones in under 2 min')"
-i=0
-for entry in "${chosen[@]}"; do
-    name=${entry%:*} i=$((i + 1)) t0=$(date +%s)
-    echo "# [$i/${#chosen[@]}] $name (about ${entry#*:} s)"
-    "suite_$name" | count
-    echo "# $name: $(($(date +%s) - t0)) s"
+# The tier's suites: data and builds first, alone (every other suite uses what they leave), then the
+# others JOBS at a time. A suite's lines go to its own file and are printed whole, in table order, as
+# soon as it and every suite before it have ended.
+echo "# make $([ "$tier" = check ] && echo check || { [ "$tier" = full ] && echo test-full || echo test; }):" \
+    "${#chosen[@]} suites, $(say_minutes "$(estimate)") on an idle 2-core machine$(gpu_present && echo ', with the GPU tests')"
+mkdir -p "$SNN_TEST_OUT/suites"
+run_suite() { # INDEX NAME: the suite's output and seconds into files
+    local i=$1 name=$2 t0
+    t0=$(date +%s)
+    "suite_$name" >"$SNN_TEST_OUT/suites/$i.out" 2>&1
+    echo $(($(date +%s) - t0)) >"$SNN_TEST_OUT/suites/$i.secs"
+}
+rm -f "$SNN_TEST_OUT"/suites/*
+printed=0 measured=()
+print_done() { # prints the ended suites in order, up to the first still running
+    local name
+    while [ $printed -lt ${#chosen[@]} ] && [ -f "$SNN_TEST_OUT/suites/$printed.secs" ]; do
+        name=${chosen[printed]%:*}
+        echo "# [$((printed + 1))/${#chosen[@]}] $name (about ${chosen[printed]#*:} s)"
+        count <"$SNN_TEST_OUT/suites/$printed.out"
+        measured+=("$name $(cat "$SNN_TEST_OUT/suites/$printed.secs")")
+        echo "# $name: $(cat "$SNN_TEST_OUT/suites/$printed.secs") s"
+        printed=$((printed + 1))
+    done
+}
+for i in "${!chosen[@]}"; do
+    if [ "$i" -lt 2 ]; then run_suite "$i" "${chosen[i]%:*}"; print_done; continue; fi
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; print_done; done
+    run_suite "$i" "${chosen[i]%:*}" &
 done
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n; print_done; done
+print_done
 
+if [ "$mode" = record ]; then # the measured seconds into this tier's rows, the GPU column where a GPU is
+    col=2; gpu_present && col=3
+    for m in "${measured[@]}"; do
+        awk -v n="${m% *}" -v s="${m#* }" -v c=$col -v l=$letter '
+            /^#/ || NF == 0 { print; next }
+            $1 == n && index($4, l) { $c = s }
+            { printf "%-14s %5s %5s  %s\n", $1, $2, $3, $4 }' "$TABLE" >"$TABLE.new" && mv "$TABLE.new" "$TABLE"
+    done
+fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

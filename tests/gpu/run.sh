@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
-# GPU tests, run by tests/run.sh: where a CUDA GPU is present, build each GPU
-# board's code path for the card at hand and run the kernel tests, the
-# training-step test, and for the rtx2060, a100 and h100 boards an end-to-end
-# epoch against the host engine, a determinism check and compute-sanitizer
-# (memcheck, racecheck); then the tensor-core precisions no board selects
-# and the wgmma-everywhere variants (kernel, step and epoch tests,
-# compute-sanitizer where marked), and the memory strategies against the
-# static arena. Elsewhere: one "skip" line.
-# SNN_GPU_PARTS picks parts (default all: boards others precisions wgmma
-# strategies fused), so that the suite (about 22 min on an H100; the fused part 12) can be split
-# across calls of a device lent 10 minutes at a time.
+# GPU tests, run by tests/run.sh: where a CUDA GPU is present, the GPU variants of the tier
+# (SNN_GPU_TIER: test, one per code path; full, every one) are planned (each a defconfig in its own
+# directory), built side by side (the device machine's cores), then checked one after another on the GPU:
+# the kernel tests, the training-step test, the fused step's op-by-op test, and where marked an epoch
+# against the host engine, determinism, resume and PyTorch loading, compute-sanitizer (memcheck,
+# racecheck, synccheck), the memory strategies against the static arena. Elsewhere: one "skip" line.
+# SNN_GPU_PARTS picks parts of the tier (default all: boards others precisions wgmma strategies fused);
+# tests/gpu/run.sh --list prints the tier's variants, part by part.
 set -u
 cd "$(dirname "$0")/../.."
 . tools/gpu_lib.sh
 OUT=${SNN_TEST_OUT:-build/test}
+TIER=${SNN_GPU_TIER:-test}
+PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused} "
+part_wanted() { [[ $PARTS == *" $1 "* ]]; }
+case $TIER in test | full) ;; *) echo "not ok - gpu tests: SNN_GPU_TIER=$TIER is neither test nor full"; exit 0 ;; esac
 mkdir -p "$OUT" # run alone (SNN_GPU_PARTS=...), not under tests/run.sh
+ACTION=${1:-check}
+case $ACTION in check | --list | --build-only) ;; *) echo "usage: tests/gpu/run.sh [--list | --build-only]" >&2; exit 2 ;; esac
 cc=$(gpu_cc)
+# --list and --build-only (the variants compiled, nothing run: a CPU machine can check they build) for a
+# card of SNN_GPU_CC's capability where there is none (default an H100's)
+[ "$ACTION" != check ] && [ -z "$cc" ] && cc=${SNN_GPU_CC:-90}
 if [ -z "$cc" ]; then echo "skip - gpu tests: skipped: no GPU"; exit 0; fi
 NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-if [ -z "$NVCC" ]; then echo "not ok - gpu tests: a GPU but no nvcc"; exit 0; fi
+if [ -z "$NVCC" ] && [ "$ACTION" != --list ]; then echo "not ok - gpu tests: no nvcc"; exit 0; fi
 DATA=${SNN_DATA:-data/mnist}
 HOST_APP=$OUT/host/app/mnist
 TOL_POINTS=0.3
-PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused} "
-part_wanted() { [[ $PARTS == *" $1 "* ]]; }
+full() { [ "$TIER" = full ]; } # a variant only the full tier runs
 
 prefixed() { # BOARD CMD...: CMD's verdict lines tagged with the board; a crash is a failure
     local board=$1; shift
@@ -32,24 +37,30 @@ prefixed() { # BOARD CMD...: CMD's verdict lines tagged with the board; a crash 
     [ "$rc" -eq 0 ] || echo "not ok - $board: $(basename "$1") exited with status $rc"
 }
 
-# The epochs' reference: the host engine that tests/run.sh builds, or built here.
-if [ ! -x "$HOST_APP" ] && ! { make --no-print-directory O="$OUT/host" host_defconfig &&
-    make --no-print-directory O="$OUT/host" -j"$(nproc)"; } >"$OUT/host.log" 2>&1; then
-    echo "not ok - gpu tests: the host engine, the epochs' reference, did not build (see $OUT/host.log)"
-fi
-host_acc=
-if [ -x "$HOST_APP" ] && "$HOST_APP" --data "$DATA" --epochs 1 --log "$OUT/gpu-host-epoch.jsonl" >/dev/null 2>&1; then
-    host_acc=$(test_acc "$OUT/gpu-host-epoch.jsonl")
-fi
+# The script runs its variants twice: MODE=plan writes each one's defconfig and lists its directory
+# (nothing is built or run), then every listed variant is built side by side, then MODE=check runs the
+# same calls again, each finding its build done and checking it on the GPU.
+MODE=plan planned=() planned_parts=() part=
+# planned NAME DIR: in the plan, lists DIR and answers false (the caller stops there); when checking, true.
+planned() {
+    [ "$MODE" = check ] && return 0
+    [[ " ${planned[*]} " == *" $2 "* ]] || planned+=("$2") planned_parts+=("$part:$1") # a board two parts use: once
+    return 1
+}
 
-# build_variant NAME DIR: build DIR/def for this card (its .log next to it)
+# build_variant NAME DIR: DIR/def built for this card (its .log next to it), by the parallel phase.
 build_variant() {
     local name=$1 d=$2
-    if ! { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
-        make --no-print-directory O="$d" -j"$(nproc)" EXTRA_WARN=-Werror; } >"$d.log" 2>&1; then
+    if [ ! -f "$d.built" ]; then
         echo "not ok - gpu $name path: build for sm_$cc failed (see $d.log)"; tail -n 20 "$d.log"; return 1
     fi
     echo "ok - gpu $name path: built for sm_$cc ($(grep -o 'CONFIG_PRECISION_[A-Z0-9_]*=y' "$d/.config"))"
+}
+build_one() { # DIR: the program and the test programs, warning-free; DIR.built marks success
+    local d=$1
+    rm -f "$d.built"
+    { make --no-print-directory O="$d" defconfig DEFCONFIG="$d/def" &&
+        make --no-print-directory O="$d" -j2 EXTRA_WARN=-Werror test-programs; } >"$d.log" 2>&1 && touch "$d.built"
 }
 
 # check_variant NAME DIR: the kernel and training-step tests, and one epoch
@@ -133,25 +144,28 @@ eval_acc() { # APP FILE: the test accuracy APP's --eval of FILE prints
     "$1" --data "$DATA" --load "$2" --eval 2>&1 | sed -n 's/^test set: .*accuracy \([0-9.]*\)%.*/\1/p'
 }
 
-# build_board BOARD: BOARD's defconfig built for this card in $OUT/gpu-BOARD;
-# a skip line, and false, where this card cannot run its code path
+# build_board BOARD: BOARD's defconfig built for this card in $OUT/gpu-BOARD; a skip line and status 2
+# where this card cannot run its code path; in the plan, status 1 once its def is written
 build_board() {
     local board=$1 want d=$OUT/gpu-$1
     want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "configs/${board}_defconfig")
     if ! usable "$cc" "$want"; then
-        echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; return 1
+        echo "skip - gpu $board path: skipped: needs compute capability $want, this GPU is $cc"; return 2
     fi
     mkdir -p "$d"
     { cat "configs/${board}_defconfig"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >"$d/def"
+    planned "$board" "$d" || return
     build_variant "$board" "$d"
 }
 
-for board in rtx2060 a100 h100; do
-    part_wanted boards || break
-    build_board "$board" || continue
-    d=$OUT/gpu-$board
+# The card's own board in full (its epoch against the host engine, determinism, model files, the three
+# sanitizers); the other targets' boards on this card too, their epoch checked (make test) or in full.
+check_board() { # BOARD
+    local board=$1 d=$OUT/gpu-$1
+    build_board "$board" || return
     mm_board=$board
     check_variant "$board" "$d"
+    [ "$board" = "$own_board" ] || full || return 0
 
     rm -f "$d/a.bin" "$d/b.bin" # never compare files an earlier run left
     if "$d/app/mnist" --data "$DATA" --epochs 2 --max-steps 300 --save "$d/a.bin" >/dev/null 2>&1 &&
@@ -161,20 +175,24 @@ for board in rtx2060 a100 h100; do
 
     model_files "$board" "$d"
     sanitize "$board" "$d"
-done
+}
+case $cc in 75) own_board=rtx2060 ;; 8*) own_board=a100 ;; *) own_board=h100 ;; esac
 
 # The other boards (deeper, wider, other batches): their kernel and
 # training-step tests; their nets differ from the host engine's, so no epoch.
-for f in configs/*_defconfig; do
-    part_wanted others || break
-    board=$(basename "$f" _defconfig)
-    case $board in host | rtx2060 | a100 | h100) continue ;; esac
-    build_board "$board" || continue
+# make test: one board per code path the boards above do not take (wgmma persistent with split-K, the
+# grid-resident and the cluster-resident kernels, AdamW with dropout and translation); make test-full:
+# every board.
+OTHER_REPRESENTATIVES="h100_8192x3_b32 h100_784x4_b64 h100_128x1_b64 h100_speedrun99"
+check_other() { # BOARD
+    local board=$1
+    build_board "$board" || return
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_kernels"
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
     [ -x "$OUT/gpu-$board/tests/bin/gpu/test_fused" ] && prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_fused"
     [ "$board" = h100_8192x3_b32 ] && resume_mid_epoch "$board" "$OUT/gpu-$board"
-done
+    return 0
+}
 
 # The precisions the boards' defconfigs do not select: the h100 board's
 # shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the
@@ -186,14 +204,10 @@ precision_variant() { # NAME BOARD SM PRECISION: BOARD's defconfig (its tiles) o
     mkdir -p "$d"
     if ! board_def_retarget "$board" "$d/board" >"$d/def"; then echo "not ok - gpu $name path: ${board}_defconfig failed"; return; fi
     { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"; echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"; } >>"$d/def"
-    build_variant "$name" "$d" && check_variant "$name" "$d" && sanitize "$name" "$d"
+    planned "$name" "$d" || return
+    build_variant "$name" "$d" && check_variant "$name" "$d" && { full || [ "$name" = h100-sm80-tf32 ]; } &&
+        sanitize "$name" "$d"
 }
-if part_wanted precisions; then
-    precision_variant h100-sm80-tf32 h100 80 TF32
-    precision_variant h100-sm80-fp16 h100 80 FP16
-    precision_variant a100-fp32 a100 80 FP32
-    precision_variant rtx2060-fp16 rtx2060 75 FP16
-fi
 
 # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the
 # kernel and step tests exercise it in each role, in BF16 and FP16; in TF32
@@ -207,16 +221,10 @@ wgmma_variant() { # NAME PRECISION sanitize|- [CONFIG_LINE...]
     mkdir -p "$d"
     { grep -v '^CONFIG_PRECISION_' configs/h100_defconfig; echo "CONFIG_PRECISION_$prec=y"
       echo "CONFIG_GEMM_WGMMA_MIN_K=1"; echo "CONFIG_GEMM_WGMMA_MIN_MFLOP=0"; printf '%s\n' "$@"; } >"$d/def"
+    planned "$name" "$d" || return
     build_variant "$name" "$d" && check_variant "$name" "$d" && prefixed "$name" "$d/tests/bin/gpu/test_wgmma" &&
         if [ "$san" = sanitize ]; then sanitize "$name" "$d"; fi
 }
-if part_wanted wgmma; then
-    wgmma_variant h100-wgmma-all-bf16 BF16 sanitize
-    wgmma_variant h100-wgmma-all-fp16 FP16 -
-    wgmma_variant h100-wgmma-all-tf32 TF32 sanitize
-    wgmma_variant h100-wgmma-wgrad-pingpong-bf16 BF16 sanitize CONFIG_GEMM_WGMMA_WGRAD_PINGPONG=y \
-        CONFIG_GEMM_WGMMA_EPI_STAGES=2
-fi
 
 # The memory strategies, on the last board built (h100 on a Hopper card): the
 # static arena with the CUDA graph and without, our pool and cudaMallocAsync
@@ -232,15 +240,16 @@ mm_variant() { # VARIANT: the def line it appends to the board's config
     cuda-async) echo "CONFIG_MM_CUDA_ASYNC=y" ;;
     esac
 }
-if part_wanted strategies && ! part_wanted boards; then # the board the boards part would have left
-    for board in h100 a100 rtx2060; do build_board "$board" >/dev/null && mm_board=$board && break; done
-fi
-if part_wanted strategies && [ -n "${mm_board:-}" ]; then
+check_strategies() {
+    mm_board=$own_board
+    build_board "$mm_board" >/dev/null
+    [ $? -eq 0 ] || [ "$MODE" = plan ] || return # in the plan, its def is there
     for v in static-nograph static-graph pool cuda-async; do
         d=$OUT/gpu-$mm_board-mm-$v
         mkdir -p "$d"
         { cat "$OUT/gpu-$mm_board/def"; echo "# CONFIG_GEMM_TWINS is not set"; echo "CONFIG_STEP_LAYERED=y"
           mm_variant $v; } >"$d/def"
+        planned "$mm_board-mm-$v" "$d" || continue
         build_variant "$mm_board memory strategy $v" "$d" || continue
         graph=$(grep -c '^#define CONFIG_CUDA_GRAPH 1' "$d/include/generated/config.h")
         if [ "$graph" -ne "$([ $v = static-graph ] && echo 1 || echo 0)" ]; then
@@ -279,7 +288,7 @@ PY
             else echo "skip - $mm_board memory strategy $v: compute-sanitizer: skipped: not installed"; fi
         fi
     done
-fi
+}
 
 # The fused step (CONFIG_STEP_FUSED) on awkward shapes, each on its target's
 # path: widths not multiples of 16 (or of 4), batch 1 and odd batches, 0 and
@@ -295,6 +304,7 @@ fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize] [CONFIG_LINE
     printf 'CONFIG_TARGET_SM%s=y\nCONFIG_PRECISION_%s=y\nCONFIG_NN_HIDDEN_LAYERS=%s\nCONFIG_NN_HIDDEN_WIDTH=%s\nCONFIG_TRAIN_BATCH_SIZE=%s\nCONFIG_STEP_FUSED=y\nCONFIG_CUDA_ARCH_OVERRIDE=%s\n' \
         "$sm" "$prec" "$layers" "$width" "$batch" "$cc" >"$d/def"
     [ $# -eq 0 ] || printf '%s\n' "$@" >>"$d/def"
+    planned "$name" "$d" || return
     build_variant "$name" "$d" || return
     prefixed "$name" "$d/tests/bin/gpu/test_fused"
     if [ "$san" = sanitize ]; then sanitize "$name" "$d"; fi
@@ -303,10 +313,14 @@ fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize] [CONFIG_LINE
 # board on the layered step: test accuracies within 0.1 point.
 fused_against_layered() { # BOARD
     local b=$1 d=$OUT/gpu-$1-layered fused layered
-    build_board "$b" >/dev/null || return
+    build_board "$b" >/dev/null
+    local rc=$?
+    [ $rc -eq 2 ] && return
+    [ $rc -eq 0 ] || [ "$MODE" = plan ] || return # in the plan, its def is there
     mkdir -p "$d"
     # one member of the choice, and no fused kernel's settings (hidden on the layered step), as tools/bench.py
     { grep -v '^CONFIG_STEP_\|^CONFIG_FUSED_' "$OUT/gpu-$b/def"; echo "CONFIG_STEP_LAYERED=y"; } >"$d/def"
+    planned "$b-layered" "$d" || return
     if build_variant "$b-layered" "$d" >/dev/null &&
         "$OUT/gpu-$b/app/mnist" --data "$DATA" --epochs 1 --log "$d/fused.jsonl" >/dev/null 2>&1 &&
         "$d/app/mnist" --data "$DATA" --epochs 1 --log "$d/layered.jsonl" >/dev/null 2>&1; then
@@ -317,14 +331,15 @@ fused_against_layered() { # BOARD
     else echo "not ok - $b: the fused and layered epochs did not both run"; fi
 }
 
-if part_wanted fused; then
+check_fused() {
+    # make test: one variant per kernel and target (marked below: the others only in make test-full).
     # sm90 BF16/FP16 models that fit one cluster train on the resident kernel (fused/resident.cu), those whose
     # share of 8 units a block fits one block on the grid-resident one (fused/grid_resident.cu, also sm80), the
     # rest on the grid-wide one (fused/step.cu): every kind below, each checked as the others
     fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
-    fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
-    fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7
-    fused_variant sm90-bf16-24x1-b1 90 BF16 1 24 1
+    full && fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
+    full && fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7
+    full && fused_variant sm90-bf16-24x1-b1 90 BF16 1 24 1
     fused_variant sm90-fp16-36x2-b17-noise 90 FP16 2 36 17 sanitize CONFIG_TRAIN_OPTIMIZER_ADAMW=y \
         'CONFIG_TRAIN_LR="1e-3"' 'CONFIG_TRAIN_DROPOUT="0.2"' CONFIG_TRAIN_AUGMENT_SHIFT=2 \
         'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
@@ -332,27 +347,108 @@ if part_wanted fused; then
     # the grid-resident kernel: padding units (100 = 12.5 blocks of 8), batch 1, 8 hidden layers, dropout
     fused_variant sm90-bf16-100x3-b13-gridres 90 BF16 3 100 13 sanitize CONFIG_FUSED_CLUSTER=n \
         CONFIG_TRAIN_NESTEROV=y 'CONFIG_TRAIN_WEIGHT_DECAY="0.0005"'
-    fused_variant sm90-fp16-36x2-b17-gridres 90 FP16 2 36 17 sanitize CONFIG_FUSED_CLUSTER=n \
+    full && fused_variant sm90-fp16-36x2-b17-gridres 90 FP16 2 36 17 sanitize CONFIG_FUSED_CLUSTER=n \
         'CONFIG_TRAIN_DROPOUT="0.2"' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
-    fused_variant sm90-bf16-24x1-b1-gridres 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n
-    fused_variant sm90-bf16-10x8-b7-gridres 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
+    full && fused_variant sm90-bf16-24x1-b1-gridres 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n
+    full && fused_variant sm90-bf16-10x8-b7-gridres 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
     # the resident kernel's least and most threads a block (its softmax lanes a row, its GEMMs' k slices), and
     # 384, 784-128-10 b64's, where a model without a middle layer keeps a placeholder of one
-    fused_variant sm90-bf16-128-b64-t128 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER_THREADS=128
-    fused_variant sm90-bf16-128x3-b32-t1024 90 BF16 3 128 32 - CONFIG_FUSED_CLUSTER_THREADS=1024
+    full && fused_variant sm90-bf16-128-b64-t128 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER_THREADS=128
+    full && fused_variant sm90-bf16-128x3-b32-t1024 90 BF16 3 128 32 - CONFIG_FUSED_CLUSTER_THREADS=1024
     fused_variant sm90-fp16-40x1-b13-t384 90 FP16 1 40 13 sanitize CONFIG_FUSED_CLUSTER_THREADS=384 \
         CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="1e-3"' 'CONFIG_TRAIN_DROPOUT="0.1"' CONFIG_TRAIN_AUGMENT_SHIFT=2
     fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64
     fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
     fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32
     fused_variant sm75-fp16acc16-50x1-b5 75 FP16_ACC16 1 50 5
-    fused_variant sm75-fp32-128x3-b32 75 FP32 3 128 32
+    full && fused_variant sm75-fp32-128x3-b32 75 FP32 3 128 32
     # a 48 KB ring beside the kernel's static shared memory (make tune found it refused to launch)
-    fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER=n CONFIG_FUSED_GRID_RESIDENT=n \
+    full && fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER=n CONFIG_FUSED_GRID_RESIDENT=n \
         CONFIG_GEMM_FUSED_BLOCK_M=64 CONFIG_GEMM_FUSED_BLOCK_N=64 CONFIG_GEMM_FUSED_BLOCK_K=16 \
         CONFIG_GEMM_FUSED_WARP_M=32 CONFIG_GEMM_FUSED_WARP_N=32 CONFIG_GEMM_FUSED_WARP_K=16
-    fused_against_layered h100
+    full && fused_against_layered h100
     fused_against_layered h100_128x1_b64
     fused_against_layered h100_784x4_b64
-    fused_against_layered h100_1024x3_b32
+    full && fused_against_layered h100_1024x3_b32
+}
+
+# The tier's variants, part by part.
+run_all() {
+    local b
+    part=boards
+    if part_wanted boards; then
+        for b in rtx2060 a100 h100; do check_board "$b"; done
+    fi
+    part=others
+    if part_wanted others; then
+        if full; then
+            for f in configs/*_defconfig; do
+                b=$(basename "$f" _defconfig)
+                case $b in host | rtx2060 | a100 | h100) continue ;; esac
+                check_other "$b"
+            done
+        else for b in $OTHER_REPRESENTATIVES; do check_other "$b"; done; fi
+    fi
+    # The precisions the boards' defconfigs do not select: the h100 board's shapes on the Ampere path
+    # (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the a100 board in FP32 (the SIMT kernel; BF16 is its
+    # default) and the rtx2060 board with FP32 accumulation.
+    part=precisions
+    if part_wanted precisions; then
+        precision_variant h100-sm80-tf32 h100 80 TF32
+        full && precision_variant h100-sm80-fp16 h100 80 FP16
+        precision_variant a100-fp32 a100 80 FP32
+        precision_variant rtx2060-fp16 rtx2060 75 FP16
+    fi
+    # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the kernel and step tests
+    # exercise it in each role, in BF16 and FP16; in TF32 (the forward role only, on the FP32 tensors);
+    # and BF16 with the weight gradient on its own ping-pong block, its inputs copied ahead.
+    part=wgmma
+    if part_wanted wgmma; then
+        wgmma_variant h100-wgmma-all-bf16 BF16 sanitize
+        full && wgmma_variant h100-wgmma-all-fp16 FP16 -
+        wgmma_variant h100-wgmma-all-tf32 TF32 "$(full && echo sanitize)"
+        wgmma_variant h100-wgmma-wgrad-pingpong-bf16 BF16 "$(full && echo sanitize)" \
+            CONFIG_GEMM_WGMMA_WGRAD_PINGPONG=y CONFIG_GEMM_WGMMA_EPI_STAGES=2
+    fi
+    part=strategies
+    part_wanted strategies && check_strategies
+    part=fused
+    part_wanted fused && check_fused
+    return 0
+}
+
+MODE=plan
+run_all >/dev/null
+if [ "$ACTION" = --list ]; then
+    echo "# GPU variants of the $TIER tier on a card of compute capability $cc (SNN_GPU_PARTS picks parts):"
+    printf '%s\n' "${planned_parts[@]}" | awk -F: '$1 != last { printf "%s%s:", (NR > 1 ? "\n" : ""), $1; last = $1 }
+        { printf " %s", $2 } END { print "" }'
+    exit 0
 fi
+
+# Every variant built side by side: half the cores' worth of builds at a time, each make -j2.
+jobs_max=$(($(nproc) / 2)); [ "$jobs_max" -ge 1 ] || jobs_max=1
+t0=$(date +%s)
+for d in "${planned[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+    build_one "$d" &
+done
+wait
+echo "# gpu: ${#planned[@]} variants built in $(($(date +%s) - t0)) s, $jobs_max at a time"
+if [ "$ACTION" = --build-only ]; then
+    for i in "${!planned[@]}"; do build_variant "${planned_parts[i]#*:}" "${planned[i]}"; done
+    exit 0
+fi
+
+# The epochs' reference: the host engine that tests/run.sh builds, or built here.
+if [ ! -x "$HOST_APP" ] && ! { make --no-print-directory O="$OUT/host" host_defconfig &&
+    make --no-print-directory O="$OUT/host" -j"$(nproc)"; } >"$OUT/host.log" 2>&1; then
+    echo "not ok - gpu tests: the host engine, the epochs' reference, did not build (see $OUT/host.log)"
+fi
+host_acc=
+if [ -x "$HOST_APP" ] && "$HOST_APP" --data "$DATA" --epochs 1 --log "$OUT/gpu-host-epoch.jsonl" >/dev/null 2>&1; then
+    host_acc=$(test_acc "$OUT/gpu-host-epoch.jsonl")
+fi
+
+MODE=check
+run_all
