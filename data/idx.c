@@ -2,10 +2,12 @@
  * serves both; a plain file named .gz (as some browsers save them) works. */
 #include "data/idx.h"
 
-#include <errno.h>
+#include "data/input.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 struct idx_file {
@@ -13,6 +15,7 @@ struct idx_file {
     const char *path;
     char *err;
     size_t errlen;
+    const char *empty_hint; /* why the file may read as empty */
 };
 
 __attribute__((format(printf, 2, 3))) static int fail(const struct idx_file *f, const char *fmt, ...)
@@ -37,22 +40,27 @@ static int idx_open(struct idx_file *f, const char *path, char *err, size_t errl
     f->path = path;
     f->err = err;
     f->errlen = errlen;
-    errno = 0;
-    f->gz = gzopen(path, "rb");
-    if (!f->gz)
-        return fail(f, "cannot open: %s", errno ? strerror(errno) : "out of memory");
+    struct stat st;
+    int fd = snn_input_open(path, &st, err, errlen);
+    if (fd < 0)
+        return -1;
+    f->empty_hint = snn_input_empty_hint(&st);
+    f->gz = gzdopen(fd, "rb");
+    if (!f->gz) {
+        close(fd);
+        return fail(f, "cannot open: out of memory");
+    }
     gzbuffer(f->gz, 1u << 17);
     return 0;
 }
 
-/* zlib prefixes its message with the path; we add our own. */
+/* zlib prefixes its message with "<fd:N>: "; we add our path. */
 static int stream_error(const struct idx_file *f)
 {
     int code;
-    const char *msg = gzerror(f->gz, &code);
-    size_t plen = strlen(f->path);
-    if (strncmp(msg, f->path, plen) == 0 && strncmp(msg + plen, ": ", 2) == 0)
-        msg += plen + 2;
+    const char *msg = gzerror(f->gz, &code), *colon = strstr(msg, ": ");
+    if (strncmp(msg, "<fd:", 4) == 0 && colon)
+        msg = colon + 2;
     if (code == Z_ERRNO)
         return fail(f, "read error: %s", msg);
     if (code == Z_MEM_ERROR)
@@ -108,7 +116,7 @@ static int read_header(const struct idx_file *f, uint32_t magic, uint32_t *dims,
     if (idx_read(f, buf, want, &got))
         return -1;
     if (got == 0 && !ended_early(f))
-        return fail(f, "empty file");
+        return fail(f, "empty file%s", f->empty_hint);
     if (got < 4 || (be32(buf) == magic && got < want))
         return fail(f, "truncated header: %zu of %zu bytes%s", got, want,
                     ended_early(f) ? " (gzip stream ends early)" : "");

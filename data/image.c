@@ -3,9 +3,8 @@
 #include "data/image.h"
 
 #include "data/image_codec.h"
+#include "data/input.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,12 +88,12 @@ int snn_image_decode(const uint8_t *data, size_t len, const char *name, snn_gray
 /* The whole file, read through a pipe or device as well as a regular file. */
 static int read_file(const struct image_input *in, uint8_t **data, size_t *len)
 {
-    int fd = open(in->name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return snn_image_fail(in, "cannot open: %s", strerror(errno));
     struct stat st;
-    size_t cap = 1u << 16, n = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    int fd = snn_input_open(in->name, &st, in->err, in->errlen);
+    if (fd < 0)
+        return -1;
+    size_t cap = 1u << 16, n = 0, got;
+    if (S_ISREG(st.st_mode)) {
         if (st.st_size > SNN_IMAGE_MAX_FILE_BYTES) {
             close(fd);
             return snn_image_fail(in, "the file is %lld bytes, too large for an image (at most %ld)",
@@ -120,17 +119,18 @@ static int read_file(const struct image_input *in, uint8_t **data, size_t *len)
             buf = p;
             cap = grown;
         }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            rc = snn_image_fail(in, "read error: %s", strerror(errno));
-        else if (r == 0)
+        int e = snn_input_read(fd, buf + n, cap - n, &got);
+        if (e) {
+            rc = snn_image_fail(in, "read error: %s", strerror(e));
             break;
-        else
-            n += (size_t)r;
+        }
+        n += got;
+        if (n < cap)
+            break; /* short only at the end of the file */
     }
     close(fd);
+    if (!rc && n == 0)
+        rc = snn_image_fail(in, "empty file%s", snn_input_empty_hint(&st));
     if (rc) {
         free(buf);
         return -1;

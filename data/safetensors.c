@@ -1,11 +1,13 @@
 #include "data/safetensors.h"
 
+#include "data/input.h"
+
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct {
     const char *name;
@@ -142,6 +144,12 @@ int snn_st_write(FILE *f, const char *name, const snn_st_tensor *tensors, int co
 }
 
 /* ---- reading ---------------------------------------------------------------- */
+
+static int too_short(char *err, size_t errlen, const char *file, size_t len, const char *hint)
+{
+    return fail(err, errlen, file, "%zu bytes%s: too short for a safetensors file (an 8-byte header length first)",
+                len, hint);
+}
 
 /* A JSON number that is a whole count: 0 <= v <= 2^53 (doubles hold it exactly). */
 static int whole(const cJSON *v, uint64_t *out)
@@ -366,8 +374,7 @@ static int parse_header(snn_st_file *f, const uint8_t *buf, size_t len, const ch
                         size_t errlen)
 {
     if (len < 8)
-        return fail(err, errlen, file, "%zu bytes: too short for a safetensors file (an 8-byte header length first)",
-                    len);
+        return too_short(err, errlen, file, len, "");
     uint64_t n = get_u64le(buf);
     if (n > SNN_ST_MAX_HEADER)
         return fail(err, errlen, file, "header length %llu is above the format's limit of %d bytes",
@@ -443,32 +450,34 @@ snn_st_file *snn_st_parse(const uint8_t *buf, size_t len, const char *name, char
 
 snn_st_file *snn_st_read(const char *path, char *err, size_t errlen)
 {
-    FILE *in = fopen(path, "rb");
-    if (!in) {
-        fail(err, errlen, path, "cannot open: %s", strerror(errno));
+    struct stat st;
+    int fd = snn_input_open(path, &st, err, errlen);
+    if (fd < 0)
         return NULL;
-    }
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0, got;
+    int bad;
     do {
         if (len == cap) {
             uint8_t *more = cap < ((size_t)1 << 40) ? realloc(buf, cap = cap ? 2 * cap : 1 << 16) : NULL;
             if (!more) {
                 free(buf);
-                fclose(in);
+                close(fd);
                 fail(err, errlen, path, "out of memory reading it (%zu bytes so far)", len);
                 return NULL;
             }
             buf = more;
         }
-        got = fread(buf + len, 1, cap - len, in);
+        bad = snn_input_read(fd, buf + len, cap - len, &got);
         len += got;
-    } while (got);
-    int bad = ferror(in) ? errno : 0;
-    fclose(in);
-    if (bad) {
+    } while (!bad && len == cap);
+    close(fd);
+    if (bad || len < 8) {
         free(buf);
-        fail(err, errlen, path, "cannot read: %s", strerror(bad));
+        if (bad)
+            fail(err, errlen, path, "cannot read: %s", strerror(bad));
+        else
+            too_short(err, errlen, path, len, snn_input_empty_hint(&st));
         return NULL;
     }
     snn_st_file *f = snn_st_parse(buf, len, path, err, errlen);

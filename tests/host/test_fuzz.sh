@@ -68,10 +68,10 @@ target() {
     fuzz "$name" "$dir" "$seconds s of fuzzing" "$dir/fuzz.log" -max_total_time="$seconds" "${dict[@]}"
 }
 
-target idx tests/fuzz/fuzz_idx.c data/idx.c -lz >"$out/idx.verdict" 2>&1 &
-target image tests/fuzz/fuzz_image.c data/image.c data/image_png.c data/image_pnm.c data/digit.c -lpng -lz \
+target idx tests/fuzz/fuzz_idx.c data/idx.c data/input.c -lz >"$out/idx.verdict" 2>&1 &
+target image tests/fuzz/fuzz_image.c data/image.c data/input.c data/image_png.c data/image_pnm.c data/digit.c -lpng -lz \
     >"$out/image.verdict" 2>&1 &
-target safetensors tests/fuzz/fuzz_safetensors.c data/safetensors.c -lcjson >"$out/safetensors.verdict" 2>&1 &
+target safetensors tests/fuzz/fuzz_safetensors.c data/safetensors.c data/input.c -lcjson >"$out/safetensors.verdict" 2>&1 &
 wait
 cat "$out/idx.verdict" "$out/image.verdict" "$out/safetensors.verdict"
 exit 0

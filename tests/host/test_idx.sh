@@ -107,9 +107,12 @@ mkcase() {
     echo "$dir"
 }
 
+# Every run under `timeout` (SIGKILL a second after its SIGTERM): a reader
+# that waits forever (a FIFO) fails with exit status 124 or 137 rather than
+# hanging the suite.
 expect_ok() {
     local name=$1 dir=$2 out rc
-    out=$("$driver" "$dir" 2>&1)
+    out=$(timeout -k 1 5 "$driver" "$dir" 2>&1)
     rc=$?
     if [[ $rc -eq 0 && $out == loaded ]]; then
         echo "ok - idx: $name"
@@ -123,7 +126,7 @@ expect_ok() {
 expect_error() {
     local name=$1 dir=$2 err rc frag
     shift 2
-    err=$("$driver" "$dir" 2>&1 >/dev/null)
+    err=$(timeout -k 1 5 "$driver" "$dir" 2>&1 >/dev/null)
     rc=$?
     if [[ $rc -ne 1 ]]; then
         echo "not ok - idx: $name: exit $rc, expected 1: ${err//$'\n'/ }"
@@ -186,4 +189,7 @@ expect_error "missing file" "$(mkcase missing "$TL=-")" \
 expect_error "missing directory" "$tmp/nowhere" \
     "no data directory $tmp/nowhere (No such file or directory)" "run 'make data' or pass --data DIR"
 expect_error "unreadable file" "$(mkcase unreadable "$TL=dir")" "$TL: read error: Is a directory"
+mkfifo "$tmp/bad/fifo"
+expect_error "a FIFO with no writer: refused as empty, not waited on (5 s budget)" \
+    "$(mkcase fifo "$TL=fifo")" "$TL: empty file (a FIFO or pipe with no writer?)"
 exit 0

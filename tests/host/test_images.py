@@ -297,6 +297,9 @@ def synthetic_cases():
     expect("100 x 80 dark 7 on white: the recipe's bytes", "seven.png", F.png(seven), gray=seven, digit="ref")
     expect("100 x 80 same 7, white on black PGM: the same digit", "seven-dark.pgm", F.pnm(255 - seven),
            gray=255 - seven, digit=ref_digit(seven))
+    seven4 = np.kron(seven, np.ones((4, 4), np.int64))  # test_images.sh sends it through a pipe too
+    expect("400 x 320 same 7 in a 128 KB PGM: the recipe's bytes", "seven-x4.pgm", F.pnm(seven4), gray=seven4,
+           digit="ref")
     blue = np.stack([seven, seven, np.full_like(seven, 255)], -1)  # blue ink on white
     expect("100 x 80 blue 7 on white RGB: the luma's digit", "seven-blue.png", F.png(blue, F.RGB),
            gray=luma(blue), digit="ref")

@@ -35,6 +35,11 @@ expect_refusal "--save and --checkpoint to one file" "--save and --checkpoint na
     "$APP" --save "$T/a.st" --checkpoint "$T/../$(basename "$T")/./a.st"
 expect_refusal "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint" "$APP" --checkpoint-every 2
 expect_refusal "--load of a missing file" "$T/none.st: cannot open" "$APP" --data "$DATA" --load "$T/none.st" --eval
+# A FIFO with no writer; under timeout with a SIGKILL a second after its
+# SIGTERM, which the program's handler only notes.
+mkfifo "$T/nowriter"
+expect_refusal "--load of a FIFO with no writer: refused as empty, not waited on (5 s budget)" \
+    "$T/nowriter: 0 bytes (a FIFO or pipe with no writer?)" timeout -k 1 5 "$APP" --data "$DATA" --load "$T/nowriter" --eval
 
 # 2 epochs, a checkpoint, 2 more from it: the parameters of 4 epochs in one go.
 run() { "$APP" --data "$DATA" --max-steps $S "$@" >"$T/out" 2>&1 || { echo "not ok - run $*: $(tail -n 2 "$T/out")"; return 1; }; }
@@ -235,6 +240,12 @@ PY
              grep -q "truncated.png: " "$T/bad.err" && grep -q "notes.txt: not a PNG, PGM or PPM image" "$T/bad.err" &&
              grep -q "uniform.png: no digit found" "$T/bad.err" && grep -q "none.png: " "$T/bad.err" &&
              [ "$(grep -c "^$T/img/" "$T/bad.out")" -eq 1 ] && grep -q "d03-label0.png: " "$T/bad.out"' "status $rc: $(cat "$T/bad.err")"
+        timeout -k 1 5 "$APP" --load "$T/full4.st" --predict "$T/nowriter" <(cat "$T/img/d03-label0.png") \
+            >"$T/fifo.out" 2>"$T/fifo.err"; rc=$?
+        verdict "--predict: a FIFO with no writer refused as empty, not waited on (5 s budget); an image through a pipe classified" \
+            '[ $rc -eq 1 ] && [ "$(cat "$T/fifo.err")" = "mnist: error: $T/nowriter: empty file (a FIFO or pipe with no writer?)" ] &&
+             [ "$(grep "^/dev/fd/" "$T/fifo.out" | cut -d: -f2-)" = "$(grep "d03-label0.png: " "$T/bad.out" | cut -d: -f2-)" ]' \
+            "status $rc: $(cat "$T/fifo.err")"
     else echo "not ok - --predict: writing the test images failed"; fi
 else echo "skip - --predict: skipped: no python3 with numpy"; fi
 

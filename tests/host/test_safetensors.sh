@@ -94,15 +94,30 @@ with open(os.path.join(root, "cases"), "w") as f:
         f.write(f"{name}\t{expect}\n")
 PY
 
-while IFS=$'\t' read -r name expect; do
-    out=$("$driver" "$tmp/$name" 2>&1); rc=$?
-    if [[ $expect == ok ]]; then
-        if [[ $rc -eq 0 && $out == "ok "* ]]; then echo "ok - safetensors: $name accepted"
-        else echo "not ok - safetensors: $name refused: $out"; fi
-    elif [[ $rc -eq 1 && $(wc -l <<<"$out") -eq 1 && $out == *"$tmp/$name: "*"$expect"* ]]; then
-        echo "ok - safetensors: $name refused: ${out#*$tmp/}"
+# expect_read WHAT EXPECT PATH [SECONDS]: the driver reads PATH (under a 5 s
+# timeout: exit 124 or 137 is a reader that waited) and accepts it (EXPECT
+# "ok") or refuses it in one line holding EXPECT, within SECONDS if given.
+expect_read() {
+    local what=$1 expect=$2 path=$3 budget=${4:-} out rc t0=$EPOCHREALTIME secs
+    out=$(timeout -k 1 5 "$driver" "$path" 2>&1); rc=$?
+    secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+    if [[ -n $budget ]] && awk -v t="$secs" -v m="$budget" 'BEGIN { exit !(t > m) }'; then
+        echo "not ok - safetensors: $what: took $secs s, over its $budget s budget (exit $rc: $out)"
+    elif [[ $expect == ok ]]; then
+        if [[ $rc -eq 0 && $out == "ok "* ]]; then echo "ok - safetensors: $what accepted"
+        else echo "not ok - safetensors: $what refused: exit $rc: $out"; fi
+    elif [[ $rc -eq 1 && $(wc -l <<<"$out") -eq 1 && $out == *"$path: "*"$expect"* ]]; then
+        echo "ok - safetensors: $what refused${budget:+ in $secs s}: ${out#*"$path: "}"
     else
-        echo "not ok - safetensors: $name: wanted one line with '$expect', exit 1; got exit $rc: $out"
+        echo "not ok - safetensors: $what: wanted one line with '$expect', exit 1; got exit $rc: $out"
     fi
-done <"$tmp/cases"
+}
+while IFS=$'\t' read -r name expect; do expect_read "$name" "$expect" "$tmp/$name"; done <"$tmp/cases"
+
+# Inputs that are not regular files: a FIFO with no writer reads as empty
+# (open() does not wait for a writer); a pipe with a file's bytes reads as
+# the file does.
+mkfifo "$tmp/fifo"
+expect_read "a FIFO with no writer" "0 bytes (a FIFO or pipe with no writer?): too short" "$tmp/fifo"
+expect_read "the good file through a pipe" ok <(cat "$tmp/good")
 exit 0

@@ -1,0 +1,47 @@
+#include "data/input.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int snn_input_open(const char *path, struct stat *st, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    int flags;
+    if (fstat(fd, st) != 0 || (flags = fcntl(fd, F_GETFL)) < 0 ||
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int snn_input_read(int fd, void *dst, size_t n, size_t *got)
+{
+    *got = 0;
+    while (*got < n) {
+        size_t chunk = n - *got < (size_t)1 << 30 ? n - *got : (size_t)1 << 30;
+        ssize_t r = read(fd, (uint8_t *)dst + *got, chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno;
+        if (r == 0)
+            break;
+        *got += (size_t)r;
+    }
+    return 0;
+}
+
+const char *snn_input_empty_hint(const struct stat *st)
+{
+    return S_ISFIFO(st->st_mode) ? " (a FIFO or pipe with no writer?)" : "";
+}
