@@ -1,21 +1,35 @@
-/* IDX reader. zlib's gzread reads gzip and plain files alike, so one path
- * serves both; a plain file named .gz (as some browsers save them) works. */
+/* IDX reader. A file that starts with gzip's magic is inflated here, one
+ * member after another (zlib checks each member's CRC-32 and length); any
+ * other file is read raw, so a plain file named .gz (as some browsers save
+ * them) works. zlib's gzread is not used: it takes a member cut short in its
+ * trailer, and bytes after the last member, for a good end of the data. */
 #include "data/idx.h"
 
 #include "data/input.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#define IDX_CHUNK (1u << 17) /* bytes of the file read at a time */
+
 struct idx_file {
-    gzFile gz;
+    int fd;
     const char *path;
     char *err;
     size_t errlen;
-    const char *empty_hint; /* why the file may read as empty */
+    const char *empty_hint;        /* why the file may read as empty */
+    uint8_t *in;                   /* IDX_CHUNK bytes, unread from z.next_in on (raw files too) */
+    unsigned long long bytes_read; /* from the file, so far */
+    int eof;                       /* the file has no bytes beyond those in `in` */
+    int gzip;                      /* the file starts with gzip's magic; z is initialised */
+    int member_ended;              /* inflate has checked the current member's trailer */
+    int ended;                     /* the data ended where a file or a gzip member may end */
+    int ended_early;               /* the file ended inside a gzip member */
+    z_stream z;
 };
 
 __attribute__((format(printf, 2, 3))) static int fail(const struct idx_file *f, const char *fmt, ...)
@@ -35,66 +49,132 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static int idx_open(struct idx_file *f, const char *path, char *err, size_t errlen)
+/* Moves the unread bytes to the front of `in` and reads more after them. */
+static int refill(struct idx_file *f)
 {
-    f->path = path;
-    f->err = err;
-    f->errlen = errlen;
-    struct stat st;
-    int fd = snn_input_open(path, &st, err, errlen);
-    if (fd < 0)
-        return -1;
-    f->empty_hint = snn_input_empty_hint(&st);
-    f->gz = gzdopen(fd, "rb");
-    if (!f->gz) {
-        close(fd);
-        return fail(f, "cannot open: out of memory");
-    }
-    gzbuffer(f->gz, 1u << 17);
+    size_t keep = f->z.avail_in, got;
+    memmove(f->in, f->z.next_in, keep);
+    int e = snn_input_read(f->fd, f->in + keep, IDX_CHUNK - keep, &got);
+    if (e)
+        return fail(f, "read error: %s", strerror(e));
+    f->z.next_in = f->in;
+    f->z.avail_in = (uInt)(keep + got);
+    f->bytes_read += got;
+    f->eof = got < IDX_CHUNK - keep;
     return 0;
 }
 
-/* zlib prefixes its message with "<fd:N>: "; we add our path. */
-static int stream_error(const struct idx_file *f)
+static int zlib_error(const struct idx_file *f, int code)
 {
-    int code;
-    const char *msg = gzerror(f->gz, &code), *colon = strstr(msg, ": ");
-    if (strncmp(msg, "<fd:", 4) == 0 && colon)
-        msg = colon + 2;
-    if (code == Z_ERRNO)
-        return fail(f, "read error: %s", msg);
     if (code == Z_MEM_ERROR)
         return fail(f, "zlib: out of memory");
-    return fail(f, "corrupt gzip data (zlib: %s)", msg);
+    return fail(f, "corrupt gzip data (zlib: %s)", f->z.msg ? f->z.msg : zError(code));
 }
 
-/* A gzip stream cut short reads as end of data with Z_BUF_ERROR set. */
-static int ended_early(const struct idx_file *f)
+/* Opens the file and tells gzip from raw by the first two bytes. The caller
+ * calls idx_close whatever this returns. */
+static int idx_open(struct idx_file *f, const char *path, char *err, size_t errlen)
 {
-    int code;
-    gzerror(f->gz, &code);
-    return code == Z_BUF_ERROR;
+    *f = (struct idx_file){.fd = -1, .path = path, .err = err, .errlen = errlen};
+    struct stat st;
+    if ((f->fd = snn_input_open(path, &st, err, errlen)) < 0)
+        return -1;
+    f->empty_hint = snn_input_empty_hint(&st);
+    if (!(f->in = malloc(IDX_CHUNK)))
+        return fail(f, "out of memory");
+    f->z.next_in = f->in;
+    if (refill(f))
+        return -1;
+    if (f->z.avail_in < 2 || f->in[0] != 0x1f || f->in[1] != 0x8b)
+        return 0;
+    int code = inflateInit2(&f->z, 15 + 16); /* a gzip member, not zlib's own format */
+    if (code != Z_OK)
+        return zlib_error(f, code);
+    f->gzip = 1;
+    return 0;
 }
 
-/* Reads up to n bytes into dst; *got < n only at the end of the data.
- * A corrupt or unreadable stream is an error, even after partial data. */
-static int idx_read(const struct idx_file *f, void *dst, size_t n, size_t *got)
+static void idx_close(struct idx_file *f)
+{
+    if (f->gzip)
+        inflateEnd(&f->z);
+    free(f->in);
+    if (f->fd >= 0)
+        close(f->fd);
+}
+
+static int read_raw(struct idx_file *f, uint8_t *dst, size_t n, size_t *got)
+{
+    while (*got < n) {
+        if (f->z.avail_in == 0) {
+            if (f->eof) {
+                f->ended = 1;
+                return 0;
+            }
+            if (refill(f))
+                return -1;
+            continue;
+        }
+        size_t k = n - *got < f->z.avail_in ? n - *got : f->z.avail_in;
+        memcpy(dst + *got, f->z.next_in, k);
+        f->z.next_in += k;
+        f->z.avail_in -= (uInt)k;
+        *got += k;
+    }
+    return 0;
+}
+
+/* After a member's trailer: the file ends, or another member starts there
+ * (concatenated members are one gzip file, as gunzip reads them). */
+static int next_member(struct idx_file *f)
+{
+    if (f->z.avail_in == 0) {
+        f->ended = 1;
+        return 0;
+    }
+    if (f->z.avail_in < 2 || f->z.next_in[0] != 0x1f || f->z.next_in[1] != 0x8b)
+        return fail(f, "trailing bytes after the gzip data, from byte %llu: not another gzip member",
+                    f->bytes_read - f->z.avail_in);
+    int code = inflateReset(&f->z);
+    if (code != Z_OK)
+        return zlib_error(f, code);
+    f->member_ended = 0;
+    return 0;
+}
+
+static int read_gzip(struct idx_file *f, uint8_t *dst, size_t n, size_t *got)
+{
+    while (*got < n && !f->ended) {
+        if (f->z.avail_in < 2 && !f->eof && refill(f)) /* two: a member's magic seen whole */
+            return -1;
+        if (f->member_ended) {
+            if (next_member(f))
+                return -1;
+            continue;
+        }
+        if (f->z.avail_in == 0) {
+            f->ended_early = 1;
+            return 0;
+        }
+        uInt want = n - *got < (1u << 30) ? (uInt)(n - *got) : 1u << 30;
+        f->z.next_out = dst + *got;
+        f->z.avail_out = want;
+        int code = inflate(&f->z, Z_NO_FLUSH);
+        *got += want - f->z.avail_out;
+        if (code == Z_STREAM_END)
+            f->member_ended = 1;
+        else if (code != Z_OK && !(code == Z_BUF_ERROR && f->z.avail_in == 0))
+            return zlib_error(f, code);
+    }
+    return 0;
+}
+
+/* Reads up to n bytes of the data into dst; *got < n only at its end, where
+ * f->ended or f->ended_early says which end. */
+static int idx_read(struct idx_file *f, void *dst, size_t n, size_t *got)
 {
     *got = 0;
-    while (*got < n) {
-        size_t chunk = n - *got > (1u << 30) ? (1u << 30) : n - *got;
-        int r = gzread(f->gz, (uint8_t *)dst + *got, (unsigned)chunk);
-        if (r < 0)
-            return stream_error(f);
-        if (r == 0)
-            break;
-        *got += (size_t)r;
-    }
-    int code;
-    gzerror(f->gz, &code);
-    if (code != Z_OK && code != Z_BUF_ERROR)
-        return stream_error(f);
-    return 0;
+    return f->gzip ? read_gzip(f, dst, n, got) : read_raw(f, dst, n, got);
 }
 
 static int bad_magic(const struct idx_file *f, uint32_t found, uint32_t expected)
@@ -109,17 +189,17 @@ static int bad_magic(const struct idx_file *f, uint32_t found, uint32_t expected
 }
 
 /* Reads the magic and ndims big-endian dimensions. */
-static int read_header(const struct idx_file *f, uint32_t magic, uint32_t *dims, int ndims)
+static int read_header(struct idx_file *f, uint32_t magic, uint32_t *dims, int ndims)
 {
     uint8_t buf[16];
     size_t want = 4 + 4 * (size_t)ndims, got;
     if (idx_read(f, buf, want, &got))
         return -1;
-    if (got == 0 && !ended_early(f))
+    if (got == 0 && !f->ended_early)
         return fail(f, "empty file%s", f->empty_hint);
     if (got < 4 || (be32(buf) == magic && got < want))
         return fail(f, "truncated header: %zu of %zu bytes%s", got, want,
-                    ended_early(f) ? " (gzip stream ends early)" : "");
+                    f->ended_early ? " (gzip stream ends early)" : "");
     if (be32(buf) != magic)
         return bad_magic(f, be32(buf), magic);
     for (int i = 0; i < ndims; i++)
@@ -134,7 +214,8 @@ static int check_count(const struct idx_file *f, uint32_t found, uint32_t expect
     return 0;
 }
 
-static int check_trailing(const struct idx_file *f, uint32_t count, const char *what)
+/* The data must end after the last item, and a gzip file with its member. */
+static int check_trailing(struct idx_file *f, uint32_t count, const char *what)
 {
     uint8_t buf[4096];
     size_t got, extra = 0;
@@ -145,21 +226,21 @@ static int check_trailing(const struct idx_file *f, uint32_t count, const char *
     } while (got == sizeof buf);
     if (extra)
         return fail(f, "%zu trailing bytes after the %u %s", extra, (unsigned)count, what);
-    if (ended_early(f))
-        return fail(f, "truncated: the gzip stream ends early after the %u %s (trailer missing)", (unsigned)count,
-                    what);
+    if (f->ended_early)
+        return fail(f, "truncated: the gzip stream ends early after the %u %s (trailer or last block missing)",
+                    (unsigned)count, what);
     return 0;
 }
 
 /* Reads count items of item_bytes each, then insists the data ends there. */
-static int read_body(const struct idx_file *f, uint8_t *dst, uint32_t count, size_t item_bytes, const char *what)
+static int read_body(struct idx_file *f, uint8_t *dst, uint32_t count, size_t item_bytes, const char *what)
 {
     size_t want = (size_t)count * item_bytes, got;
     if (idx_read(f, dst, want, &got))
         return -1;
     if (got < want)
         return fail(f, "truncated after %zu of %u %s (%zu bytes short%s)", got / item_bytes, (unsigned)count, what,
-                    want - got, ended_early(f) ? ", gzip stream ends early" : "");
+                    want - got, f->ended_early ? ", gzip stream ends early" : "");
     return check_trailing(f, count, what);
 }
 
@@ -175,10 +256,10 @@ static int check_labels(const struct idx_file *f, const uint8_t *labels, uint32_
 int snn_idx_read_count(const char *path, uint32_t magic, uint32_t *count, char *err, size_t errlen)
 {
     struct idx_file f;
-    if (idx_open(&f, path, err, errlen))
-        return -1;
-    int rc = read_header(&f, magic, count, 1);
-    gzclose(f.gz);
+    int rc = idx_open(&f, path, err, errlen);
+    if (!rc)
+        rc = read_header(&f, magic, count, 1);
+    idx_close(&f);
     return rc;
 }
 
@@ -187,9 +268,9 @@ int snn_idx_read_images(const char *path, uint8_t *dst, uint32_t expect_count, u
 {
     struct idx_file f;
     uint32_t dims[3];
-    if (idx_open(&f, path, err, errlen))
-        return -1;
-    int rc = read_header(&f, SNN_IDX_MAGIC_IMAGES, dims, 3);
+    int rc = idx_open(&f, path, err, errlen);
+    if (!rc)
+        rc = read_header(&f, SNN_IDX_MAGIC_IMAGES, dims, 3);
     if (!rc && (dims[1] != rows || dims[2] != cols))
         rc = fail(&f, "images are %ux%u, expected %ux%u", (unsigned)dims[1], (unsigned)dims[2], (unsigned)rows,
                   (unsigned)cols);
@@ -197,7 +278,7 @@ int snn_idx_read_images(const char *path, uint8_t *dst, uint32_t expect_count, u
         rc = check_count(&f, dims[0], expect_count, "images");
     if (!rc)
         rc = read_body(&f, dst, expect_count, (size_t)rows * cols, "images");
-    gzclose(f.gz);
+    idx_close(&f);
     return rc;
 }
 
@@ -206,15 +287,15 @@ int snn_idx_read_labels(const char *path, uint8_t *dst, uint32_t expect_count, u
 {
     struct idx_file f;
     uint32_t count;
-    if (idx_open(&f, path, err, errlen))
-        return -1;
-    int rc = read_header(&f, SNN_IDX_MAGIC_LABELS, &count, 1);
+    int rc = idx_open(&f, path, err, errlen);
+    if (!rc)
+        rc = read_header(&f, SNN_IDX_MAGIC_LABELS, &count, 1);
     if (!rc)
         rc = check_count(&f, count, expect_count, "labels");
     if (!rc)
         rc = read_body(&f, dst, expect_count, 1, "labels");
     if (!rc)
         rc = check_labels(&f, dst, expect_count, classes);
-    gzclose(f.gz);
+    idx_close(&f);
     return rc;
 }

@@ -1,5 +1,10 @@
 /* IDX files (LeCun's MNIST format), raw or gzip-compressed.
  *
+ * A file is read to its end, which must come right after the last item: a
+ * gzip file is one or more whole members (each one's CRC-32 and length
+ * checked) with nothing after the last, and the bytes they hold are read
+ * as a raw file's would be.
+ *
  * Every function returns 0 on success, or -1 with a one-line message in err
  * that starts with the path and says exactly what is wrong. */
 #ifndef SNN_IDX_H

@@ -1,6 +1,6 @@
 /* libFuzzer target for the IDX reader (data/idx.c), built with ASan and UBSan
- * by tests/host/test_fuzz.sh. The reader opens files by path through zlib's
- * gzopen, which reads gzip and plain bytes alike, so each input is written to
+ * by tests/host/test_fuzz.sh. The reader opens files by path (gzip or plain,
+ * told apart by their first bytes), so each input is written to
  * one temporary file, unlinked as soon as it is created and reopened through
  * /proc/self/fd (nothing is left behind, even after a crash). Each input goes
  * through all three entry points: the count in its header, at most MAX_COUNT

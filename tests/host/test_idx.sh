@@ -80,9 +80,24 @@ bad = {
     "labels_out_of_range": bytes(out_of_range),
     "labels_bad_crc.gz": bytes(bad_crc),
     "labels_bad_deflate.gz": bytes(bad_deflate),
+    # gzip allows concatenated members; nothing else may follow one
+    "labels_junk.gz": gz(tl) + b"junk",
+    "labels_zeros.gz": gz(tl) + bytes(512),
+    "labels_one_byte.gz": gz(tl) + b"\x1f",
+    "labels_magic_only.gz": gz(tl) + b"\x1f\x8b",
+    "labels_two_members.gz": gz(tl[:5000]) + gz(tl[5000:]),
+    "labels_three_members.gz": gz(tl[:8]) + gz(tl[8:]) + gz(b""),
+    "labels_member_junk.gz": gz(tl[:5000]) + gz(tl[5000:]) + b"junk",
+    "labels_member_trailing.gz": gz(tl) + gz(b"xyz"),
 }
 for name, data in bad.items():
     write("bad", name, data)
+# For test_idx.sh to cut: the test images gzipped, and with 2000 images
+# zeroed but the original's trailer (its CRC-32 and length) kept.
+changed = bytearray(ti)
+changed[16 + 5000 * 784:16 + 7000 * 784] = bytes(2000 * 784)
+write("bad", "images_whole.gz", ti_gz)
+write("bad", "images_changed.gz", gz(bytes(changed))[:-8] + ti_gz[-8:])
 EOF
 
 # mkcase NAME [TARGET=SOURCE]...: a directory of links to the good raw files
@@ -184,6 +199,37 @@ expect_error "corrupt gzip (bad deflate data)" "$(mkcase bad_deflate "$TL.gz=lab
     "$TL.gz: corrupt gzip data (zlib: invalid block type)"
 expect_error "corrupt gzip (bad CRC)" "$(mkcase bad_crc "$TL.gz=labels_bad_crc.gz")" \
     "$TL.gz: corrupt gzip data (zlib: incorrect data check)"
+# The test images' gzip file cut by 1 to 9 bytes (its 8-byte trailer, then
+# the deflate data's end), as it is and with 2000 images zeroed under the
+# original's trailer: once its CRC-32 is whole, the CRC refuses the changed
+# body; cut shorter, the end is missing.
+cut_dir=$(mkcase cut "$TI.gz=cut.gz")
+for k in 1 2 3 4 5 6 7 8 9; do
+    head -c -$k "$tmp/bad/images_whole.gz" >"$tmp/bad/cut.gz"
+    expect_error "gzip cut by $k bytes" "$cut_dir" "$TI.gz: truncated" "gzip stream ends early"
+    head -c -$k "$tmp/bad/images_changed.gz" >"$tmp/bad/cut.gz"
+    if [[ $k -le 4 ]]; then
+        expect_error "gzip with a changed body cut by $k bytes (CRC whole)" "$cut_dir" \
+            "$TI.gz: corrupt gzip data (zlib: incorrect data check)"
+    else
+        expect_error "gzip with a changed body cut by $k bytes" "$cut_dir" "$TI.gz: truncated" "gzip stream ends early"
+    fi
+done
+expect_error "gzip followed by junk" "$(mkcase junk_gz "$TL.gz=labels_junk.gz")" \
+    "$TL.gz: trailing bytes after the gzip data, from byte $(($(wc -c <"$tmp/bad/labels_junk.gz") - 4)): not another gzip member"
+expect_error "gzip followed by 512 zero bytes (tar's padding)" "$(mkcase zeros_gz "$TL.gz=labels_zeros.gz")" \
+    "$TL.gz: trailing bytes after the gzip data" "not another gzip member"
+expect_error "gzip followed by one byte of a gzip magic" "$(mkcase one_byte_gz "$TL.gz=labels_one_byte.gz")" \
+    "$TL.gz: trailing bytes after the gzip data" "not another gzip member"
+expect_error "gzip followed by a gzip magic alone" "$(mkcase magic_only_gz "$TL.gz=labels_magic_only.gz")" \
+    "$TL.gz: truncated: the gzip stream ends early after the 10000 labels"
+expect_ok "two gzip members (concatenated, as gunzip reads them)" "$(mkcase two_members "$TL.gz=labels_two_members.gz")"
+expect_ok "three gzip members: the header alone, the labels, an empty one" \
+    "$(mkcase three_members "$TL.gz=labels_three_members.gz")"
+expect_error "two gzip members followed by junk" "$(mkcase member_junk "$TL.gz=labels_member_junk.gz")" \
+    "$TL.gz: trailing bytes after the gzip data" "not another gzip member"
+expect_error "a second gzip member with bytes past the labels" \
+    "$(mkcase member_trailing "$TL.gz=labels_member_trailing.gz")" "$TL.gz: 3 trailing bytes after the 10000 labels"
 expect_error "missing file" "$(mkcase missing "$TL=-")" \
     "no $TL or $TL.gz in $tmp/case/missing" "run 'make data' or pass --data DIR"
 expect_error "missing directory" "$tmp/nowhere" \
