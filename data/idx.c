@@ -214,18 +214,20 @@ static int check_count(const struct idx_file *f, uint32_t found, uint32_t expect
     return 0;
 }
 
-/* The data must end after the last item, and a gzip file with its member. */
+/* The data must end after the last item, and a gzip file with its member.
+ * Trailing bytes are counted only up to a bound: a gzip bomb would inflate
+ * gigabytes before its count were known. */
 static int check_trailing(struct idx_file *f, uint32_t count, const char *what)
 {
-    uint8_t buf[4096];
-    size_t got, extra = 0;
-    do {
-        if (idx_read(f, buf, sizeof buf, &got))
-            return -1;
-        extra += got;
-    } while (got == sizeof buf);
-    if (extra)
-        return fail(f, "%zu trailing bytes after the %u %s", extra, (unsigned)count, what);
+    enum { COUNTED = 4096 };
+    uint8_t buf[COUNTED + 1];
+    size_t got;
+    if (idx_read(f, buf, sizeof buf, &got))
+        return -1;
+    if (got > COUNTED)
+        return fail(f, "more than %d trailing bytes after the %u %s", COUNTED, (unsigned)count, what);
+    if (got)
+        return fail(f, "%zu trailing bytes after the %u %s", got, (unsigned)count, what);
     if (f->ended_early)
         return fail(f, "truncated: the gzip stream ends early after the %u %s (trailer or last block missing)",
                     (unsigned)count, what);

@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # good/: the four raw files; gz/: the same gzipped; bad/: one file per defect.
 "$python" - "$tmp" <<'EOF' || { echo "not ok - idx: writing the test files failed"; exit 0; }
-import gzip, os, struct, sys
+import gzip, os, struct, sys, zlib
 
 root = sys.argv[1]
 for d in ("good", "gz", "bad"):
@@ -98,6 +98,13 @@ changed = bytearray(ti)
 changed[16 + 5000 * 784:16 + 7000 * 784] = bytes(2000 * 784)
 write("bad", "images_whole.gz", ti_gz)
 write("bad", "images_changed.gz", gz(bytes(changed))[:-8] + ti_gz[-8:])
+# Gzip bombs: the labels and 64 MiB of zeros in one member (65 KB), and
+# that followed by 159 members of 64 MiB of zeros: 10 GiB in 10 MB.
+bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+zeros = bytes(64 << 20)
+member = bomb.compress(tl) + bomb.compress(zeros) + bomb.flush()
+write("bad", "labels_bomb.gz", member)
+write("bad", "labels_bomb_10g.gz", member + gz(zeros, 9) * 159)
 EOF
 
 # mkcase NAME [TARGET=SOURCE]...: a directory of links to the good raw files
@@ -154,6 +161,18 @@ expect_error() {
         fi
     done
     echo "ok - idx: $name"
+}
+
+# expect_error_within SECONDS NAME DIR FRAGMENT...: expect_error, the
+# loader done within SECONDS (reading the good training files included).
+expect_error_within() {
+    local budget=$1 t0=$EPOCHREALTIME verdict secs
+    shift
+    verdict=$(expect_error "$@")
+    secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+    if awk -v t="$secs" -v m="$budget" 'BEGIN { exit !(t > m) }'; then
+        echo "not ok - idx: $1: took $secs s, over its $budget s budget (${verdict#* - idx: })"
+    else echo "$verdict ($secs s, budget $budget s)"; fi
 }
 
 TI=t10k-images-idx3-ubyte
@@ -215,6 +234,10 @@ for k in 1 2 3 4 5 6 7 8 9; do
         expect_error "gzip with a changed body cut by $k bytes" "$cut_dir" "$TI.gz: truncated" "gzip stream ends early"
     fi
 done
+expect_error_within 0.5 "gzip bomb: 64 MiB of zeros after the labels in their member" \
+    "$(mkcase bomb "$TL.gz=labels_bomb.gz")" "$TL.gz: more than 4096 trailing bytes after the 10000 labels"
+expect_error_within 0.5 "gzip bomb: 10 GiB of zeros in 160 members" \
+    "$(mkcase bomb_10g "$TL.gz=labels_bomb_10g.gz")" "$TL.gz: more than 4096 trailing bytes after the 10000 labels"
 expect_error "gzip followed by junk" "$(mkcase junk_gz "$TL.gz=labels_junk.gz")" \
     "$TL.gz: trailing bytes after the gzip data, from byte $(($(wc -c <"$tmp/bad/labels_junk.gz") - 4)): not another gzip member"
 expect_error "gzip followed by 512 zero bytes (tar's padding)" "$(mkcase zeros_gz "$TL.gz=labels_zeros.gz")" \
