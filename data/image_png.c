@@ -2,7 +2,8 @@
  *
  * libpng reports an error by calling a handler of ours, which keeps the
  * message and longjmps back to the one setjmp, in read_png; warnings are
- * kept, never printed. libpng's transformations bring every colour type
+ * kept, never printed, except those about the image data (below), which
+ * are errors. libpng's transformations bring every colour type
  * and bit depth to 8-bit gray, gray + alpha, RGB or RGBA (palette expanded,
  * 1/2/4-bit gray widened, the tRNS colour made alpha, 16 bits scaled with
  * rounding, Adam7 passes combined); snn_gray_from_samples makes gray and
@@ -26,8 +27,10 @@ struct png_reader {
     uint8_t *pixels;  /* the gray image */
     uint8_t *samples; /* libpng's rows: one, or all of them when interlaced */
     png_bytep *rows;  /* interlaced: each row's start in samples */
+    int rows_read;    /* every row is read, and so the zlib stream has ended */
     /* Why reading stopped, when it did not finish. */
     int too_large;               /* the message is written */
+    size_t idat_after;           /* the offset of an IDAT chunk after the zlib stream's end */
     size_t no_memory;            /* bytes that could not be allocated */
     int ran_out;                 /* the data ended where libpng wanted more */
     png_uint_32 io_state, chunk; /* where libpng was reading then */
@@ -41,10 +44,31 @@ static void on_error(png_structp png, png_const_charp msg)
     png_longjmp(png, 1);
 }
 
+#define CHUNK_IDAT 0x49444154u /* "IDAT"; libpng's png_IDAT is private */
+
+/* libpng finds some damage to the image data only after the last row, and
+ * calls it a warning (a "benign error"): a zlib stream whose Adler-32
+ * fails when that checksum lies in a later IDAT chunk, data past the
+ * image's end ("Too much image data", "Extra compressed data"), an IDAT
+ * chunk after another chunk. Any warning raised in IDAT is an error here;
+ * those about ancillary chunks (a tEXt's CRC, say) stay warnings. */
 static void on_warning(png_structp png, png_const_charp msg)
 {
     struct png_reader *r = png_get_error_ptr(png);
+    if (png_get_io_chunk_type(png) == CHUNK_IDAT)
+        png_error(png, msg);
     snprintf(r->warning, sizeof r->warning, "%s", msg);
+}
+
+/* libpng skips, unread, IDAT chunks after the zlib stream has ended:
+ * data past the image's end, as "Extra compressed data" in the last
+ * one is. */
+static void check_chunk_header(struct png_reader *r, const png_byte header[8])
+{
+    if (r->rows_read && memcmp(header + 4, "IDAT", 4) == 0 && png_get_uint_32(header) > 0) {
+        r->idat_after = r->pos - 8;
+        png_error(r->png, "IDAT after the image data");
+    }
 }
 
 static void read_data(png_structp png, png_bytep dst, size_t n)
@@ -58,6 +82,8 @@ static void read_data(png_structp png, png_bytep dst, size_t n)
     }
     memcpy(dst, r->in->data + r->pos, n);
     r->pos += n;
+    if (n == 8 && (png_get_io_state(png) & PNG_IO_MASK_LOC) == PNG_IO_CHUNK_HDR)
+        check_chunk_header(r, dst);
 }
 
 /* 8 bits per sample, alpha from tRNS; the channels stay as they are. */
@@ -118,6 +144,7 @@ static void read_pixels(struct png_reader *r)
         for (size_t y = 0; y < h; y++)
             snn_gray_from_samples(r->rows[y], channels, r->pixels + y * w, w);
     }
+    r->rows_read = 1; /* the last row's read has finished the zlib stream, its Adler-32 checked */
     png_read_end(r->png, NULL); /* the chunks after the image, their CRCs, IEND */
 }
 
@@ -126,6 +153,11 @@ static int read_png(struct png_reader *r)
     if (setjmp(png_jmpbuf(r->png)))
         return -1;
     png_set_read_fn(r->png, r, read_data);
+    /* Checked by default; said here, since a wrong Adler-32 is refused. The
+     * last argument is a boolean (PNG_OPTION_OFF, 2, would turn the option
+     * on); it returns the previous setting, or INVALID for an unknown
+     * option, which this one is not. */
+    png_set_option(r->png, PNG_IGNORE_ADLER32, 0);
     /* libpng's default limit (a million pixels a side) would pass images
      * that ours refuses with a message of its own. */
     png_set_user_limits(r->png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
@@ -179,6 +211,9 @@ static int read_error(const struct png_reader *r)
                               (unsigned long)r->width, (unsigned long)r->height);
     if (r->ran_out)
         return ran_out_error(r);
+    if (r->idat_after)
+        return snn_image_fail(r->in, "corrupt PNG: an IDAT chunk at byte %zu, after the end of the image data",
+                              r->idat_after);
     /* libpng says what is wrong with IHDR in a warning, then fails. */
     if (strcmp(r->error, "Invalid IHDR data") == 0 && r->warning[0])
         return snn_image_fail(r->in, "corrupt PNG (libpng: %s: %s)", r->error, r->warning);

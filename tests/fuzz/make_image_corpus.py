@@ -30,6 +30,8 @@ seeds = {
     "bad-text-length-1.9g.png": base64.b64decode(
         "iVBORw0KGgoAAAANSUhEUgAAAAYAAAAIBAMAAAAo6JMLAAAAMHBMVEUAAP8RAO4iAN0zAMxEALtVAFaZ/2aI/3dxAHeZAGaqAFW7AETM"
         "ADHdACLuABH/AABthrbpAAAAAnRSTlMAUDYrThhzc3NzdEVYdHNzc3NoAA=="),
+    # a zlib stream whose Adler-32 fails, alone in the last IDAT chunk (libpng warns, after the last row)
+    "bad-adler32-last-idat.png": F.png(255 - digit, adler_xor=1, idat_tail=4),
 }
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_image")
 os.makedirs(out, exist_ok=True)

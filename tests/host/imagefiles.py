@@ -1,6 +1,8 @@
 """PNG, PGM and PPM files as bytes, from numpy arrays, for test_images.py and
 the image fuzz corpus. Only numpy, zlib and struct: every PNG colour type and
-bit depth, palettes, tRNS, Adam7 interlacing, IDAT split into chunks."""
+bit depth, palettes, tRNS, Adam7 interlacing, IDAT split into chunks; and
+damaged image data under valid chunk CRCs (a bad Adler-32, data past the
+image's end)."""
 import struct
 import zlib
 
@@ -35,8 +37,13 @@ def scanlines(samples, depth):
 
 
 def png(pixels, color_type=GRAY, depth=8, palette=None, trns=None, interlace=False, idat_chunks=1,
-        extra_chunks=()):
-    """pixels: (h, w) for gray and palette indices, else (h, w, channels)."""
+        extra_chunks=(), idat_tail=0, adler_xor=0, raw_extra=b"", after_stream=b"", extra_idat=None):
+    """pixels: (h, w) for gray and palette indices, else (h, w, channels).
+    idat_tail: the zlib stream's last bytes in an IDAT chunk of their own.
+    Damage, every chunk CRC still valid: adler_xor flips bits of the zlib
+    stream's Adler-32 (its last byte); raw_extra is filtered data past the
+    image's rows, inside the stream; after_stream, bytes after the stream
+    in its last IDAT chunk; extra_idat, an IDAT chunk after the stream's."""
     pixels = np.asarray(pixels)
     h, w = pixels.shape[:2]
     samples = pixels.reshape(h, w * CHANNELS[color_type])
@@ -48,7 +55,9 @@ def png(pixels, color_type=GRAY, depth=8, palette=None, trns=None, interlace=Fal
                 raw += scanlines(sub.reshape(sub.shape[0], -1), depth)
     else:
         raw = scanlines(samples, depth)
-    z = zlib.compress(raw, 9)
+    z = bytearray(zlib.compress(raw + raw_extra, 9))
+    z[-1] ^= adler_xor
+    z = bytes(z)
     out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, color_type, 0, 0, int(interlace)))
     for kind, data in extra_chunks:
         out += chunk(kind, data)
@@ -56,9 +65,14 @@ def png(pixels, color_type=GRAY, depth=8, palette=None, trns=None, interlace=Fal
         out += chunk(b"PLTE", np.asarray(palette, np.uint8).tobytes())
     if trns is not None:
         out += chunk(b"tRNS", trns)
-    step = -(-len(z) // idat_chunks)
-    for i in range(0, len(z), step):
-        out += chunk(b"IDAT", z[i:i + step])
+    body, tail = (z[:-idat_tail], z[-idat_tail:]) if idat_tail else (z, b"")
+    step = -(-len(body) // idat_chunks)
+    pieces = [body[i:i + step] for i in range(0, len(body), step)] + ([tail] if tail else [])
+    pieces[-1] += after_stream
+    for piece in pieces:
+        out += chunk(b"IDAT", piece)
+    if extra_idat is not None:
+        out += chunk(b"IDAT", extra_idat)
     return out + chunk(b"IEND", b"")
 
 

@@ -275,6 +275,10 @@ def synthetic_cases():
     bad_text = bytearray(F.png(g, extra_chunks=[(b"tEXt", b"Comment\0hello")]))
     bad_text[33 + 8 + 13] ^= 1  # the tEXt chunk's CRC: ancillary, dropped with a warning nobody prints
     expect("PNG with a bad CRC in an ancillary chunk decodes", "badtext.png", bytes(bad_text), gray=g)
+    expect("PNG with its zlib stream's Adler-32 alone in the last IDAT chunk", "adler-alone.png",
+           F.png(g, idat_tail=4), gray=g)
+    expect("PNG with an empty IDAT chunk after the zlib stream's end", "empty-idat.png", F.png(g, extra_idat=b""),
+           gray=g)
 
     # netpbm
     expect("PGM P5 8-bit", "p5.pgm", F.pnm(g), gray=g)
@@ -413,6 +417,19 @@ def malformed_cases():
     body[2] ^= 0xff  # the first deflate block header, with a CRC made to match
     refuse("PNG with corrupt deflate data", "bad-zlib.png",
            p[:idat] + F.chunk(b"IDAT", bytes(body)) + F.chunk(b"IEND", b""), "corrupt PNG (libpng: IDAT: ")
+    # The image data damaged under valid chunk CRCs: libpng finds these after
+    # the last row, and calls some of them warnings.
+    refuse("PNG whose zlib stream fails its Adler-32", "adler.png", F.png(g, adler_xor=1),
+           "corrupt PNG (libpng: IDAT: incorrect data check)")
+    refuse("PNG whose Adler-32 fails, alone in the last IDAT chunk", "adler-tail.png",
+           F.png(g, adler_xor=1, idat_tail=4), "corrupt PNG (libpng: IDAT: incorrect data check)")
+    refuse("PNG whose zlib stream holds a row more than the image", "too-much.png", F.png(g, raw_extra=bytes(51)),
+           "corrupt PNG (libpng: IDAT: Too much image data)")
+    refuse("PNG with bytes after the zlib stream in its IDAT chunk", "after-stream.png",
+           F.png(g, after_stream=b"junk"), "corrupt PNG (libpng: IDAT: Extra compressed data)")
+    extra = F.png(g, extra_idat=b"junk")
+    refuse("PNG with an IDAT chunk after the zlib stream's end", "extra-idat.png", extra,
+           f"corrupt PNG: an IDAT chunk at byte {len(extra) - 12 - 16}, after the end of the image data")
     refuse("PNG signature damaged (text-mode transfer)", "ascii.png", b"\x89PNG\n\x1a\n" + p[8:],
            "corrupt PNG (libpng: ")
 
