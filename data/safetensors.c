@@ -284,6 +284,12 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const span *)a)->name, ((const span *)b)->name);
 }
 
+static int unclaimed_tail(char *err, size_t errlen, const char *file, const char *more, uint64_t bytes)
+{
+    return fail(err, errlen, file, "%s%llu bytes after the last tensor's data belong to no tensor", more,
+                (unsigned long long)bytes);
+}
+
 /* The ranges tile [0, data_len): sorted by begin, each starts where the last ended. */
 static int check_spans(span *s, int n, uint64_t data_len, const char *file, char *err, size_t errlen)
 {
@@ -307,8 +313,7 @@ static int check_spans(span *s, int n, uint64_t data_len, const char *file, char
         at = s[i].end;
     }
     if (at != data_len)
-        return fail(err, errlen, file, "%llu bytes after the last tensor's data belong to no tensor",
-                    (unsigned long long)(data_len - at));
+        return unclaimed_tail(err, errlen, file, "", data_len - at);
     return 0;
 }
 
@@ -370,19 +375,25 @@ static int check_lexical(const char *json, size_t n, const char *file, char *err
     return 0;
 }
 
-static int parse_header(snn_st_file *f, const uint8_t *buf, size_t len, const char *file, char *err,
-                        size_t errlen)
+/* The header length against the format's limit and the file's length. */
+static int check_header_length(uint64_t n, uint64_t file_len, const char *file, char *err, size_t errlen)
 {
-    if (len < 8)
-        return too_short(err, errlen, file, len, "");
-    uint64_t n = get_u64le(buf);
     if (n > SNN_ST_MAX_HEADER)
         return fail(err, errlen, file, "header length %llu is above the format's limit of %d bytes",
                     (unsigned long long)n, SNN_ST_MAX_HEADER);
-    if (n > len - 8)
-        return fail(err, errlen, file, "header length %llu runs past the end of the file (%zu bytes)",
-                    (unsigned long long)n, len);
-    const char *json = (const char *)buf + 8, *end = NULL;
+    if (n > file_len - 8)
+        return fail(err, errlen, file, "header length %llu runs past the end of the file (%llu bytes)",
+                    (unsigned long long)n, (unsigned long long)file_len);
+    return 0;
+}
+
+/* The JSON header (n bytes) and each entry in it, checked without the data:
+ * fills f's tensors (their data not yet pointed to) and *spans, one per
+ * tensor, for check_spans. */
+static int parse_json(snn_st_file *f, const char *json, uint64_t n, span **spans, const char *file, char *err,
+                      size_t errlen)
+{
+    const char *end = NULL;
     if (n == 0 || json[0] != '{')
         return fail(err, errlen, file, "the header is not a JSON object (it must start with '{')");
     if (check_lexical(json, n, file, err, errlen))
@@ -399,41 +410,54 @@ static int parse_header(snn_st_file *f, const uint8_t *buf, size_t len, const ch
     int count = 0;
     cJSON_ArrayForEach(e, f->header) count += strcmp(e->string, "__metadata__") != 0;
     f->tensors = calloc(count ? count : 1, sizeof(*f->tensors));
-    span *spans = calloc(count ? count : 1, sizeof(*spans));
-    if (!f->tensors || !spans) {
-        free(spans);
+    *spans = calloc(count ? count : 1, sizeof(**spans));
+    if (!f->tensors || !*spans)
         return fail(err, errlen, file, "out of memory for %d tensors", count);
-    }
-    int rc = 0;
     cJSON_ArrayForEach(e, f->header) {
         if (!strcmp(e->string, "__metadata__")) {
-            if ((rc = f->meta ? fail(err, errlen, file, "__metadata__ appears twice")
-                              : check_metadata(e, file, err, errlen)))
-                break;
+            if (f->meta ? fail(err, errlen, file, "__metadata__ appears twice") : check_metadata(e, file, err, errlen))
+                return -1;
             f->meta = e;
             continue;
         }
         snn_st_tensor *t = &f->tensors[f->count];
-        if (!e->string[0] || has_control(e->string)) {
-            rc = fail(err, errlen, file, "a tensor name is empty or holds control characters");
-            break;
-        }
+        if (!e->string[0] || has_control(e->string))
+            return fail(err, errlen, file, "a tensor name is empty or holds control characters");
         uint64_t range[2] = {0, 0};
-        if ((rc = parse_entry(e, t, range, file, err, errlen)))
-            break;
+        if (parse_entry(e, t, range, file, err, errlen))
+            return -1;
         t->name = e->string;
-        spans[f->count] = (span){range[0], range[1], t->name, f->count};
+        (*spans)[f->count] = (span){range[0], range[1], t->name, f->count};
         f->count++;
     }
+    return 0;
+}
+
+static void point_tensors(snn_st_file *f, const span *s, const uint8_t *data)
+{
+    for (int i = 0; i < f->count; i++)
+        f->tensors[s[i].tensor].data = data + s[i].begin;
+}
+
+static int parse_buffer(snn_st_file *f, const uint8_t *buf, size_t len, const char *file, char *err,
+                        size_t errlen)
+{
+    if (len < 8)
+        return too_short(err, errlen, file, len, "");
+    uint64_t n = get_u64le(buf);
+    span *spans = NULL;
+    int rc = check_header_length(n, len, file, err, errlen);
+    if (!rc)
+        rc = parse_json(f, (const char *)buf + 8, n, &spans, file, err, errlen);
     if (!rc)
         rc = check_spans(spans, f->count, len - 8 - n, file, err, errlen);
-    for (int i = 0; !rc && i < f->count; i++)
-        f->tensors[spans[i].tensor].data = buf + 8 + n + spans[i].begin;
+    if (!rc)
+        point_tensors(f, spans, buf + 8 + n);
     free(spans);
     return rc;
 }
 
-snn_st_file *snn_st_parse(const uint8_t *buf, size_t len, const char *name, char *err, size_t errlen)
+static snn_st_file *new_file(const char *name, char *err, size_t errlen)
 {
     snn_st_file *f = calloc(1, sizeof(*f));
     if (!f || !(f->name = strdup(name))) {
@@ -441,11 +465,118 @@ snn_st_file *snn_st_parse(const uint8_t *buf, size_t len, const char *name, char
         fail(err, errlen, name, "out of memory");
         return NULL;
     }
-    if (parse_header(f, buf, len, name, err, errlen)) {
+    return f;
+}
+
+snn_st_file *snn_st_parse(const uint8_t *buf, size_t len, const char *name, char *err, size_t errlen)
+{
+    snn_st_file *f = new_file(name, err, errlen);
+    if (f && parse_buffer(f, buf, len, name, err, errlen)) {
         snn_st_close(f);
         return NULL;
     }
     return f;
+}
+
+/* ---- reading a file: the header length, the header, then the data ------------ */
+
+enum { TAIL_COUNTED = 65536 }; /* bytes after a pipe's data counted before giving up */
+
+/* A pipe's data: as much as its header's ranges declare (data_len), read
+ * as it comes, then its end. A pipe that ends short gets the message a
+ * file of that length gets from check_spans. */
+static int read_stream_data(snn_st_file *f, int fd, uint64_t data_len, span *spans, const char *file,
+                            char *err, size_t errlen)
+{
+    size_t have = 0, cap = 0, got;
+    if (!(f->owned = malloc(1))) /* the tensors point into it, even with no data */
+        return fail(err, errlen, file, "out of memory");
+    while (have < data_len) {
+        size_t grown = cap ? 2 * cap : (size_t)1 << 16;
+        cap = grown < data_len ? grown : (size_t)data_len;
+        uint8_t *more = realloc(f->owned, cap);
+        if (!more)
+            return fail(err, errlen, file, "out of memory reading its data (%zu bytes)", cap);
+        f->owned = more;
+        int e = snn_input_read(fd, f->owned + have, cap - have, &got);
+        if (e)
+            return fail(err, errlen, file, "cannot read: %s", strerror(e));
+        have += got;
+        if (have < cap) { /* the end: a range runs past what came */
+            check_spans(spans, f->count, have, file, err, errlen);
+            return -1;
+        }
+    }
+    /* Nothing may follow; what does is counted up to a bound (`yes` never ends). */
+    uint8_t probe[4096];
+    uint64_t extra = 0;
+    do {
+        int e = snn_input_read(fd, probe, sizeof probe, &got);
+        if (e)
+            return fail(err, errlen, file, "cannot read: %s", strerror(e));
+        extra += got;
+    } while (got == sizeof probe && extra <= TAIL_COUNTED);
+    if (extra > TAIL_COUNTED)
+        return unclaimed_tail(err, errlen, file, "more than ", TAIL_COUNTED);
+    return extra ? unclaimed_tail(err, errlen, file, "", extra) : 0;
+}
+
+static int read_sized_data(snn_st_file *f, int fd, uint64_t data_len, const char *file, char *err,
+                           size_t errlen)
+{
+    size_t got;
+    if (!(f->owned = malloc(data_len ? data_len : 1)))
+        return fail(err, errlen, file, "out of memory for its %llu bytes of data", (unsigned long long)data_len);
+    int e = snn_input_read(fd, f->owned, data_len, &got);
+    if (e)
+        return fail(err, errlen, file, "cannot read: %s", strerror(e));
+    if (got < data_len)
+        return fail(err, errlen, file, "cannot read: the file ends %llu bytes short of its size (changed while read?)",
+                    (unsigned long long)(data_len - got));
+    return 0;
+}
+
+/* Each stage is checked before the next is read, so that a huge or endless
+ * input is refused at once. A regular file's data is its size less the
+ * header's (a /proc file's size, 0, is not believed); a pipe's is what the
+ * header's ranges declare, and nothing may follow it. */
+static int read_staged(snn_st_file *f, int fd, const struct stat *st, const char *file, char *err, size_t errlen)
+{
+    uint8_t head[8];
+    size_t got;
+    int e = snn_input_read(fd, head, 8, &got);
+    if (e)
+        return fail(err, errlen, file, "cannot read: %s", strerror(e));
+    if (got < 8)
+        return too_short(err, errlen, file, got, got ? "" : snn_input_empty_hint(st));
+    int sized = S_ISREG(st->st_mode) && st->st_size >= 8;
+    uint64_t n = get_u64le(head), size = sized ? (uint64_t)st->st_size : UINT64_MAX;
+    if (check_header_length(n, size, file, err, errlen))
+        return -1;
+    char *json = malloc(n ? n : 1);
+    if (!json)
+        return fail(err, errlen, file, "out of memory for its %llu-byte header", (unsigned long long)n);
+    span *spans = NULL;
+    int rc;
+    if ((e = snn_input_read(fd, json, n, &got)))
+        rc = fail(err, errlen, file, "cannot read: %s", strerror(e));
+    else if (got < n) /* a pipe, or a file cut since its fstat */
+        rc = check_header_length(n, 8 + got, file, err, errlen);
+    else
+        rc = parse_json(f, json, n, &spans, file, err, errlen);
+    free(json);
+    uint64_t declared = 0;
+    for (int i = 0; !rc && i < f->count; i++)
+        declared = spans[i].end > declared ? spans[i].end : declared;
+    if (!rc)
+        rc = check_spans(spans, f->count, sized ? size - 8 - n : declared, file, err, errlen);
+    if (!rc)
+        rc = sized ? read_sized_data(f, fd, size - 8 - n, file, err, errlen)
+                   : read_stream_data(f, fd, declared, spans, file, err, errlen);
+    if (!rc)
+        point_tensors(f, spans, f->owned);
+    free(spans);
+    return rc;
 }
 
 snn_st_file *snn_st_read(const char *path, char *err, size_t errlen)
@@ -454,37 +585,12 @@ snn_st_file *snn_st_read(const char *path, char *err, size_t errlen)
     int fd = snn_input_open(path, &st, err, errlen);
     if (fd < 0)
         return NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0, got;
-    int bad;
-    do {
-        if (len == cap) {
-            uint8_t *more = cap < ((size_t)1 << 40) ? realloc(buf, cap = cap ? 2 * cap : 1 << 16) : NULL;
-            if (!more) {
-                free(buf);
-                close(fd);
-                fail(err, errlen, path, "out of memory reading it (%zu bytes so far)", len);
-                return NULL;
-            }
-            buf = more;
-        }
-        bad = snn_input_read(fd, buf + len, cap - len, &got);
-        len += got;
-    } while (!bad && len == cap);
-    close(fd);
-    if (bad || len < 8) {
-        free(buf);
-        if (bad)
-            fail(err, errlen, path, "cannot read: %s", strerror(bad));
-        else
-            too_short(err, errlen, path, len, snn_input_empty_hint(&st));
-        return NULL;
+    snn_st_file *f = new_file(path, err, errlen);
+    if (f && read_staged(f, fd, &st, path, err, errlen)) {
+        snn_st_close(f);
+        f = NULL;
     }
-    snn_st_file *f = snn_st_parse(buf, len, path, err, errlen);
-    if (!f)
-        free(buf);
-    else
-        f->owned = buf;
+    close(fd);
     return f;
 }
 

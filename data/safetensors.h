@@ -51,7 +51,12 @@ typedef struct snn_st_file snn_st_file;
  * cJSON is lenient, the text UTF-8, no \u0000 escape, numbers plain whole
  * numbers. name is used in messages. */
 snn_st_file *snn_st_parse(const uint8_t *buf, size_t len, const char *name, char *err, size_t errlen);
-/* Reads the whole file and parses it; the buffer is freed by snn_st_close. */
+/* Reads the file as snn_st_parse would check its bytes, in stages, each
+ * checked before the next is read: the header length, the header (against
+ * the data's length: a regular file's size less the header's, or for a
+ * pipe what the header's ranges declare), then the data alone, which
+ * snn_st_close frees; nothing may follow a pipe's data. A FIFO with no
+ * writer reads as empty (data/input.h). */
 snn_st_file *snn_st_read(const char *path, char *err, size_t errlen);
 void snn_st_close(snn_st_file *f);
 

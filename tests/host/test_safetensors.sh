@@ -48,6 +48,7 @@ f32 = struct.pack("<6f", *range(6))
 st("good", "ok", {"__metadata__": {"k": "v"}, "a": t("F32", [2, 3], 0, 24)}, f32)
 st("good-unpadded", "ok", {"a": t("F32", [2, 3], 0, 24)}, f32, pad=False)
 st("good-empty", "ok", {}, b"")
+st("good-no-data", "ok", {"a": t("F32", [0, 5], 0, 0)}, b"")
 st("good-unsorted-keys", "ok", {"b": t("F32", [3], 12, 24), "a": t("F32", [3], 0, 12)}, f32)
 write("empty-file", "too short", b"")
 write("short-file", "too short", b"\x10\x00\x00")
@@ -112,12 +113,36 @@ expect_read() {
         echo "not ok - safetensors: $what: wanted one line with '$expect', exit 1; got exit $rc: $out"
     fi
 }
-while IFS=$'\t' read -r name expect; do expect_read "$name" "$expect" "$tmp/$name"; done <"$tmp/cases"
+# Each case as a file, and through a pipe (process substitution), which is
+# read in stages without knowing its length: the same verdict.
+while IFS=$'\t' read -r name expect; do
+    expect_read "$name" "$expect" "$tmp/$name"
+    expect_read "$name through a pipe" "$expect" <(cat "$tmp/$name")
+done <"$tmp/cases"
 
 # Inputs that are not regular files: a FIFO with no writer reads as empty
 # (open() does not wait for a writer); a pipe with a file's bytes reads as
 # the file does.
 mkfifo "$tmp/fifo"
 expect_read "a FIFO with no writer" "0 bytes (a FIFO or pipe with no writer?): too short" "$tmp/fifo"
-expect_read "the good file through a pipe" ok <(cat "$tmp/good")
+
+# What is read is what the header allows, each stage checked before the
+# next (0.5 s budgets; reading all of it took seconds, or never ended): a
+# sparse 3 GiB file whose header length is 2^63; a FIFO fed by yes (its
+# first 8 bytes, "y\ny\ny\ny\n", a length far above the limit); a good
+# header and its 24 bytes of data followed by yes.
+printf '\0\0\0\0\0\0\0\200' >"$tmp/sparse" && truncate -s 3G "$tmp/sparse"
+expect_read "a 3 GiB sparse file whose header length is 2^63" \
+    "header length 9223372036854775808 is above the format's limit" "$tmp/sparse" 0.5
+mkfifo "$tmp/yes"
+exec 3<>"$tmp/yes" # a reader, so that yes's open does not wait for the driver's
+yes >"$tmp/yes" &
+yes_pid=$!
+expect_read "a FIFO fed by yes" "header length 754645927544294009 is above the format's limit" "$tmp/yes" 0.5
+exec 3<&-
+kill "$yes_pid" 2>/dev/null
+wait "$yes_pid" 2>/dev/null
+expect_read "a good header and its data, then yes, through a pipe" \
+    "more than 65536 bytes after the last tensor's data belong to no tensor" <(cat "$tmp/good"; yes) 0.5
+rm -f "$tmp/sparse"
 exit 0
