@@ -237,7 +237,8 @@ suite_gpu_builds() {
 }
 
 # SANITIZE=address,undefined: the host engine under ASan and UBSan, a short
-# training run and the host kernel tests (a report exits non-zero).
+# training run, the host kernel tests and the readers' tests (IDX, images,
+# safetensors; a report exits non-zero).
 suite_sanitize() {
     local d=$SNN_TEST_OUT/sanitize out
     SANITIZE=address,undefined build "host_defconfig SANITIZE=address,undefined" "$d" host_defconfig || return
@@ -245,6 +246,8 @@ suite_sanitize() {
         echo "ok - sanitized build: a short training run, no report"
     else echo "not ok - sanitized build: $(tail -n 5 <<<"$out" | tr '\n' ' ')"; fi
     run "sanitized host kernels" "$d/tests/bin/host/test_kernels" | sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
+    run "sanitized idx reader" tests/host/test_idx.sh "$d/tests/bin/host/test_idx_load" |
+        sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
     run "sanitized image files and digits" tests/host/test_images.sh "$d/tests/bin/host/test_image_load" |
         sed 's/^\(ok\|not ok\|skip\) - /\1 - sanitized: /'
     run "sanitized safetensors reader" tests/host/test_safetensors.sh "$d/tests/bin/host/test_safetensors" |
