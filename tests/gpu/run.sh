@@ -355,7 +355,7 @@ check_fused() {
     # 384, 784-128-10 b64's, where a model without a middle layer keeps a placeholder of one
     full && fused_variant sm90-bf16-128-b64-t128 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER_THREADS=128
     full && fused_variant sm90-bf16-128x3-b32-t1024 90 BF16 3 128 32 - CONFIG_FUSED_CLUSTER_THREADS=1024
-    fused_variant sm90-fp16-40x1-b13-t384 90 FP16 1 40 13 sanitize CONFIG_FUSED_CLUSTER_THREADS=384 \
+    fused_variant sm90-fp16-40x1-b13-t384 90 FP16 1 40 13 "$(full && echo sanitize)" CONFIG_FUSED_CLUSTER_THREADS=384 \
         CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="1e-3"' 'CONFIG_TRAIN_DROPOUT="0.1"' CONFIG_TRAIN_AUGMENT_SHIFT=2
     fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64
     fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
