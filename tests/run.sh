@@ -33,11 +33,12 @@ while read -r name secs gpu_secs tiers; do
     [ "$gpu_secs" != - ] && gpu_present && secs=$gpu_secs
     chosen+=("$name:$secs")
 done <"$TABLE"
-JOBS=$(nproc)
-[ "$JOBS" -gt 2 ] && JOBS=2 # suites build with make -j themselves; two at a time keep a big machine busy enough
-# The host engine's OpenMP threads: the machine's cores shared between the suites that run at once
-# (results are the same with any thread count; two suites of spinning threads on two cores ran 10x slower).
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(($(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1))}
+CORES=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # nproc answers OMP_NUM_THREADS where it is set
+JOBS=$((CORES < 2 ? 1 : 2)) # suites build with make -j themselves; two at a time keep a big machine busy enough
+# Each suite's share of the cores: the host engine's OpenMP threads, and (nproc answers it) the make -j
+# of the suites' builds. Results are the same with any thread count; two suites of spinning threads on
+# two cores ran 10x slower.
+export OMP_NUM_THREADS=$((CORES / JOBS))
 # The estimate: the first two suites (data, builds) alone, the rest as the scheduler below runs them,
 # each taken by the first free worker in table order.
 estimate() {

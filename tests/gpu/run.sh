@@ -427,7 +427,7 @@ if [ "$ACTION" = --list ]; then
 fi
 
 # Every variant built side by side: half the cores' worth of builds at a time, each make -j2.
-jobs_max=$(($(nproc) / 2)); [ "$jobs_max" -ge 1 ] || jobs_max=1
+jobs_max=$(($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) / 2)); [ "$jobs_max" -ge 1 ] || jobs_max=1
 t0=$(date +%s)
 for d in "${planned[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
