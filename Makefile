@@ -20,7 +20,7 @@ endif
 # kconfiglib: Debian's python3-kconfiglib lives under /usr/bin/python3, pip's
 # under whichever python3 comes first. Take the first that has it.
 PYTHON := $(firstword $(foreach p,python3 /usr/bin/python3,$(if $(shell $(p) -c 'import kconfiglib' 2>/dev/null && echo y),$(p))))
-KCONFIG = $(if $(PYTHON),$(PYTHON) tools/kconfig.py,$(error kconfiglib not found: run 'apt-get install python3-kconfiglib' (or 'pip install kconfiglib')))
+KCONFIG = $(if $(PYTHON),$(PYTHON) tools/make/kconfig.py,$(error kconfiglib not found: run 'apt-get install python3-kconfiglib' (or 'pip install kconfiglib')))
 
 NVCC ?= $(firstword $(shell command -v nvcc) $(wildcard /usr/local/cuda/bin/nvcc))
 BOARDS := $(patsubst configs/%_defconfig,%,$(wildcard configs/*_defconfig))
@@ -88,14 +88,14 @@ data-set = $(or $(DATASET),$(if $(filter y,$(call config-value,DATASET_FASHION_M
 # environment, never through the shell's parsing of the recipe.
 data-root = $(or $(shell sed -n 's/^CONFIG_DATA_ROOT="\(.*\)"$$/\1/p' $(KCONFIG_CONFIG) 2>/dev/null | \
                          sed 's/\\\(.\)/\1/g'),data)
-FETCH ?= tools/fetch_data.sh
+FETCH ?= tools/make/fetch_data.sh
 data: export SNN_DATA_DEST = $(data-root)/$(data-set)
 data:
 	$(Q)$(FETCH) --dataset $(data-set) --dest "$$SNN_DATA_DEST"
 
 # 'make run': the whole main job on the machine at hand.
 run:
-	$(Q)O=$(O) tools/run.sh
+	$(Q)O=$(O) tools/make/run.sh
 
 test:
 	$(Q)tests/run.sh --tier test
@@ -116,11 +116,11 @@ plot:
 	$(Q)$(or $(PLOT_PYTHON),$(error matplotlib not found: run 'apt-get install python3-matplotlib' (or tools/setup.sh))) \
 		tools/plot.py --out $(PLOT_OUT) $(LOG)
 
-# 'make tune BOARD=NAME': the autotuner on the GPU present (tools/tune.py).
+# 'make tune BOARD=NAME': the autotuner on the GPU present (tools/make/tune.py).
 TUNE_BUDGET ?= 300
 tune:
 	$(if $(BOARD),,$(error usage: make tune BOARD=NAME [TUNE_BUDGET=seconds]: tunes configs/NAME_defconfig on this GPU into configs/NAME_tuned_defconfig))
-	$(Q)$(KCONFIG:tools/kconfig.py=tools/tune.py) --board $(BOARD) --budget $(TUNE_BUDGET)
+	$(Q)$(KCONFIG:tools/make/kconfig.py=tools/make/tune.py) --board $(BOARD) --budget $(TUNE_BUDGET)
 
 help:
 	@echo 'Configuration:'
@@ -179,7 +179,7 @@ endif
 # (test -f, not $(wildcard): make caches the listings wildcard reads, and a
 # listing read before genconfig would hide the header it writes.)
 config-stale := $(shell test -f $(AUTOCONF) -a -f $(CONFIG_H) && \
-                  find $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/kconfig.py -newer $(AUTOCONF) | head -n 1 || echo stale)
+                  find $(KCONFIG_CONFIG) $(KCONFIG_FILES) tools/make/kconfig.py -newer $(AUTOCONF) | head -n 1 || echo stale)
 ifneq ($(config-stale),)
 genconfig := $(shell KCONFIG_CONFIG=$(KCONFIG_CONFIG) $(KCONFIG) genconfig $(O) 2>&1 && touch $(AUTOCONF) && echo genconfig-ok)
 ifeq ($(filter genconfig-ok,$(genconfig)),)
@@ -190,7 +190,7 @@ endif
 include $(AUTOCONF)
 
 BUILD := $(O)/build
-include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild tools/Kbuild
+include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild tools/lab/Kbuild
 
 CC ?= cc
 WARN := -Wall -Wextra -Wformat=2 $(EXTRA_WARN)
@@ -267,7 +267,7 @@ $(O)/tests/bin/%: $(BUILD)/tests/%.o $(lib-objs)
 	@$(if $(Q),echo '  LD      $@')
 	$(Q)$(LD) -o $@ $^ $(LDLIBS)
 
-$(O)/tools/bin/%: $(BUILD)/tools/%.o $(lib-objs)
+$(O)/tools/bin/%: $(BUILD)/tools/lab/%.o $(lib-objs)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  LD      $@')
 	$(Q)$(LD) -o $@ $^ $(LDLIBS) -lcublas
@@ -279,9 +279,9 @@ $(BUILD)/%.o: %.c $(CONFIG_H) $(FLAGS_STAMP)
 
 # The wgmma wrappers, written out by a script (one asm operand per accumulator).
 WGMMA_H := $(if $(CONFIG_GEMM_WGMMA),$(O)/include/generated/sm90_wgmma.h)
-$(O)/include/generated/sm90_wgmma.h: tools/gen_sm90_wgmma.py
+$(O)/include/generated/sm90_wgmma.h: tools/make/gen_sm90_wgmma.py
 	@mkdir -p $(@D)
-	$(Q)$(or $(PYTHON),python3) tools/gen_sm90_wgmma.py $@
+	$(Q)$(or $(PYTHON),python3) tools/make/gen_sm90_wgmma.py $@
 
 $(BUILD)/%.o: %.cu $(CONFIG_H) $(WGMMA_H) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -293,7 +293,7 @@ $(BUILD)/%.ptx: %.cu $(CONFIG_H) $(WGMMA_H)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -ptx -o $@ $<
 
--include $(app-objs:.o=.d) $(test-bins:$(O)/tests/bin/%=$(BUILD)/tests/%.d) $(tool-bins:$(O)/tools/bin/%=$(BUILD)/tools/%.d)
+-include $(app-objs:.o=.d) $(test-bins:$(O)/tests/bin/%=$(BUILD)/tests/%.d) $(tool-bins:$(O)/tools/bin/%=$(BUILD)/tools/lab/%.d)
 .SECONDARY:
 
 endif # build goals

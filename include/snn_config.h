@@ -95,7 +95,7 @@
 #define SNN_PIXEL_STD 0.3530f
 #endif
 /* The configured dataset's directory; a relative CONFIG_DATA_ROOT is taken from the source tree, where
- * 'make data' fetches (tools/kconfig.py). Configured text: print it as data, never as a format. */
+ * 'make data' fetches (tools/make/kconfig.py). Configured text: print it as data, never as a format. */
 #define SNN_DATA_DIR CONFIG_DATA_ROOT_ABSOLUTE "/" SNN_DATASET_SLUG
 
 #if defined(CONFIG_TARGET_HOST)

@@ -30,7 +30,7 @@ extern "C" {
     ((long)SNN_FUSED_SPLIT_SLOTS * SNN_FUSED_MAX_BLOCKS * CONFIG_GEMM_FUSED_BLOCK_M *                        \
      CONFIG_GEMM_FUSED_BLOCK_N)
 
-/* The timeline of one step in %globaltimer ns, for tools/bench_step: per phase p (0 .. 2L - 1),
+/* The timeline of one step in %globaltimer ns, for tools/bin/bench_step: per phase p (0 .. 2L - 1),
  * clocks[p][b] each block b's end of the phase's work and clocks[p][SNN_FUSED_MAX_BLOCKS] block 0's
  * passing of the barrier after it; clocks[2L][SNN_FUSED_MAX_BLOCKS] the step's start. */
 #define SNN_FUSED_CLOCKS ((2 * SNN_LAYERS + 1) * (SNN_FUSED_MAX_BLOCKS + 1))
@@ -84,7 +84,7 @@ typedef struct {
     float *train_loss, *eval_loss; /* per step, as the layered step writes them */
     int32_t *train_correct, *eval_correct;
     int32_t *train_step; /* set to the launch's last step + 1 */
-    long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bench_step) */
+    long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bin/bench_step) */
     int clock_step;
     int trace;       /* the resident kernel (fused/resident.cu) keeps a step's tensors on chip: nonzero, it also
                       * writes them where the grid-wide kernel works on them (input, labels, act, grad), for

@@ -2,7 +2,7 @@
  * pure function of the run's key and where it is made (epoch, step, what, index), the same bits on the host,
  * in a layered GPU kernel and in the fused step, in any order, with no generator state to carry. The
  * function is Philox4x32-10 (Salmon et al., SC'11; Random123's constants), the generator of cuRAND and
- * PyTorch's CUDA dropout; tools/noise.py computes the same draws in numpy for the PyTorch parity. */
+ * PyTorch's CUDA dropout; tools/lib/noise.py computes the same draws in numpy for the PyTorch parity. */
 #ifndef SNN_NOISE_H
 #define SNN_NOISE_H
 

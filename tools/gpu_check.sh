@@ -9,7 +9,7 @@
 # (everything else).
 set -u
 cd "$(dirname "$0")/.."
-. tools/gpu_lib.sh
+. tools/lib/gpu.sh
 OUT=${1:?usage: tools/gpu_check.sh OUT_DIR [--data-from DIR] [--skip-tests] [--skip-bench] [--skip-parity]}
 shift
 from= tests=1 bench=1 parity=1
@@ -34,7 +34,7 @@ say "== gpu_check $(date -u +%FT%TZ)"
 nvidia-smi >"$L/nvidia-smi.txt" 2>&1
 say "$(nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader)"
 say "$(nvcc --version | tail -n 1)"
-tools/fetch_data.sh ${from:+--from "$from"} >"$L/data.log" 2>&1 || { say "data: failed (see data.log)"; }
+tools/make/fetch_data.sh ${from:+--from "$from"} >"$L/data.log" 2>&1 || { say "data: failed (see data.log)"; }
 
 if [ $tests -eq 1 ]; then
     say "== tests"

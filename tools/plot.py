@@ -27,7 +27,8 @@ import argparse
 import os
 import sys
 
-import train_log
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+import train_log  # noqa: E402
 
 try:
     import matplotlib

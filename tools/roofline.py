@@ -36,7 +36,7 @@ import sys
 
 PROG = "roofline"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "tools", "make"))  # kconfig.py
 from bench import CONFIG_SETS, median_after_first  # noqa: E402
 
 TRAIN_SAMPLES = 60000

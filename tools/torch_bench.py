@@ -29,7 +29,7 @@ is recorded: every mode must train. A mode that fails is reported in its note,
 and the others still run. Exits 1 when a mode failed or did not train, or the
 data is missing.
 
---log FILE writes one mode's run as `mnist --log` does (tools/train_log.py),
+--log FILE writes one mode's run as `mnist --log` does (tools/lib/train_log.py),
 so that tools/plot.py draws it beside staticnn's runs: a config event (target
 pytorch-MODE), and per epoch the mean loss and accuracy over its steps, the
 test set's (its 10000 images, evaluated under the same autocast after the
@@ -48,12 +48,14 @@ machines without a GPU.
 import argparse
 import gc
 import json
+import os
 import statistics
 import sys
 import time
 
-import train_log
-from torch_parity import DataError, disable_tf32, load_test_set, load_train_set
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+import train_log  # noqa: E402
+from torch_parity import DataError, disable_tf32, load_test_set, load_train_set  # noqa: E402
 
 try:
     import torch

@@ -108,7 +108,8 @@ import warnings
 
 import numpy as np
 
-from noise import Noise
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+from noise import Noise  # noqa: E402
 
 PROG = "torch_parity"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -242,7 +243,7 @@ def read_order(dump, epoch):
 
 def check_draws(dump, epoch, meta, noise):
     """The engine's draws of the first steps of epoch `epoch` (draws-E.bin, from a build that translates or
-    drops units) against tools/noise.py's, which the trainers use: the steps compared, 0 for a build with
+    drops units) against tools/lib/noise.py's, which the trainers use: the steps compared, 0 for a build with
     none; a difference is a DataError."""
     if not (noise.shift or noise.dropout):
         return 0
@@ -263,13 +264,13 @@ def check_draws(dump, epoch, meta, noise):
             got = block[:shift_bytes].view(np.int8).reshape(batch, 2)
             dx, dy = noise.shifts(epoch - 1, s, batch)
             if not (np.array_equal(got[:, 0], dx) and np.array_equal(got[:, 1], dy)):
-                raise DataError(f"{path}: step {s + 1}'s translations differ from tools/noise.py's")
+                raise DataError(f"{path}: step {s + 1}'s translations differ from tools/lib/noise.py's")
         at = shift_bytes
         for layer, (width, size) in enumerate(masks):
             bits = np.unpackbits(block[at : at + size], bitorder="little")[: batch * width].reshape(batch, width)
             if not np.array_equal(bits.astype(bool), noise.keep(epoch - 1, s, layer, batch, width)):
                 raise DataError(f"{path}: step {s + 1}'s dropout mask of hidden layer {layer} differs from "
-                                "tools/noise.py's")
+                                "tools/lib/noise.py's")
             at += size
     return steps
 
@@ -495,7 +496,7 @@ class NumpyTrainer:
         self.name = f"numpy, {NUMERICS[precision]}"
 
     def step(self, idx, epoch, step):
-        """Step `step` of epoch `epoch` (from 0) on the samples idx, the engine's draws (tools/noise.py) included."""
+        """Step `step` of epoch `epoch` (from 0) on the samples idx, the engine's draws (tools/lib/noise.py) included."""
         noise, last = self.recipe.noise, len(self.w) - 1
         acts, drop = [noise.translate(self.x[idx], epoch, step, self.recipe.background)], []
         for layer, (w, b) in enumerate(zip(self.w, self.b)):
@@ -578,7 +579,7 @@ class TorchTrainer:
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.opt, recipe.factor)
 
     def forward(self, h, drop):
-        """drop: each hidden layer's dropout factors (tools/noise.py), or None."""
+        """drop: each hidden layer's dropout factors (tools/lib/noise.py), or None."""
         for layer, (w, b) in enumerate(self.params):
             h = self.linear(h, w, b)
             if layer + 1 < len(self.params):
@@ -853,7 +854,7 @@ def main():
           f"staticnn ({meta.get('target', '?')}, {precision}) vs {trainer.name}")
     if any(drawn):
         print(f"  draws: the engine's translations and dropout masks of steps 1-{drawn[0]} of each epoch equal "
-              "tools/noise.py's, which the trainers use")
+              "tools/lib/noise.py's, which the trainers use")
     ours, stats = [], []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
         start = time.perf_counter()

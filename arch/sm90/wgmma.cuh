@@ -1,6 +1,6 @@
 /* Hopper (sm_90a) warpgroup MMA: wgmma.mma_async m64nNk16 (FP16, BF16) and m64nNk8 (TF32) with FP32
  * accumulators, both operands read from shared memory through matrix descriptors (the per-N wrappers are
- * generated: tools/gen_sm90_wgmma.py), and the register reallocation between warpgroups (setmaxnreg).
+ * generated: tools/make/gen_sm90_wgmma.py), and the register reallocation between warpgroups (setmaxnreg).
  * Device code only. Accumulator fragment of m64nN (warp w of the warpgroup, lane l):
  *   d[4q + e] = C(16w + l/4 + 8(e/2), 8q + 2(l%4) + e%2), q < N/8. */
 #ifndef SNN_SM90_WGMMA_CUH

@@ -9,7 +9,7 @@
 # tests/gpu/run.sh --list prints the tier's variants, part by part.
 set -u
 cd "$(dirname "$0")/../.."
-. tools/gpu_lib.sh
+. tools/lib/gpu.sh
 OUT=${SNN_TEST_OUT:-build/test}
 TIER=${SNN_GPU_TIER:-test}
 PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused} "

@@ -737,7 +737,7 @@ static void test_gemm_roles(const shape *shapes, int n)
 /* ---- main ------------------------------------------------------------------------ */
 
 /* --quick: the GEMM roles on a few awkward shapes and the MLP's, on both operand kinds; the autotuner's check
- * of a candidate (tools/tune.py), in seconds. */
+ * of a candidate (tools/make/tune.py), in seconds. */
 int main(int argc, char **argv)
 {
     const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;

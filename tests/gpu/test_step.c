@@ -21,7 +21,7 @@
  * gradient's distance as a diagnostic line ("# ..."): the precision's own
  * error, which grows with each ReLU a gradient passes back through (BF16 on
  * the 784-wide board: 5.3e-2 one layer from the output, 1.0e-1 four layers
- * from it; tools/torch_grad_error.py measures PyTorch's own). */
+ * from it; tools/lab/torch_grad_error.py measures PyTorch's own). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""tools/bench_mm.py without a GPU: its defconfig variants, its checks of the
+"""tools/lab/bench_mm.py without a GPU: its defconfig variants, its checks of the
 generated config, its log parsing and its table, on fake logs."""
 import json
 import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import bench_mm  # noqa: E402
 from bench import parse_config_h  # noqa: E402
 

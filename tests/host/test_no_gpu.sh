@@ -4,7 +4,7 @@
 # usage: test_no_gpu.sh PATH/TO/mnist   (a CUDA board's build)
 set -u
 APP=$1
-. "$(dirname "$0")/../../tools/gpu_lib.sh"
+. "$(dirname "$0")/../../tools/lib/gpu.sh"
 if [ -n "$(gpu_cc)" ]; then echo "skip - CUDA build without a GPU: skipped: this machine has a GPU"; exit 0; fi
 out=$("$APP" --epochs 1 2>&1); rc=$?
 if [ $rc -eq 1 ] && [ "$(grep -c . <<<"$out")" -eq 1 ] &&

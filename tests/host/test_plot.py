@@ -21,6 +21,7 @@ except ImportError:
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "tools", "lib"))
 import train_log  # noqa: E402
 
 PLOT = os.path.join(REPO, "tools", "plot.py")

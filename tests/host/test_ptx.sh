@@ -10,7 +10,7 @@
 # Skipped where there is no nvcc.
 set -u
 cd "$(dirname "$0")/../.."
-. tools/gpu_lib.sh
+. tools/lib/gpu.sh
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
     echo "skip - tensor-core PTX: skipped: no nvcc"; exit 0
 fi

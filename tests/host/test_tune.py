@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/tune.py without a GPU: the candidates it enumerates per target, the
+"""tools/make/tune.py without a GPU: the candidates it enumerates per target, the
 ones it refuses and why, the choice it makes from given times, and that the
 defconfig it writes configures and builds.
 
@@ -11,7 +11,7 @@ import sys
 import time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "tools", "make"))
 import tune  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-/* The fused kernels' clock stamps for tools/bench_step (kernels/fused.h, SNN_FUSED_CLOCKS): one step's
+/* The fused kernels' clock stamps for tools/bin/bench_step (kernels/fused.h, SNN_FUSED_CLOCKS): one step's
  * timeline, per phase each block's end of its work and block 0's release from the barrier after it. */
 #ifndef SNN_FUSED_STAMP_CUH
 #define SNN_FUSED_STAMP_CUH

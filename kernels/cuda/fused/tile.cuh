@@ -1,6 +1,6 @@
 /* The fused step's tile (CONFIG_GEMM_FUSED_*) and the checks Kconfig cannot express: those of every GEMM tile
  * on this build's kernel, and the fused step's own. Shared by the step (fused/step.cu) and the autotuner's
- * check (tools/tune_check.cu). */
+ * check (tools/make/tune_check.cu). */
 #ifndef SNN_FUSED_TILE_CUH
 #define SNN_FUSED_TILE_CUH
 

@@ -1,5 +1,5 @@
 /* The mma.sync instruction of the configured precision (gemm/mma_shape.cuh derives its shape), for the
- * mma.sync GEMM (gemm/mma.cuh) and the benchmark of its ceiling (tools/bench_gemm.cu). Device code only. */
+ * mma.sync GEMM (gemm/mma.cuh) and the benchmark of its ceiling (tools/lab/bench_gemm.cu). Device code only. */
 #ifndef SNN_GEMM_MMA_INST_CUH
 #define SNN_GEMM_MMA_INST_CUH
 

@@ -1,4 +1,4 @@
-# The GPU scripts' shared helpers (tools/run.sh, tools/gpu_check.sh, tests/gpu/run.sh, tests/host/test_ptx.sh): source it.
+# The GPU scripts' shared helpers (tools/make/run.sh, tools/gpu_check.sh, tests/gpu/run.sh, tests/host/test_ptx.sh): source it.
 
 # The first GPU's compute capability as digits (75, 90); empty without a GPU.
 gpu_cc() { nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -dc '0-9'; }

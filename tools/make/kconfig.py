@@ -200,7 +200,7 @@ def c_string(text):
     return '"' + "".join(out) + '"'
 
 
-SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # from tools/make/
 
 
 def config_header(kconf, path):
@@ -208,7 +208,7 @@ def config_header(kconf, path):
     flag the preprocessor can test (_NONZERO), and the data root made absolute: a relative one is
     taken from the source tree, where 'make data' fetches, whatever directory the program runs in."""
     decimals = check_values(kconf, path)
-    header = kconf._autoconf_contents("/* generated from " + path + " by tools/kconfig.py; do not edit */\n")
+    header = kconf._autoconf_contents("/* generated from " + path + " by tools/make/kconfig.py; do not edit */\n")
     root = os.path.join(SOURCE_TREE, kconf.syms["DATA_ROOT"].str_value)
     return header + "".join(f"#define CONFIG_{n}_VALUE {v!r}\n#define CONFIG_{n}_NONZERO {int(v != 0)}\n"
                             for n, v in decimals.items()) + f"#define CONFIG_DATA_ROOT_ABSOLUTE {c_string(root)}\n"

@@ -2,10 +2,10 @@
 # Tile sweep on a GPU machine: each benchmark config built with each GEMM tile
 # shape for the roles named (all three by default: FWD, DGRAD, WGRAD), ms
 # per epoch (median of the epochs after the first) in a table.
-#   tools/sweep_tiles.sh OUT_DIR [--roles FWD,DGRAD,WGRAD] [CONFIG...]
+#   tools/lab/sweep_tiles.sh OUT_DIR [--roles FWD,DGRAD,WGRAD] [CONFIG...]
 set -u
-cd "$(dirname "$0")/.."
-usage="usage: tools/sweep_tiles.sh OUT_DIR [--roles FWD,DGRAD,WGRAD] [CONFIG...]"
+cd "$(dirname "$0")/../.."
+usage="usage: tools/lab/sweep_tiles.sh OUT_DIR [--roles FWD,DGRAD,WGRAD] [CONFIG...]"
 OUT=${1:?$usage}; shift
 roles="FWD DGRAD WGRAD"
 if [ "${1:-}" = --roles ]; then

@@ -1,4 +1,4 @@
-/* The autotuner's check of a candidate configuration (tools/tune.py): compiling this file, and nothing else,
+/* The autotuner's check of a candidate configuration (tools/make/tune.py): compiling this file, and nothing else,
  * runs every compile-time check a GEMM tile must pass on the configured target (the tiles of the three
  * roles, the mma.sync shape, the wgmma blocks, the fused step's tile), in about a second, where the build
  * that would fail on them takes a minute. It defines nothing. */

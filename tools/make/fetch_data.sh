@@ -2,7 +2,7 @@
 # shellcheck disable=SC2317 # the source_* functions are called through try
 # Fetch the four IDX files of MNIST or Fashion-MNIST, verify them, store them raw.
 #
-#   tools/fetch_data.sh [--dataset mnist|fashion-mnist] [--from DIR] [--dest DIR] [--no-network]
+#   tools/make/fetch_data.sh [--dataset mnist|fashion-mnist] [--from DIR] [--dest DIR] [--no-network]
 #
 # Sources, in order, until one gives four files whose decompressed MD5s match:
 #   1. --from DIR (or $SNN_DATA_FROM): the files, raw or .gz, already at hand
@@ -17,7 +17,7 @@
 set -uo pipefail
 
 prog=fetch_data
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 FILES=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte)
 FASHION_DEB_DIR=/usr/share/datasets/fashion-mnist
 
@@ -28,7 +28,7 @@ die() {
 }
 usage() {
     cat <<EOF
-usage: tools/fetch_data.sh [--dataset mnist|fashion-mnist] [--from DIR] [--dest DIR] [--no-network]
+usage: tools/make/fetch_data.sh [--dataset mnist|fashion-mnist] [--from DIR] [--dest DIR] [--no-network]
   --dataset NAME  mnist (default) or fashion-mnist
   --from DIR      take the files (raw or .gz) from DIR first; also \$SNN_DATA_FROM
   --dest DIR      where to store them (default data/NAME)
@@ -329,4 +329,4 @@ rm -rf -- "$stage"
 [[ ${created_dest:-} ]] && rmdir -- "$dest" 2>/dev/null
 ((${#tried[@]})) || die "no source to try: pass --from DIR or drop --no-network"
 list=$(printf '%s; ' "${tried[@]}")
-die "no source gave verified $title files (tried: ${list%; }); fetch the four files by hand and run tools/fetch_data.sh --from DIR"
+die "no source gave verified $title files (tried: ${list%; }); fetch the four files by hand and run tools/make/fetch_data.sh --from DIR"

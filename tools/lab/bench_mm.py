@@ -4,8 +4,8 @@
 The static arena (CUDA graph on and off), our caching pool and
 cudaMallocAsync, with PyTorch's peak for the same model.
 
-    tools/bench_mm.py --out DIR [--configs h100_784x4_b64,h100_1024x3_b32] [--epochs 6]
-                      [--skip-torch] [--run-timeout 600] [--torch-timeout 300]
+    tools/lab/bench_mm.py --out DIR [--configs h100_784x4_b64,h100_1024x3_b32] [--epochs 6]
+                          [--skip-torch] [--run-timeout 600] [--torch-timeout 300]
 
 Run from the repository root on the GPU machine. For each configs/<name>_defconfig
 and each variant of VARIANTS:
@@ -30,7 +30,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tools/, for bench.py
 from bench import (BUILD_TIMEOUT_S, MIB, REPO, config_names, fmt_ms, layered_defconfig, parse_config_h,  # noqa: E402
                    read_engine_log, run_logged, run_shape, run_torch)
 

@@ -3,8 +3,8 @@
 # the defconfig for the GPU present (by compute capability), or host; fetch
 # the data if missing; build; train.
 set -eu
-cd "$(dirname "$0")/.."
-. tools/gpu_lib.sh
+cd "$(dirname "$0")/../.."
+. tools/lib/gpu.sh
 O=${O:-.}
 M="make --no-print-directory O=$O"
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Epoch times of two source trees in one GPU call, for a before/after
 # comparison that is not confounded by another card or another call:
-#   tools/bench_ab.sh OUT BEFORE_DIR BEFORE_BOARDS AFTER_DIR AFTER_BOARDS [ROUNDS]
+#   tools/lab/bench_ab.sh OUT BEFORE_DIR BEFORE_BOARDS AFTER_DIR AFTER_BOARDS [ROUNDS]
 # Each DIR is a whole source tree with its dataset in data/mnist (e.g.
 # git archive REV | tar -x -C DIR); BOARDS a comma-separated list of its board
 # names. Both trees' boards are built in parallel, then tools/bench.py
 # --skip-torch runs in each tree, alternately, ROUNDS (2) times; OUT gets each
 # round's bench.md and a table of all rounds last.
 set -u
-[ $# -ge 5 ] || { echo "usage: tools/bench_ab.sh OUT BEFORE_DIR BEFORE_BOARDS AFTER_DIR AFTER_BOARDS [ROUNDS]" >&2; exit 2; }
+[ $# -ge 5 ] || { echo "usage: tools/lab/bench_ab.sh OUT BEFORE_DIR BEFORE_BOARDS AFTER_DIR AFTER_BOARDS [ROUNDS]" >&2; exit 2; }
 OUT=$(mkdir -p "$1" && cd "$1" && pwd) rounds=${6:-2}
 declare -A dir=([before]=$(cd "$2" && pwd) [after]=$(cd "$4" && pwd)) boards=([before]=$3 [after]=$5)
 export PYTHONUNBUFFERED=1

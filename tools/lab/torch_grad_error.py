@@ -3,8 +3,8 @@
 its FP32 step, per layer: the reference figure for the free-running lines of
 tests/gpu/test_step.c, which measure the same for our GPU step.
 
-    tools/torch_grad_error.py [--hidden-layers 4] [--width 784] [--batch 64]
-                              [--dtype bf16|fp16] [--seed 2024] [--device cuda|cpu]
+    tools/lab/torch_grad_error.py [--hidden-layers 4] [--width 784] [--batch 64]
+                                  [--dtype bf16|fp16] [--seed 2024] [--device cuda|cpu]
 
 The net and batch are test_step.c's kind, not its values: PyTorch's
 nn.Linear initialisation, ReLU between layers, mean cross-entropy; random
