@@ -29,16 +29,17 @@ import datetime
 import json
 import os
 import re
-import signal
-import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+import bench_boards  # noqa: E402
+import step_floor  # noqa: E402
+from run_logged import run_logged  # noqa: E402
+from train_log import median_after_first  # noqa: E402
+
 PROG = "bench"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CONFIGS = ["h100_128x1_b64", "h100_784x4_b64", "h100_128x3_b32", "h100_1024x3_b32", "h100_8192x3_b32"]
-THROUGHPUT_CONFIGS = ["h100_2048x3_b256", "h100_4096x4_b1024", "h100_16384x2_b2048", "h100_8192x3_b32"]
-CONFIG_SETS = {"benchmark": DEFAULT_CONFIGS, "throughput": THROUGHPUT_CONFIGS}
 MODES = ("eager", "compile", "graph")
 DATASETS = {  # name: (pixel mean, pixel std), as include/snn_config.h
     "MNIST": (0.1307, 0.3081),
@@ -85,11 +86,6 @@ def run_shape(config):
         "precision": "bf16" if config.get("CONFIG_PRECISION_BF16") else "fp16" if config.get(
             "CONFIG_PRECISION_FP16") or config.get("CONFIG_PRECISION_FP16_ACC16") else "fp32",
     }
-
-
-def median_after_first(ms):
-    """The median of the epochs after the first (a warm-up); the only one if there is one."""
-    return statistics.median(ms[1:] if len(ms) > 1 else ms)
 
 
 def read_engine_log(text):
@@ -201,22 +197,6 @@ def write_reports(out, results):
 # ---- steps ---------------------------------------------------------------------
 
 
-def run_logged(cmd, log_path, timeout, mode="w"):
-    """Runs cmd from the repository root, its output to log_path; returns an error text or None.
-    On timeout the whole process group goes (compile workers, make's jobs), not only cmd."""
-    with open(log_path, mode) as log:
-        log.write("$ " + " ".join(cmd) + "\n")
-        log.flush()
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return f"timed out after {timeout} s"
-    return f"exit {rc}" if rc else None
-
-
 LAYERED = "-layered"  # the suffix of a board's build with CONFIG_STEP_LAYERED=y
 
 
@@ -312,13 +292,9 @@ def bench_config(name, args):
                 result["layered"] = run_engine(layered, args.out, args.run_timeout)
             except (OSError, RuntimeError, ValueError) as e:
                 print(f"{PROG}: {layered}: {e}, see {args.out}/{layered}.out", file=sys.stderr)
-    try:
-        import roofline
-        shape = result["shape"]
-        result["floor_ms"] = roofline.floor(shape["dims"], shape["batch"], shape["precision"],
-                                            roofline.DEFAULT_PEAKS)["floor_ms_epoch"]
-    except (ImportError, AttributeError, KeyError) as e:
-        print(f"{PROG}: {name}: no floor ({e})", file=sys.stderr)
+    shape = result["shape"]
+    result["floor_ms"] = step_floor.floor(shape["dims"], shape["batch"], shape["precision"],
+                                          step_floor.DEFAULT_PEAKS)["floor_ms_epoch"]
     if not args.skip_torch:
         result["torch"] = {}
         for mode in args.modes:
@@ -329,7 +305,7 @@ def bench_config(name, args):
 
 def config_names(parser, text):
     """The comma-separated defconfig names (or set names) of --configs, each checked to exist."""
-    names = [b for c in text.split(",") if c for b in CONFIG_SETS.get(c, [c])]
+    names = [b for c in text.split(",") if c for b in bench_boards.SETS.get(c, [c])]
     if not names:
         parser.error("--configs names no config")
     missing = [c for c in names if not os.path.exists(os.path.join(REPO, "configs", f"{c}_defconfig"))]

@@ -77,9 +77,9 @@ def main():
     verdict(row[-2:] == ["300", "420 (eager; 1.40x)"],
             "memory cells: staticnn's reserved bytes against the least peak of the modes that trained", str(row[-2:]))
 
-    sets = bench.CONFIG_SETS
-    verdict(sets["benchmark"] == bench.DEFAULT_CONFIGS and "h100_16384x2_b2048" in sets["throughput"],
-            "the board sets", str(sets))
+    sets = bench.bench_boards.SETS
+    verdict(set(sets) == {"benchmark", "throughput"} and "h100_128x1_b64" in sets["benchmark"] and
+            "h100_16384x2_b2048" in sets["throughput"], "the board sets", str(sets))
     for board in sets["benchmark"] + sets["throughput"]:
         if not os.path.exists(os.path.join(bench.REPO, "configs", f"{board}_defconfig")):
             verdict(False, f"board {board} of a set has a defconfig", "missing")

@@ -30,9 +30,12 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tools/, for bench.py
+TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, TOOLS)  # bench.py
+sys.path.insert(0, os.path.join(TOOLS, "lib"))  # the shared modules
 from bench import (BUILD_TIMEOUT_S, MIB, REPO, config_names, fmt_ms, layered_defconfig, parse_config_h,  # noqa: E402
-                   read_engine_log, run_logged, run_shape, run_torch)
+                   read_engine_log, run_shape, run_torch)
+from run_logged import run_logged  # noqa: E402
 
 PROG = "bench_mm"
 DEFAULT_CONFIGS = ["h100_784x4_b64", "h100_1024x3_b32"]

@@ -1,5 +1,5 @@
-"""The training log, `mnist --log FILE`'s JSON lines: read by tools/plot.py, and written by
-tools/torch_bench.py --log so that PyTorch runs plot beside staticnn's.
+"""The training log, `mnist --log FILE`'s JSON lines: read by tools/plot.py, tools/bench.py and
+tools/roofline.py, and written by tools/torch_bench.py --log so that PyTorch runs plot beside staticnn's.
 
 One JSON object per line, each with an "event": "config" (the run's settings),
 "step", "epoch" (train_loss, train_acc, test_loss, test_acc, ms, train_s:
@@ -11,6 +11,7 @@ Logs written before test_* was named val_* are read too.
 """
 import json
 import math
+import statistics
 
 
 class LogError(Exception):
@@ -36,6 +37,12 @@ def write(f, events):
 
 
 # ---- reading -------------------------------------------------------------------
+
+
+def median_after_first(ms):
+    """The epoch time a benchmark quotes: the median of the epochs' ms after the first (a warm-up); the
+    only one if there is one."""
+    return statistics.median(ms[1:] if len(ms) > 1 else ms)
 
 
 class Run:

@@ -64,11 +64,11 @@ import time
 
 PROG = "tune"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # from tools/make/
-sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "tools", "lib"))  # the shared modules
 os.environ.setdefault("srctree", REPO)
 import kconfig  # noqa: E402  (re-runs this script under /usr/bin/python3 where kconfiglib is not importable)
-import roofline  # noqa: E402
-from bench import run_logged  # noqa: E402
+import step_floor  # noqa: E402
+from run_logged import run_logged  # noqa: E402
 
 kconfiglib = kconfig.kconfiglib
 ROLES = ("FWD", "DGRAD", "WGRAD")
@@ -159,7 +159,7 @@ class Board:
         if self.value("TARGET_CUDA") != "y":
             raise Refusal(f"{name} is a host board: the tuner times GPU kernels (pick a board of a GPU target)")
         self.fused = self.value("STEP_FUSED") == "y"
-        self.params = roofline.param_count(roofline.board_dims(self.value))
+        self.params = step_floor.param_count(step_floor.board_dims(self.value))
         self.tensor_cores = self.value("GEMM_TENSOR_CORES") == "y"
         precision = next(c for c in self.kconf.choices if c.name == "PRECISION").selection
         self.precision = precision.name.removeprefix("PRECISION_")
