@@ -171,8 +171,11 @@ suite_setup() { run "setup" tests/host/test_setup.sh; }
 suite_docs() { run "documents against the code" "$(python_with kconfiglib)" tests/host/test_docs.py; }
 suite_config() { run "config" tests/host/test_config.sh; }
 suite_layers() { run "layers" tests/host/test_layers.sh; }
-# tools/ holds together: the paths the tree names, the index
-suite_tools() { run "tool paths" tests/host/test_tool_paths.py; }
+# tools/ holds together: the paths the tree names, the index, the Python tools' imports
+suite_tools() {
+    run "tool paths" tests/host/test_tool_paths.py
+    run "tool imports" tests/host/test_tool_imports.py
+}
 suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
 suite_program() { run "program" tests/host/test_app.sh "$H/app/mnist"; }
 suite_outputs() { run "outputs and signals" tests/host/test_outputs.sh "$H/app/mnist"; }
