@@ -119,7 +119,7 @@ plot:
 # 'make tune BOARD=NAME': the autotuner on the GPU present (tools/make/tune.py).
 TUNE_BUDGET ?= 300
 tune:
-	$(if $(BOARD),,$(error usage: make tune BOARD=NAME [TUNE_BUDGET=seconds]: tunes configs/NAME_defconfig on this GPU into configs/NAME_tuned_defconfig))
+	$(if $(BOARD),,$(error usage: make tune BOARD=NAME [TUNE_BUDGET=seconds]: tunes configs/NAME_defconfig on this GPU; writes configs/NAME_tuned_defconfig where something beats it))
 	$(Q)$(KCONFIG:tools/make/kconfig.py=tools/make/tune.py) --board $(BOARD) --budget $(TUNE_BUDGET)
 
 help:
@@ -143,7 +143,8 @@ help:
 	@echo "  test-full         the whole matrix: every board, every GPU variant, long fuzzing"
 	@echo "                    ($$(tests/run.sh --estimate full))"
 	@echo '  tune              BOARD=NAME [TUNE_BUDGET=300]: time GEMM tiles and paths for the board on this'
-	@echo '                    GPU; writes configs/NAME_tuned_defconfig and docs/tune/NAME.md'
+	@echo '                    GPU; writes docs/tune/NAME.md, and configs/NAME_tuned_defconfig where'
+	@echo '                    something beats the board'
 	@echo '  plot              LOG="a.jsonl b.jsonl": loss, accuracy and confusion plots of mnist --log'
 	@echo '                    files into PLOT_OUT (default $(PLOT_OUT))'
 	@echo '  clean             remove objects and programs'
