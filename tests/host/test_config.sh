@@ -154,7 +154,7 @@ board_choice() { # CHOICE BOARD WANT: configs/BOARD_defconfig selects CONFIG_<CH
     else echo "not ok - the $2 board's $1: '$(choice_of "$1" "$d")', want $3"; fi
 }
 for c in "h100 FUSED" "h100_128x3_b32 FUSED" "h100_784x4_b64 FUSED" "h100_1024x3_b32 FUSED" "h100_8192x3_b32 LAYERED" \
-    "h100_784x4_b64_tuned FUSED" "a100 LAYERED" "rtx2060 LAYERED"; do
+    "a100 LAYERED" "rtx2060 LAYERED"; do
     board_choice STEP $c
 done
 # The GEMM precision: BF16 where the target has it (sm80, sm90), FP32 elsewhere; the rtx2060 board states its own.
@@ -257,6 +257,15 @@ for f in configs/*_defconfig; do
         diff <(grep -v '^#' "$f") <(grep -v '^#' "$d/defconfig") >/dev/null; then
         echo "ok - $b defconfig is valid and minimal"
     else echo "not ok - $b defconfig is invalid or not minimal (compare make savedefconfig): $out"; fi
+done
+
+# make tune writes a tuned board only where its choice changes the board: none is a copy of its board.
+for f in configs/*_tuned_defconfig; do
+    b=$(basename "$f" _tuned_defconfig)
+    if [ ! -f "configs/${b}_defconfig" ]; then echo "not ok - ${b}_tuned defconfig: no board ${b}_defconfig"
+    elif diff -q <(grep -v '^#' "$f") <(grep -v '^#' "configs/${b}_defconfig") >/dev/null; then
+        echo "not ok - ${b}_tuned defconfig is a copy of ${b}_defconfig (a kept board has no tuned file)"
+    else echo "ok - ${b}_tuned defconfig differs from ${b}_defconfig"; fi
 done
 
 # A renamed board's old name configures the new board, with one note, for one
