@@ -13,7 +13,7 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 os.chdir(ROOT)
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/make")
 import kconfig  # noqa: E402  (re-runs this script under /usr/bin/python3 where kconfiglib is not importable)
 
 
