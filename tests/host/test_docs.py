@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
-"""The numbers and lists in README.md that change with the code, checked against their source, so that a
-stale one fails here rather than misleads a reader:
+"""The numbers and lists in README.md and docs/DESIGN.md that change with the code, checked against their
+source, so that a stale one fails here rather than misleads a reader:
 - the test tiers' times (README's tier table) against tests/run.sh --estimate and tests/suites.txt;
 - the configuration symbols' table against Kconfig: every name in it is a symbol, every symbol a user can
   set is in it;
-- every board named in README.md exists in configs/.
+- every board named in README.md or docs/DESIGN.md exists in configs/;
+- docs/DESIGN.md: every file path it names (in backticks, or in its indented call chain) exists; every
+  CONFIG_ name and every Kconfig symbol it names in backticks is a symbol (or a name tools/make/kconfig.py
+  generates); every code name (an identifier with an underscore, or a CamelCase type) it names is in the
+  sources; the numbers it keeps equal their source's.
+SNN_README and SNN_DESIGN name other copies of the two files (the checks' own tests plant stale ones).
 Prints one ok / not ok line per check; exits 0."""
+import fnmatch
+import glob
 import os
 import re
 import subprocess
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SELF = os.path.abspath(__file__)
+ROOT = os.path.join(os.path.dirname(SELF), "..", "..")
 os.chdir(ROOT)
 sys.path.insert(0, "tools/make")
 import kconfig  # noqa: E402  (re-runs this script under /usr/bin/python3 where kconfiglib is not importable)
@@ -23,6 +31,11 @@ def verdict(ok, name, why=""):
 
 def readme():
     with open(os.environ.get("SNN_README", "README.md")) as f:
+        return f.read()
+
+
+def design():
+    with open(os.environ.get("SNN_DESIGN", "docs/DESIGN.md")) as f:
         return f.read()
 
 
@@ -67,8 +80,18 @@ def check_tiers(text):
                 f"README says '{gpu}', the table gives '{want_gpu}'")
 
 
+KCONF = []
+
+
+def kconf():
+    """Kconfig, loaded once, every symbol at its default."""
+    if not KCONF:
+        KCONF.append(kconfig.kconfiglib.Kconfig("Kconfig", warn=False))
+    return KCONF[0]
+
+
 def kconfig_symbols():
-    k = kconfig.kconfiglib.Kconfig("Kconfig", warn=False)
+    k = kconf()
     settable = {s.name for s in k.unique_defined_syms if any(n.prompt for n in s.nodes)}
     settable |= {s.name for c in k.unique_choices for s in c.syms}
     return {s.name for s in k.unique_defined_syms}, settable
@@ -109,11 +132,168 @@ def check_symbols(text):
             ", ".join(missing))
 
 
-def check_boards(text):
+BOARD = r"(?:h100|a100|rtx2060)[a-z0-9_]*"
+
+
+def check_boards(text, doc="README.md"):
     boards = {f[:-len("_defconfig")] for f in os.listdir("configs") if f.endswith("_defconfig")}
-    named = set(re.findall(r"`((?:h100|a100|rtx2060)[a-z0-9_]*)(?:_defconfig)?`", text))
+    named = set(re.findall(rf"`({BOARD})(?:_defconfig)?`", text))
     missing = sorted(b for b in named if b not in boards)
-    verdict(not missing, f"every board README.md names ({len(named)}) is in configs/", ", ".join(missing))
+    verdict(not missing, f"every board {doc} names ({len(named)}) is in configs/", ", ".join(missing))
+
+
+# ---- docs/DESIGN.md ------------------------------------------------------------------------------------
+
+def code_spans(text):
+    """What DESIGN.md writes as code: its `spans`, and the words of its indented blocks (the call chain)."""
+    spans = [m.group(1) for m in re.finditer(r"`([^`]+)`", text)]
+    words = [w for line in text.splitlines() if line.startswith("    ") for w in line.split()]
+    return spans, words
+
+
+SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".py", ".sh", ".txt")
+
+
+def source_words():
+    """Every identifier in the engine's, the tests' and the tools' text (code and comments; not the docs, not
+    this script)."""
+    words = set()
+    files = ["Makefile", "Kconfig"]
+    for top in ("app", "arch", "configs", "data", "include", "kernels", "mm", "nn", "tests", "tools"):
+        for d, dirs, names in os.walk(top):
+            dirs[:] = [x for x in dirs if x not in ("bin", "__pycache__") and not x.startswith("corpus")]
+            files += [os.path.join(d, n) for n in names
+                      if n.endswith(SOURCE_EXT) or n.startswith(("Kconfig", "Kbuild")) or n == "layers"]
+    for f in files:
+        if os.path.samefile(f, SELF):
+            continue  # this script's own examples name nothing
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", fh.read()))
+    return words
+
+
+BUILT = ("app/mnist", "tests/bin/", "tools/bin/")
+
+
+def path_claim(token):
+    """The glob a code span or call-chain word stands for where it names a file of the tree, else None."""
+    token = token.rstrip(":,;.")
+    if token.startswith(("$", "-")) or "=" in token or "<<<" in token or "->" in token:
+        return None  # $(O)/..., an option, an assignment, code
+    if not (re.fullmatch(r"[\w.*<>-]+(/[\w.*<>-]*)+", token) or token in ("Makefile", "Kconfig", "Kbuild")
+            or re.fullmatch(r"[\w-]+\.(c|h|cu|cuh|py|sh|md|txt)", token)):
+        return None
+    if token.lstrip("./").startswith(BUILT):
+        return None  # programs, built under $(O)
+    token = re.sub(r"(?<![A-Za-z])(NAME|BOARD|FILE|DIR|TIER)(?![A-Za-z])", "*", re.sub(r"<[^>]+>", "*", token))
+    return token if "/" in token else "**/" + token  # a bare file name: one of that name, anywhere
+
+
+def check_design_paths(text):
+    spans, words = code_spans(text)
+    claims = [(t, path_claim(t)) for t in spans + words]
+    named = sorted({g for _, g in claims if g})
+    missing = [g for g in named if not [f for f in glob.glob(g, recursive=True) if not f.startswith("build/")]]
+    verdict(named and not missing, f"every file path docs/DESIGN.md names ({len(named)}) exists",
+            "no " + ", ".join(missing))
+
+
+def generated_names():
+    """What tools/make/kconfig.py adds to the generated header beside kconfiglib's symbols."""
+    return {f"{d}_{s}" for d in kconfig.DECIMALS for s in ("VALUE", "NONZERO")} | {"DATA_ROOT_ABSOLUTE"}
+
+
+def is_symbol(name, known):
+    """name (without CONFIG_) is a symbol, or a pattern (*) that matches one."""
+    return name in known if "*" not in name else any(fnmatch.fnmatchcase(k, name) for k in known)
+
+
+def check_design_symbols(text):
+    known, _ = kconfig_symbols()
+    families = {k.split("_")[0] for k in known}
+    bad = set()
+    for m in re.finditer(r"\bCONFIG_([A-Z0-9_*]*[A-Z0-9*])", text):
+        if not is_symbol(m.group(1), known | generated_names()):
+            bad.add("CONFIG_" + m.group(1))
+    spans, _ = code_spans(text)
+    bare = {t for t in spans if re.fullmatch(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*(_\*)?", t) and t.split("_")[0] in families}
+    # a name of a Kconfig family that a header #defines (CUDA_CHECK) is code, not a symbol
+    headers = ""
+    for f in sorted(glob.glob("**/*.h", recursive=True)):
+        if not f.startswith(("build/", "docs/")):
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                headers += fh.read()
+    defined = {t for t in bare if not is_symbol(t, known) and re.search(rf"#\s*define\s+{t}\b", headers)}
+    bad |= {t for t in bare - defined if not is_symbol(t, known)}
+    verdict(not bad, f"every Kconfig symbol docs/DESIGN.md names ({len(bare - defined)} in backticks, and its CONFIG_ "
+            "names) is a symbol", ", ".join(sorted(bad)))
+
+
+def code_names(token):
+    """The identifiers of a code span worth checking: with an underscore, or CamelCase (GemmEpiUpdate)."""
+    if re.search(r"\s", token) or "*" in token or "/" in token or token.startswith("-") or "CONFIG_" in token \
+            or re.fullmatch(BOARD, token):
+        return []
+    return [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", token)
+            if ("_" in w.strip("_") or re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*|[a-z]+[A-Z]\w*", w))]
+
+
+def check_design_names(text, words):
+    known, _ = kconfig_symbols()
+    families = {k.split("_")[0] for k in known}
+    spans, block = code_spans(text)
+    names = {n for t in spans + block for n in code_names(t.rstrip(":,;"))  # symbols: check_design_symbols's
+             if not (re.fullmatch(r"[A-Z][A-Z0-9_]*", n) and n.split("_")[0] in families)}
+    missing = sorted(n for n in names if n not in words)
+    verdict(names and not missing, f"every code name docs/DESIGN.md gives ({len(names)}) is in the sources",
+            "not found: " + ", ".join(missing))
+
+
+def source_number(path, pattern):
+    with open(path) as f:
+        m = re.search(pattern, f.read())
+    return m.group(1) if m else None
+
+
+def kdefault(name):
+    """A symbol's default: its only one, or the first whose condition holds in the default configuration
+    (where the symbol's own dependency, part of every condition, may not)."""
+    defaults = kconf().syms[name].defaults
+    if len(defaults) == 1:
+        return defaults[0][0].str_value
+    for value, cond in defaults:
+        if kconfig.kconfiglib.expr_value(cond):
+            return value.str_value
+    return None
+
+
+def check_design_numbers(text):
+    """Each number DESIGN.md keeps, where it says it, against where the code says it."""
+    gain = source_number("tools/make/tune.py", r"\nGAIN = ([0-9.]+)")
+    checks = [
+        ("the fused step's default width", r"`STEP_FUSED_DEFAULT_WIDTH`\s+\(default (\d+)\)",
+         kdefault("STEP_FUSED_DEFAULT_WIDTH"), "arch/cuda/Kconfig"),
+        ("the plain boards' model", r"defaults' model,\s+784-(\d+)-10",
+         kdefault("NN_HIDDEN_WIDTH") if kdefault("NN_HIDDEN_LAYERS") == "1" else "not one hidden layer", "nn/Kconfig"),
+        ("the plain boards' batch", r"784-\d+-10 at batch (\d+)", kdefault("TRAIN_BATCH_SIZE"), "nn/Kconfig"),
+        ("the h100 board's model", r"`h100` board, 784-(\d+)-10", kdefault("NN_HIDDEN_WIDTH"), "nn/Kconfig"),
+        ("the resident kernel's cluster", r"one cluster of (\d+) blocks",
+         source_number("kernels/cuda/fused/resident.cu", r"RES_CTAS = (\d+);"), "RES_CTAS"),
+        ("the grid-resident kernel's units a block", r"\((\d+) hidden\s+units of every hidden layer",
+         source_number("kernels/fused.h", r"#define SNN_GR_UNITS (\d+)"), "SNN_GR_UNITS"),
+        ("the arena's alignment", r"(\d+)-byte aligned in one\s+allocation",
+         source_number("mm/arena.h", r"#define SNN_ARENA_ALIGN (\d+)"), "SNN_ARENA_ALIGN"),
+        ("the collapse check's samples", r"the epoch's last\s+(\d+) samples",
+         source_number("app/mnist.c", r"\((\d+) \+ SNN_BATCH - 1\) / SNN_BATCH"), "app/mnist.c"),
+        ("the tuner's least gain", r"gain at least (\d+) %", gain and str(round((1 - float(gain)) * 100)),
+         "GAIN in tools/make/tune.py"),
+    ] + [(f"sm{sm}'s shared memory a block", rf"\| `arch/sm{sm}/` \|[^\n]*?(\d+) KB",
+          source_number(f"arch/sm{sm}/limits.h", r"SNN_ARCH_MAX_SMEM_PER_BLOCK \((\d+) \* 1024\)"),
+          f"arch/sm{sm}/limits.h") for sm in (75, 80, 90)]
+    for what, pattern, want, source in checks:
+        found = re.findall(pattern, text)
+        verdict(found and all(f == want for f in found), f"docs/DESIGN.md's {what} is {source}'s",
+                f"DESIGN.md says {found or 'nothing the check finds'}, {source} {want}")
 
 
 if __name__ == "__main__":
@@ -121,3 +301,9 @@ if __name__ == "__main__":
     check_tiers(text)
     check_symbols(text)
     check_boards(text)
+    doc, words = design(), source_words()
+    check_boards(doc, "docs/DESIGN.md")
+    check_design_paths(doc)
+    check_design_symbols(doc)
+    check_design_names(doc, words)
+    check_design_numbers(doc)
