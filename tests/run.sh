@@ -23,6 +23,7 @@ case ${1:-} in
 *) usage ;;
 esac
 case $tier in check) letter=c ;; test) letter=t ;; full) letter=f ;; *) usage ;; esac
+export SNN_TEST_TIER=$tier # suites that check less outside make test-full read it
 gpu_present() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
 
 # The tier's suites from the table: NAME:SECONDS, the GPU column where a GPU is present.
@@ -35,10 +36,10 @@ while read -r name secs gpu_secs tiers; do
 done <"$TABLE"
 CORES=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # nproc answers OMP_NUM_THREADS where it is set
 JOBS=$((CORES < 2 ? 1 : 2)) # suites build with make -j themselves; two at a time keep a big machine busy enough
-# Each suite's share of the cores: the host engine's OpenMP threads, and (nproc answers it) the make -j
-# of the suites' builds. Results are the same with any thread count; two suites of spinning threads on
-# two cores ran 10x slower.
-export OMP_NUM_THREADS=$((CORES / JOBS))
+# Each suite's share of the cores once they run side by side (below): the host engine's OpenMP threads,
+# and (nproc answers it) the make -j of the suites' builds. Results are the same with any thread count;
+# two suites of spinning threads on two cores ran 10x slower.
+SHARE=$((CORES / JOBS))
 # The estimate: the first two suites (data, builds) alone, the rest as the scheduler below runs them,
 # each taken by the first free worker in table order.
 estimate() {
@@ -307,6 +308,7 @@ print_done() { # prints the ended suites in order, up to the first still running
 }
 for i in "${!chosen[@]}"; do
     if [ "$i" -lt 2 ]; then run_suite "$i" "${chosen[i]%:*}"; print_done; continue; fi
+    export OMP_NUM_THREADS=$SHARE
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; print_done; done
     run_suite "$i" "${chosen[i]%:*}" &
 done

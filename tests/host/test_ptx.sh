@@ -55,8 +55,10 @@ run_variant() {
     else echo "not ok - tensor-core ptxas $name: $spilled of $inst kernel instances spill (see $d.log)"; fi
 }
 
-# The variants compile one translation unit each: run as many at once as
-# there are cores, and print their lines in this order.
+# make test checks one variant per path the CUDA board builds do not take (make test-full all of them:
+# SNN_TEST_TIER, tests/run.sh). The variants compile their units side by side, as many at once as there
+# are cores, and print their lines in this order.
+full() { [ "${SNN_TEST_TIER:-full}" = full ]; }
 jobs_max=$(nproc) order=()
 queue() { # the arguments of run_variant, in the background
     while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
@@ -66,21 +68,22 @@ queue() { # the arguments of run_variant, in the background
 
 queue sm75-fp16 rtx2060 75 FP16 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.f16\.f16\.f32' 'ldmatrix\.sync\.aligned\.m8n8\.x4' \
     'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans'
-queue sm75-fp16acc16 rtx2060 75 FP16_ACC16 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
+full && queue sm75-fp16acc16 rtx2060 75 FP16_ACC16 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16' \
     'ldmatrix\.sync\.aligned\.m8n8\.x4'
-queue sm80-bf16 h100 80 BF16 gemm 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
+full && queue sm80-bf16 h100 80 BF16 gemm 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' 'cp\.async\.cg\.shared\.global.*16' \
     'cp\.async\.wait_group' 'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans' # ldmatrix: the kernel on 16-bit twins
 queue sm80-tf32 h100 80 TF32 gemm 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32' 'cvt\.rna\.tf32\.f32' \
     'cp\.async\.cg\.shared\.global.*16'
 for pt in BF16:bf16:16 FP16:f16:16 TF32:tf32:8; do # precision : PTX type : instruction k
     IFS=: read -r p t k <<<"$pt"
+    [ "$p" = FP16 ] && ! full && continue
     queue sm90-$t h100 90 "$p" gemm "wgmma\.mma_async\.sync\.aligned\.m64n[0-9]+k$k\.f32\.$t\.$t" \
         'cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes' \
         'mbarrier\.try_wait\.parity' 'mbarrier\.arrive\.expect_tx' 'setmaxnreg\.(inc|dec)' 'wgmma\.wait_group'
 done
 # The fused step (kernels/cuda/fused/step.cu) reads FP32 operands and rounds them as it stages them: the
 # same instructions from cp.async'd FP32 tiles on sm90, from registers on sm75.
-queue fused-sm90-bf16 h100_128x1_b64 90 BF16 fused/step 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' \
+full && queue fused-sm90-bf16 h100_128x1_b64 90 BF16 fused/step 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' \
     'cp\.async\.ca\.shared\.global.*16' # FP32 tiles through L1
 queue fused-sm75-fp16acc16 rtx2060 75 FP16_ACC16 fused/step 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16'
 wait
