@@ -194,6 +194,7 @@ BUILD := $(O)/build
 include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild tools/lab/Kbuild
 
 CC ?= cc
+HOSTCC ?= cc # tools the build runs (fixdep): never sanitized or cross-compiled
 WARN := -Wall -Wextra -Wformat=2 $(EXTRA_WARN)
 CPPFLAGS := -I$(O)/include -Iinclude -I. -MMD -MP
 # SANITIZE=address,undefined: the C sources (all of the host target) built
@@ -273,10 +274,21 @@ $(O)/tools/bin/%: $(BUILD)/tools/lab/%.o $(lib-objs)
 	@$(if $(Q),echo '  LD      $@')
 	$(Q)$(LD) -o $@ $^ $(LDLIBS) -lcublas
 
-$(BUILD)/%.o: %.c $(CONFIG_H) $(FLAGS_STAMP)
+# Each object depends on the configuration symbols its sources name, as Kbuild's do: fixdep rewrites
+# the compiler's dependency file, config.h replaced by a file per symbol (tools/make/fixdep.c). config.h
+# is order-only: it must exist, and each object is rebuilt by the symbols it reads.
+FIXDEP := $(BUILD)/fixdep
+$(FIXDEP): tools/make/fixdep.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  HOSTCC  $<')
+	$(Q)$(HOSTCC) -O2 -Wall -Wextra $(EXTRA_WARN) -o $@ $<
+fixdep = $(FIXDEP) $(@:.o=.d) $(O)/include/config
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP) | $(CONFIG_H) $(FIXDEP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $<')
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(fixdep)
 
 # The wgmma wrappers, written out by a script (one asm operand per accumulator).
 WGMMA_H := $(if $(CONFIG_GEMM_WGMMA),$(O)/include/generated/sm90_wgmma.h)
@@ -284,10 +296,11 @@ $(O)/include/generated/sm90_wgmma.h: tools/make/gen_sm90_wgmma.py
 	@mkdir -p $(@D)
 	$(Q)$(or $(PYTHON),python3) tools/make/gen_sm90_wgmma.py $@
 
-$(BUILD)/%.o: %.cu $(CONFIG_H) $(WGMMA_H) $(FLAGS_STAMP)
+$(BUILD)/%.o: %.cu $(WGMMA_H) $(FLAGS_STAMP) | $(CONFIG_H) $(FIXDEP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  NVCC    $<')
 	$(Q)$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c -o $@ $<
+	$(Q)$(fixdep)
 
 # PTX of one CUDA source, to read the instruction forms: make build/kernels/cuda/gemm/forward.ptx
 $(BUILD)/%.ptx: %.cu $(CONFIG_H) $(WGMMA_H)

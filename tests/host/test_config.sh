@@ -224,24 +224,34 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     d=$(with warpk 'CONFIG_TARGET_SM80=y' 'CONFIG_PRECISION_FP16=y' 'CONFIG_GEMM_DGRAD_WARP_K=8' 'CONFIG_GEMM_DGRAD_BLOCK_K=16')
     $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1
     expect_refusal "FP16 warp K of 8 refused at compile time" \
-        'CONFIG_GEMM_DGRAD_WARP_K must be a multiple of the tensor-core fragment step' $M O="$d" "$d/build/kernels/cuda/gemm.o"
+        'CONFIG_GEMM_DGRAD_WARP_K must be a multiple of the tensor-core fragment step' $M O="$d" \
+        "$d/build/kernels/cuda/gemm/backward_input.o"
 else echo "skip - FP16 warp K of 8 refused at compile time: skipped: no nvcc"; fi
 
 # The header is rewritten only when it changes; objects rebuild exactly then.
 d=$T/regen; mkdir -p "$d"
 $M O="$d" host_defconfig >/dev/null
-$M O="$d" "$d/build/mm/arena.o" "$d/build/arch/check.o" >/dev/null 2>&1
+$M O="$d" "$d/build/nn/model.o" "$d/build/arch/check.o" >/dev/null 2>&1
 h=$d/include/generated/config.h
 before=$(stat -c %Y.%y "$h")
 sleep 1.1; touch "$d/.config"
-out=$($M O="$d" "$d/build/mm/arena.o" 2>&1)
+out=$($M O="$d" "$d/build/nn/model.o" 2>&1)
 if [ "$(stat -c %Y.%y "$h")" = "$before" ] && ! grep -q ' CC ' <<<"$out"; then
     echo "ok - unchanged config: header kept, nothing recompiled"
 else echo "not ok - touching .config rewrote the header or recompiled: $out"; fi
 sed -i 's/^CONFIG_NN_HIDDEN_WIDTH=.*/CONFIG_NN_HIDDEN_WIDTH=100/' "$d/.config"
-out=$($M O="$d" "$d/build/mm/arena.o" 2>&1)
-if grep -q 'CONFIG_NN_HIDDEN_WIDTH 100' "$h" && grep -q 'CC      mm/arena.c' <<<"$out"; then
+out=$($M O="$d" "$d/build/nn/model.o" 2>&1)
+if grep -q 'CONFIG_NN_HIDDEN_WIDTH 100' "$h" && grep -q 'CC      nn/model.c' <<<"$out"; then
     echo "ok - changed config: header regenerated, dependent object rebuilt"
+# Each object depends on the symbols its sources name (tools/make/fixdep.c): the step-loss period is
+# read by the program's options and training loop alone, so changing it rebuilds those and no kernel.
+$M O="$d" -j"$(nproc)" >/dev/null 2>&1
+sed -i 's/^CONFIG_TRAIN_LOG_EVERY=.*/CONFIG_TRAIN_LOG_EVERY=37/' "$d/.config"
+out=$($M O="$d" -j"$(nproc)" 2>&1)
+rebuilt=$(grep -o ' CC      [^ ]*' <<<"$out" | awk '{print $2}' | sort | tr '\n' ' ')
+if grep -q 'app/mnist.c' <<<"$rebuilt" && ! grep -q 'kernels/' <<<"$rebuilt" && [ "$(wc -w <<<"$rebuilt")" -le 4 ]; then
+    echo "ok - a symbol's change rebuilds the objects that name it: $rebuilt"
+else echo "not ok - CONFIG_TRAIN_LOG_EVERY's change rebuilt: $rebuilt"; fi
 else echo "not ok - width change not propagated: $out"; fi
 
 # savedefconfig writes back the minimal config; the alias works.

@@ -239,15 +239,11 @@ def genconfig(out_dir):
         die(f"{path} is stale: it does not set {', '.join('CONFIG_' + m for m in missing)}; "
             "run 'make olddefconfig' (take the defaults) or 'make menuconfig'")
     header = config_header(kconf, path)
-    auto = os.path.join(out_dir, "include/config/auto.conf")
     hdr = os.path.join(out_dir, "include/generated/config.h")
-    tmp = f"{auto}.tmp{os.getpid()}"
-    os.makedirs(os.path.dirname(auto), exist_ok=True)
-    kconf.write_config(tmp, header="# generated; do not edit\n", save_old=False)
-    with open(tmp) as f:
-        conf_text = f.read()
-    os.remove(tmp)
-    write_if_changed(auto, conf_text)
+    # include/config/auto.conf (the values, for make), and a file per symbol touched when its value
+    # changes: the objects depend on the symbols they name (tools/make/fixdep.c), not on config.h.
+    os.makedirs(os.path.join(out_dir, "include"), exist_ok=True)  # sync_deps makes only the last level
+    kconf.sync_deps(os.path.join(out_dir, "include/config"))
     if write_if_changed(hdr, header):
         print(f"  GEN     {hdr}")
 
