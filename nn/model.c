@@ -20,7 +20,7 @@
 #define ARENA_ACT_WIDTHS SNN_ACT_WIDTHS
 #define ARENA_GRAD_FLOATS (2 * (size_t)SNN_BATCH * GRAD_DIM)
 #endif
-/* A twin region per FP32 range, padded to 128 bytes (kernels/cuda/twin.h). */
+/* A twin region per FP32 range, padded to 128 bytes (kernels/cuda/twin.cuh). */
 #define TWIN_PAD(elems) (((size_t)(elems) + 63) / 64 * 64)
 #ifdef CONFIG_GEMM_TWINS
 #define TWIN_BYTES                                                                                         \

@@ -15,7 +15,7 @@
  *   results (the update from the same starting state);
  * With CONFIG_GEMM_TWINS the GEMM roles run twice: without 16-bit twins (the
  * mma.sync kernels on FP32 operands) and with every buffer twinned
- * (kernels/cuda/twin.h), so that the roles whose strides the twins serve
+ * (kernels/cuda/twin.cuh), so that the roles whose strides the twins serve
  * run on them: on wgmma (CONFIG_GEMM_WGMMA) or mma.sync (the case's name
  * says which kernel ran); the twins the epilogues write must then equal the
  * FP32 results rounded. In TF32, wgmma reads the FP32 operands themselves:
