@@ -296,6 +296,20 @@ def check_design_numbers(text):
                 f"DESIGN.md says {found or 'nothing the check finds'}, {source} {want}")
 
 
+# The developers' rule for commit subjects, kept since the commit that last broke it.
+SUBJECTS_SINCE = "d8b96dd"
+
+
+def check_history():
+    log = subprocess.run(["git", "log", "--format=%h %s", f"{SUBJECTS_SINCE}..HEAD"], capture_output=True, text=True)
+    if log.returncode:
+        print(f"skip - commit subjects: skipped: no git history back to {SUBJECTS_SINCE} (a shallow clone?)")
+        return
+    long = [line for line in log.stdout.splitlines() if len(line.split(" ", 1)[1]) > 72]
+    verdict(not long, f"every commit subject since {SUBJECTS_SINCE} is at most 72 characters",
+            "; ".join(long[:3]))
+
+
 if __name__ == "__main__":
     text = readme()
     check_tiers(text)
@@ -307,3 +321,4 @@ if __name__ == "__main__":
     check_design_symbols(doc)
     check_design_names(doc, words)
     check_design_numbers(doc)
+    check_history()
