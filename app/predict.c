@@ -63,6 +63,7 @@ int snn_predict_images(snn_model *m, const char *const *paths, int count, FILE *
             ok[read] = read_digit(paths[from + read], images + (size_t)read * SNN_INPUT_DIM) == 0;
             failed += !ok[read];
         }
+        stopped = stopped || snn_stop_signal(); /* one that came during the last file's read */
         snn_rt_upload(m->test_images, images, image_bytes);
         snn_evaluate_logits(m, logits);
         for (int i = 0; i < read; i++)

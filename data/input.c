@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,9 +15,7 @@ int snn_input_open(const char *path, struct stat *st, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    int flags;
-    if (fstat(fd, st) != 0 || (flags = fcntl(fd, F_GETFL)) < 0 ||
-        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    if (fstat(fd, st) != 0) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         close(fd);
         return -1;
@@ -30,8 +29,15 @@ int snn_input_read(int fd, void *dst, size_t n, size_t *got)
     while (*got < n) {
         size_t chunk = n - *got < (size_t)1 << 30 ? n - *got : (size_t)1 << 30;
         ssize_t r = read(fd, (uint8_t *)dst + *got, chunk);
-        if (r < 0 && errno == EINTR)
+        /* The descriptor stays non-blocking: a FIFO with no writer reads as its end at once, and one whose
+         * writer has sent nothing yet is waited for in poll(), which a signal ends (EINTR): the stop
+         * handlers ask for restarts, and a blocking read() would wait past them. */
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, -1) < 0)
+                return errno;
             continue;
+        }
         if (r < 0)
             return errno;
         if (r == 0)

@@ -246,6 +246,15 @@ PY
             '[ $rc -eq 1 ] && [ "$(cat "$T/fifo.err")" = "mnist: error: $T/nowriter: empty file (a FIFO or pipe with no writer?)" ] &&
              [ "$(grep "^/dev/fd/" "$T/fifo.out" | cut -d: -f2-)" = "$(grep "d03-label0.png: " "$T/bad.out" | cut -d: -f2-)" ]' \
             "status $rc: $(cat "$T/fifo.err")"
+        # A FIFO whose writer sends nothing: SIGTERM ends the wait for its data (it once took a second).
+        mkfifo "$T/silent" && { sleep 30 >"$T/silent" & }
+        writer=$!
+        timeout -k 1 5 "$APP" --load "$T/full4.st" --predict "$T/silent" >"$T/silent.out" 2>"$T/silent.err" &
+        pid=$!
+        sleep 0.5; kill -TERM $pid 2>/dev/null; wait $pid; rc=$?; kill $writer 2>/dev/null
+        verdict "--predict: SIGTERM ends the wait for a silent writer's data, exit 143" \
+            '[ $rc -eq 143 ] && grep -q "silent: .*Interrupted system call" "$T/silent.err" &&
+             grep -q "interrupted by SIGTERM" "$T/silent.err"' "status $rc: $(cat "$T/silent.err")"
     else echo "not ok - --predict: writing the test images failed"; fi
 else echo "skip - --predict: skipped: no python3 with numpy"; fi
 
