@@ -16,31 +16,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "tests/fuzz/input_file.h"
+
 #define MAX_COUNT 64 /* 64 images of 28x28: 50 KB */
 
-static char path[32];
-
-static void write_input(const uint8_t *data, size_t size)
-{
-    static int fd = -1;
-    if (fd < 0) {
-        const char *dir = getenv("TMPDIR");
-        char tmpl[4096];
-        snprintf(tmpl, sizeof tmpl, "%s/snn-fuzz-idx.XXXXXX", dir && *dir ? dir : "/tmp");
-        if ((fd = mkstemp(tmpl)) < 0) {
-            perror(tmpl);
-            abort();
-        }
-        unlink(tmpl);
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    }
-    /* Write, then cut to size: ext4 flushes a file truncated to 0 when it
-     * is closed, which would make every input wait for the disk. */
-    if (pwrite(fd, data, size, 0) != (ssize_t)size || ftruncate(fd, (off_t)size)) {
-        perror("fuzz_idx: writing the input");
-        abort();
-    }
-}
+static const char *path; /* the input as a file (input_file.h) */
 
 /* The file's own count where its header reads, at most MAX_COUNT; else 2. */
 static uint32_t expected_count(uint32_t magic)
@@ -58,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static volatile unsigned gzip_inputs;
     if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b)
         gzip_inputs++;
-    write_input(data, size);
+    path = fuzz_input_file("idx", data, size);
 
     uint32_t n = expected_count(SNN_IDX_MAGIC_IMAGES);
     uint8_t *buf = malloc((size_t)n * 28 * 28);

@@ -18,29 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char file_path[32];
-
-static void write_file(const uint8_t *data, size_t size)
-{
-    static int fd = -1;
-    if (fd < 0) {
-        const char *dir = getenv("TMPDIR");
-        char tmpl[4096];
-        snprintf(tmpl, sizeof tmpl, "%s/snn-fuzz-st.XXXXXX", dir && *dir ? dir : "/tmp");
-        if ((fd = mkstemp(tmpl)) < 0) {
-            perror(tmpl);
-            abort();
-        }
-        unlink(tmpl);
-        snprintf(file_path, sizeof file_path, "/proc/self/fd/%d", fd);
-    }
-    /* Write, then cut to size: ext4 flushes a file truncated to 0 when it
-     * is closed, which would make every input wait for the disk. */
-    if (pwrite(fd, data, size, 0) != (ssize_t)size || ftruncate(fd, (off_t)size)) {
-        perror("fuzz_safetensors: writing the input");
-        abort();
-    }
-}
+#include "tests/fuzz/input_file.h"
 
 /* The input read back from a pipe whose writer has closed; a pipe that
  * cannot hold the input whole (over its capacity) is skipped: *read_it 0. */
@@ -85,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!copy)
         return 0;
     memcpy(copy, data, size);
-    write_file(data, size);
+    const char *file_path = fuzz_input_file("st", data, size);
     char err[512] = "", file_err[512] = "";
     snn_st_file *f = snn_st_parse(copy, size, file_path, err, sizeof(err));
     if (f) {
