@@ -249,9 +249,12 @@ PY
         # A FIFO whose writer sends nothing: SIGTERM ends the wait for its data (it once took a second).
         mkfifo "$T/silent" && { sleep 30 >"$T/silent" & }
         writer=$!
-        timeout -k 1 5 "$APP" --load "$T/full4.st" --predict "$T/silent" >"$T/silent.out" 2>"$T/silent.err" &
-        pid=$!
-        sleep 0.5; kill -TERM $pid 2>/dev/null; wait $pid; rc=$?; kill $writer 2>/dev/null
+        "$APP" --load "$T/full4.st" --predict "$T/silent" >"$T/silent.out" 2>"$T/silent.err" &
+        pid=$! # the program itself: timeout(1) would answer the signal for it, before it has ended
+        sleep 0.5; kill -TERM $pid 2>/dev/null
+        for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+        kill -KILL $pid 2>/dev/null # still waiting after 5 s: ended here, and the verdict fails
+        wait $pid; rc=$?; kill $writer 2>/dev/null
         verdict "--predict: SIGTERM ends the wait for a silent writer's data, exit 143" \
             '[ $rc -eq 143 ] && grep -q "silent: .*Interrupted system call" "$T/silent.err" &&
              grep -q "interrupted by SIGTERM" "$T/silent.err"' "status $rc: $(cat "$T/silent.err")"
