@@ -194,7 +194,8 @@ BUILD := $(O)/build
 include app/Kbuild arch/Kbuild data/Kbuild kernels/Kbuild mm/Kbuild nn/Kbuild tests/Kbuild tools/lab/Kbuild
 
 CC ?= cc
-HOSTCC ?= cc # tools the build runs (fixdep): never sanitized or cross-compiled
+# The tools the build runs (fixdep): never sanitized or cross-compiled.
+HOSTCC ?= cc
 WARN := -Wall -Wextra -Wformat=2 $(EXTRA_WARN)
 CPPFLAGS := -I$(O)/include -Iinclude -I. -MMD -MP
 # SANITIZE=address,undefined: the C sources (all of the host target) built

@@ -11,16 +11,12 @@
 int snn_input_open(const char *path, struct stat *st, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, st) != 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fd >= 0 && fstat(fd, st) == 0)
+        return fd;
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fd >= 0)
         close(fd);
-        return -1;
-    }
-    return fd;
+    return -1;
 }
 
 int snn_input_read(int fd, void *dst, size_t n, size_t *got)

@@ -97,8 +97,7 @@ run() { # run NAME CMD...: a test program or script; a crash is a failure
     [ $rc -eq 0 ] || echo "not ok - $name: exited with status $rc"
 }
 
-# ---- the suites: each a function, listed below with its time and whether
-# ---- make check runs it
+# ---- the suites: each a function; tests/suites.txt gives each one's time and tiers
 
 suite_data() {
     if make --no-print-directory data >"$SNN_TEST_OUT/data.log" 2>&1; then
@@ -279,7 +278,7 @@ predict_seeds() {
 }
 
 suite_ptx() { run "tensor-core ptx" tests/host/test_ptx.sh; }
-suite_gpu() { SNN_GPU_TIER=$tier run "gpu" tests/gpu/run.sh; }
+suite_gpu() { run "gpu" tests/gpu/run.sh; }
 
 # The tier's suites: data and builds first, alone (every other suite uses what they leave), then the
 # others JOBS at a time. A suite's lines go to its own file and are printed whole, in table order, as

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU tests, run by tests/run.sh: where a CUDA GPU is present, the GPU variants of the tier
-# (SNN_GPU_TIER: test, one per code path; full, every one) are planned (each a defconfig in its own
-# directory), built side by side (the device machine's cores), then checked one after another on the GPU:
+# (SNN_TEST_TIER, set by tests/run.sh, test when run alone: test, one per code path; full, every one) are
+# planned (each a defconfig in its own directory), built side by side (the device machine's cores), then
+# checked one after another on the GPU:
 # the kernel tests, the training-step test, the fused step's op-by-op test, and where marked an epoch
 # against the host engine, determinism, resume and PyTorch loading, compute-sanitizer (memcheck,
 # racecheck, synccheck), the memory strategies against the static arena. Elsewhere: one "skip" line.
@@ -11,10 +12,10 @@ set -u
 cd "$(dirname "$0")/../.."
 . tools/lib/gpu.sh
 OUT=${SNN_TEST_OUT:-build/test}
-TIER=${SNN_GPU_TIER:-test}
+TIER=${SNN_TEST_TIER:-test}
 PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused} "
 part_wanted() { [[ $PARTS == *" $1 "* ]]; }
-case $TIER in test | full) ;; *) echo "not ok - gpu tests: SNN_GPU_TIER=$TIER is neither test nor full"; exit 0 ;; esac
+case $TIER in test | full) ;; *) echo "not ok - gpu tests: SNN_TEST_TIER=$TIER is neither test nor full"; exit 0 ;; esac
 mkdir -p "$OUT" # run alone (SNN_GPU_PARTS=...), not under tests/run.sh
 ACTION=${1:-check}
 case $ACTION in check | --list | --build-only) ;; *) echo "usage: tests/gpu/run.sh [--list | --build-only]" >&2; exit 2 ;; esac
