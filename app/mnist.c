@@ -465,22 +465,6 @@ static int train_steps(outputs *out, const options *o, run_state *r, int first, 
 }
 #endif
 
-/* Steps first .. last - 1, timed with the device's clock: their ms are added
- * to the run's training time; how many of the epoch's losses are checked. */
-static int timed_steps(outputs *out, const options *o, run_state *r, int first, int last, float *ms)
-{
-    snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
-    snn_rt_mark(start);
-    const int checked = train_steps(out, o, r, first, last);
-    snn_rt_mark(stop);
-    const float t = snn_rt_elapsed_ms(start, stop);
-    snn_rt_mark_free(start);
-    snn_rt_mark_free(stop);
-    *ms += t;
-    r->train_s += t / 1e3;
-    return checked;
-}
-
 /* --target-acc: the watched set scored after `steps` steps of the epoch. */
 static void watch_target(outputs *out, run_state *r, int steps)
 {
@@ -503,7 +487,8 @@ static void print_epoch(int epoch, const epoch_figures *f)
 
 /* One epoch from step `first` (0, or where a checkpoint left it), in
  * stretches of CONFIG_TRAIN_EVAL_EVERY steps under --target-acc (each then
- * scored), else whole; it ends early where the target is reached. */
+ * scored), else whole; it ends early where the target is reached. Each
+ * stretch is timed with the device's clock, its scoring not. */
 static void train_epoch(outputs *out, const options *o, run_state *r, int first)
 {
     snn_model *m = &r->m;
@@ -513,15 +498,23 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first)
     int steps = first, checked = 0;
     if (snn_stop_signal())
         stop_run(out, o, r, first);
+    snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
     while (steps < o->max_steps && !r->target.reached) {
         int last = (steps / every + 1) * every;
         if (last > o->max_steps)
             last = o->max_steps;
-        checked = timed_steps(out, o, r, steps, last, &f.ms);
+        snn_rt_mark(start);
+        checked = train_steps(out, o, r, steps, last);
+        snn_rt_mark(stop);
+        const float ms = snn_rt_elapsed_ms(start, stop);
+        f.ms += ms;
+        r->train_s += ms / 1e3;
         steps = last;
         if (r->target.goal > 0)
             watch_target(out, r, steps);
     }
+    snn_rt_mark_free(start);
+    snn_rt_mark_free(stop);
     f.steps = steps;
     f.train = snn_epoch_score(m, steps, losses);
     if (out->dump)

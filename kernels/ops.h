@@ -1,6 +1,7 @@
-/* The kernels, as functions per backend (host_*, cuda_*) and as a table the
- * schedule calls through, so that one schedule (nn/train.c) drives either. The
- * host kernels are always built: they are the reference of every GPU test. */
+/* The kernels, as functions per backend (host_*, cuda_*, each named in its
+ * prototype's comment in kernels/ops_proto.h) and as a table the schedule
+ * calls through, so that one schedule (nn/train.c) drives either. The host
+ * kernels are always built: they are the reference of every GPU test. */
 #ifndef SNN_OPS_H
 #define SNN_OPS_H
 

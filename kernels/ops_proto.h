@@ -1,5 +1,7 @@
 /* The kernel API, written once and declared for each backend: include with
- * OP(name) defined as the backend's prefix (host_##name, cuda_##name).
+ * OP(name) defined as the backend's prefix (host_##name, cuda_##name). Each
+ * prototype's comment starts with the two names it declares, so that a search
+ * for one finds it here (tests/host/test_docs.py checks it).
  * Pointers are in the backend's memory (host memory for host_, device memory
  * for cuda_). Matrices are row-major; weights are [out][in] as in nn.Linear.
  * Calls are asynchronous on the GPU (one stream) and never synchronise.
@@ -9,17 +11,19 @@
  * their twins where given. The host has no twins (always NULL). */
 #include <stdint.h>
 
-/* Forward role: Y[M,N] = X[M,K] . W[N,K]^T + b[N], then ReLU if relu.
- * b may be NULL (no bias). */
+/* host_linear_forward, cuda_linear_forward: the forward role,
+ * Y[M,N] = X[M,K] . W[N,K]^T + b[N], then ReLU if relu. b may be NULL (no bias). */
 void OP(linear_forward)(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
                         const snn_twin *w16, const float *b, int M, int N, int K, int relu);
 
-/* Input-gradient role: dX[M,K] = (dY[M,N] . W[N,K]) * (act[M,K] > 0).
+/* host_linear_backward_input, cuda_linear_backward_input: the input-gradient role,
+ * dX[M,K] = (dY[M,N] . W[N,K]) * (act[M,K] > 0).
  * act is the layer's input activation (a ReLU output); NULL: no mask. */
 void OP(linear_backward_input)(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
                                const snn_twin *w16, const float *act, int M, int N, int K);
 
-/* Weight-gradient role fused with the optimizer's update (kernels/optim.h) at the step's factors *rate:
+/* host_linear_backward_weight_update, cuda_linear_backward_weight_update: the weight-gradient role fused
+ * with the optimizer's update (kernels/optim.h) at the step's factors *rate:
  *   gW[N,K] = dY[M,N]^T . X[M,K];  w = snn_update(w, gW, sw)  element by element
  *   gb[N]   = sum_m dY[m,N];       b = snn_update(b, gb, sb)
  * sw and sb hold SNN_OPTIM_MOMENTS arrays each, shaped as w and b (SGD's momentum: from 0, after the first
@@ -28,7 +32,7 @@ void OP(linear_backward_weight_update)(float *w, snn_twin *w16, snn_state sw, fl
                                        const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
                                        int M, int N, int K, const snn_rate *rate);
 
-/* Batch gather and normalisation: for i < rows, with
+/* host_gather_batch, cuda_gather_batch: batch gather and normalisation: for i < rows, with
  * r = order ? order[*step * rows + i] : *step * rows + i,
  *   x[i][j] = (images[r][j] / 255 - mean) / std  (j < SNN_INPUT_DIM),  y[i] = labels[r].
  * A training step's gather (noise.epoch given) under CONFIG_TRAIN_AUGMENT_SHIFT reads each image translated
@@ -36,12 +40,14 @@ void OP(linear_backward_weight_update)(float *w, snn_twin *w16, snn_state sw, fl
 void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                       const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise);
 
-/* Dropout of hidden layer `layer`'s output t[rows][width] in training step *step of epoch *noise.epoch,
- * in place with its twin: t = snn_dropout_keeps(..., i) ? t * SNN_DROPOUT_SCALE : 0 (kernels/noise.h). The
- * same call on the gradient of that output is its derivative. */
+/* host_dropout, cuda_dropout: dropout of hidden layer `layer`'s output t[rows][width] in training step
+ * *step of epoch *noise.epoch, in place with its twin:
+ * t = snn_dropout_keeps(..., i) ? t * SNN_DROPOUT_SCALE : 0 (kernels/noise.h). The same call on the
+ * gradient of that output is its derivative. */
 void OP(dropout)(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width);
 
-/* Numerically stable softmax + cross-entropy over logits[rows][SNN_CLASSES]:
+/* host_softmax_xent, cuda_softmax_xent: numerically stable softmax + cross-entropy over
+ * logits[rows][SNN_CLASSES]:
  *   loss[*step] = mean over rows of -log softmax(logits)[y],
  *   correct[*step] = rows whose first arg-max equals y,
  *   dlogits = (softmax - onehot(y)) / rows, unless dlogits is NULL.
@@ -49,23 +55,26 @@ void OP(dropout)(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, 
 void OP(softmax_xent)(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                       const uint8_t *y, const int32_t *step, int rows);
 
-/* *step += 1, in the backend's memory (so a captured step can be replayed). */
+/* host_step_advance, cuda_step_advance: *step += 1, in the backend's memory (so a captured step can be
+ * replayed). */
 void OP(step_advance)(int32_t *step);
 
-/* *c.rate = the factors of the step the clock is at (snn_clock_rate, kernels/optim.h). */
+/* host_schedule, cuda_schedule: *c.rate = the factors of the step the clock is at (snn_clock_rate,
+ * kernels/optim.h). */
 void OP(schedule)(snn_clock c);
-/* The training step's end: *c.step += 1, then the next step's factors into *c.rate. */
+/* host_clock_advance, cuda_clock_advance: the training step's end: *c.step += 1, then the next step's
+ * factors into *c.rate. */
 void OP(clock_advance)(snn_clock c);
 
-/* t[i] = x[i] rounded to the twin's 16 bits, i < n: after x was written
+/* host_write_twin, cuda_write_twin: t[i] = x[i] rounded to the twin's 16 bits, i < n: after x was written
  * other than by an op (the initial parameters). */
 void OP(write_twin)(snn_twin *t, const float *x, long n);
 
-/* Binds the GEMMs' scratch memory, floats of it, once at start-up (the GPU's
- * split-K partial sums; NULL for none); the host reserves its packing
- * buffers instead, so that a run allocates nothing after start-up. */
+/* host_bind_workspace, cuda_bind_workspace: binds the GEMMs' scratch memory, floats of it, once at
+ * start-up (the GPU's split-K partial sums; NULL for none); the host reserves its packing buffers instead,
+ * so that a run allocates nothing after start-up. */
 void OP(bind_workspace)(float *workspace, long floats);
 
-/* The GEMMs' numerics as tools/torch_parity.py names them ("fp32", "bf16",
- * "tf32_wgmma", ...), or NULL where the model's GEMMs do not share one. */
+/* host_gemm_numerics, cuda_gemm_numerics: the GEMMs' numerics as tools/torch_parity.py names them
+ * ("fp32", "bf16", "tf32_wgmma", ...), or NULL where the model's GEMMs do not share one. */
 const char *OP(gemm_numerics)(void);

@@ -8,7 +8,10 @@ source, so that a stale one fails here rather than misleads a reader:
 - docs/DESIGN.md: every file path it names (in backticks, or in its indented call chain) exists; every
   CONFIG_ name and every Kconfig symbol it names in backticks is a symbol (or a name tools/make/kconfig.py
   generates); every code name (an identifier with an underscore, or a CamelCase type) it names is in the
-  sources; the numbers it keeps equal their source's.
+  sources; the numbers it keeps equal their source's;
+- the names a search for a kernel or a hop must find: every OP(name) prototype of kernels/ops_proto.h has
+  host_name and cuda_name in its comment; every function the path from main() at the top of nn/train.c
+  names is defined in the file named beside it.
 SNN_README and SNN_DESIGN name other copies of the two files (the checks' own tests plant stale ones).
 Prints one ok / not ok line per check; exits 0."""
 import fnmatch
@@ -296,6 +299,46 @@ def check_design_numbers(text):
                 f"DESIGN.md says {found or 'nothing the check finds'}, {source} {want}")
 
 
+# ---- the names a reader searches for ----------------------------------------------------------------------
+
+def comment_before(text, pos):
+    """The comment just before pos, with at most a return type between them, or ''."""
+    end = text.rfind("*/", 0, pos)
+    if end < 0 or re.search(r"[;{}]|/\*", text[end + 2:pos]):
+        return ""
+    return text[text.rfind("/*", 0, end):end]
+
+
+def check_op_names(proto):
+    """The X-macro writes host_##name and cuda_##name, which a search would not find: each prototype's
+    comment names them."""
+    ops = [(m.group(1), m.start()) for m in re.finditer(r"^(?!\s*/?\*).*?\bOP\((\w+)\)\s*\(", proto, re.M)]
+    bad = [name for name, at in ops
+           if not all(re.search(rf"\b{p}_{name}\b", comment_before(proto, at)) for p in ("host", "cuda"))]
+    verdict(ops and not bad, f"every op of kernels/ops_proto.h ({len(ops)}) names its host_ and cuda_ functions "
+            "in its comment", "not named: " + ", ".join(bad))
+
+
+def defines(path, name):
+    """Whether the C or CUDA file at path defines function name: at a line's start (after its type), a
+    parameter list, then a body."""
+    if not os.path.isfile(path):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        src = f.read()
+    return re.search(rf"^(?:[A-Za-z_][^;{{}}()\n]*[\s*])?{name}\s*\([^;{{}}]*\)\s*\{{", src, re.M) is not None
+
+
+def check_chain(train_c):
+    """nn/train.c opens with the path from main() to a kernel, a `function (file)` a hop."""
+    m = re.match(r"\s*/\*(.*?)\*/", train_c, re.S)
+    hops = re.findall(r"\b(\w+) \(([\w./-]+\.(?:c|h|cu|cuh))\)", m.group(1)) if m else []
+    opens = hops[:1] == [("main", "app/mnist.c")]
+    bad = [f"{name} ({path})" for name, path in hops if not defines(path, name)]
+    verdict(opens and not bad, f"every function of nn/train.c's path from main() ({len(hops)}) is defined in the "
+            "file it names", "not defined there: " + ", ".join(bad) if opens else "no main (app/mnist.c) opens it")
+
+
 # The developers' rule for commit subjects, kept since the commit that last broke it.
 SUBJECTS_SINCE = "d8b96dd"
 
@@ -321,4 +364,8 @@ if __name__ == "__main__":
     check_design_symbols(doc)
     check_design_names(doc, words)
     check_design_numbers(doc)
+    with open("kernels/ops_proto.h") as f:
+        check_op_names(f.read())
+    with open("nn/train.c") as f:
+        check_chain(f.read())
     check_history()

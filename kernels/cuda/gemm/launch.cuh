@@ -1,6 +1,7 @@
-/* Launching the SIMT and mma.sync GEMM kernels: whether an operand can be loaded 16 bytes at a time, the
- * GPU's capacity (SMs, blocks an SM holds), and gemm_launch, the grid over a role's tiles of M x N (x split-K
- * slices) with the opt-in to more than the default 48 KB of dynamic shared memory. */
+/* What the SIMT and mma.sync GEMM launchers (gemm_f32_launch, gemm_mma_launch) share: whether an operand can
+ * be loaded 16 bytes at a time, the GPU's capacity (SMs, blocks an SM holds), a kernel's opt-in to more than
+ * the default 48 KB of dynamic shared memory, and gemm_grid, the grid over a role's tiles of M x N (x split-K
+ * slices). */
 #ifndef SNN_GEMM_LAUNCH_CUH
 #define SNN_GEMM_LAUNCH_CUH
 
@@ -58,26 +59,36 @@ static inline int gemm_resident_blocks(int threads_per_block, int ring_bytes)
     return std::max(1, std::min(threads / threads_per_block, smem / std::max(1, ring_bytes + reserved)));
 }
 
-/* KERNEL<<<Tile's blocks over M x N (x slices of k), Tile::THREADS, smem>>>(args...) on the engine's stream.
- * The kernel's ring has STAGES shared tiles of STAGE_BYTES; a block that loads fewer k tiles (a short k, as
- * the weight gradient's batch, or a split-K slice) gets only the stages it fills: more blocks fit on an SM. */
-template <class Tile, auto KERNEL, int STAGE_BYTES, int STAGES, class... Args>
-static void gemm_launch(int M, int N, int slices, int ktiles_per_block, const Args &...args)
+/* KERNEL, opted in (once per kernel instance) to SMEM bytes of dynamic shared memory where that is more than
+ * the default 48 KB. */
+template <auto KERNEL, int SMEM>
+static auto gemm_opted_in()
 {
-    constexpr int SMEM = STAGE_BYTES * STAGES;
     if constexpr (SMEM > SNN_CUDA_SMEM_DEFAULT) {
-        static bool opted_in; /* once per kernel instance */
+        static bool opted_in;
         if (!opted_in) {
             CUDA_CHECK(cudaFuncSetAttribute((const void *)KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
             opted_in = true;
         }
     }
+    return KERNEL;
+}
+
+/* A launch's grid, Tile's blocks over M x N (x slices of k), and a block's dynamic shared memory. */
+struct GemmGrid {
+    dim3 blocks;
+    int smem;
+};
+
+/* The kernel's ring has STAGES shared tiles of STAGE_BYTES; a block that loads fewer k tiles (a short k, as
+ * the weight gradient's batch, or a split-K slice) gets only the stages it fills: more blocks fit on an SM. */
+template <class Tile, int STAGE_BYTES, int STAGES>
+static GemmGrid gemm_grid(int M, int N, int slices, int ktiles_per_block)
+{
     if ((M + Tile::BM - 1) / Tile::BM > 65535)
         snn_die("GEMM with %d rows exceeds the grid's 65535 x %d (its role's block tile M) rows", M, Tile::BM);
     const int stages = std::max(1, std::min(ktiles_per_block, STAGES));
-    const dim3 grid((N + Tile::BN - 1) / Tile::BN, (M + Tile::BM - 1) / Tile::BM, slices);
-    KERNEL<<<grid, Tile::THREADS, STAGE_BYTES * stages, snn_stream()>>>(args...);
-    CUDA_CHECK_LAUNCH();
+    return {dim3((N + Tile::BN - 1) / Tile::BN, (M + Tile::BM - 1) / Tile::BM, slices), STAGE_BYTES * stages};
 }
 
 /* The copies address a tile's lines by 32-bit byte offsets from its origin (GemmOperand::issue): a tile's

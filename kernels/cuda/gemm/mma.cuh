@@ -289,37 +289,46 @@ __global__ void __launch_bounds__(T::THREADS)
  * launchers
  * ------------------------------------------------------------------------- */
 
-/* C[M,N] = A . B^T (A, B of elements G in layouts LA, LB; M, N > 0) at tile T over split's k slices, through
- * epi: on twins the instance of 16-byte loads, with whole k tiles (KW: no zero-fill sizes) where K allows and
- * an operand is K-major; on FP32 operands, 4-float loads of each where its layout and alignment allow. */
-template <class T, int LA, int LB, class G, class Epi>
-static void gemm_mma_launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
-                            const Epi &epi)
+/* The instance of gemm_mma_kernel for these operands (elements G in layouts LA, LB), opted in to its shared
+ * memory: on twins the instance of 16-byte loads, with whole k tiles (KW: no zero-fill sizes) where K allows
+ * and an operand is K-major; on FP32 operands, 4-float loads of each where its layout and alignment allow. */
+template <class T, int LA, int LB, class Epi, class G>
+static auto gemm_mma_instance(const G *A, int lda, const G *B, int ldb, int K)
 {
     typedef GemmMmaRing<T, G, LA, LB> Ring;
-#define GEMM_MMA_AT(VA, VB, KW)                                                                                   \
-    gemm_launch<T, gemm_mma_kernel<T, G, LA, LB, VA, VB, KW, Epi>, Ring::STAGE_BYTES, Ring::STAGES>(             \
-        M, N, split.slices, split.per, A, lda, B, ldb, M, N, K, split.per, epi)
+    constexpr int SMEM = Ring::STAGE_BYTES * Ring::STAGES;
     if constexpr (sizeof(G) == 2) {
         if constexpr (SNN_ARCH_HAS_CP_ASYNC && (LA == GEMM_K_MAJOR || LB == GEMM_K_MAJOR))
             if (K % T::BK == 0)
-                return GEMM_MMA_AT(8, 8, true);
-        GEMM_MMA_AT(8, 8, false);
+                return gemm_opted_in<gemm_mma_kernel<T, G, LA, LB, 8, 8, true, Epi>, SMEM>();
+        return gemm_opted_in<gemm_mma_kernel<T, G, LA, LB, 8, 8, false, Epi>, SMEM>();
     } else {
         constexpr bool CAN_A = gemm_vec_allowed<T, LA, T::BM, false>(), CAN_B = gemm_vec_allowed<T, LB, T::BN, false>();
         const bool va = CAN_A && gemm_vec_aligned(A, lda), vb = CAN_B && gemm_vec_aligned(B, ldb);
         if constexpr (CAN_A && CAN_B)
             if (va && vb)
-                return GEMM_MMA_AT(4, 4, false);
+                return gemm_opted_in<gemm_mma_kernel<T, G, LA, LB, 4, 4, false, Epi>, SMEM>();
         if constexpr (CAN_A)
             if (va)
-                return GEMM_MMA_AT(4, 1, false);
+                return gemm_opted_in<gemm_mma_kernel<T, G, LA, LB, 4, 1, false, Epi>, SMEM>();
         if constexpr (CAN_B)
             if (vb)
-                return GEMM_MMA_AT(1, 4, false);
-        GEMM_MMA_AT(1, 1, false);
+                return gemm_opted_in<gemm_mma_kernel<T, G, LA, LB, 1, 4, false, Epi>, SMEM>();
+        return gemm_opted_in<gemm_mma_kernel<T, G, LA, LB, 1, 1, false, Epi>, SMEM>();
     }
-#undef GEMM_MMA_AT
+}
+
+/* C[M,N] = A . B^T (A, B of elements G in layouts LA, LB; M, N > 0) at tile T over split's k slices, through
+ * epi, on the engine's stream. */
+template <class T, int LA, int LB, class G, class Epi>
+static void gemm_mma_launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
+                            const Epi &epi)
+{
+    typedef GemmMmaRing<T, G, LA, LB> Ring;
+    const auto kernel = gemm_mma_instance<T, LA, LB, Epi>(A, lda, B, ldb, K);
+    const GemmGrid g = gemm_grid<T, Ring::STAGE_BYTES, Ring::STAGES>(M, N, split.slices, split.per);
+    kernel<<<g.blocks, T::THREADS, g.smem, snn_stream()>>>(A, lda, B, ldb, M, N, K, split.per, epi);
+    CUDA_CHECK_LAUNCH();
 }
 
 #endif

@@ -2,7 +2,7 @@
  * kt_begin .. kt_end - 1 (of Tile::BK each; a split-K slice is such a range) of A's rows m0.. and B's rows
  * n0.. (GemmOperand types OpA, OpB; the block tile's origin, which a kernel takes from its block index and
  * the fused step from its work list) into shared memory and calls compute(As, Bs) on each, in k order. With cp.async (sm80, sm90) a
- * ring of STAGES tiles, of which fewer k tiles touch only the first (gemm_launch sizes shared memory so);
+ * ring of STAGES tiles, of which fewer k tiles touch only the first (gemm_grid sizes shared memory so);
  * on sm75 one shared tile while the next is loaded into registers. */
 #ifndef SNN_GEMM_PIPELINE_CUH
 #define SNN_GEMM_PIPELINE_CUH

@@ -5,9 +5,9 @@
  *   |- gemm_run                    the dispatch, in this order:
  *   |  |- gemm_wgmma_run           TMA + wgmma (sm90)            -> gemm_wgmma_kernel      gemm/wgmma.cuh
  *   |  |- gemm_mma                 from twins or FP32; split-K?  (tensor-core precisions)
- *   |  |  |- gemm_mma_launch       16-byte loads where allowed   -> gemm_launch -> gemm_mma_kernel   gemm/mma.cuh
+ *   |  |  |- gemm_mma_launch       16-byte loads where allowed   -> gemm_mma_kernel        gemm/mma.cuh
  *   |  |  `- gemm_split_k_reduce_launch  slices summed in order  -> gemm_split_k_reduce  gemm/split_k.cuh
- *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_launch -> gemm_f32_kernel   gemm/simt.cuh
+ *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_f32_kernel        gemm/simt.cuh
  *   `- gemm_bias_update            (backward_weight_update)      -> bias_update_kernel      gemm/bias.cu
  * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
 #ifndef SNN_GEMM_RUN_CUH

@@ -128,28 +128,34 @@ __global__ void __launch_bounds__(T::THREADS)
  * launchers
  * ------------------------------------------------------------------------- */
 
-/* C[M,N] = A . B^T through epi at tile T (M, N > 0): the instance with 4-float loads of each operand where
- * its layout and alignment allow. */
+/* The instance of gemm_f32_kernel with 4-float loads of each operand where its layout and alignment allow,
+ * opted in to its shared memory. */
+template <class T, int LA, int LB, class Epi>
+static auto gemm_f32_instance(const float *A, int lda, const float *B, int ldb)
+{
+    constexpr int SMEM = T::stage_bytes(LA, LB) * GEMM_SMEM_STAGES;
+    constexpr bool CAN_A = gemm_vec_allowed<T, LA, T::BM, true>(), CAN_B = gemm_vec_allowed<T, LB, T::BN, true>();
+    const bool va = CAN_A && gemm_vec_aligned(A, lda), vb = CAN_B && gemm_vec_aligned(B, ldb);
+    if constexpr (CAN_A && CAN_B)
+        if (va && vb)
+            return gemm_opted_in<gemm_f32_kernel<T, LA, LB, 4, 4, Epi>, SMEM>();
+    if constexpr (CAN_A)
+        if (va)
+            return gemm_opted_in<gemm_f32_kernel<T, LA, LB, 4, 1, Epi>, SMEM>();
+    if constexpr (CAN_B)
+        if (vb)
+            return gemm_opted_in<gemm_f32_kernel<T, LA, LB, 1, 4, Epi>, SMEM>();
+    return gemm_opted_in<gemm_f32_kernel<T, LA, LB, 1, 1, Epi>, SMEM>();
+}
+
+/* C[M,N] = A . B^T through epi at tile T (M, N > 0), on the engine's stream. */
 template <class T, int LA, int LB, class Epi>
 static void gemm_f32_launch(const float *A, int lda, const float *B, int ldb, int M, int N, int K, const Epi &epi)
 {
-    constexpr int STAGE_BYTES = T::stage_bytes(LA, LB);
-    constexpr bool CAN_A = gemm_vec_allowed<T, LA, T::BM, true>(), CAN_B = gemm_vec_allowed<T, LB, T::BN, true>();
-    const bool va = CAN_A && gemm_vec_aligned(A, lda), vb = CAN_B && gemm_vec_aligned(B, ldb);
-#define GEMM_F32_AT(VA, VB)                                                                                        \
-    gemm_launch<T, gemm_f32_kernel<T, LA, LB, VA, VB, Epi>, STAGE_BYTES, GEMM_SMEM_STAGES>(                        \
-        M, N, 1, (K + T::BK - 1) / T::BK, A, lda, B, ldb, M, N, K, epi)
-    if constexpr (CAN_A && CAN_B)
-        if (va && vb)
-            return GEMM_F32_AT(4, 4);
-    if constexpr (CAN_A)
-        if (va)
-            return GEMM_F32_AT(4, 1);
-    if constexpr (CAN_B)
-        if (vb)
-            return GEMM_F32_AT(1, 4);
-    GEMM_F32_AT(1, 1);
-#undef GEMM_F32_AT
+    const auto kernel = gemm_f32_instance<T, LA, LB, Epi>(A, lda, B, ldb);
+    const GemmGrid g = gemm_grid<T, T::stage_bytes(LA, LB), GEMM_SMEM_STAGES>(M, N, 1, (K + T::BK - 1) / T::BK);
+    kernel<<<g.blocks, T::THREADS, g.smem, snn_stream()>>>(A, lda, B, ldb, M, N, K, epi);
+    CUDA_CHECK_LAUNCH();
 }
 
 #endif
