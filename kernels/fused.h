@@ -86,9 +86,9 @@ typedef struct {
     int32_t *train_step; /* set to the launch's last step + 1 */
     long long *clocks;   /* NULL, or SNN_FUSED_CLOCKS stamps of step clock_step (tools/bin/bench_step) */
     int clock_step;
-    int trace;       /* the resident kernel (fused/resident.cu) keeps a step's tensors on chip: nonzero, it also
-                      * writes them where the grid-wide kernel works on them (input, labels, act, grad), for
-                      * tests/gpu/test_fused */
+    int trace;       /* the resident kernels (fused/cluster.cu, grid_resident.cu) keep a step's tensors on
+                      * chip: nonzero, they also write them where the grid-wide kernel works on them (input,
+                      * labels, act, grad), for tests/gpu/test_fused */
     snn_clock clock; /* the model's: the schedule's epoch and run length (kernels/optim.h) */
     snn_noise noise; /* the model's: the run's key for augmentation and dropout (kernels/noise.h) */
 } snn_fused_net;
@@ -98,15 +98,11 @@ void cuda_fused_train(const snn_fused_net *net, int first, int last);
 /* The per-step losses and correct counts of an evaluation set (`steps` batches of SNN_EVAL_BATCH images
  * and labels, in order) into eval_loss and eval_correct: one launch, asynchronous. */
 void cuda_fused_evaluate(const snn_fused_net *net, const uint8_t *images, const uint8_t *labels, int steps);
-/* The training kernel's launch as one line: blocks, threads, barriers per step. */
+/* Which fused kernel trains (kernels/cuda/fused/kernel.h): "cluster", "grid-resident" or "grid-wide". */
+const char *cuda_fused_kernel_name(void);
+/* Its launch as one line: the kernel, blocks, threads, barriers per step, and why each kernel before it in
+ * the order of preference does not fit. */
 void cuda_fused_describe(char *buf, int len);
-/* Which kernel trains: their phases differ. */
-typedef enum {
-    SNN_FUSED_GRID,         /* the grid-wide kernel: GEMM tiles between grid barriers (fused/step.cu) */
-    SNN_FUSED_CLUSTER,      /* the model in one cluster's shared memory (fused/resident.cu) */
-    SNN_FUSED_GRID_RESIDENT /* the model in the grid's shared memory (fused/grid_resident.cu) */
-} snn_fused_kind;
-snn_fused_kind cuda_fused_kind(void);
 
 #ifdef __cplusplus
 }

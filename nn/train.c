@@ -12,7 +12,8 @@
  * The fused step (CONFIG_STEP_FUSED), a stretch of steps in one launch:
  *   main, train, train_epoch, then train_steps (app/mnist.c)
  *   snn_train_fused (nn/train.c)
- *   cuda_fused_train (kernels/cuda/fused/step.cu)        the fused kernel's launch
+ *   cuda_fused_train (kernels/cuda/fused/step.cu)        the first fused kernel that fits, in order
+ *   train (kernels/cuda/fused/cluster.cu)                its launch (grid_resident.cu's, grid_wide.cu's alike)
  * tests/host/test_docs.py checks that each function is defined in the file named beside it. */
 #include "nn/train.h"
 
@@ -115,7 +116,7 @@ void snn_train_fused(snn_model *m, int first, int last)
 #if defined(CONFIG_TARGET_CUDA)
 /* The default of arch/cuda/Kconfig's STEP choice, and why, for snn_train_describe: its rule, restated
  * (a Kconfig symbol derived from it would make a hand-edited width in .config a refused value). */
-#if defined(CONFIG_TARGET_SM90) && defined(CONFIG_MM_STATIC) && SNN_HIDDEN <= CONFIG_STEP_FUSED_DEFAULT_WIDTH
+#if defined(CONFIG_TARGET_SM90) && defined(CONFIG_MM_STATIC) && SNN_HIDDEN <= CONFIG_FUSED_DEFAULT_WIDTH
 #define STEP_DEFAULT_FUSED 1
 #define STEP_DEFAULT_WHY "the default on sm90 up to %d hidden units"
 #elif defined(CONFIG_TARGET_SM90)
@@ -172,10 +173,10 @@ void snn_recipe_describe(char *buf, int len)
 void snn_train_describe(char *buf, int len)
 {
 #if defined(CONFIG_STEP_FUSED)
-    char launch[480], why[160];
+    char launch[640], why[160];
     cuda_fused_describe(launch, sizeof(launch));
     if (STEP_DEFAULT_FUSED)
-        snprintf(why, sizeof(why), STEP_DEFAULT_WHY, CONFIG_STEP_FUSED_DEFAULT_WIDTH);
+        snprintf(why, sizeof(why), STEP_DEFAULT_WHY, CONFIG_FUSED_DEFAULT_WIDTH);
     else
         snprintf(why, sizeof(why), "CONFIG_STEP_FUSED, chosen over the layered default");
     snprintf(buf, len, "fused, one persistent kernel per epoch (%s): %s", why, launch);
@@ -186,7 +187,7 @@ void snn_train_describe(char *buf, int len)
     if (STEP_DEFAULT_FUSED)
         snprintf(why, sizeof(why), "CONFIG_STEP_LAYERED, chosen over the fused default");
     else
-        snprintf(why, sizeof(why), STEP_DEFAULT_WHY, CONFIG_STEP_FUSED_DEFAULT_WIDTH);
+        snprintf(why, sizeof(why), STEP_DEFAULT_WHY, CONFIG_FUSED_DEFAULT_WIDTH);
 #ifdef CONFIG_CUDA_GRAPH
     snprintf(buf, len, "layered, a kernel per op, each step a CUDA graph replay (%s)", why);
 #else

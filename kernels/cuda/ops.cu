@@ -9,7 +9,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
-#include "kernels/cuda/gather.cuh"
+#include "kernels/cuda/step_common.cuh"
 #include "kernels/cuda/twin.cuh"
 #include "kernels/ops.h"
 #include "snn_config.h"
@@ -57,8 +57,8 @@ __global__ void __launch_bounds__(DROPOUT_THREADS)
 }
 
 /* One block. Thread t takes rows t, t + blockDim, ...: softmax, loss, arg-max
- * and the gradient of each; the per-thread sums are then added in a fixed
- * tree order. */
+ * and the gradient of each (step_common.cuh, one lane a row); the per-thread
+ * sums are then added in a fixed tree order. */
 #define XENT_THREADS CONFIG_CUDA_XENT_THREADS
 static_assert((XENT_THREADS & (XENT_THREADS - 1)) == 0, "CONFIG_CUDA_XENT_THREADS must be a power of two");
 __global__ void __launch_bounds__(XENT_THREADS)
@@ -69,31 +69,23 @@ __global__ void __launch_bounds__(XENT_THREADS)
     __shared__ double s_loss[XENT_THREADS];
     __shared__ int s_correct[XENT_THREADS];
     const int t = threadIdx.x;
-    const float scale = 1.0f / (float)rows;
     double my_loss = 0.0;
     int my_correct = 0;
     for (int r = t; r < rows; r += XENT_THREADS) {
         const float *z = logits + (size_t)r * SNN_CLASSES;
         const int label = y[r];
-        float zmax = z[0];
-        int arg = 0;
-#pragma unroll
-        for (int c = 1; c < SNN_CLASSES; ++c)
-            if (z[c] > zmax) {
-                zmax = z[c];
-                arg = c;
-            }
-        float sum = 0.0f;
+        float row[SNN_CLASSES];
 #pragma unroll
         for (int c = 0; c < SNN_CLASSES; ++c)
-            sum += expf(z[c] - zmax);
-        my_loss += (double)snn_xent_loss(logf(sum), zmax, z, label, dlogits != nullptr);
-        my_correct += arg == label;
+            row[c] = z[c];
+        const SnnRowSoftmax<1, SNN_CLASSES> sm(row);
+        my_loss += (double)sm.loss(z, label, dlogits != nullptr);
+        my_correct += sm.arg == label;
         if (dlogits) {
             const size_t d = (size_t)r * SNN_CLASSES;
 #pragma unroll
             for (int c = 0; c < SNN_CLASSES; ++c) {
-                const float g = (expf(z[c] - zmax) / sum - snn_xent_target(c, label)) * scale;
+                const float g = sm.grad(c, label, rows);
                 dlogits[d + c] = g;
                 snn_twin_store(dlogits16, d + c, g);
             }

@@ -20,6 +20,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "arch/sm80/mma.cuh"
+
 #if defined(CONFIG_PRECISION_BF16)
 typedef __nv_bfloat16 SnnTwin;
 typedef __nv_bfloat162 SnnTwin2;
@@ -31,6 +33,36 @@ typedef __half2 SnnTwin2;
 static __device__ __forceinline__ SnnTwin snn_twin_round(float v) { return __float2half_rn(v); }
 static __device__ __forceinline__ SnnTwin2 snn_twin_round2(float lo, float hi) { return __floats2half2_rn(lo, hi); }
 #endif
+
+/* The same roundings as bits (snn_twin): what the fused kernels keep in shared memory and L2 and hand to
+ * mma.sync as packed pairs, and the value of such bits. */
+static __host__ __device__ __forceinline__ snn_twin snn_twin_bits(float v)
+{
+#if defined(CONFIG_PRECISION_BF16)
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+#else
+    return __half_as_ushort(__float2half_rn(v));
+#endif
+}
+/* (lo, hi) rounded, lo in the low half: an mma.sync operand register. */
+static __device__ __forceinline__ uint32_t snn_twin_bits2(float lo, float hi)
+{
+#if defined(CONFIG_PRECISION_BF16)
+    return sm80_pack_bf16x2(lo, hi);
+#else
+    return sm75_pack_f16x2(lo, hi);
+#endif
+}
+static __device__ __forceinline__ float snn_twin_value(snn_twin h)
+{
+#if defined(CONFIG_PRECISION_BF16)
+    return __uint_as_float((uint32_t)h << 16);
+#else
+    return __half2float(__ushort_as_half(h));
+#endif
+}
+/* v rounded to the twin's precision, as a float: the value a 16-bit operand of v holds. */
+static __device__ __forceinline__ float snn_twin_rounded(float v) { return snn_twin_value(snn_twin_bits(v)); }
 
 /* t[i] = v rounded, where there is a twin. */
 static __device__ __forceinline__ void snn_twin_store(SnnTwin *t, size_t i, float v)

@@ -334,9 +334,9 @@ fused_against_layered() { # BOARD
 
 check_fused() {
     # make test: one variant per kernel and target (marked below: the others only in make test-full).
-    # sm90 BF16/FP16 models that fit one cluster train on the resident kernel (fused/resident.cu), those whose
+    # sm90 BF16/FP16 models that fit one cluster train on the cluster kernel (fused/cluster.cu), those whose
     # share of 8 units a block fits one block on the grid-resident one (fused/grid_resident.cu, also sm80), the
-    # rest on the grid-wide one (fused/step.cu): every kind below, each checked as the others
+    # rest on the grid-wide one (fused/grid_wide.cu): every kind below, each checked as the others
     fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
     full && fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
     full && fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7

@@ -141,7 +141,7 @@ if $M O="$d" olddefconfig >/dev/null 2>&1 && grep -q '^CONFIG_TRAIN_SEED=1$' "$d
     echo "ok - olddefconfig fills in the new symbol"
 else echo "not ok - olddefconfig did not set CONFIG_TRAIN_SEED"; fi
 
-# The training step: fused by default on sm90 up to STEP_FUSED_DEFAULT_WIDTH
+# The training step: fused by default on sm90 up to FUSED_DEFAULT_WIDTH
 # hidden units with the static arena, layered above it, off sm90 or with a
 # per-step strategy; either forced; fused refused without the static arena.
 choice_of() { sed -n "s/^CONFIG_$1_\\([A-Z0-9_]*\\)=y\$/\\1/p" "$2/.config"; } # CHOICE DIR: the member set
@@ -201,10 +201,10 @@ refused "the grid-resident step on sm75 refused" 'CONFIG_FUSED_GRID_RESIDENT=y c
     'CONFIG_TARGET_SM75=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_GRID_RESIDENT=y'
 refused "the fused step without the static arena refused" 'CONFIG_STEP_FUSED=y cannot be set (it depends on' \
     'CONFIG_TARGET_SM90=y' 'CONFIG_MM_POOL=y' 'CONFIG_STEP_FUSED=y'
-refused "fused step blocks above 264 refused" 'CONFIG_STEP_FUSED_BLOCKS=300 is outside its range 0..264' \
-    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_BLOCKS=300'
-refused "fused step slices of 0 k tiles refused" 'CONFIG_STEP_FUSED_SLICE_KTILES=0 is outside its range 1..1024' \
-    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_STEP_FUSED_SLICE_KTILES=0'
+refused "fused step blocks above 264 refused" 'CONFIG_FUSED_BLOCKS=300 is outside its range 0..264' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_BLOCKS=300'
+refused "fused step slices of 0 k tiles refused" 'CONFIG_FUSED_SLICE_KTILES=0 is outside its range 1..1024' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_SLICE_KTILES=0'
 refused "the fused step on the host target refused" 'CONFIG_STEP_FUSED=y cannot be set' 'CONFIG_STEP_FUSED=y'
 refused "resident step threads above 1024 refused" 'CONFIG_FUSED_CLUSTER_THREADS=2048 is outside its range 128..1024' \
     'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_CLUSTER_THREADS=2048'

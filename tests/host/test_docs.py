@@ -274,14 +274,14 @@ def check_design_numbers(text):
     """Each number DESIGN.md keeps, where it says it, against where the code says it."""
     gain = source_number("tools/make/tune.py", r"\nGAIN = ([0-9.]+)")
     checks = [
-        ("the fused step's default width", r"`STEP_FUSED_DEFAULT_WIDTH`\s+\(default (\d+)\)",
-         kdefault("STEP_FUSED_DEFAULT_WIDTH"), "arch/cuda/Kconfig"),
+        ("the fused step's default width", r"`FUSED_DEFAULT_WIDTH`\s+\(default (\d+)\)",
+         kdefault("FUSED_DEFAULT_WIDTH"), "arch/cuda/Kconfig"),
         ("the plain boards' model", r"defaults' model,\s+784-(\d+)-10",
          kdefault("NN_HIDDEN_WIDTH") if kdefault("NN_HIDDEN_LAYERS") == "1" else "not one hidden layer", "nn/Kconfig"),
         ("the plain boards' batch", r"784-\d+-10 at batch (\d+)", kdefault("TRAIN_BATCH_SIZE"), "nn/Kconfig"),
         ("the h100 board's model", r"`h100` board, 784-(\d+)-10", kdefault("NN_HIDDEN_WIDTH"), "nn/Kconfig"),
-        ("the resident kernel's cluster", r"one cluster of (\d+) blocks",
-         source_number("kernels/cuda/fused/resident.cu", r"RES_CTAS = (\d+);"), "RES_CTAS"),
+        ("the cluster kernel's blocks", r"one cluster of (\d+) blocks",
+         source_number("kernels/cuda/fused/cluster.cu", r"constexpr int BLOCKS = (\d+);"), "the cluster's BLOCKS"),
         ("the grid-resident kernel's units a block", r"\((\d+) hidden\s+units of every hidden layer",
          source_number("kernels/fused.h", r"#define SNN_GR_UNITS (\d+)"), "SNN_GR_UNITS"),
         ("the arena's alignment", r"(\d+)-byte aligned in one\s+allocation",

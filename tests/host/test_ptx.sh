@@ -28,7 +28,7 @@ run_variant() {
     rm -rf "$d" && mkdir -p "$d"
     if ! board_def_retarget "$board" "$d/board" >"$d/def"; then echo "not ok - tensor-core PTX $name: ${board}_defconfig failed"; return; fi
     { echo "CONFIG_TARGET_SM$sm=y"; echo "CONFIG_PRECISION_$prec=y"
-      if [ "${srcs[0]}" = fused/step ]; then echo "CONFIG_STEP_FUSED=y"; fi; } >>"$d/def"
+      if [ "${srcs[0]}" = fused/grid_wide ]; then echo "CONFIG_STEP_FUSED=y"; fi; } >>"$d/def"
     build_units() { # the PTX, and the object with ptxas's report, of each unit
         $M O="$d" defconfig DEFCONFIG="$d/def" || return
         for s in "${srcs[@]}"; do
@@ -81,10 +81,10 @@ for pt in BF16:bf16:16 FP16:f16:16 TF32:tf32:8; do # precision : PTX type : inst
         'cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes' \
         'mbarrier\.try_wait\.parity' 'mbarrier\.arrive\.expect_tx' 'setmaxnreg\.(inc|dec)' 'wgmma\.wait_group'
 done
-# The fused step (kernels/cuda/fused/step.cu) reads FP32 operands and rounds them as it stages them: the
-# same instructions from cp.async'd FP32 tiles on sm90, from registers on sm75.
-full && queue fused-sm90-bf16 h100_128x1_b64 90 BF16 fused/step 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' \
+# The grid-wide fused kernel (kernels/cuda/fused/grid_wide.cu) reads FP32 operands and rounds them as it
+# stages them: the same instructions from cp.async'd FP32 tiles on sm90, from registers on sm75.
+full && queue fused-sm90-bf16 h100_128x1_b64 90 BF16 fused/grid_wide 'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32' \
     'cp\.async\.ca\.shared\.global.*16' # FP32 tiles through L1
-queue fused-sm75-fp16acc16 rtx2060 75 FP16_ACC16 fused/step 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16'
+queue fused-sm75-fp16acc16 rtx2060 75 FP16_ACC16 fused/grid_wide 'mma\.sync\.aligned\.m16n8k8\.row\.col\.f16\.f16\.f16\.f16'
 wait
 for name in "${order[@]}"; do cat "$T/$name.out"; done

@@ -36,12 +36,15 @@ def check_enumeration():
                 str([(c.kind, c.name) for c in cands]))
         sm90 = name.startswith("h100")
         want = {"GEMM_WGMMA_BLOCK"} <= knobs if sm90 and not board.fused else "GEMM_WGMMA_BLOCK" not in knobs
-        fused_knobs = {"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "FUSED_CLUSTER_THREADS", "GEMM_STAGES",
-                       "STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT"}
+        fused_knobs = {"FUSED_BLOCKS", "FUSED_SLICE_KTILES", "FUSED_CLUSTER_THREADS", "FUSED_GRID_RESIDENT_THREADS",
+                       "GEMM_STAGES", "STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT"}
         want = want and (knobs <= fused_knobs) == board.fused
-        fused = ({"STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES"} <= knobs) == board.fused
+        fused = ({"FUSED_BLOCKS", "FUSED_SLICE_KTILES"} <= knobs) == board.fused
         # the resident step's threads where the board builds it: Hopper, 16-bit operands, hidden layers
         fused = fused and ("FUSED_CLUSTER_THREADS" in knobs) == (board.fused and sm90)
+        # the grid-resident step's threads where it is built: sm80 or sm90, 16-bit operands, hidden layers
+        fused = fused and ("FUSED_GRID_RESIDENT_THREADS" in knobs) == (board.fused and board.precision in ("BF16", "FP16")
+                                                                         and (sm90 or name.startswith("a100")))
         verdict(want and fused, f"{name}: the knobs its target has", str(sorted(knobs)))
     precisions = {b: tune.Board(b).precision for b in ("a100", "h100_2048x3_b256", "rtx2060")}
     verdict(precisions == {"a100": "BF16", "h100_2048x3_b256": "BF16", "rtx2060": "FP16_ACC16"},
@@ -61,7 +64,7 @@ def check_enumeration():
 def check_refusals(work):
     board = tune.Board("h100_2048x3_b256")
     bad_range = tune.Candidate("warp k 256", "tile", tune.tile_values(tune.ROLES, (64, 64, 256, 32, 32, 256)))
-    bad_dep = tune.Candidate("fused blocks", "knob", {"STEP_FUSED_BLOCKS": "66"})
+    bad_dep = tune.Candidate("fused blocks", "knob", {"FUSED_BLOCKS": "66"})
     bad_mma = tune.Candidate("warp m 8", "tile", tune.tile_values(tune.ROLES, (32, 32, 32, 8, 16, 32)))
     bad_warps = tune.Candidate("64 warps", "tile", tune.tile_values(tune.ROLES, (256, 256, 16, 16, 16, 16)))
     bad_smem = tune.Candidate("wgmma stages 8", "knob", {"GEMM_WGMMA_STAGES": "8"})
@@ -80,7 +83,7 @@ def check_refusals(work):
             "Kconfig refuses the weight gradient's own ping-pong beside the all-roles one", str(bad_wgrad.refused))
     verdict(bad_range.refused and "CONFIG_GEMM_FWD_WARP_K=256 is outside its range" in bad_range.refused,
             "Kconfig refuses a value outside its range, naming it", str(bad_range.refused))
-    verdict(bad_dep.refused and "CONFIG_STEP_FUSED_BLOCKS" in bad_dep.refused and "depends on" in bad_dep.refused,
+    verdict(bad_dep.refused and "CONFIG_FUSED_BLOCKS" in bad_dep.refused and "depends on" in bad_dep.refused,
             "Kconfig refuses a value whose dependencies fail", str(bad_dep.refused))
     if not have_nvcc("the tile checks"):
         return
@@ -211,10 +214,11 @@ def check_step(work):
     reads = {k: sorted(c.name for c in cands[1:] if tune.reads(k, c) and c.kind != "tile")
              for k in tune.KERNEL_READS}
     tiles = {k: any(tune.reads(k, c) for c in cands if c.kind == "tile") for k in tune.KERNEL_READS}
-    verdict(reads["grid-resident"] == ["CONFIG_FUSED_GRID_RESIDENT=n", "CONFIG_STEP_LAYERED=y"] and
+    verdict(reads["grid-resident"] == ["CONFIG_FUSED_GRID_RESIDENT=n", "CONFIG_FUSED_GRID_RESIDENT_THREADS=1024",
+                                       "CONFIG_FUSED_GRID_RESIDENT_THREADS=256", "CONFIG_STEP_LAYERED=y"] and
             "CONFIG_FUSED_CLUSTER_THREADS=512" in reads["cluster"] and "CONFIG_FUSED_CLUSTER=n" in reads["cluster"]
-            and "CONFIG_STEP_FUSED_BLOCKS=264" not in reads["cluster"] and
-            "CONFIG_STEP_FUSED_BLOCKS=264" in reads["grid-wide"] and
+            and "CONFIG_FUSED_BLOCKS=264" not in reads["cluster"] and
+            "CONFIG_FUSED_BLOCKS=264" in reads["grid-wide"] and
             tiles == {"grid-wide": True, "cluster": False, "grid-resident": False},
             "each fused kernel is timed only with the candidates it reads (the step, its own switch, its knobs)",
             f"{reads} {tiles}")

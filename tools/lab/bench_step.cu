@@ -185,16 +185,11 @@ static void bench_replayed(snn_model &m, const char *device)
            device, how, RUN_STEPS, 1e3 * ms / RUN_STEPS);
 }
 #else
-static const char *kernel_name(snn_fused_kind kind)
-{
-    return kind == SNN_FUSED_CLUSTER ? "cluster" : kind == SNN_FUSED_GRID_RESIDENT ? "grid-resident" : "grid-wide";
-}
-
-/* The fused kernels' phases (kernels/cuda/fused/step.cu, resident.cu, grid_resident.cu). */
+/* The fused kernels' phases (kernels/cuda/fused/grid_wide.cu, cluster.cu, grid_resident.cu). */
 static const char *phase_name(int p, char *buf, size_t len)
 {
-    const snn_fused_kind kind = cuda_fused_kind();
-    if (kind == SNN_FUSED_GRID_RESIDENT) {
+    const char *kernel = cuda_fused_kernel_name();
+    if (!strcmp(kernel, "grid-resident")) {
         const int l = 2 * SNN_LAYERS - 1 - p; /* a backward phase's layer */
         if (p < SNN_LAYERS - 1)
             snprintf(buf, len, "F%d: forward layer %d, %s%s", p, p,
@@ -210,7 +205,7 @@ static const char *phase_name(int p, char *buf, size_t len)
                      l >= 2 ? ", update of the layer below" : "");
         return buf;
     }
-    const bool resident = kind == SNN_FUSED_CLUSTER;
+    const bool resident = !strcmp(kernel, "cluster");
     if (p < SNN_LAYERS) {
         const char *what = resident ? (p == 0 ? ", the block's units" : ", partial sums exchanged")
                                     : (p == 0 ? ", next batch's gather" : "");
@@ -250,7 +245,7 @@ static void bench_fused(snn_model &m, const char *device)
     char launch[480], name[128];
     cuda_fused_describe(launch, sizeof launch);
     printf("\n# the fused step on %s: %s\n", device, launch);
-    printf("# the fused kernel: %s\n", kernel_name(cuda_fused_kind()));
+    printf("# the fused kernel: %s\n", cuda_fused_kernel_name());
     printf("# %d steps in one launch: %.2f us per step (median of 5 launches)\n", RUN_STEPS,
            1e3 * ms / RUN_STEPS);
     printf("# step %d's timeline from the kernel's clock stamps (us):\n", RUN_STEPS / 2);

@@ -106,9 +106,10 @@ KNOBS = {
     "GEMM_WGMMA_MIN_MFLOP": ["0", "4", "16", "64"],
     "GEMM_WGMMA_PERSISTENT": ["y", "n"],
     "GEMM_WGMMA_RASTER_GROUP": ["4", "8", "16"],
-    "STEP_FUSED_BLOCKS": ["0", "264"],
-    "STEP_FUSED_SLICE_KTILES": ["4", "8", "16", "32"],
+    "FUSED_BLOCKS": ["0", "264"],
+    "FUSED_SLICE_KTILES": ["4", "8", "16", "32"],
     "FUSED_CLUSTER_THREADS": ["128", "256", "384", "512", "1024"],
+    "FUSED_GRID_RESIDENT_THREADS": ["256", "512", "1024"],
     "GEMM_SPLIT_K_MAX": ["1", "4", "8", "16"],
     "GEMM_SPLIT_K_MIN_K": ["128", "256", "512"],
     "GEMM_STAGES": ["2", "3", "4", "6"],
@@ -119,7 +120,7 @@ KNOBS = {
 }
 # What each fused kernel reads of the candidates' symbols (prefixes): a fused board's candidate that sets
 # none that its kernel reads would time the baseline again.
-KERNEL_READS = {"grid-wide": ("GEMM_FUSED_", "STEP_FUSED_BLOCKS", "STEP_FUSED_SLICE_KTILES", "GEMM_STAGES"),
+KERNEL_READS = {"grid-wide": ("GEMM_FUSED_", "FUSED_BLOCKS", "FUSED_SLICE_KTILES", "GEMM_STAGES"),
                 "cluster": ("FUSED_CLUSTER",), "grid-resident": ("FUSED_GRID_RESIDENT",)}
 # A layered board tries the fused step where its FP32 weights and momentum (8 bytes a parameter) could be
 # resident in an H100's shared memory: 132 SMs of 227 KB.
@@ -202,7 +203,7 @@ class Board:
         return self.knob_names
 
     def find_knobs(self):
-        fused_knobs = ("STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT", "GEMM_STAGES")
+        fused_knobs = ("STEP", "FUSED_", "GEMM_STAGES")
         return [k for k in KNOBS if all(s in self.kconf.syms and self.kconf.syms[s].visibility
                                         for s in knob_symbols(k))
                 and (not self.fused or k.startswith(fused_knobs))]
@@ -267,7 +268,7 @@ def enumerate_candidates(board):
              for knob in board.knobs() for values in knob_values(knob)
              if any(board.baseline[s] != v for s, v in values.items())
              and (values != {"STEP_FUSED": "y"} or 8 * board.params <= FUSED_STATE_BYTES)]
-    first = [c for c in knobs if c.role.startswith(("STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT", "GEMM_WGMMA"))]
+    first = [c for c in knobs if c.role.startswith(("STEP", "FUSED_", "GEMM_WGMMA"))]
     return cands + first + tiles + [c for c in knobs if c not in first]
 
 

@@ -1,6 +1,7 @@
-/* The grid-resident fused step (CONFIG_FUSED_GRID_RESIDENT): where a model is too wide for one cluster
- * (fused/resident.cu) but each block's share of it fits in shared memory, a cooperative grid of
- * SNN_GR_BLOCKS blocks runs every step of a launch with the weights and their optimizer state on chip.
+/* The grid-resident kernel of the fused step (CONFIG_FUSED_GRID_RESIDENT; fused/kernel.h): where a model is
+ * too wide for one cluster (fused/cluster.cu) but each block's share of it fits in shared memory, a
+ * cooperative grid of SNN_GR_BLOCKS blocks runs every step of a launch with the weights and their optimizer
+ * state on chip.
  *
  * Block c owns hidden units [8c, 8c + 8) of every hidden layer: their rows of each hidden layer's weights
  * (FP32, with moments) and their columns of the last layer's. What crosses blocks goes through L2 as 16-bit
@@ -32,145 +33,153 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
-#include "kernels/cuda/fused/grid_resident.h"
+#include "kernels/cuda/fused/kernel.h"
 #include "kernels/cuda/fused/mma16.cuh"
 #include "kernels/cuda/fused/stamp.cuh"
+#include "kernels/cuda/step_common.cuh"
 #include "kernels/fused.h"
 
 namespace cg = cooperative_groups;
 
-/* 16 warps: the step waits on L2's latency, and 512 threads put twice 256's loads in flight (docs/PERF.md
- * v22) */
-constexpr int GR_THREADS = 512, GR_WARPS = GR_THREADS / 32;
-constexpr int GR_U = SNN_GR_UNITS, GR_P = SNN_GR_BLOCKS, GR_HP = SNN_GR_HP;
-constexpr int GR_L = SNN_LAYERS, GR_NH = res_max(SNN_GR_NH, 1), GR_MIDS = res_max(SNN_GR_MIDS, 1);
-constexpr int GR_H = SNN_LAYERS > 1 ? SNN_HIDDEN : 16;
-constexpr int GR_B = SNN_BATCH, GR_BP = SNN_GR_BP, GR_IN = SNN_INPUT_DIM, GR_NC = 16;
-constexpr int GR_M = res_max(SNN_OPTIM_MOMENTS, 1);
-static_assert(GR_IN % 16 == 0 && GR_HP % 16 == 0, "grid-resident step: k extents in whole k16 steps");
-static_assert(SNN_CLASSES <= GR_NC, "grid-resident step: the classes in two n8 tiles");
-static_assert(GR_P <= SNN_FUSED_MAX_BLOCKS || SNN_FUSED_GR_WS_BYTES == 0,
-              "grid-resident step: blocks stamped");
+namespace resident_grid
+{
+
+/* The schedule's extents (kernels/fused.h sizes the workspace from the same SNN_GR_* values):
+ *
+ *   BLOCKS          the grid: one block per UNITS hidden units, an even count (a 16-wide k extent)
+ *   THREADS         a block's (CONFIG_FUSED_GRID_RESIDENT_THREADS)
+ *   UNITS           8, the hidden units a block owns
+ *   HIDDEN          the hidden width; HIDDEN_PAD: UNITS x BLOCKS
+ *   BATCH           the batch; BATCH_PAD: padded to 16 rows
+ *   CLASSES_PAD     the classes padded to two n8 tiles
+ *   MIDS, HIDDENS   hidden-to-hidden layers, hidden layers (at least 1: placeholders where there are none)
+ *   MOMENTS         optimizer moments per parameter (at least 1)
+ *   W0_LD, W_LD     row strides of a block's FP32 rows of layer 0 and of a hidden-to-hidden layer
+ *   DGRAD_LD        row stride of the block's output gradient as an operand, [unit][row]
+ *   PIXELS_PER_BLOCK  the block's pixels of the batch that F0 transposes for layer 0's update */
+constexpr int THREADS = CONFIG_FUSED_GRID_RESIDENT_THREADS, WARPS = THREADS / 32;
+static_assert(THREADS % 32 == 0, "grid-resident kernel: whole warps (CONFIG_FUSED_GRID_RESIDENT_THREADS)");
+constexpr int UNITS = SNN_GR_UNITS, BLOCKS = SNN_GR_BLOCKS, HIDDEN_PAD = SNN_GR_HP;
+constexpr int LAYERS = SNN_LAYERS, HIDDENS = snn_imax(SNN_GR_NH, 1), MIDS = snn_imax(SNN_GR_MIDS, 1);
+constexpr int HIDDEN = SNN_LAYERS > 1 ? SNN_HIDDEN : 16;
+constexpr int BATCH = SNN_BATCH, BATCH_PAD = SNN_GR_BP, INPUTS = SNN_INPUT_DIM, CLASSES_PAD = 16;
+constexpr int MOMENTS = snn_imax(SNN_OPTIM_MOMENTS, 1);
+static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k extents in whole k16 steps");
+static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in two n8 tiles");
+static_assert(BLOCKS <= SNN_FUSED_MAX_BLOCKS || SNN_FUSED_GR_WS_BYTES == 0,
+              "grid-resident kernel: blocks stamped");
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
  * no better than 8). */
-constexpr int GR_RUNS = 8;
+constexpr int L2_RUNS = 8;
 /* FP32 rows read four k a thread by a quarter warp's two rows: 16 mod 32 floats apart, conflict-free. */
-__host__ __device__ constexpr int gr_fld(int k) { return res_up(k - 16, 32) + 16; }
-constexpr int GR_W0LD = gr_fld(GR_IN), GR_WLD = gr_fld(SNN_GR_MIDS > 0 ? GR_HP : 16);
-constexpr int GR_DLD = res_ld(GR_BP); /* the block's output gradient as an operand, [unit][row] */
+__host__ __device__ constexpr int float_ld(int k) { return snn_round_up(k - 16, 32) + 16; }
+constexpr int W0_LD = float_ld(INPUTS), W_LD = float_ld(SNN_GR_MIDS > 0 ? HIDDEN_PAD : 16);
+constexpr int DGRAD_LD = mma16_ld(BATCH_PAD); /* the block's output gradient as an operand, [unit][row] */
 /* The block's pixels of the normalised batch, transposed in F0: a multiple of 4 pixels each. */
-constexpr int GR_XS = res_up((GR_IN + GR_P - 1) / GR_P, 4);
+constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + BLOCKS - 1) / BLOCKS, 4);
 
-struct GrMid { /* a hidden-to-hidden layer's rows of the block's units */
-    alignas(16) float w[GR_U][GR_WLD];
-    float wm[GR_M][GR_U][GR_WLD];
-    float b[GR_U], bm[GR_M][GR_U];
+struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
+    alignas(16) float w[UNITS][W_LD];
+    float wm[MOMENTS][UNITS][W_LD];
+    float b[UNITS], bm[MOMENTS][UNITS];
 };
 
-struct alignas(128) GrShared {
-    alignas(16) float w0[GR_U][GR_W0LD];
-    float w0m[GR_M][GR_U][GR_W0LD];
-    float b0[GR_U], b0m[GR_M][GR_U];
-    GrMid mid[GR_MIDS];
-    float wl[GR_NC][GR_U], wlm[GR_M][GR_NC][GR_U]; /* the last layer's columns of the block's units */
-    float bl[GR_NC], blm[GR_M][GR_NC];             /* its bias: every block keeps the same copy */
-    float act[GR_NH][GR_BP][GR_U];                 /* hidden outputs of the block's units (the ReLU's mask) */
-    float dg[GR_BP][GR_U];                         /* a hidden output's gradient, the block's units */
-    alignas(16) res_half dgt[GR_U][GR_DLD];        /* the same as an operand */
-    float dl[GR_BP][GR_NC];                        /* the dlogits */
-    float z[GR_WARPS][GR_NC];                      /* a row's logits, a warp's */
-    float scratch[GR_WARPS][16 * 8];               /* k slices' partial tiles */
-    int32_t sample[GR_BP];                         /* the step's samples (padding rows: the first's) */
-    const uint8_t *image[GR_BP];                   /* and their images */
+struct alignas(128) Shared {
+    alignas(16) float w0[UNITS][W0_LD];
+    float w0m[MOMENTS][UNITS][W0_LD];
+    float b0[UNITS], b0m[MOMENTS][UNITS];
+    Mid mid[MIDS];
+    float wl[CLASSES_PAD][UNITS],
+        wlm[MOMENTS][CLASSES_PAD][UNITS];             /* the last layer's columns of the units */
+    float bl[CLASSES_PAD], blm[MOMENTS][CLASSES_PAD]; /* its bias: every block the same copy */
+    float act[HIDDENS][BATCH_PAD][UNITS];      /* hidden outputs of the block's units (the ReLU's mask) */
+    float dg[BATCH_PAD][UNITS];                /* a hidden output's gradient, the block's units */
+    alignas(16) snn_twin dgt[UNITS][DGRAD_LD]; /* the same as an operand */
+    float dl[BATCH_PAD][CLASSES_PAD];          /* the dlogits */
+    float z[WARPS][CLASSES_PAD];               /* a row's logits, a warp's */
+    float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
+    int32_t sample[BATCH_PAD];                 /* the step's samples (padding rows: the first's) */
+    const uint8_t *image[BATCH_PAD];           /* and their images */
     snn_rate rate;
 };
-constexpr int GR_SMEM = sizeof(GrShared);
-constexpr bool GR_FITS = SNN_FUSED_GR_WS_BYTES > 0 && GR_SMEM <= SNN_GR_SMEM_MAX && !(SNN_AUGMENT_SHIFT > 0);
+constexpr int SMEM_BYTES = sizeof(Shared);
+/* a thread fetches each sample of the batch */
+constexpr bool FITS = SNN_FUSED_GR_WS_BYTES > 0 && SMEM_BYTES <= SNN_GR_SMEM_MAX &&
+                      !(SNN_AUGMENT_SHIFT > 0) && BATCH_PAD <= THREADS;
 
 /* The workspace's tensors (SNN_FUSED_GR_WS_BYTES), each 256-byte aligned, in the order fused.h counts them:
  * their bytes. */
 // clang-format off
-constexpr size_t GR_WS_PARTS[] = {
-    (size_t)2 * 2 * GR_NH * GR_BP * GR_HP,       /* hidden outputs [parity][layer][row][unit] */
-    (size_t)2 * 2 * GR_NH * GR_BP * GR_HP,       /* the same, [parity][layer][unit][row] */
-    (size_t)2 * GR_NH * GR_BP * GR_HP,           /* hidden output gradients [layer][row][unit] */
-    (size_t)2 * 2 * GR_IN * GR_BP,               /* the normalised batch [parity][pixel][row] */
-    (size_t)2 * 2 * SNN_GR_MIDS * GR_HP * GR_HP, /* twins [parity][layer][input unit][output unit] */
-    (size_t)4 * (GR_P + 1) * GR_BP * GR_NC,      /* logits' partial sums [block][row][class], dlogits */
-    (size_t)4 * GR_BP,                           /* each row's loss */
-    (size_t)4 * GR_BP};                          /* and hit */
+constexpr size_t WS_PARTS[] = {
+    (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer][row][unit] */
+    (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
+    (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
+    (size_t)2 * 2 * INPUTS * BATCH_PAD,                    /* the normalised batch [parity][pixel][row] */
+    (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
+    (size_t)4 * (BLOCKS + 1) * BATCH_PAD * CLASSES_PAD,    /* logits' partials [block][row][class], dlogits */
+    (size_t)4 * BATCH_PAD,                                 /* each row's loss */
+    (size_t)4 * BATCH_PAD};                                /* and hit */
 // clang-format on
-__host__ __device__ constexpr size_t gr_ws_at(int part)
+__host__ __device__ constexpr size_t ws_at(int part)
 {
-    return part == 0 ? 0 : gr_ws_at(part - 1) + (GR_WS_PARTS[part - 1] + 255) / 256 * 256;
+    return part == 0 ? 0 : ws_at(part - 1) + (WS_PARTS[part - 1] + 255) / 256 * 256;
 }
-static_assert(!GR_FITS || gr_ws_at(8) <= SNN_FUSED_GR_WS_BYTES,
-              "grid-resident step: fused.h counts the workspace");
+static_assert(!FITS || ws_at(8) <= SNN_FUSED_GR_WS_BYTES,
+              "grid-resident kernel: fused.h counts the workspace");
 
-struct GrWs {
-    res_half *hact, *hactt, *dy, *xt, *wt;
+struct Workspace {
+    snn_twin *hact, *hactt, *dy, *xt, *wt;
     float *partial, *dlog, *rowloss;
     int32_t *rowright;
-    __device__ explicit GrWs(unsigned char *at)
-        : hact((res_half *)(at + gr_ws_at(0))), hactt((res_half *)(at + gr_ws_at(1))),
-          dy((res_half *)(at + gr_ws_at(2))), xt((res_half *)(at + gr_ws_at(3))),
-          wt((res_half *)(at + gr_ws_at(4))), partial((float *)(at + gr_ws_at(5))),
-          dlog(partial + (size_t)GR_P * GR_BP * GR_NC), rowloss((float *)(at + gr_ws_at(6))),
-          rowright((int32_t *)(at + gr_ws_at(7)))
+    __device__ explicit Workspace(unsigned char *at)
+        : hact((snn_twin *)(at + ws_at(0))), hactt((snn_twin *)(at + ws_at(1))),
+          dy((snn_twin *)(at + ws_at(2))), xt((snn_twin *)(at + ws_at(3))), wt((snn_twin *)(at + ws_at(4))),
+          partial((float *)(at + ws_at(5))), dlog(partial + (size_t)BLOCKS * BATCH_PAD * CLASSES_PAD),
+          rowloss((float *)(at + ws_at(6))), rowright((int32_t *)(at + ws_at(7)))
     {
     }
     /* hidden layer l's output of step parity p, [row][unit] and [unit][row] */
-    __device__ res_half *out(int p, int l) const { return hact + ((size_t)p * GR_NH + l) * GR_BP * GR_HP; }
-    __device__ res_half *out_t(int p, int l) const { return hactt + ((size_t)p * GR_NH + l) * GR_BP * GR_HP; }
-    __device__ res_half *grad(int l) const { return dy + (size_t)l * GR_BP * GR_HP; }    /* [row][unit] */
-    __device__ res_half *batch_t(int p) const { return xt + (size_t)p * GR_IN * GR_BP; } /* [pixel][row] */
-    /* hidden-to-hidden layer l's twin for steps of parity p, transposed: [input unit][output unit] */
-    __device__ res_half *twin_t(int p, int l) const
+    static constexpr size_t LAYER = (size_t)BATCH_PAD * HIDDEN_PAD; /* one hidden layer's elements */
+    __device__ snn_twin *out(int p, int l) const { return hact + ((size_t)p * HIDDENS + l) * LAYER; }
+    __device__ snn_twin *out_t(int p, int l) const { return hactt + ((size_t)p * HIDDENS + l) * LAYER; }
+    __device__ snn_twin *grad(int l) const { return dy + (size_t)l * LAYER; } /* [row][unit] */
+    __device__ snn_twin *batch_t(int p) const
     {
-        return wt + ((size_t)p * GR_MIDS + l - 1) * GR_HP * GR_HP;
+        return xt + (size_t)p * INPUTS * BATCH_PAD;
+    } /* [pixel][row] */
+    /* hidden-to-hidden layer l's twin for steps of parity p, transposed: [input unit][output unit] */
+    __device__ snn_twin *twin_t(int p, int l) const
+    {
+        return wt + ((size_t)p * MIDS + l - 1) * HIDDEN_PAD * HIDDEN_PAD;
     }
 };
 
-/* The 16-bit operand's value. */
-static __device__ __forceinline__ float gr_value(res_half h)
-{
-#ifdef CONFIG_PRECISION_BF16
-    return __uint_as_float((uint32_t)h << 16);
-#else
-    return __half2float(__ushort_as_half(h));
-#endif
-}
-
 /* ---------------------------------------------------------------------------
- * operand views (res_gemm)
+ * operand views (mma16_gemm)
  * ------------------------------------------------------------------------- */
 
-/* The batch's images read in place, element (i, k) pixel k of row i's image, normalised as ResPixels. */
-struct GrPixels : ResPairs<GrPixels> {
+/* The batch's images read in place, element (i, k) pixel k of row i's image, normalised and rounded as read.
+ */
+struct Pixels : Mma16Pairs<Pixels> {
     const uint8_t *const *image;
-    __device__ explicit GrPixels(const uint8_t *const *image) : image(image) {}
+    __device__ explicit Pixels(const uint8_t *const *image) : image(image) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        static_assert(GAP == 2, "grid-resident step: image rows are read four k a thread");
-        const uint32_t four = *reinterpret_cast<const uint32_t *>(image[i] + k);
-        float x[4];
-#pragma unroll
-        for (int q = 0; q < 4; q++)
-            x[q] = fmaf(res_byte(four, q), RES_PIXEL_SCALE, RES_PIXEL_OFFSET);
-        return make_uint2(res_round2(x[0], x[1]), res_round2(x[2], x[3]));
+        static_assert(GAP == 2, "grid-resident kernel: image rows are read four k a thread");
+        return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(image[i] + k));
     }
 };
 
 /* FP32 rows, unit n's k-th at p[n * LD + k], as a B operand four k a thread, rounded as a twin holds them. */
-template <int LD> struct GrFloatRows {
-    static_assert(LD % 4 == 0, "grid-resident step: FP32 rows of whole 16-byte quads");
+template <int LD> struct FloatRows {
+    static_assert(LD % 4 == 0, "grid-resident kernel: FP32 rows of whole 16-byte quads");
     const float *p;
     template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
     {
-        static_assert(QUAD, "grid-resident step: FP32 rows are read four k a thread");
+        static_assert(QUAD, "grid-resident kernel: FP32 rows are read four k a thread");
         const int lane = threadIdx.x % 32;
         const float4 v = *reinterpret_cast<const float4 *>(p + (n0 + lane / 4) * LD + k + 4 * (lane % 4));
-        return make_uint2(res_round2(v.x, v.y), res_round2(v.z, v.w));
+        return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
     }
 };
 
@@ -178,42 +187,42 @@ template <int LD> struct GrFloatRows {
  * the block's share of the model in and out
  * ------------------------------------------------------------------------- */
 
-static __device__ void gr_state(GrShared &S, const snn_fused_net &net, int c, bool in)
+static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, bool in)
 {
-    const int u0 = c * GR_U;
+    const int u0 = c * UNITS;
     auto row = [u0](int n, int k, int width) -> long {
-        return u0 + n < GR_H ? (long)(u0 + n) * width + k : -1;
+        return u0 + n < HIDDEN ? (long)(u0 + n) * width + k : -1;
     };
-    auto bias = [u0](int, int n) -> long { return u0 + n < GR_H ? u0 + n : -1; };
+    auto bias = [u0](int, int n) -> long { return u0 + n < HIDDEN ? u0 + n : -1; };
     const snn_fused_layer &L0 = net.layer[0];
-    res_copy<GR_THREADS>(in, GR_U, GR_IN, &S.w0[0][0], GR_W0LD, &S.w0m[0][0][0], GR_U * GR_W0LD, nullptr, 0,
-                         L0.w, L0.sw, [&](int n, int k) { return row(n, k, GR_IN); });
-    res_copy<GR_THREADS>(in, 1, GR_U, S.b0, GR_U, &S.b0m[0][0], GR_U, nullptr, 0, L0.b, L0.sb, bias);
-    for (int l = 1; l + 1 < GR_L; l++) {
-        GrMid &M = S.mid[l - 1];
+    snn_param_copy<THREADS>(in, UNITS, INPUTS, &S.w0[0][0], W0_LD, &S.w0m[0][0][0], UNITS * W0_LD, nullptr, 0,
+                            L0.w, L0.sw, [&](int n, int k) { return row(n, k, INPUTS); });
+    snn_param_copy<THREADS>(in, 1, UNITS, S.b0, UNITS, &S.b0m[0][0], UNITS, nullptr, 0, L0.b, L0.sb, bias);
+    for (int l = 1; l + 1 < LAYERS; l++) {
+        Mid &M = S.mid[l - 1];
         const snn_fused_layer &L = net.layer[l];
-        res_copy<GR_THREADS>(in, GR_U, GR_H, &M.w[0][0], GR_WLD, &M.wm[0][0][0], GR_U * GR_WLD, nullptr, 0,
-                             L.w, L.sw, [&](int n, int k) { return row(n, k, GR_H); });
-        res_copy<GR_THREADS>(in, 1, GR_U, M.b, GR_U, &M.bm[0][0], GR_U, nullptr, 0, L.b, L.sb, bias);
+        snn_param_copy<THREADS>(in, UNITS, HIDDEN, &M.w[0][0], W_LD, &M.wm[0][0][0], UNITS * W_LD, nullptr, 0,
+                                L.w, L.sw, [&](int n, int k) { return row(n, k, HIDDEN); });
+        snn_param_copy<THREADS>(in, 1, UNITS, M.b, UNITS, &M.bm[0][0], UNITS, nullptr, 0, L.b, L.sb, bias);
     }
-    const snn_fused_layer &LL = net.layer[GR_L - 1];
-    res_copy<GR_THREADS>(in, SNN_CLASSES, GR_U, &S.wl[0][0], GR_U, &S.wlm[0][0][0], GR_NC * GR_U, nullptr, 0,
-                         LL.w, LL.sw,
-                         [&](int j, int n) -> long { return u0 + n < GR_H ? (long)j * GR_H + u0 + n : -1; });
+    const snn_fused_layer &LL = net.layer[LAYERS - 1];
+    snn_param_copy<THREADS>(
+        in, SNN_CLASSES, UNITS, &S.wl[0][0], UNITS, &S.wlm[0][0][0], CLASSES_PAD * UNITS, nullptr, 0, LL.w,
+        LL.sw, [&](int j, int n) -> long { return u0 + n < HIDDEN ? (long)j * HIDDEN + u0 + n : -1; });
     if (in || c == 0)
-        res_copy<GR_THREADS>(in, 1, SNN_CLASSES, S.bl, GR_NC, &S.blm[0][0], GR_NC, nullptr, 0, LL.b, LL.sb,
-                             [](int, int j) -> long { return j; });
+        snn_param_copy<THREADS>(in, 1, SNN_CLASSES, S.bl, CLASSES_PAD, &S.blm[0][0], CLASSES_PAD, nullptr, 0,
+                                LL.b, LL.sb, [](int, int j) -> long { return j; });
 }
 
 /* The twins of the block's rows of every hidden-to-hidden layer, both parities (padding 0). */
-static __device__ void gr_write_twins(const GrShared &S, const GrWs &W, int u0)
+static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
 {
-    for (int l = 1; l + 1 < GR_L; l++)
-        for (int e = threadIdx.x; e < GR_HP * GR_U; e += GR_THREADS) {
-            const int k = e / GR_U, n = e % GR_U;
-            const res_half h = res_round(k < GR_H ? S.mid[l - 1].w[n][k] : 0.0f);
-            W.twin_t(0, l)[(size_t)k * GR_HP + u0 + n] = h;
-            W.twin_t(1, l)[(size_t)k * GR_HP + u0 + n] = h;
+    for (int l = 1; l + 1 < LAYERS; l++)
+        for (int e = threadIdx.x; e < HIDDEN_PAD * UNITS; e += THREADS) {
+            const int k = e / UNITS, n = e % UNITS;
+            const snn_twin h = snn_twin_bits(k < HIDDEN ? S.mid[l - 1].w[n][k] : 0.0f);
+            W.twin_t(0, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
+            W.twin_t(1, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
         }
 }
 
@@ -221,76 +230,75 @@ static __device__ void gr_write_twins(const GrShared &S, const GrWs &W, int u0)
  * the step's element-wise ends
  * ------------------------------------------------------------------------- */
 
-typedef ResDraws<GR_H> GrDraws;
-
 /* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added): ReLU and
  * dropout, 0 in padding; kept for the backward pass, and as every block's operand by row and by unit. */
-static __device__ __forceinline__ void gr_hidden_out(GrShared &S, const GrWs &W, const snn_fused_net &net,
-                                                     const GrDraws &d, int p, int l, int u0, int m, int n,
-                                                     float v)
+static __device__ __forceinline__ void hidden_out(Shared &S, const Workspace &W, const snn_fused_net &net,
+                                                  const SnnStepDraws &d, int p, int l, int u0, int m, int n,
+                                                  float v)
 {
     const int unit = u0 + n;
-    const bool real = m < GR_B && unit < GR_H;
-    v = real ? d.drop(l, m, unit, v < 0.0f ? 0.0f : v) : 0.0f;
+    const bool real = m < BATCH && unit < HIDDEN;
+    v = real ? d.drop(l, (uint32_t)(m * HIDDEN + unit), v < 0.0f ? 0.0f : v) : 0.0f;
     S.act[l][m][n] = v;
-    const res_half h = res_round(v);
-    W.out(p, l)[m * GR_HP + unit] = h;
-    W.out_t(p, l)[unit * GR_BP + m] = h;
+    const snn_twin h = snn_twin_bits(v);
+    W.out(p, l)[m * HIDDEN_PAD + unit] = h;
+    W.out_t(p, l)[unit * BATCH_PAD + m] = h;
     if (net.trace && real)
-        net.act[l + 1][(size_t)m * GR_H + unit] = v;
+        net.act[l + 1][(size_t)m * HIDDEN + unit] = v;
 }
 
 /* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v): through the ReLU's
  * mask and the forward pass's dropout, 0 in padding; FP32 for the bias, 16-bit for the update and, where a
  * layer below needs all of it (l > 0), for every block. */
-static __device__ __forceinline__ void gr_hidden_grad(GrShared &S, const GrWs &W, const snn_fused_net &net,
-                                                      const GrDraws &d, int l, int u0, int m, int n, float v)
+static __device__ __forceinline__ void hidden_grad(Shared &S, const Workspace &W, const snn_fused_net &net,
+                                                   const SnnStepDraws &d, int l, int u0, int m, int n,
+                                                   float v)
 {
     const int unit = u0 + n;
-    const bool real = m < GR_B && unit < GR_H;
-    v = real && S.act[l][m][n] > 0.0f ? d.drop(l, m, unit, v) : 0.0f;
+    const bool real = m < BATCH && unit < HIDDEN;
+    v = real && S.act[l][m][n] > 0.0f ? d.drop(l, (uint32_t)(m * HIDDEN + unit), v) : 0.0f;
     S.dg[m][n] = v;
-    const res_half h = res_round(v);
+    const snn_twin h = snn_twin_bits(v);
     S.dgt[n][m] = h;
     if (l > 0)
-        W.grad(l)[m * GR_HP + unit] = h;
+        W.grad(l)[m * HIDDEN_PAD + unit] = h;
     if (net.trace && real)
-        net.grad[l][(size_t)m * GR_H + unit] = v;
+        net.grad[l][(size_t)m * HIDDEN + unit] = v;
 }
 
 /* The logits' partial sums over the block's units, [row][class], from the last hidden layer's outputs. */
-static __device__ void gr_logits_partial(const GrShared &S, const GrWs &W, int c)
+static __device__ void logits_partial(const Shared &S, const Workspace &W, int c)
 {
-    float *part = W.partial + (size_t)c * GR_BP * GR_NC;
-    for (int e = threadIdx.x; e < GR_BP * GR_NC; e += GR_THREADS) {
-        const int m = e / GR_NC, j = e % GR_NC;
+    float *part = W.partial + (size_t)c * BATCH_PAD * CLASSES_PAD;
+    for (int e = threadIdx.x; e < BATCH_PAD * CLASSES_PAD; e += THREADS) {
+        const int m = e / CLASSES_PAD, j = e % CLASSES_PAD;
         float v = 0.0f;
         if (j < SNN_CLASSES)
 #pragma unroll
-            for (int n = 0; n < GR_U; n++)
-                v += gr_value(res_round(S.act[GR_NH - 1][m][n])) * gr_value(res_round(S.wl[j][n]));
+            for (int n = 0; n < UNITS; n++)
+                v += snn_twin_rounded(S.act[HIDDENS - 1][m][n]) * snn_twin_rounded(S.wl[j][n]);
         part[e] = v;
     }
 }
 
-/* Softmax and cross-entropy of the batch's rows c, c + GR_P, ..., a warp a row (class j on lane j): the
+/* Softmax and cross-entropy of the batch's rows c, c + BLOCKS, ..., a warp a row (class j on lane j): the
  * logits summed over the blocks' partials in block order, the row's dlogits, loss and hit to the workspace;
  * padding rows' dlogits 0. Tracing, the logits and dlogits too. */
-static __device__ void gr_softmax_rows(GrShared &S, const GrWs &W, const snn_fused_net &net, int c)
+static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fused_net &net, int c)
 {
     const int warp = threadIdx.x / 32, j = threadIdx.x % 32;
-    for (int r = c + warp * GR_P; r < GR_BP; r += GR_WARPS * GR_P) {
-        const bool row = r < GR_B, cls = j < SNN_CLASSES;
+    for (int r = c + warp * BLOCKS; r < BATCH_PAD; r += WARPS * BLOCKS) {
+        const bool row = r < BATCH, cls = j < SNN_CLASSES;
         /* lane j adds the partials of blocks j, j + 32, ..., every load issued first; then a butterfly */
-        constexpr int PER = (GR_P + 31) / 32;
+        constexpr int PER = (BLOCKS + 31) / 32;
         float4 part[PER][SNN_CLASSES / 4 + 1];
 #pragma unroll
         for (int i = 0; i < PER; i++)
 #pragma unroll
             for (int v = 0; v <= SNN_CLASSES / 4; v++)
-                part[i][v] = j + 32 * i < GR_P
+                part[i][v] = j + 32 * i < BLOCKS
                                  ? reinterpret_cast<const float4 *>(
-                                       W.partial + ((size_t)(j + 32 * i) * GR_BP + r) * GR_NC)[v]
+                                       W.partial + ((size_t)(j + 32 * i) * BATCH_PAD + r) * CLASSES_PAD)[v]
                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         float sums[SNN_CLASSES];
 #pragma unroll
@@ -299,46 +307,28 @@ static __device__ void gr_softmax_rows(GrShared &S, const GrWs &W, const snn_fus
 #pragma unroll
             for (int i = 0; i < PER; i++)
                 v += reinterpret_cast<const float *>(&part[i][k / 4])[k % 4];
-#pragma unroll
-            for (int o = 16; o > 0; o /= 2) /* every lane adds the same pairs, so holds the same sum */
-                v += __shfl_xor_sync(0xffffffffu, v, o);
-            sums[k] = v;
+            sums[k] = snn_lanes_sum<32>(v);
         }
-        float z = -INFINITY;
+        float z[1] = {-INFINITY};
 #pragma unroll
         for (int k = 0; k < SNN_CLASSES; k++)
             if (row && j == k)
-                z = S.bl[k] + sums[k];
+                z[0] = S.bl[k] + sums[k];
         if (row && cls)
-            S.z[warp][j] = z;
-        float zmax = z;
-        int arg = cls ? j : SNN_CLASSES;
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            const float zo = __shfl_xor_sync(0xffffffffu, zmax, o);
-            const int ao = __shfl_xor_sync(0xffffffffu, arg, o);
-            if (zo > zmax || (zo == zmax && ao < arg)) {
-                zmax = zo;
-                arg = ao;
-            }
-        }
-        const float e = row && cls ? expf(z - zmax) : 0.0f;
-        float sum = e;
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2)
-            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            S.z[warp][j] = z[0];
+        const SnnRowSoftmax<32, 1> sm(z);
         __syncwarp(); /* the row's logits in S.z */
         const int label = row ? net.train_labels[S.sample[r]] : 0;
         if (row && j == 0) {
-            W.rowloss[r] = snn_xent_loss(logf(sum), zmax, S.z[warp], label, 1);
-            W.rowright[r] = arg == label;
+            W.rowloss[r] = sm.loss(S.z[warp], label, true);
+            W.rowright[r] = sm.arg == label;
         }
-        if (j < GR_NC) {
-            const float g = row && cls ? (e / sum - snn_xent_target(j, label)) * (1.0f / (float)GR_B) : 0.0f;
-            W.dlog[r * GR_NC + j] = g;
+        if (j < CLASSES_PAD) {
+            const float g = row && cls ? sm.grad(0, label, BATCH) : 0.0f;
+            W.dlog[r * CLASSES_PAD + j] = g;
             if (net.trace && row && cls) {
-                net.act[GR_L][r * SNN_CLASSES + j] = z;
-                net.grad[GR_L - 1][r * SNN_CLASSES + j] = g;
+                net.act[LAYERS][r * SNN_CLASSES + j] = z[0];
+                net.grad[LAYERS - 1][r * SNN_CLASSES + j] = g;
             }
         }
         __syncwarp(); /* S.z read before the warp's next row */
@@ -347,183 +337,180 @@ static __device__ void gr_softmax_rows(GrShared &S, const GrWs &W, const snn_fus
 
 /* A hidden-to-hidden layer l's update of the block's rows from the gradient in S.dgt and the layer's inputs
  * of step parity p; the twin of parity p ^ 1 rewritten. */
-static __device__ void gr_mid_update(GrShared &S, const GrWs &W, int p, int l, int u0, const snn_rate &rate)
+static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, int u0, const snn_rate &rate)
 {
-    GrMid &M = S.mid[l - 1];
-    res_half *twin = W.twin_t(p ^ 1, l);
-    res_gemm<GR_THREADS, GR_HP, GR_U, GR_BP>(ResMat<GR_BP, 1>{W.out_t(p, l - 1)},
-                                             ResMat<GR_DLD, 1>{&S.dgt[0][0]}, S.scratch,
-                                             [&](int k, int n, float g) {
-                                                 if (k < GR_H && u0 + n < GR_H)
-                                                     res_update(&M.w[n][k], &M.wm[0][n][k], GR_U * GR_WLD,
-                                                                &twin[(size_t)k * GR_HP + u0 + n], g, rate);
-                                             });
+    Mid &M = S.mid[l - 1];
+    snn_twin *twin = W.twin_t(p ^ 1, l);
+    mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD>(
+        Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
+        [&](int k, int n, float g) {
+            if (k < HIDDEN && u0 + n < HIDDEN)
+                snn_param_update(&M.w[n][k], &M.wm[0][n][k], UNITS * W_LD,
+                                 &twin[(size_t)k * HIDDEN_PAD + u0 + n], g, rate);
+        });
 }
 
 /* The bias of hidden layer l's units (the block's), from the gradient in S.dg. */
-static __device__ void gr_bias_update(GrShared &S, int l, int owned, const snn_rate &rate)
+static __device__ void bias_update(Shared &S, int l, int owned, const snn_rate &rate)
 {
     float *b = l == 0 ? S.b0 : S.mid[l - 1].b, *bm = l == 0 ? &S.b0m[0][0] : &S.mid[l - 1].bm[0][0];
-    res_bias_update<GR_THREADS>(b, bm, GR_U, &S.dg[0][0], GR_U, GR_B, owned, rate);
+    snn_bias_update<THREADS>(b, bm, UNITS, &S.dg[0][0], UNITS, BATCH, owned, rate);
 }
 
 /* ---------------------------------------------------------------------------
  * the kernel
  * ------------------------------------------------------------------------- */
 
-__global__ void __launch_bounds__(GR_THREADS, 1) gr_train_kernel(snn_fused_net net, int first, int last)
+__global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, int first, int last)
 {
-    extern __shared__ __align__(128) unsigned char gr_smem[];
-    if constexpr (!GR_FITS)
-        return; /* never launched (fused_grid_resident_runs): no code for a model that does not fit */
-    GrShared &S = *reinterpret_cast<GrShared *>(gr_smem);
+    extern __shared__ __align__(128) unsigned char smem[];
+    if constexpr (!FITS)
+        return; /* never launched (fits): no code for a model that does not fit */
+    Shared &S = *reinterpret_cast<Shared *>(smem);
     cg::grid_group grid = cg::this_grid();
-    const GrWs W(net.gr_ws);
-    const int c = blockIdx.x, u0 = c * GR_U, tid = threadIdx.x;
-    const int owned = res_max(0, res_min(GR_U, GR_H - u0)); /* the block's units that are not padding */
+    const Workspace W(net.gr_ws);
+    const int c = blockIdx.x, u0 = c * UNITS, tid = threadIdx.x;
+    const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
 
-    res_clear<GR_THREADS>(gr_smem, GR_SMEM);
+    snn_smem_clear<THREADS>(smem, SMEM_BYTES);
     __syncthreads();
-    gr_state(S, net, c, true);
+    state_copy(S, net, c, true);
     __syncthreads();
-    gr_write_twins(S, W, u0);
+    write_twins(S, W, u0);
     grid.sync(); /* every twin whole before the first input gradient reads it */
     const int32_t epoch = *net.clock.epoch;
 
     for (int s = first; s < last; ++s) {
         const int p = s & 1;
-        const GrDraws draws = {net.noise.key, epoch, s};
-        fused_stamp(net, s, 2 * GR_L, true);
+        const SnnStepDraws draws = {{net.noise.key[0], net.noise.key[1]}, epoch, s};
+        fused_stamp(net, s, 2 * LAYERS, true);
         if (tid == 0)
             S.rate = snn_clock_rate_at(net.clock, s);
-        if (tid < GR_BP) {
-            S.sample[tid] = net.order[(long)s * GR_B + (tid < GR_B ? tid : 0)];
-            S.image[tid] = net.train_images + (size_t)S.sample[tid] * GR_IN;
+        if (tid < BATCH_PAD) {
+            S.sample[tid] = net.order[(long)s * BATCH + (tid < BATCH ? tid : 0)];
+            S.image[tid] = net.train_images + (size_t)S.sample[tid] * INPUTS;
         }
         __syncthreads();
         const snn_rate rate = S.rate; /* in registers: the updates' epilogues read it per element */
         if (net.trace && c == 0)
-            for (int i = tid; i < GR_B * GR_IN; i += GR_THREADS) {
+            for (int i = tid; i < BATCH * INPUTS; i += THREADS) {
                 net.input[p][i] =
-                    snn_gather_pixel(S.image[i / GR_IN][i % GR_IN], SNN_PIXEL_MEAN, SNN_PIXEL_STD);
-                if (i % GR_IN == 0)
-                    net.labels[p][i / GR_IN] = net.train_labels[S.sample[i / GR_IN]];
+                    snn_gather_pixel(S.image[i / INPUTS][i % INPUTS], SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+                if (i % INPUTS == 0)
+                    net.labels[p][i / INPUTS] = net.train_labels[S.sample[i / INPUTS]];
             }
 
         /* F0, and the block's pixels of the batch transposed for layer 0's update */
-        res_gemm<GR_THREADS, GR_BP, GR_U, GR_IN, true, GR_RUNS>(
-            GrPixels(S.image), GrFloatRows<GR_W0LD>{&S.w0[0][0]}, S.scratch,
-            [&](int m, int n, float v) { gr_hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]); });
-        for (int e = tid; e < GR_BP * (GR_XS / 4); e += GR_THREADS) {
-            const int m = e % GR_BP, k = c * GR_XS + e / GR_BP * 4;
-            if (k < GR_IN) {
+        mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS, true, L2_RUNS>(
+            Pixels(S.image), FloatRows<W0_LD>{&S.w0[0][0]}, S.scratch,
+            [&](int m, int n, float v) { hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]); });
+        for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
+            const int m = e % BATCH_PAD, k = c * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
+            if (k < INPUTS) {
                 const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
 #pragma unroll
                 for (int q = 0; q < 4; q++)
-                    W.batch_t(p)[(k + q) * GR_BP + m] =
-                        res_round(fmaf(res_byte(four, q), RES_PIXEL_SCALE, RES_PIXEL_OFFSET));
+                    W.batch_t(p)[(k + q) * BATCH_PAD + m] = snn_twin_bits(
+                        fmaf(snn_byte_value(four, q), SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET));
             }
         }
         __syncthreads();
 
         /* F1 .. F(L-2): the previous output, all of it, against the block's rows */
-        for (int l = 1; l + 1 < GR_L; l++) {
+        for (int l = 1; l + 1 < LAYERS; l++) {
             fused_stamp(net, s, l - 1, false);
             grid.sync();
             fused_stamp(net, s, l - 1, true);
-            res_gemm<GR_THREADS, GR_BP, GR_U, GR_HP, true, GR_RUNS>(
-                ResMat<GR_HP, 1>{W.out(p, l - 1)}, GrFloatRows<GR_WLD>{&S.mid[l - 1].w[0][0]}, S.scratch,
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
+                Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)}, FloatRows<W_LD>{&S.mid[l - 1].w[0][0]}, S.scratch,
                 [&](int m, int n, float v) {
-                    gr_hidden_out(S, W, net, draws, p, l, u0, m, n, v + S.mid[l - 1].b[n]);
+                    hidden_out(S, W, net, draws, p, l, u0, m, n, v + S.mid[l - 1].b[n]);
                 });
             __syncthreads();
         }
 
         /* F(L-1): partial sums, then a block per row: softmax, dlogits */
-        gr_logits_partial(S, W, c);
-        fused_stamp(net, s, GR_L - 2, false);
+        logits_partial(S, W, c);
+        fused_stamp(net, s, LAYERS - 2, false);
         grid.sync();
-        fused_stamp(net, s, GR_L - 2, true);
-        gr_softmax_rows(S, W, net, c);
-        fused_stamp(net, s, GR_L - 1, false);
+        fused_stamp(net, s, LAYERS - 2, true);
+        softmax_rows(S, W, net, c);
+        fused_stamp(net, s, LAYERS - 1, false);
         grid.sync();
-        fused_stamp(net, s, GR_L - 1, true);
+        fused_stamp(net, s, LAYERS - 1, true);
 
         /* B(L-1): the last layer, from the dlogits every block reads */
-        for (int e = tid; e < GR_BP * GR_NC; e += GR_THREADS)
-            S.dl[e / GR_NC][e % GR_NC] = W.dlog[e];
+        for (int e = tid; e < BATCH_PAD * CLASSES_PAD; e += THREADS)
+            S.dl[e / CLASSES_PAD][e % CLASSES_PAD] = W.dlog[e];
         __syncthreads();
-        res_bias_update<GR_THREADS>(S.bl, &S.blm[0][0], GR_NC, &S.dl[0][0], GR_NC, GR_B, SNN_CLASSES, rate);
-        if (c == 0 && tid / 32 == GR_WARPS - 1) { /* the step's loss and hits: a warp, lanes by rows */
+        snn_bias_update<THREADS>(S.bl, &S.blm[0][0], CLASSES_PAD, &S.dl[0][0], CLASSES_PAD, BATCH,
+                                 SNN_CLASSES, rate);
+        if (c == 0 && tid / 32 == WARPS - 1) { /* the step's loss and hits: a warp, lanes by rows */
             double loss = 0.0;
             int right = 0;
-            for (int r = tid % 32; r < GR_B; r += 32) {
+            for (int r = tid % 32; r < BATCH; r += 32) {
                 loss += (double)W.rowloss[r];
                 right += W.rowright[r];
             }
-#pragma unroll
-            for (int o = 16; o > 0; o /= 2) {
-                loss += __shfl_xor_sync(0xffffffffu, loss, o);
-                right += __shfl_xor_sync(0xffffffffu, right, o);
-            }
+            loss = snn_lanes_sum<32>(loss);
+            right = snn_lanes_sum<32>(right);
             if (tid % 32 == 0) {
-                net.train_loss[s] = (float)(loss / GR_B);
+                net.train_loss[s] = (float)(loss / BATCH);
                 net.train_correct[s] = right;
             }
         }
-        for (int e = tid; e < GR_BP * GR_U; e += GR_THREADS) {
-            const int m = e / GR_U, n = e % GR_U;
+        for (int e = tid; e < BATCH_PAD * UNITS; e += THREADS) {
+            const int m = e / UNITS, n = e % UNITS;
             float v = 0.0f;
 #pragma unroll
             for (int j = 0; j < SNN_CLASSES; j++)
-                v += gr_value(res_round(S.dl[m][j])) * gr_value(res_round(S.wl[j][n]));
-            gr_hidden_grad(S, W, net, draws, GR_NH - 1, u0, m, n, v);
+                v += snn_twin_rounded(S.dl[m][j]) * snn_twin_rounded(S.wl[j][n]);
+            hidden_grad(S, W, net, draws, HIDDENS - 1, u0, m, n, v);
         }
         __syncthreads(); /* the input gradient has read the last layer's columns before they change */
-        for (int e = tid / 32; e < SNN_CLASSES * GR_U; e += GR_WARPS) { /* a warp a weight, lanes by rows */
-            const int j = e / GR_U, n = e % GR_U;
+        for (int e = tid / 32; e < SNN_CLASSES * UNITS; e += WARPS) { /* a warp a weight, lanes by rows */
+            const int j = e / UNITS, n = e % UNITS;
             float g = 0.0f;
-            for (int m = tid % 32; m < GR_B; m += 32)
-                g += gr_value(res_round(S.dl[m][j])) * gr_value(res_round(S.act[GR_NH - 1][m][n]));
-#pragma unroll
-            for (int o = 16; o > 0; o /= 2)
-                g += __shfl_xor_sync(0xffffffffu, g, o);
-            if (tid % 32 == 0 && u0 + n < GR_H)
-                res_update(&S.wl[j][n], &S.wlm[0][j][n], GR_NC * GR_U, nullptr, g, rate);
+            for (int m = tid % 32; m < BATCH; m += 32)
+                g += snn_twin_rounded(S.dl[m][j]) * snn_twin_rounded(S.act[HIDDENS - 1][m][n]);
+            g = snn_lanes_sum<32>(g);
+            if (tid % 32 == 0 && u0 + n < HIDDEN)
+                snn_param_update(&S.wl[j][n], &S.wlm[0][j][n], CLASSES_PAD * UNITS, nullptr, g, rate);
         }
-        gr_bias_update(S, GR_NH - 1, owned, rate);
-        if constexpr (GR_NH > 1)
-            gr_mid_update(S, W, p, GR_NH - 1, u0, rate);
-        fused_stamp(net, s, GR_L, false);
+        bias_update(S, HIDDENS - 1, owned, rate);
+        if constexpr (HIDDENS > 1)
+            mid_update(S, W, p, HIDDENS - 1, u0, rate);
+        fused_stamp(net, s, LAYERS, false);
 
         /* B(L-2) .. B1: the whole output gradient of layer l against the twin's rows of the block's units */
-        for (int l = GR_L - 2; l >= 1; l--) {
-            const int phase = 2 * GR_L - 1 - l;
+        for (int l = LAYERS - 2; l >= 1; l--) {
+            const int phase = 2 * LAYERS - 1 - l;
             grid.sync();
             fused_stamp(net, s, phase - 1, true);
-            res_gemm<GR_THREADS, GR_BP, GR_U, GR_HP, true, GR_RUNS>(
-                ResMat<GR_HP, 1>{W.grad(l)}, ResMat<GR_HP, 1>{W.twin_t(p, l) + (size_t)u0 * GR_HP}, S.scratch,
-                [&](int m, int n, float v) { gr_hidden_grad(S, W, net, draws, l - 1, u0, m, n, v); });
+            const Mma16Mat<HIDDEN_PAD, 1> twin_rows{W.twin_t(p, l) + (size_t)u0 * HIDDEN_PAD};
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
+                Mma16Mat<HIDDEN_PAD, 1>{W.grad(l)}, twin_rows, S.scratch,
+                [&](int m, int n, float v) { hidden_grad(S, W, net, draws, l - 1, u0, m, n, v); });
             __syncthreads();
-            gr_bias_update(S, l - 1, owned, rate);
+            bias_update(S, l - 1, owned, rate);
             if (l - 1 > 0)
-                gr_mid_update(S, W, p, l - 1, u0, rate);
+                mid_update(S, W, p, l - 1, u0, rate);
             fused_stamp(net, s, phase, false);
         }
-        fused_stamp(net, s, 2 * GR_L - 2, true); /* no barrier after the last input gradient */
+        fused_stamp(net, s, 2 * LAYERS - 2, true); /* no barrier after the last input gradient */
 
         /* B0: layer 0's update, local */
-        res_gemm<GR_THREADS, GR_IN, GR_U, GR_BP>(
-            ResMat<GR_BP, 1>{W.batch_t(p)}, ResMat<GR_DLD, 1>{&S.dgt[0][0]}, S.scratch,
+        mma16_gemm<THREADS, INPUTS, UNITS, BATCH_PAD>(
+            Mma16Mat<BATCH_PAD, 1>{W.batch_t(p)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
             [&](int k, int n, float g) {
-                if (u0 + n < GR_H)
-                    res_update(&S.w0[n][k], &S.w0m[0][n][k], GR_U * GR_W0LD, nullptr, g, rate);
+                if (u0 + n < HIDDEN)
+                    snn_param_update(&S.w0[n][k], &S.w0m[0][n][k], UNITS * W0_LD, nullptr, g, rate);
             });
         __syncthreads();
-        fused_stamp(net, s, 2 * GR_L - 1, false);
-        fused_stamp(net, s, 2 * GR_L - 1, true);
+        fused_stamp(net, s, 2 * LAYERS - 1, false);
+        fused_stamp(net, s, 2 * LAYERS - 1, true);
     }
-    gr_state(S, net, c, false);
+    state_copy(S, net, c, false);
     if (c == 0 && tid == 0)
         *net.train_step = last;
 }
@@ -532,24 +519,24 @@ __global__ void __launch_bounds__(GR_THREADS, 1) gr_train_kernel(snn_fused_net n
  * launch
  * ------------------------------------------------------------------------- */
 
-bool fused_grid_resident_runs(char *why, int len)
+static bool fits(char *why, int len)
 {
-    char unused[160];
-    if (!why) {
-        why = unused;
-        len = sizeof unused;
-    }
     static int resident = -1; /* blocks the GPU holds at once; -1: not asked yet */
-    static const bool exact = res_pixels_exact();
-    if (!GR_FITS) {
+    static const bool exact = snn_pixels_fma_exact();
+    if (!FITS) {
         if (SNN_LAYERS < 2)
             snprintf(why, len, "a model without hidden layers has no units to share out");
         else if (SNN_AUGMENT_SHIFT > 0)
             snprintf(why, len,
                      "it reads the images in place and does not translate them (CONFIG_AUGMENT_SHIFT)");
+        else if (BATCH_PAD > THREADS) /* a thread fetches each sample of the batch */
+            snprintf(why, len,
+                     "the batch padded to %d exceeds the %d threads of a block "
+                     "(CONFIG_FUSED_GRID_RESIDENT_THREADS)",
+                     BATCH_PAD, THREADS);
         else
             snprintf(why, len, "a block's share of the model, %d KB of shared memory, exceeds %d KB",
-                     (int)((SNN_GR_STATE_BYTES > GR_SMEM ? SNN_GR_STATE_BYTES : GR_SMEM) + 1023) / 1024,
+                     (int)((SNN_GR_STATE_BYTES > SMEM_BYTES ? SNN_GR_STATE_BYTES : SMEM_BYTES) + 1023) / 1024,
                      SNN_GR_SMEM_MAX / 1024);
         return false;
     }
@@ -563,34 +550,35 @@ bool fused_grid_resident_runs(char *why, int len)
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
         CUDA_CHECK(
-            cudaFuncSetAttribute(gr_train_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GR_SMEM));
-        CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gr_train_kernel, GR_THREADS, GR_SMEM));
+            cudaFuncSetAttribute(train_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, train_kernel, THREADS, SMEM_BYTES));
         resident = coop ? per_sm * sms : 0;
     }
-    if (resident < GR_P)
+    if (resident < BLOCKS)
         snprintf(why, len, "this GPU holds %d of its %d blocks at once (%d KB of shared memory each)",
-                 resident, GR_P, (GR_SMEM + 1023) / 1024);
-    return resident >= GR_P;
+                 resident, BLOCKS, (SMEM_BYTES + 1023) / 1024);
+    return resident >= BLOCKS;
 }
 
-void fused_grid_resident_train(const snn_fused_net &net, int first, int last)
+static void train(const snn_fused_net &net, int first, int last)
 {
     if ((uintptr_t)net.gr_ws % 256)
-        snn_die("grid-resident fused step: the workspace is not 256-byte aligned (internal error)");
+        snn_die("grid-resident kernel: the workspace is not 256-byte aligned (internal error)");
     snn_fused_net n = net;
     void *args[] = {&n, &first, &last};
-    CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)gr_train_kernel, dim3(GR_P), dim3(GR_THREADS), args,
-                                           GR_SMEM, snn_stream()));
+    CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)train_kernel, dim3(BLOCKS), dim3(THREADS), args,
+                                           SMEM_BYTES, snn_stream()));
     CUDA_CHECK_LAUNCH();
 }
 
-void fused_grid_resident_describe(char *buf, int len)
+static void describe(char *buf, int len)
 {
-    const int barriers = 2 * GR_L - 2;
-    snprintf(
-        buf, len,
-        "%d blocks of %d threads, the model resident in %d KB of shared memory each (%d units of each hidden "
-        "layer a block), %d grid barrier%s per step",
-        GR_P, GR_THREADS, (GR_SMEM + 1023) / 1024, GR_U, barriers, barriers == 1 ? "" : "s");
+    char grid[32];
+    snprintf(grid, sizeof grid, "%d blocks", BLOCKS);
+    fused_describe_resident(buf, len, grid, THREADS, SMEM_BYTES, UNITS, 2 * LAYERS - 2, "grid");
 }
+
+} // namespace resident_grid
+
+const FusedKernel fused_grid_resident = {"grid-resident", resident_grid::fits, resident_grid::train,
+                                         resident_grid::describe};

@@ -1,6 +1,6 @@
-/* What the resident fused steps share (kernels/cuda/fused/resident.cu, one cluster; grid_resident.cu, the
- * whole grid): 16-bit operands and their rounding, mma.sync m16n8k16 on views of them, the one-multiply-add
- * pixel normalisation, the optimizer's update of one parameter and of a bias from its output gradient. */
+/* The resident fused kernels' GEMM (kernels/cuda/fused/cluster.cu, grid_resident.cu): mma.sync m16n8k16
+ * with FP32 accumulators over views of 16-bit operands (snn_twin bits) in shared memory or L2, its k split
+ * across warps where the tiles leave warps idle. */
 #ifndef SNN_FUSED_MMA16_CUH
 #define SNN_FUSED_MMA16_CUH
 
@@ -12,47 +12,21 @@
 #include <cuda_fp16.h>
 
 #include "arch/sm80/mma.cuh"
-#include "kernels/cuda/gather.cuh"
-#include "kernels/noise.h"
-#include "kernels/optim.h"
+#include "kernels/cuda/step_common.cuh"
 #include "snn_config.h"
 
 #if !defined(CONFIG_PRECISION_BF16) && !defined(CONFIG_PRECISION_FP16)
-#error "the resident fused steps multiply BF16 or FP16 operands"
+#error "the resident fused kernels multiply BF16 or FP16 operands"
 #endif
 
-__host__ __device__ constexpr int res_up(int a, int b) { return (a + b - 1) / b * b; }
-__host__ __device__ constexpr int res_max(int a, int b) { return a > b ? a : b; }
-__host__ __device__ constexpr int res_min(int a, int b) { return a < b ? a : b; }
-/* A row stride, in 16-bit elements, for a matrix read four k a thread (res_gemm): a half warp's four rows of
- * four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart. */
-__host__ __device__ constexpr int res_ld(int n)
+/* A row stride, in 16-bit elements, for a matrix read four k a thread (mma16_gemm): a half warp's four rows
+ * of four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart. */
+__host__ __device__ constexpr int mma16_ld(int n)
 {
-    return res_up(n, 16) % 32 == 16 ? res_up(n, 16) : res_up(n, 16) + 16;
+    return snn_round_up(n, 16) % 32 == 16 ? snn_round_up(n, 16) : snn_round_up(n, 16) + 16;
 }
 
-typedef uint16_t res_half; /* a BF16 or FP16 operand's bits */
-
-static __host__ __device__ __forceinline__ res_half res_round(float v)
-{
-#ifdef CONFIG_PRECISION_BF16
-    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-#else
-    return __half_as_ushort(__float2half_rn(v));
-#endif
-}
-
-/* (lo, hi) rounded as res_round, lo in the low half. */
-static __device__ __forceinline__ uint32_t res_round2(float lo, float hi)
-{
-#ifdef CONFIG_PRECISION_BF16
-    return sm80_pack_bf16x2(lo, hi);
-#else
-    return sm75_pack_f16x2(lo, hi);
-#endif
-}
-
-static __device__ __forceinline__ void res_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
+static __device__ __forceinline__ void mma16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
 #ifdef CONFIG_PRECISION_BF16
     sm80_mma_16x8x16_f32_bf16(d, a, b);
@@ -61,14 +35,14 @@ static __device__ __forceinline__ void res_mma(float (&d)[4], const uint32_t (&a
 #endif
 }
 
-/* Operand views. res_gemm asks an A operand for a16(m0, k), the m16 x k16 fragment at rows m0.., k0 = k, and
- * a B operand for b16(n0, k), the n8 x k16 one; QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9 take
- * elements 4t .. 4t + 3 of each k16 step instead, the same in both operands (the same products, added by the
- * tensor core in another order). Views built on frag<GAP>(i, k), the pairs (i, k), (i, k + 1) and (i, k +
+/* Operand views. mma16_gemm asks an A operand for a16(m0, k), the m16 x k16 fragment at rows m0.., k0 = k,
+ * and a B operand for b16(n0, k), the n8 x k16 one; QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9
+ * take elements 4t .. 4t + 3 of each k16 step instead, the same in both operands (the same products, added by
+ * the tensor core in another order). Views built on frag<GAP>(i, k), the pairs (i, k), (i, k + 1) and (i, k +
  * GAP), (i, k + GAP + 1) each with its first element low, as mma.sync reads a fragment's pair, get both from
- * ResPairs. */
-template <class View> struct ResPairs {
-    static constexpr bool KEEPS = false; /* see ResPixels */
+ * Mma16Pairs. */
+template <class View> struct Mma16Pairs {
+    static constexpr bool KEEPS = false; /* an A view that keeps what it reads: mma16_gemm hands it back */
     template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
     {
         const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -81,21 +55,21 @@ template <class View> struct ResPairs {
     template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
     {
         const int lane = threadIdx.x % 32;
-        return static_cast<const View &>(*this).template frag < QUAD
-                   ? 2
-                   : 8 > (n0 + lane / 4, k + (QUAD ? 4 : 2) * (lane % 4));
+        constexpr int GAP = QUAD ? 2 : 8;
+        return static_cast<const View &>(*this).template frag<GAP>(n0 + lane / 4,
+                                                                   k + (QUAD ? 4 : 2) * (lane % 4));
     }
 };
 
 /* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]; from contiguous rows (SJ 1) with GAP 2, a pair
  * of pairs in one 8-byte load. */
-template <int SI, int SJ> struct ResMat : ResPairs<ResMat<SI, SJ>> {
-    static_assert(SJ != 1 || SI % 4 == 0, "resident step: rows of whole 8-byte quads");
-    const res_half *p;
-    __device__ ResMat(const res_half *p) : p(p) {}
+template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
+    static_assert(SJ != 1 || SI % 4 == 0, "mma16 GEMM: rows of whole 8-byte quads");
+    const snn_twin *p;
+    __device__ Mma16Mat(const snn_twin *p) : p(p) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        const res_half *e = p + i * SI + k * SJ;
+        const snn_twin *e = p + i * SI + k * SJ;
         if constexpr (SJ == 1 && GAP == 2)
             return *reinterpret_cast<const uint2 *>(e);
         else if constexpr (SJ == 1)
@@ -107,24 +81,11 @@ template <int SI, int SJ> struct ResMat : ResPairs<ResMat<SI, SJ>> {
     }
 };
 
-/* A pixel byte normalised in one multiply-add, x * RES_PIXEL_SCALE + RES_PIXEL_OFFSET: rounded to 16 bits,
- * the same as snn_gather_pixel's two divisions for every byte (res_pixels_exact, checked before the kernel
- * runs), and work for the arithmetic pipes where a table would load from shared memory, the pipe layer 0 is
- * bound by. */
-constexpr float RES_PIXEL_SCALE = 1.0f / (255.0f * SNN_PIXEL_STD),
-                RES_PIXEL_OFFSET = -SNN_PIXEL_MEAN / SNN_PIXEL_STD;
-
-/* Byte k of four as a float: its bits under 2^23's exponent, less 2^23. */
-static __device__ __forceinline__ float res_byte(uint32_t four, int k)
-{
-    return __int_as_float((int)__byte_perm(four, 0x4b000000u, 0x7440u + (unsigned)k)) - 8388608.0f;
-}
-
 /* The k slices of a GEMM of `tiles` 16x8 tiles and kt k16 steps on `warps` warps: where the tiles leave warps
  * idle, as many as give each warp one. */
-__host__ __device__ constexpr int res_slices(int warps, int tiles, int kt)
+__host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
 {
-    return tiles >= warps ? 1 : res_min(warps / tiles, kt);
+    return tiles >= warps ? 1 : snn_imin(warps / tiles, kt);
 }
 
 /* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
@@ -132,12 +93,12 @@ __host__ __device__ constexpr int res_slices(int warps, int tiles, int kt)
  * order. The block's threads all call it. QUAD (the views above): each thread's four k contiguous; off where
  * a strided operand's rows 4 apart share banks, and for ldmatrix. */
 template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, class A, class B, class Epi>
-static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
-                                                const Epi &epi)
+static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
+                                                  const Epi &epi)
 {
     constexpr int WARPS = THREADS / 32;
-    static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "resident step: whole m16n8k16 tiles");
-    constexpr int MB = M / 16, NB = N / 8, KT = K / 16, KS = res_slices(WARPS, MB * NB, KT),
+    static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "mma16 GEMM: whole m16n8k16 tiles");
+    constexpr int MB = M / 16, NB = N / 8, KT = K / 16, KS = mma16_slices(WARPS, MB * NB, KT),
                   PER = (KT + KS - 1) / KS;
     constexpr int ITEMS = MB * NB * KS;
     /* two tiles a warp at once where every warp has two (then k is not split): their chains of mma and their
@@ -145,7 +106,7 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
     constexpr int P = ITEMS >= 2 * WARPS ? 2 : 1;
     /* a run of k steps' loads before their products: ldmatrix and mma are volatile asm, which the compiler
      * keeps in program order, and two warps a scheduler cannot hide a load a step */
-    constexpr int RUN = res_min(RUNS, PER);
+    constexpr int RUN = snn_imin(RUNS, PER);
     /* one n tile and k not split: every tile has the same B fragments, loaded once where they fit in a few
      * registers (the updates' activations and output gradients) */
     constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8;
@@ -157,7 +118,7 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
     }
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int item0 = threadIdx.x / 32; item0 < ITEMS; item0 += P * WARPS) {
-        const int ks = item0 % KS, k1 = res_min(KT, (ks + 1) * PER);
+        const int ks = item0 % KS, k1 = snn_imin(KT, (ks + 1) * PER);
         int m0[P], n0[P];
         bool on[P];
 #pragma unroll
@@ -190,10 +151,10 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
                     if (on[j]) {
                         const uint32_t a4[4] = {af[j][u].x, af[j][u].y, af[j][u].z, af[j][u].w};
                         const uint32_t b2[2] = {bf[j][u].x, bf[j][u].y};
-                        res_mma(d[j], a4, b2);
+                        mma16(d[j], a4, b2);
                     }
             if constexpr (A::KEEPS) {
-                static_assert(QUAD, "resident step: a kept operand's fragments are read four k a thread");
+                static_assert(QUAD, "mma16 GEMM: a kept operand's fragments are read four k a thread");
 #pragma unroll
                 for (int u = 0; u < STEPS; u++)
 #pragma unroll
@@ -254,107 +215,5 @@ static __device__ __forceinline__ void res_gemm(const A &a, const B &b, float (*
         }
     }
 }
-
-/* Parameter *w with gradient g and its moments at m[0], m[stride]: updated, its twin (if any) rewritten. */
-static __device__ __forceinline__ void res_update(float *w, float *m, int stride, res_half *twin, float g,
-                                                  const snn_rate &r)
-{
-    float s[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        s[k] = m[k * stride];
-    *w = snn_update(*w, g, s, r);
-#pragma unroll
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        m[k * stride] = s[k];
-    if (twin)
-        *twin = res_round(*w);
-}
-
-/* A block's shared memory, bytes (a multiple of 16) from smem, zeroed: padding then reads as 0. */
-template <int THREADS> static __device__ __forceinline__ void res_clear(unsigned char *smem, int bytes)
-{
-    for (int i = threadIdx.x; i < bytes / 16; i += THREADS)
-        reinterpret_cast<uint4 *>(smem)[i] = make_uint4(0, 0, 0, 0);
-}
-
-/* A block of a parameter tensor, rows x cols: in shared memory at s (row stride sld), its moments at
- * sm + k * mstride, its twin at t (row stride tld; none where NULL); in the model at w[at(i, j)] and its
- * state st, at(i, j) < 0 where (i, j) is padding. in: model to shared memory (with the twin), else back. */
-template <int THREADS, class At>
-static __device__ void res_copy(bool in, int rows, int cols, float *s, int sld, float *sm, int mstride,
-                                res_half *t, int tld, float *w, const snn_state &st, At at)
-{
-    for (int e = threadIdx.x; e < rows * cols; e += THREADS) {
-        const int i = e / cols, j = e % cols;
-        const long gi = at(i, j);
-        if (gi < 0)
-            continue;
-        float *v = s + i * sld + j;
-        if (in) {
-            *v = w[gi];
-            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-                sm[k * mstride + i * sld + j] = st.m[k][gi];
-            if (t)
-                t[i * tld + j] = res_round(*v);
-        } else {
-            w[gi] = *v;
-            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-                st.m[k][gi] = sm[k * mstride + i * sld + j];
-        }
-    }
-}
-
-/* The sum of column `col` of a[rows][ld] by one warp: each lane's strided rows in order, then a fixed tree of
- * shuffles; every lane gets it. */
-static __device__ __forceinline__ float res_column_sum(const float *a, int ld, int rows, int col)
-{
-    const int lane = threadIdx.x % 32;
-    float v = 0.0f;
-    for (int r = lane; r < rows; r += 32)
-        v += a[r * ld + col];
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-/* The bias gradients of `cols` columns of dy[rows][ld], a warp a column, and the update of b[col] (moments at
- * bm[col], bm[col + stride]). */
-template <int THREADS>
-static __device__ __forceinline__ void res_bias_update(float *b, float *bm, int stride, const float *dy,
-                                                       int ld, int rows, int cols, const snn_rate &r)
-{
-    for (int col = threadIdx.x / 32; col < cols; col += THREADS / 32) {
-        const float g = res_column_sum(dy, ld, rows, col);
-        if (threadIdx.x % 32 == 0)
-            res_update(&b[col], &bm[col], stride, nullptr, g, r);
-    }
-}
-
-/* Whether every pixel byte normalised by one multiply-add (ResPixels) rounds to the 16 bits
- * snn_gather_pixel's value rounds to: true of both datasets' means and deviations, in both precisions. */
-static inline bool res_pixels_exact()
-{
-    for (int c = 0; c < 256; c++)
-        if (res_round(fmaf((float)c, RES_PIXEL_SCALE, RES_PIXEL_OFFSET)) !=
-            res_round(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
-            return false;
-    return true;
-}
-
-/* Where a training step's draws are: the run's key, the epoch, the step; H the hidden width, the stride of a
- * row's units in the draws' index. */
-template <int H> struct ResDraws {
-    const uint32_t *key;
-    int32_t epoch, step;
-    template <int I = 0> /* the condition depends on I: a build without dropout compiles no draw */
-    __device__ __forceinline__ float drop(int layer, int m, int unit, float v) const
-    {
-        if constexpr (I == 0 && SNN_DROPOUT > 0.0f)
-            return snn_dropout(key, epoch, step, layer, (uint32_t)(m * H + unit), v);
-        return v;
-    }
-};
 
 #endif

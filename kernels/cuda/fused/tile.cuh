@@ -22,8 +22,4 @@ static_assert(
     "CONFIG_GEMM_FUSED_BLOCK_N must cover the 10 classes: the block that computes a row tile of the "
     "logits also takes their softmax");
 
-/* Threads that sum one bias column, over strided rows. */
-#define FUSED_BIAS_SLICES 8
-static_assert(FusedTile::THREADS % FUSED_BIAS_SLICES == 0, "fused step: threads per block a multiple of 8");
-
 #endif

@@ -8,16 +8,16 @@
 #include "kernels/cuda/gemm/bias.h"
 #include "snn_config.h"
 
-#define BIAS_COLS CONFIG_CUDA_BIAS_COLS
-#define BIAS_SLICES CONFIG_CUDA_BIAS_SLICES
-static_assert(BIAS_COLS * BIAS_SLICES <= 1024,
+constexpr int BIAS_COLS = CONFIG_CUDA_BIAS_COLS, BIAS_SLICES = CONFIG_CUDA_BIAS_SLICES;
+constexpr int BIAS_THREADS = BIAS_COLS * BIAS_SLICES;
+static_assert(BIAS_THREADS <= 1024,
               "CONFIG_CUDA_BIAS_COLS x CONFIG_CUDA_BIAS_SLICES must be at most 1024 threads");
 
 /* ---------------------------------------------------------------------------
  * kernels
  * ------------------------------------------------------------------------- */
 
-__global__ void __launch_bounds__(BIAS_COLS *BIAS_SLICES)
+__global__ void __launch_bounds__(BIAS_THREADS)
     bias_update_kernel(float *b, snn_state sb, const float *__restrict__ dy, int M, int N, const snn_rate *rate)
 {
     gemm_bias_update_columns<BIAS_COLS, BIAS_SLICES>(b, sb, dy, M, N, rate, blockIdx.x * BIAS_COLS, threadIdx.x,

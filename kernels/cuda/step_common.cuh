@@ -1,0 +1,267 @@
+/* The training step's device code that every schedule shares. The layered ops (kernels/cuda/ops.cu) and the
+ * three fused kernels (kernels/cuda/fused/) differ in how they split a step across threads and blocks, not
+ * in what a step computes; what it computes is here, once:
+ *
+ *   shapes          integer helpers for compile-time extents
+ *   reductions      sums and the first arg-max over G adjacent lanes
+ *   the batch       a row's sample, its pixels translated and normalised (also 4 at a time to 16 bits)
+ *   softmax         a row's softmax, cross-entropy and logit gradients, one tie rule
+ *   dropout         a training step's draws
+ *   parameters      the optimizer's update of one parameter beside its moments, a bias from its output
+ *                   gradient, a block of a tensor and its moments between the model and shared memory
+ *
+ * Every function gives the host engine's value (kernels/host/) up to the order of a sum, which each one
+ * fixes, so that every kernel is deterministic. */
+#ifndef SNN_CUDA_STEP_COMMON_CUH
+#define SNN_CUDA_STEP_COMMON_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/twin.cuh"
+#include "kernels/noise.h"
+#include "kernels/optim.h"
+#include "snn_config.h"
+
+/* ---------------------------------------------------------------------------
+ * shapes
+ * ------------------------------------------------------------------------- */
+
+__host__ __device__ constexpr int snn_round_up(int a, int b) { return (a + b - 1) / b * b; }
+__host__ __device__ constexpr int snn_imax(int a, int b) { return a > b ? a : b; }
+__host__ __device__ constexpr int snn_imin(int a, int b) { return a < b ? a : b; }
+
+/* ---------------------------------------------------------------------------
+ * reductions over G adjacent lanes (G a power of two, at most 32; every lane of the warp calls)
+ * ------------------------------------------------------------------------- */
+
+/* The sum of v over the G lanes: a butterfly at halving distances, so that every lane adds the same pairs in
+ * the same order and holds the same sum. */
+template <int G, class T> static __device__ __forceinline__ T snn_lanes_sum(T v)
+{
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* The maximum of v over the G lanes and, of the lanes' args that hold it, the least: a row's first arg-max
+ * wherever its classes lie. */
+template <int G> static __device__ __forceinline__ void snn_lanes_argmax(float &v, int &arg)
+{
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2) {
+        const float vo = __shfl_xor_sync(0xffffffffu, v, o);
+        const int ao = __shfl_xor_sync(0xffffffffu, arg, o);
+        const bool take = (vo > v) | ((vo == v) & (ao < arg)); /* no branch: both sides are cheap */
+        v = take ? vo : v;
+        arg = take ? ao : arg;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * the batch (kernels/ops_proto.h, gather_batch)
+ * ------------------------------------------------------------------------- */
+
+/* The sample in row i of the batch whose first row is `base` in the order (or in sample order, order NULL).
+ */
+static __device__ __forceinline__ long snn_gather_sample(const int32_t *order, long base, int i)
+{
+    return order ? (long)order[base + i] : base + i;
+}
+
+/* Byte j of the image px in row i of training step `step`'s batch: translated by the row's draw where the
+ * step augments (noise.epoch given, CONFIG_TRAIN_AUGMENT_SHIFT), else as stored. */
+static __device__ __forceinline__ uint8_t snn_gather_byte(const uint8_t *px, int j, int i, int32_t step,
+                                                          const snn_noise &noise)
+{
+    if (!snn_noise_translates(noise))
+        return px[j];
+    return snn_shifted_pixel(px, j, snn_shift_of(noise.key, *noise.epoch, step, i));
+}
+
+/* A pixel byte normalised: (c / 255 - mean) / std. */
+static __host__ __device__ __forceinline__ float snn_gather_pixel(uint8_t c, float mean, float std)
+{
+    return ((float)c / 255.0f - mean) / std;
+}
+
+/* The same in one multiply-add, c * SNN_PIXEL_FMA_SCALE + SNN_PIXEL_FMA_OFFSET: rounded to 16 bits, the
+ * same bits as snn_gather_pixel's two divisions for every byte where snn_pixels_fma_exact() (the kernels
+ * that use it check before they run), and work for the arithmetic pipes where a table would load from shared
+ * memory, the pipe a resident kernel's first layer is bound by. */
+constexpr float SNN_PIXEL_FMA_SCALE = 1.0f / (255.0f * SNN_PIXEL_STD),
+                SNN_PIXEL_FMA_OFFSET = -SNN_PIXEL_MEAN / SNN_PIXEL_STD;
+
+/* Byte k of four as a float: its bits under 2^23's exponent, less 2^23. */
+static __device__ __forceinline__ float snn_byte_value(uint32_t four, int k)
+{
+    return __int_as_float((int)__byte_perm(four, 0x4b000000u, 0x7440u + (unsigned)k)) - 8388608.0f;
+}
+static __device__ __forceinline__ float snn_pixel_fma(uint32_t four, int k)
+{
+    return fmaf(snn_byte_value(four, k), SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET);
+}
+/* Four pixel bytes normalised and rounded: two mma.sync operand registers, the first pair low. */
+static __device__ __forceinline__ uint2 snn_pixels_twin4(uint32_t four)
+{
+    return make_uint2(snn_twin_bits2(snn_pixel_fma(four, 0), snn_pixel_fma(four, 1)),
+                      snn_twin_bits2(snn_pixel_fma(four, 2), snn_pixel_fma(four, 3)));
+}
+
+/* Whether every byte normalised by one multiply-add rounds to the 16 bits snn_gather_pixel's value rounds
+ * to: true of both datasets' means and deviations, in both precisions. */
+static inline bool snn_pixels_fma_exact()
+{
+    for (int c = 0; c < 256; c++)
+        if (snn_twin_bits(fmaf((float)c, SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET)) !=
+            snn_twin_bits(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
+            return false;
+    return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * softmax and cross-entropy (kernels/ops_proto.h, softmax_xent)
+ * ------------------------------------------------------------------------- */
+
+/* One row's softmax over the classes, held by G adjacent lanes: lane q holds classes q, q + G, ... in z[0],
+ * z[1], ... (-INFINITY where there is no such class or no row). Every lane of the warp constructs one; after
+ * it, every lane of the G holds the row's maximum zmax, its first arg-max arg (the host's tie rule) and
+ * sum = the sum of exp(z - zmax), added in the lane's class order and then by snn_lanes_sum; e[i] is its
+ * class's exp(z - zmax) (0 for no class). */
+template <int G, int PER> struct SnnRowSoftmax {
+    static_assert(PER * G >= SNN_CLASSES, "softmax: every class on a lane");
+    float e[PER], zmax, sum;
+    int arg;
+    static __device__ __forceinline__ int class_of(int i) { return (int)(threadIdx.x % G) + i * G; }
+    __device__ __forceinline__ explicit SnnRowSoftmax(const float (&z)[PER])
+    {
+        float m = z[0]; /* the lane's first class starts the max (-INFINITY where it has none) */
+        int a = class_of(0) < SNN_CLASSES ? class_of(0) : SNN_CLASSES;
+#pragma unroll
+        for (int i = 1; i < PER; i++)
+            if (class_of(i) < SNN_CLASSES && z[i] > m) {
+                m = z[i];
+                a = class_of(i);
+            }
+        snn_lanes_argmax<G>(m, a);
+        float total = 0.0f;
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            e[i] = class_of(i) < SNN_CLASSES ? expf(z[i] - m) : 0.0f;
+            total = i ? total + e[i] : e[i]; /* e >= 0: the same as 0 + e */
+        }
+        zmax = m;
+        arg = a;
+        sum = snn_lanes_sum<G>(total);
+    }
+    /* The row's loss, from its logits `row` in memory (label smoothing reads them all), as the host's. */
+    __device__ __forceinline__ float loss(const float *row, int label, bool training) const
+    {
+        return snn_xent_loss(logf(sum), zmax, row, label, training);
+    }
+    /* The gradient of the batch's mean loss (of `rows` rows) by the lane's i-th class's logit. */
+    __device__ __forceinline__ float grad(int i, int label, int rows) const
+    {
+        return (e[i] / sum - snn_xent_target(class_of(i), label)) * (1.0f / (float)rows);
+    }
+};
+
+/* ---------------------------------------------------------------------------
+ * dropout (kernels/noise.h)
+ * ------------------------------------------------------------------------- */
+
+/* A training step's draws: the run's key, the step's epoch and step. drop() is the identity in a build
+ * without dropout; its condition depends on I so that such a build compiles no draw. */
+struct SnnStepDraws {
+    uint32_t key[2];
+    int32_t epoch, step;
+    template <int I = 0> __device__ __forceinline__ float drop(int layer, uint32_t index, float v) const
+    {
+        if constexpr (I == 0 && SNN_DROPOUT > 0.0f)
+            return snn_dropout(key, epoch, step, layer, index, v);
+        return v;
+    }
+};
+
+/* ---------------------------------------------------------------------------
+ * parameters (kernels/optim.h)
+ * ------------------------------------------------------------------------- */
+
+/* Parameter *w with gradient g and its moments at m[0], m[stride]: updated, its twin (if any) rewritten. */
+static __device__ __forceinline__ void snn_param_update(float *w, float *m, int stride, snn_twin *twin,
+                                                        float g, const snn_rate &r)
+{
+    float s[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        s[k] = m[k * stride];
+    *w = snn_update(*w, g, s, r);
+#pragma unroll
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        m[k * stride] = s[k];
+    if (twin)
+        *twin = snn_twin_bits(*w);
+}
+
+/* The sum of column `col` of a[rows][ld] by one warp: each lane's strided rows in order, then
+ * snn_lanes_sum; every lane gets it. */
+static __device__ __forceinline__ float snn_column_sum(const float *a, int ld, int rows, int col)
+{
+    float v = 0.0f;
+    for (int r = threadIdx.x % 32; r < rows; r += 32)
+        v += a[r * ld + col];
+    return snn_lanes_sum<32>(v);
+}
+
+/* The bias gradients of `cols` columns of dy[rows][ld], a warp a column, and the update of b[col] (moments
+ * at bm[col], bm[col + stride]). The block's threads all call it. */
+template <int THREADS>
+static __device__ __forceinline__ void snn_bias_update(float *b, float *bm, int stride, const float *dy,
+                                                       int ld, int rows, int cols, const snn_rate &r)
+{
+    for (int col = threadIdx.x / 32; col < cols; col += THREADS / 32) {
+        const float g = snn_column_sum(dy, ld, rows, col);
+        if (threadIdx.x % 32 == 0)
+            snn_param_update(&b[col], &bm[col], stride, nullptr, g, r);
+    }
+}
+
+/* A block of a parameter tensor, rows x cols: in shared memory at s (row stride sld), its moments at
+ * sm + k * mstride, its twin at t (row stride tld; none where NULL); in the model at w[at(i, j)] and its
+ * state st, at(i, j) < 0 where (i, j) is padding. in: model to shared memory (with the twin), else back.
+ * The block's threads all call it. */
+template <int THREADS, class At>
+static __device__ void snn_param_copy(bool in, int rows, int cols, float *s, int sld, float *sm, int mstride,
+                                      snn_twin *t, int tld, float *w, const snn_state &st, At at)
+{
+    for (int e = threadIdx.x; e < rows * cols; e += THREADS) {
+        const int i = e / cols, j = e % cols;
+        const long gi = at(i, j);
+        if (gi < 0)
+            continue;
+        float *v = s + i * sld + j;
+        if (in) {
+            *v = w[gi];
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                sm[k * mstride + i * sld + j] = st.m[k][gi];
+            if (t)
+                t[i * tld + j] = snn_twin_bits(*v);
+        } else {
+            w[gi] = *v;
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                st.m[k][gi] = sm[k * mstride + i * sld + j];
+        }
+    }
+}
+
+/* A block's shared memory, bytes (a multiple of 16) from smem, zeroed: padding then reads as 0. */
+template <int THREADS> static __device__ __forceinline__ void snn_smem_clear(unsigned char *smem, int bytes)
+{
+    for (int i = threadIdx.x; i < bytes / 16; i += THREADS)
+        reinterpret_cast<uint4 *>(smem)[i] = make_uint4(0, 0, 0, 0);
+}
+
+#endif
