@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Time to accuracy over seeds: a speedrun board's figure.
 
-    tools/time_to_acc.py APP --target 98 [--seeds 5] [--json OUT] [--logs DIR] [-- MNIST-OPTIONS...]
+    tools/time_to_acc.py APP --target 98 [--seeds 5] [--gpus all|N|IDS] [--json OUT] [--logs DIR]
+                         [-- MNIST-OPTIONS...]
 
 Runs APP (a built ./app/mnist) once per seed 1..N with --target-acc P --seed S
 --log DIR/seed-S.jsonl, and any options after "--" (e.g. --data DIR). Each run
@@ -14,16 +15,21 @@ many seeds reached the mark, the mean and the worst training time of those that
 did, and the mean and worst wall time. One untimed step runs first (unless
 --no-warmup), so that the first seed does not pay for the driver's one-time
 work: loading the modules, or compiling the PTX of a build for an older GPU.
-Exits 1 when a run fails, 0 otherwise (a seed that misses the mark is a
-result, not a failure).
+The seeds run side by side, one a GPU (tools/lib/gpu_pool.py: --gpus, default
+every GPU this process may use; seeds beyond the GPUs wait for one), so N seeds
+on N GPUs take about one seed's wall time; each row names its GPU. Exits 1 when
+a run fails, 0 otherwise (a seed that misses the mark is a result, not a
+failure).
 """
 import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+import gpu_pool  # noqa: E402
 
 PROG = "time_to_acc"
 
@@ -45,12 +51,15 @@ def target_event(path):
     return config, target
 
 
-def run_seed(app, seed, target, log, extra):
-    cmd = [app, "--target-acc", f"{target:g}", "--seed", str(seed), "--log", log, *extra]
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        fail(f"seed {seed}: {' '.join(cmd)} exited with status {done.returncode}: "
-             + " ".join(done.stdout.strip().splitlines()[-2:]))
+def seed_cmd(app, seed, target, log, extra):
+    return [app, "--target-acc", f"{target:g}", "--seed", str(seed), "--log", log, *extra]
+
+
+def seed_result(run, seed, log, app):
+    """The run's config and target events, or the one error line of a run that failed."""
+    if run.returncode != 0:
+        fail(f"seed {seed}: {' '.join(run.cmd)} exited with status {run.returncode}: "
+             + " ".join(run.output.strip().splitlines()[-2:]))
     config, event = target_event(log)
     if not event:
         fail(f"seed {seed}: {log} has no target event (is {app} a build with --target-acc?)")
@@ -81,10 +90,10 @@ def print_table(config, target, rows, s):
     print(f"{config['shape']} batch {config['batch']} on {config['device']} ({config['target']}, "
           f"{config['step']} step): {config['recipe']}")
     print(f"target {target:g} % {rows[0]['set']} accuracy, scored every {config.get('eval_every', '?')} steps")
-    print(" seed  reached  epoch  step   steps  accuracy   train s    wall s")
+    print(" seed  reached  epoch  step   steps  accuracy   train s    wall s  gpu")
     for r in rows:
         print(f"{r['seed']:5d}  {'yes' if r['reached'] else 'no':>7}  {r['epoch']:5d}  {r['step']:4d}  {r['steps']:6d}  "
-              f"{100 * r['acc']:7.2f}%  {r['train_s']:8.4f}  {r['wall_s']:8.3f}")
+              f"{100 * r['acc']:7.2f}%  {r['train_s']:8.4f}  {r['wall_s']:8.3f}  {r['gpu'] or '-'}")
     line = f"reached by {s['reached']} of {s['seeds']} seeds"
     if s["reached"]:
         line += (f"; training time mean {s['mean_train_s']:.4f} s, worst {s['worst_train_s']:.4f} s; "
@@ -106,6 +115,7 @@ def main():
     p.add_argument("--json", help="write the rows and the summary here")
     p.add_argument("--logs", help="keep each seed's --log in this directory (default: a temporary one)")
     p.add_argument("--no-warmup", action="store_true", help="no untimed step before the seeds")
+    p.add_argument("--gpus", help="the GPUs to spread the seeds over: all (default), a count, or ids (0,2)")
     args = p.parse_args(argv)
     if not (0 < args.target <= 100):
         fail(f"--target wants a percentage above 0 and at most 100, not {args.target:g}")
@@ -113,19 +123,27 @@ def main():
         fail(f"--seeds wants at least 1, not {args.seeds}")
     if not os.access(args.app, os.X_OK):
         fail(f"{args.app} is not an executable (build a board first: make BOARD_defconfig && make)")
-    if not args.no_warmup:
-        done = subprocess.run([args.app, "--epochs", "1", "--max-steps", "1", *extra], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-        if done.returncode != 0:
-            fail(f"the warm-up step failed (status {done.returncode}): " + " ".join(done.stdout.strip().splitlines()[-2:]))
+    try:
+        gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())
+    except ValueError as e:
+        fail(str(e))
+    if not args.no_warmup:  # one step on each GPU, all at once
+        for done in gpu_pool.run_spread([[args.app, "--epochs", "1", "--max-steps", "1", *extra]] * max(1, len(gpus)),
+                                        gpus):
+            if done.returncode != 0:
+                fail(f"the warm-up step failed (status {done.returncode}): "
+                     + " ".join(done.output.strip().splitlines()[-2:]))
     with tempfile.TemporaryDirectory() as tmp:
         logs = args.logs or tmp
         os.makedirs(logs, exist_ok=True)
+        seeds = range(1, args.seeds + 1)
+        paths = {seed: os.path.join(logs, f"seed-{seed}.jsonl") for seed in seeds}
+        runs = gpu_pool.run_spread([seed_cmd(args.app, seed, args.target, paths[seed], extra) for seed in seeds], gpus)
         rows, config = [], None
-        for seed in range(1, args.seeds + 1):
-            config, e = run_seed(args.app, seed, args.target, os.path.join(logs, f"seed-{seed}.jsonl"), extra)
-            rows.append({"seed": seed, **{k: e[k] for k in ("reached", "set", "epoch", "step", "steps", "acc",
-                                                            "train_s", "wall_s")}})
+        for seed, run in zip(seeds, runs):
+            config, e = seed_result(run, seed, paths[seed], args.app)
+            rows.append({"seed": seed, "gpu": run.gpu, **{k: e[k] for k in ("reached", "set", "epoch", "step", "steps",
+                                                                             "acc", "train_s", "wall_s")}})
     s = summary(rows)
     print_table(config, args.target, rows, s)
     if args.json:

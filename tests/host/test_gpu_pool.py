@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Independent runs over the host's GPUs (tools/lib/gpu_pool.py) and time_to_acc.py's seeds spread over them,
+on any machine: the GPUs are named by CUDA_VISIBLE_DEVICES and the runs are scripts that report the device
+they were given and the time they held it.
+
+    tests/host/test_gpu_pool.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "lib"))
+import gpu_pool  # noqa: E402
+
+HOLD = 1.0  # seconds each fake run holds its GPU
+
+
+def verdict(ok, name, why=""):
+    print(f"ok - gpu pool: {name}" if ok else f"not ok - gpu pool: {name}: {why}")
+
+
+def fake_run(i):
+    """A run that prints its index, its device and when it held it."""
+    code = ("import os, sys, time; t = time.time(); time.sleep(%r); "
+            "print(sys.argv[1], os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>'), t, time.time())" % HOLD)
+    return [sys.executable, "-c", code, str(i)]
+
+
+def check_ids():
+    cases = {"0,1": ["0", "1"], " 2 , 5 ": ["2", "5"], "": [], "-1": []}
+    got = {k: gpu_pool.host_gpus({"CUDA_VISIBLE_DEVICES": k}) for k in cases}
+    verdict(got == cases, "the GPUs are CUDA_VISIBLE_DEVICES's where it is set (empty or -1: none)", str(got))
+    found = gpu_pool.host_gpus({})
+    verdict(all(g.isdigit() for g in found), f"else nvidia-smi's indices ({len(found)} here)", str(found))
+    avail = ["0", "1", "2", "3"]
+    ok = (gpu_pool.choose_gpus(None, avail) == avail and gpu_pool.choose_gpus("all", avail) == avail and
+          gpu_pool.choose_gpus("2", avail) == ["0", "1"] and gpu_pool.choose_gpus("3,1", avail) == ["3", "1"])
+    verdict(ok, "--gpus all, a count, or ids")
+    refused = []
+    for bad in ("0", "5", "4,4", "1,7"):
+        try:
+            gpu_pool.choose_gpus(bad, avail)
+        except ValueError as e:
+            refused.append(str(e))
+    verdict(len(refused) == 4 and all("--gpus" in r for r in refused),
+            "a count of 0 or above the GPUs, a repeated or unknown id: refused with the reason", str(refused))
+
+
+def check_spread():
+    gpus = ["7", "9"]
+    t0 = time.monotonic()
+    runs = gpu_pool.run_spread([fake_run(i) for i in range(5)], gpus)
+    wall = time.monotonic() - t0
+    rows = [r.output.split() for r in runs]
+    verdict([r[0] for r in rows] == [str(i) for i in range(5)] and all(r.returncode == 0 for r in runs),
+            "a result per command, in the commands' order", str(rows))
+    verdict(all(r[1] == run.gpu and r[1] in gpus for r, run in zip(rows, runs)) and {r[1] for r in rows} == set(gpus),
+            "each run sees only its own GPU, and every GPU is used", str(rows))
+    held = {g: sorted((float(r[2]), float(r[3])) for r in rows if r[1] == g) for g in gpus}
+    overlap = [g for g, spans in held.items() if any(b[0] < a[1] for a, b in zip(spans, spans[1:]))]
+    verdict(not overlap, "never two runs on one GPU at a time", str(held))
+    # 5 runs on 2 GPUs: 3 rounds of HOLD; one after another would be 5
+    verdict(wall < 4 * HOLD, f"5 runs of {HOLD} s on 2 GPUs in {wall:.2f} s (3 rounds; 5 one after another)",
+            f"{wall:.2f} s")
+    t0 = time.monotonic()
+    runs = gpu_pool.run_spread([fake_run(i) for i in range(2)], [])
+    wall = time.monotonic() - t0
+    env = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
+    verdict(wall >= 2 * HOLD and all(r.output.split()[1] == env and r.gpu is None for r in runs),
+            "without GPUs, one after another with the environment as it is", f"{wall:.2f} s {runs[0].output}")
+    runs = gpu_pool.run_spread([[sys.executable, "-c", "import sys; print('bad'); sys.exit(3)"], fake_run(1)], ["0"])
+    verdict([r.returncode for r in runs] == [3, 0] and runs[0].output.strip() == "bad",
+            "a failed run's status and output are its own; the others still run", str([r.returncode for r in runs]))
+
+
+FAKE_APP = r'''#!/usr/bin/env python3
+# a stand-in for ./app/mnist under time_to_acc.py: the warm-up step returns at once; a seed's run writes the
+# config and target events to its --log after holding its GPU for HOLD seconds
+import json, os, sys, time
+a = sys.argv[1:]
+if "--log" not in a:
+    sys.exit(0)
+time.sleep(%r)
+seed = int(a[a.index("--seed") + 1])
+with open(a[a.index("--log") + 1], "w") as f:
+    f.write(json.dumps({"event": "config", "shape": "784-8-10", "batch": 8, "recipe": "sgd", "device": "fake",
+                        "target": "cuda", "step": "layered", "eval_every": 10,
+                        "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}) + "\n")
+    f.write(json.dumps({"event": "target", "reached": True, "set": "test", "epoch": 1, "step": 10 * seed,
+                        "steps": 10 * seed, "acc": 0.99, "train_s": 0.1, "wall_s": 0.2}) + "\n")
+''' % HOLD
+
+
+def check_time_to_acc(tmp):
+    app = os.path.join(tmp, "fake_mnist")
+    with open(app, "w") as f:
+        f.write(FAKE_APP)
+    os.chmod(app, 0o755)
+    tool = os.path.join(REPO, "tools", "time_to_acc.py")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+    out = os.path.join(tmp, "tta.json")
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, tool, app, "--target", "98", "--seeds", "4", "--json", out], env=env,
+                       capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    rows = json.load(open(out))["rows"] if p.returncode == 0 else []
+    verdict(p.returncode == 0 and [r["seed"] for r in rows] == [1, 2, 3, 4] and
+            {r["gpu"] for r in rows} == {"0", "1"} and wall < 3.5 * HOLD,
+            f"time_to_acc.py: 4 seeds on 2 GPUs in {wall:.2f} s (two rounds of {HOLD} s), each row its GPU",
+            p.stdout[-300:] + p.stderr[-300:])
+    p = subprocess.run([sys.executable, tool, app, "--target", "98", "--gpus", "3"], env=env, capture_output=True,
+                       text=True)
+    err = (p.stdout + p.stderr).strip().splitlines()
+    verdict(p.returncode == 1 and len(err) == 1 and "--gpus 3" in err[0],
+            "time_to_acc.py --gpus 3 on 2 GPUs: one error line, exit 1", str(err))
+
+
+def main():
+    check_ids()
+    check_spread()
+    with tempfile.TemporaryDirectory() as tmp:
+        check_time_to_acc(tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Independent runs spread over the host's GPUs: at most one run a GPU at a time, each run seeing only its
+own GPU (CUDA_VISIBLE_DEVICES), so K runs on K GPUs take about the wall time of one. Seeds, committee members
+and sweeps need no communication between runs; across hosts a scheduler does the same (README, "GPU
+scripts": a Slurm job array).
+
+The GPUs are those this process may use: CUDA_VISIBLE_DEVICES's list where it is set, else every GPU
+nvidia-smi lists; none (a machine without a GPU, or CUDA_VISIBLE_DEVICES empty) runs one at a time with
+the environment as it is."""
+import concurrent.futures
+import os
+import queue
+import subprocess
+import time
+
+
+def host_gpus(env=None):
+    """The GPU ids this process may use, as strings (CUDA_VISIBLE_DEVICES's, or nvidia-smi's indices)."""
+    env = os.environ if env is None else env
+    if "CUDA_VISIBLE_DEVICES" in env:
+        return [g.strip() for g in env["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() and g.strip() != "-1"]
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
+
+
+def choose_gpus(arg, available):
+    """--gpus's value against the available ids: 'all', a count N (the first N) or a list of ids ('0,2').
+    Returns the ids, or raises ValueError with the reason."""
+    if arg in (None, "all"):
+        return list(available)
+    if arg.isdigit():
+        n = int(arg)
+        if n < 1 or n > len(available):
+            raise ValueError(f"--gpus {n}: this process may use {len(available)} GPU(s) "
+                             f"({','.join(available) or 'none'})")
+        return list(available[:n])
+    ids = [g.strip() for g in arg.split(",")]
+    unknown = [g for g in ids if g not in available]
+    if unknown or len(set(ids)) != len(ids):
+        raise ValueError(f"--gpus {arg}: ids must be distinct and among {','.join(available) or 'none'}")
+    return ids
+
+
+class Run:
+    """One finished job: its command, the GPU it ran on (None: no GPU given), exit status, output, seconds."""
+
+    def __init__(self, cmd, gpu, returncode, output, seconds):
+        self.cmd, self.gpu, self.returncode, self.output, self.seconds = cmd, gpu, returncode, output, seconds
+
+
+def run_spread(cmds, gpus, cwd=None):
+    """Runs each command (an argv list) on one of `gpus`, at most one a GPU at a time, every GPU busy while
+    commands wait; without GPUs, one after another. Returns a Run per command, in the commands' order."""
+    free = queue.Queue()
+    for g in gpus or [None]:
+        free.put(g)
+
+    def one(cmd):
+        gpu = free.get()
+        env = dict(os.environ)
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        t0 = time.monotonic()
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd)
+        seconds = time.monotonic() - t0
+        free.put(gpu)
+        return Run(cmd, gpu, done.returncode, done.stdout, seconds)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(gpus))) as pool:
+        return list(pool.map(one, cmds))
