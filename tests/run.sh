@@ -176,7 +176,7 @@ suite_tools() {
     run "tool paths" tests/host/test_tool_paths.py
     run "tool imports" tests/host/test_tool_imports.py
 }
-suite_gpu_pool() { run "runs spread over GPUs" tests/host/test_gpu_pool.py; }
+suite_gpu_pool() { run "runs spread over GPUs" tests/host/test_gpu_pool.py "$H/app/mnist" "$V/app/mnist"; }
 suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }
 suite_program() { run "program" tests/host/test_app.sh "$H/app/mnist"; }
 suite_outputs() { run "outputs and signals" tests/host/test_outputs.sh "$H/app/mnist"; }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Independent runs over the host's GPUs (tools/lib/gpu_pool.py) and time_to_acc.py's seeds spread over them,
-on any machine: the GPUs are named by CUDA_VISIBLE_DEVICES and the runs are scripts that report the device
-they were given and the time they held it.
+"""Independent runs over the host's GPUs (tools/lib/gpu_pool.py), and time_to_acc.py's seeds and sweep.py's
+boards x seeds spread over them, on any machine: the GPUs are named by CUDA_VISIBLE_DEVICES and the runs are
+scripts that report the device they were given and the time they held it, or the host engine's builds.
 
-    tests/host/test_gpu_pool.py
+    tests/host/test_gpu_pool.py HOST/mnist VALIDATION/mnist
+      (configs/host_defconfig; tests/configs/validation_defconfig)
 """
 import json
 import os
@@ -119,11 +120,48 @@ def check_time_to_acc(tmp):
             "time_to_acc.py --gpus 3 on 2 GPUs: one error line, exit 1", str(err))
 
 
+def check_sweep(tmp, host, valid):
+    tool = os.path.join(REPO, "tools", "sweep.py")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+    data = os.environ.get("SNN_DATA", os.path.join(REPO, "data", "mnist"))
+    out = os.path.join(tmp, "sweep.json")
+    p = subprocess.run([sys.executable, tool, "host,validation", "--app", f"host={host}", "--app",
+                        f"validation={valid}", "--seeds", "3", "--out", os.path.join(tmp, "logs"), "--json", out,
+                        "--", "--data", data, "--max-steps", "30", "--epochs", "1"], env=env, capture_output=True,
+                       text=True)
+    r = json.load(open(out)) if p.returncode == 0 else {"runs": [], "rows": []}
+    runs, rows = r["runs"], {x["board"]: x for x in r["rows"]}
+    host_acc = [x["test_acc"] for x in runs if x["board"] == "host"]
+    ok = (p.returncode == 0 and len(runs) == 6 and {x["gpu"] for x in runs} == {"0", "1"} and
+          sorted((x["board"], x["seed"]) for x in runs) == [(b, s) for b in ("host", "validation") for s in (1, 2, 3)]
+          and rows["host"]["valid_acc"] is None and rows["validation"]["valid_acc"] is not None and
+          abs(rows["host"]["test_acc"][0] - sum(host_acc) / 3) < 1e-9 and len(set(host_acc)) > 1 and
+          "| host | 3 | 1 |" in p.stdout)
+    verdict(ok, "sweep.py: 2 boards x 3 seeds on 2 GPUs, the mean and spread of each board's validation and test "
+            "accuracy", p.stdout[-400:] + p.stderr[-300:])
+    bad = os.path.join(tmp, "bad_mnist")
+    with open(bad, "w") as f:
+        f.write("#!/bin/sh\necho 'mnist: error: planted'\nexit 2\n")
+    os.chmod(bad, 0o755)
+    cases = [(["no_such_board"], "no board no_such_board"), (["host", "--app", f"other={host}"], "--app other="),
+             (["host", "--app", f"host={bad}", "--seeds", "1"], "host seed 1: exited with status 2: mnist: error: planted")]
+    got = []
+    for args, want in cases:
+        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        got.append(p.returncode == 1 and len(lines) == 1 and want in lines[0])
+    verdict(all(got), "sweep.py: an unknown board, a stray --app and a failing run: one error line each, exit 1",
+            str(got))
+
+
 def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: tests/host/test_gpu_pool.py HOST/mnist VALIDATION/mnist")
     check_ids()
     check_spread()
     with tempfile.TemporaryDirectory() as tmp:
         check_time_to_acc(tmp)
+        check_sweep(tmp, sys.argv[1], sys.argv[2])
 
 
 if __name__ == "__main__":

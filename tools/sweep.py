@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Boards over seeds, the runs spread over the host's GPUs: a recipe's accuracy as a claim wants it.
+
+    tools/sweep.py BOARD[,BOARD...] [--seeds 5] [--gpus all|N|IDS] [--out DIR] [--app BOARD=PATH ...]
+                   [-- MNIST-OPTIONS...]
+
+Builds each board (make O=build/sweep/BOARD BOARD_defconfig, then its app/mnist; --app BOARD=PATH takes a
+built one instead), then runs every board with every seed 1..N, --seed S --log DIR/BOARD/seed-S.jsonl and the
+options after "--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py). Each run is a fixed-length
+run; its last epoch's figures are the result. Prints a row per board: the seeds, the mean and the spread
+(sample standard deviation) of the validation accuracy (where the build holds a validation split out: choose
+recipes on it) and of the test accuracy (read once, at the end of each run), and the mean training time;
+with --json, the runs too. Exits 1 when a build or a run fails.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+import gpu_pool  # noqa: E402
+
+PROG = "sweep"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fail(msg):
+    sys.exit(f"{PROG}: error: {msg}")
+
+
+def build(board, jobs):
+    """The board's app/mnist, built under build/sweep/BOARD; the path."""
+    obj = f"build/sweep/{board}"
+    if not os.path.exists(os.path.join(REPO, "configs", f"{board}_defconfig")):
+        fail(f"no board {board} (configs/{board}_defconfig)")
+    for cmd in (["make", "--no-print-directory", f"O={obj}", f"{board}_defconfig"],
+                ["make", "--no-print-directory", f"O={obj}", f"-j{jobs}", f"{obj}/app/mnist"]):
+        done = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            fail(f"{board}: {' '.join(cmd)} failed: " + " ".join(done.stdout.strip().splitlines()[-2:]))
+    return os.path.join(REPO, obj, "app", "mnist")
+
+
+def last_epoch(path):
+    """The last epoch event of a run's log, or None."""
+    last = None
+    with open(path) as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("event") == "epoch":
+                last = e
+    return last
+
+
+def spread(values):
+    """(mean, sample standard deviation) of the values, None where there are none."""
+    if not values:
+        return None
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def cell(ms):
+    return f"{100 * ms[0]:.2f} +- {100 * ms[1]:.2f} %" if ms else "-"
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("boards", help="board names, comma-separated (configs/NAME_defconfig)")
+    p.add_argument("--seeds", type=int, default=5, help="seeds 1..N (default 5)")
+    p.add_argument("--gpus", help="the GPUs to spread the runs over: all (default), a count, or ids (0,2)")
+    p.add_argument("--out", default="build/sweep/logs", help="where each run's log goes (DIR/BOARD/seed-S.jsonl)")
+    p.add_argument("--app", action="append", default=[], metavar="BOARD=PATH", help="a board's built app/mnist")
+    p.add_argument("--json", help="write the runs and the rows here")
+    args = p.parse_args(argv)
+    boards = [b for b in args.boards.split(",") if b]
+    if not boards or len(set(boards)) != len(boards):
+        fail(f"boards wants distinct names, not '{args.boards}'")
+    if args.seeds < 1:
+        fail(f"--seeds wants at least 1, not {args.seeds}")
+    try:
+        gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())
+    except ValueError as e:
+        fail(str(e))
+    apps = {}
+    for given in args.app:
+        board, sep, path = given.partition("=")
+        if not sep or board not in boards or not os.access(path, os.X_OK):
+            fail(f"--app {given}: wants BOARD=PATH, a board of the list and an executable")
+        apps[board] = os.path.abspath(path)
+    for board in boards:
+        if board not in apps:
+            apps[board] = build(board, os.cpu_count() or 2)
+    jobs = [(board, seed) for board in boards for seed in range(1, args.seeds + 1)]
+    logs = {}
+    for board, seed in jobs:
+        os.makedirs(os.path.join(args.out, board), exist_ok=True)
+        logs[board, seed] = os.path.join(args.out, board, f"seed-{seed}.jsonl")
+    runs = gpu_pool.run_spread([[apps[b], "--seed", str(s), "--log", logs[b, s], *extra] for b, s in jobs], gpus)
+    results = []
+    for (board, seed), run in zip(jobs, runs):
+        if run.returncode != 0:
+            fail(f"{board} seed {seed}: exited with status {run.returncode}: "
+                 + " ".join(run.output.strip().splitlines()[-2:]))
+        e = last_epoch(logs[board, seed])
+        if not e:
+            fail(f"{board} seed {seed}: {logs[board, seed]} has no epoch event")
+        results.append({"board": board, "seed": seed, "gpu": run.gpu, "epoch": e["epoch"],
+                        "valid_acc": e.get("valid_acc"), "test_acc": e["test_acc"], "train_s": e["train_s"]})
+    rows = []
+    print(f"{len(jobs)} runs on {len(gpus) or 'no'} GPU(s) {','.join(gpus)}".rstrip())
+    print("| board | seeds | epochs | validation accuracy | test accuracy | training s |")
+    print("|---|---|---|---|---|---|")
+    for board in boards:
+        mine = [r for r in results if r["board"] == board]
+        valid = spread([r["valid_acc"] for r in mine if r["valid_acc"] is not None])
+        test = spread([r["test_acc"] for r in mine])
+        row = {"board": board, "seeds": len(mine), "epochs": mine[0]["epoch"], "valid_acc": valid, "test_acc": test,
+               "train_s": statistics.mean(r["train_s"] for r in mine)}
+        rows.append(row)
+        print(f"| {board} | {row['seeds']} | {row['epochs']} | {cell(valid)} | {cell(test)} | {row['train_s']:.3f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"runs": results, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
