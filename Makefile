@@ -116,11 +116,11 @@ plot:
 	$(Q)$(or $(PLOT_PYTHON),$(error matplotlib not found: run 'apt-get install python3-matplotlib' (or tools/setup.sh))) \
 		tools/plot.py --out $(PLOT_OUT) $(LOG)
 
-# 'make tune BOARD=NAME': the autotuner on the GPU present (tools/make/tune.py).
+# 'make tune BOARD=NAME': the autotuner on the GPUs present (tools/make/tune.py).
 TUNE_BUDGET ?= 300
 tune:
-	$(if $(BOARD),,$(error usage: make tune BOARD=NAME [TUNE_BUDGET=seconds]: tunes configs/NAME_defconfig on this GPU; writes configs/NAME_tuned_defconfig where something beats it))
-	$(Q)$(KCONFIG:tools/make/kconfig.py=tools/make/tune.py) --board $(BOARD) --budget $(TUNE_BUDGET)
+	$(if $(BOARD),,$(error usage: make tune BOARD=NAME [TUNE_BUDGET=seconds] [TUNE_GPUS=all|N|ids]: tunes configs/NAME_defconfig on the GPUs present; writes configs/NAME_tuned_defconfig where something beats it))
+	$(Q)$(KCONFIG:tools/make/kconfig.py=tools/make/tune.py) --board $(BOARD) --budget $(TUNE_BUDGET) $(if $(TUNE_GPUS),--gpus $(TUNE_GPUS))
 
 help:
 	@echo 'Configuration:'
@@ -142,9 +142,9 @@ help:
 	@echo "                    path ($$(tests/run.sh --estimate test))"
 	@echo "  test-full         the whole matrix: every board, every GPU variant, long fuzzing"
 	@echo "                    ($$(tests/run.sh --estimate full))"
-	@echo '  tune              BOARD=NAME [TUNE_BUDGET=300]: time GEMM tiles and paths for the board on this'
-	@echo '                    GPU; writes docs/tune/NAME.md, and configs/NAME_tuned_defconfig where'
-	@echo '                    something beats the board'
+	@echo '  tune              BOARD=NAME [TUNE_BUDGET=300] [TUNE_GPUS=all]: time GEMM tiles and paths for the'
+	@echo '                    board on the GPUs present; writes docs/tune/NAME.md, and'
+	@echo '                    configs/NAME_tuned_defconfig where something beats the board'
 	@echo '  plot              LOG="a.jsonl b.jsonl": loss, accuracy and confusion plots of mnist --log'
 	@echo '                    files into PLOT_OUT (default $(PLOT_OUT))'
 	@echo '  clean             remove objects and programs'

@@ -9,6 +9,7 @@ writes configures and builds.
 import os
 import subprocess
 import sys
+import threading
 import time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -303,10 +304,10 @@ def check_parallel_builds(work):
     tune.kconfig_check(board, cands)
     stubs = tune.compile_configured, tune.measure, tune.say
     tune.compile_configured = lambda c, d: time.sleep(0.01)
-    tune.measure = lambda board, c, d: None
+    tune.measure = lambda board, c, d, gpu=None: None
     tune.say = lambda text: None
     try:
-        tune.build_and_measure(board, cands, work, 8, time.monotonic() + 1000)
+        tune.build_and_measure(board, cands, work, 8, time.monotonic() + 1000, [])
     finally:
         tune.compile_configured, tune.measure, tune.say = stubs
     wrong = []
@@ -320,6 +321,42 @@ def check_parallel_builds(work):
             ", ".join(wrong))
 
 
+def check_gpu_spread(work):
+    """With two GPUs, the second 10 % slower: the baseline timed on both, the candidates one a GPU at a time
+    on both, each candidate's times scaled by its GPU's baseline, so only the one planted 10 % faster gains."""
+    board = tune.Board("h100_2048x3_b256")
+    cands = tune.enumerate_candidates(board)
+    tune.kconfig_check(board, cands)
+    speed, busy, log, lock = {"0": 1.0, "1": 1.1}, set(), [], threading.Lock()
+    good = next(c for c in cands[1:] if not c.refused)
+
+    def fake_measure(board, c, d, gpu=None):
+        with lock:
+            clash = gpu in busy
+            busy.add(gpu)
+        time.sleep(0.02)
+        c.gpu = gpu
+        c.times = {"total": 10.0 * speed[gpu] * (0.9 if c is good else 1.0)}
+        with lock:
+            busy.discard(gpu)
+            log.append((c.name, gpu, clash))
+
+    stubs = tune.build, tune.compile_configured, tune.measure, tune.say
+    tune.build = lambda board, c, d: None
+    tune.compile_configured = lambda c, d: None
+    tune.measure, tune.say = fake_measure, lambda text: None
+    try:
+        tune.build_and_measure(board, cands, work, 8, time.monotonic() + 1000, ["0", "1"])
+    finally:
+        tune.build, tune.compile_configured, tune.measure, tune.say = stubs
+    timed = [c for c in cands[1:] if c.times]
+    base_on = sorted(g for name, g, _ in log if name == cands[0].name)
+    ok = (base_on == ["0", "1"] and not any(clash for _, _, clash in log) and {c.gpu for c in timed} == {"0", "1"}
+          and all(abs(c.times["total"] - (9.0 if c is good else 10.0)) < 1e-9 for c in timed))
+    verdict(ok, f"two GPUs: the baseline timed on each, {len(timed)} candidates spread one a GPU, their times "
+            "scaled by their GPU's baseline", str([(c.name, c.gpu, c.times) for c in timed][:4]) + str(base_on))
+
+
 def main():
     work = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "build", "test", "tune"))
     os.makedirs(work, exist_ok=True)
@@ -329,6 +366,7 @@ def main():
     check_step(os.path.join(work, "step"))
     check_outputs(os.path.join(work, "outputs"))
     check_parallel_builds(os.path.join(work, "parallel"))
+    check_gpu_spread(os.path.join(work, "gpus"))
     if have_nvcc("the written defconfig builds"):
         check_written_board_builds(work)
 

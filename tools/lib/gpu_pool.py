@@ -51,23 +51,34 @@ class Run:
         self.cmd, self.gpu, self.returncode, self.output, self.seconds = cmd, gpu, returncode, output, seconds
 
 
-def run_spread(cmds, gpus, cwd=None):
-    """Runs each command (an argv list) on one of `gpus`, at most one a GPU at a time, every GPU busy while
-    commands wait; without GPUs, one after another. Returns a Run per command, in the commands' order."""
+def spread_calls(calls, gpus):
+    """Calls each call(gpu) with one of `gpus`, at most one call a GPU at a time, every GPU busy while calls
+    wait; without GPUs, call(None) one after another. Returns their results, in the calls' order."""
     free = queue.Queue()
     for g in gpus or [None]:
         free.put(g)
 
-    def one(cmd):
+    def one(call):
         gpu = free.get()
+        try:
+            return call(gpu)
+        finally:
+            free.put(gpu)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(gpus))) as pool:
+        return list(pool.map(one, calls))
+
+
+def run_spread(cmds, gpus, cwd=None):
+    """Runs each command (an argv list) as spread_calls does, the command seeing only its GPU. Returns a Run
+    per command, in the commands' order."""
+
+    def run(cmd, gpu):
         env = dict(os.environ)
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         t0 = time.monotonic()
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd)
-        seconds = time.monotonic() - t0
-        free.put(gpu)
-        return Run(cmd, gpu, done.returncode, done.stdout, seconds)
+        return Run(cmd, gpu, done.returncode, done.stdout, time.monotonic() - t0)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(gpus))) as pool:
-        return list(pool.map(one, cmds))
+    return spread_calls([lambda gpu, cmd=cmd: run(cmd, gpu) for cmd in cmds], gpus)

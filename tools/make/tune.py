@@ -41,6 +41,11 @@ and timed as one more candidate. The fastest of it and the single
 candidates is taken if it beats the baseline by 2 %, else the baseline
 itself: the tuned board is never the slower of the two.
 
+With several GPUs (--gpus: all by default, a count or ids; tools/lib/gpu_pool.py), the baseline is timed on
+each, and the candidates are checked and timed side by side, one a GPU; a candidate's times are scaled by
+the baseline's on GPU 0 over its own GPU's, so that GPUs of one kind that run a little apart do not pass
+for a gain. The combination is timed on the first GPU.
+
 The baseline is built and timed first; of what is then left of --budget
 seconds (default 300), the other candidates' builds (--jobs at a time,
 default one per two cores) start during the first 40 %, candidates are
@@ -68,6 +73,7 @@ PROG = "tune"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # from tools/make/
 sys.path.insert(0, os.path.join(REPO, "tools", "lib"))  # the shared modules
 os.environ.setdefault("srctree", REPO)
+import gpu_pool  # noqa: E402
 import kconfig  # noqa: E402  (re-runs this script under /usr/bin/python3 where kconfiglib is not importable)
 import step_floor  # noqa: E402
 from run_logged import run_logged  # noqa: E402
@@ -246,6 +252,7 @@ class Candidate:
         self.not_tried = None  # why it was not built or timed
         self.times = None  # step_times(): {"total": ..., per role ...}
         self.device = None  # the GPU bench_step named
+        self.gpu = None  # the id of the GPU it was timed on, where several were
 
 
 def tile_values(roles, tile):
@@ -382,20 +389,23 @@ def step_times(calls, step_us):
     return times
 
 
-def measure(board, c, d):
-    """Checks a built candidate against the host reference, then times it."""
-    log = os.path.join(d, "measure.log")
+def measure(board, c, d, gpu=None):
+    """Checks a built candidate against the host reference, then times it: on GPU `gpu` alone where given."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else None
+    c.gpu = gpu
+    log = os.path.join(d, f"measure{'-gpu' + gpu if gpu is not None else ''}.log")
     open(log, "w").close()
     checks = [[f"{d}/tests/bin/gpu/test_kernels", "--quick"]] + \
         ([[f"{d}/tests/bin/gpu/test_fused"]] if c.fused else [])
     for cmd in checks:
-        error = run_logged(cmd, log, 600, "a")
+        error = run_logged(cmd, log, 600, "a", env)
         with open(log) as f:
             failed = [line.strip() for line in f if line.startswith("not ok")]
         if error or failed:
             c.refused = f"{os.path.basename(cmd[0])}: " + (failed[0] if failed else error)
             return
-    p = subprocess.run([f"{d}/tools/bin/bench_step"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    p = subprocess.run([f"{d}/tools/bin/bench_step"], cwd=REPO, capture_output=True, text=True, timeout=600,
+                       env=env)
     with open(log, "a") as f:
         f.write(p.stdout + p.stderr)
     if p.returncode:
@@ -410,16 +420,34 @@ def measure(board, c, d):
     c.device = m.group(1) if m else None
 
 
-def build_and_measure(board, cands, work, jobs, deadline):
-    """Builds, checks and times the baseline; then, of the time left until deadline, builds the other
-    candidates in parallel for BUILD_SHARE (in a fused build, those its kernel reads), and checks and times
-    each built one in turn (alone on the GPU) until MEASURE_SHARE."""
+def scaled(times, factor):
+    return {k: v * factor for k, v in times.items()}
+
+
+def build_and_measure(board, cands, work, jobs, deadline, gpus):
+    """Builds, checks and times the baseline (on each of gpus); then, of the time left until deadline,
+    builds the other candidates in parallel for BUILD_SHARE (in a fused build, those its kernel reads), and
+    checks and times each built one alone on a GPU, one a GPU at a time, until MEASURE_SHARE; a candidate's
+    times scaled by the baseline's on the first GPU over its GPU's."""
     base = cands[0]
-    say(f"building, checking and timing {base.name}")
+    say(f"building, checking and timing {base.name}" + (f" on {len(gpus)} GPUs" if len(gpus) > 1 else ""))
     base.refused = build(board, base, candidate_dir(work, 0))
     if base.refused:
         return
-    measure(board, base, candidate_dir(work, 0))
+    probes = [base] + [Candidate(base.name, base.kind, base.values) for _ in gpus[1:]]
+    for p in probes[1:]:
+        p.fused = base.fused
+    with concurrent.futures.ThreadPoolExecutor(len(probes)) as pool:
+        list(pool.map(lambda pg: measure(board, pg[0], candidate_dir(work, 0), pg[1]),
+                      zip(probes, gpus or [None])))
+    # a GPU's factor: the baseline's step on the first GPU over its step on this one; a GPU the baseline
+    # failed on times nothing
+    factor = {p.gpu: base.times["total"] / p.times["total"] if base.times else 1.0
+              for p in probes if p is base or p.times}
+    for p in probes[1:]:
+        if not p.times:
+            say(f"GPU {p.gpu} left out: the baseline there: {p.refused or 'no times'}")
+    gpus = [g for g in gpus if g in factor]
     now = time.monotonic()
     build_deadline = now + BUILD_SHARE * (deadline - now)
     measure_deadline = now + MEASURE_SHARE * (deadline - now)
@@ -446,12 +474,15 @@ def build_and_measure(board, cands, work, jobs, deadline):
                 c.refused = error
             elif not c.not_tried:
                 built.append((i, c))
-    for i, c in built:
+    def timed(i, c, gpu):
         if time.monotonic() > measure_deadline:
             c.not_tried = "built, not timed: the budget was spent"
-            continue
-        say(f"checking and timing {c.name}")
-        measure(board, c, candidate_dir(work, i))
+            return
+        say(f"checking and timing {c.name}" + (f" on GPU {gpu}" if len(gpus) > 1 else ""))
+        measure(board, c, candidate_dir(work, i), gpu)
+        if c.times:
+            c.times = scaled(c.times, factor[gpu])
+    gpu_pool.spread_calls([lambda gpu, i=i, c=c: timed(i, c, gpu) for i, c in built], gpus)
 
 
 # ---- the choice ---------------------------------------------------------------------
@@ -526,9 +557,11 @@ def final_choice(cands, combined):
 # ---- outputs ------------------------------------------------------------------------
 
 
-def report(board, cands, combined, chosen, why, reason, kept, device, budget, elapsed):
+def report(board, cands, combined, chosen, why, reason, kept, device, budget, elapsed, gpus=1):
+    on = f"{gpus} x {device} (each candidate on one; its times scaled by the baseline's on the first over its " \
+        "GPU's)" if gpus > 1 else device
     lines = [f"# Tuning {board.name}", "",
-             f"`make tune BOARD={board.name}` (tools/make/tune.py) on {device}, "
+             f"`make tune BOARD={board.name}` (tools/make/tune.py) on {on}, "
              f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}: budget {budget} s, took {elapsed:.0f} s. "
              f"Times: the roles in ms (tools/bin/bench_step: the sum of their calls, each call's median of 30 "
              f"steps between events), the step in {STEP_UNIT} (graph replays, or the fused kernel's launch: the mean "
@@ -592,9 +625,14 @@ def parse_args(argv):
     p.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="builds at once")
     p.add_argument("--work", help="work directory (default build/tune/NAME)")
     p.add_argument("--dry-run", action="store_true", help="list and check the candidates; no build, no GPU")
+    p.add_argument("--gpus", help="the GPUs to time on: all (default), a count, or ids (0,2)")
     args = p.parse_args(argv)
     if args.budget < 1 or args.jobs < 1:
         p.error("--budget and --jobs must be positive")
+    try:
+        args.gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus()) if not args.dry_run else []
+    except ValueError as e:
+        p.error(str(e))
     args.work = os.path.abspath(args.work or os.path.join(REPO, "build", "tune", args.board))
     return args
 
@@ -613,7 +651,7 @@ def main(argv):
             return 0
         say(f"{board.name}: {sum(not c.refused for c in cands)} candidates to build, "
             f"{sum(bool(c.refused) for c in cands)} refused")
-        build_and_measure(board, cands, args.work, args.jobs, started + args.budget)
+        build_and_measure(board, cands, args.work, args.jobs, started + args.budget, args.gpus)
         values, why = choose(board, cands)
         combined = None
         if values and not any(c.values == values for c in cands):  # else that candidate was timed already
@@ -623,12 +661,12 @@ def main(argv):
             kconfig_check(board, [combined])
             combined.refused = combined.refused or build(board, combined, d)
             if not combined.refused:
-                measure(board, combined, d)
+                measure(board, combined, d, args.gpus[0] if args.gpus else None)
         chosen, reason = final_choice(cands, combined)
         kept = board.unchanged_by(chosen.values)
         device = cands[0].device or "unknown GPU"
         text = report(board, cands, combined, chosen, why, reason, kept, device, args.budget,
-                      time.monotonic() - started)
+                      time.monotonic() - started, len(args.gpus))
         done = write_outputs(board, chosen, cands[0], text, kept, device)
     except Refusal as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
