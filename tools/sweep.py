@@ -66,11 +66,7 @@ def cell(ms):
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    argv, extra = gpu_pool.split_run_options(sys.argv[1:])
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("boards", help="board names, comma-separated (configs/NAME_defconfig)")
     p.add_argument("--seeds", type=int, default=5, help="seeds 1..N (default 5)")

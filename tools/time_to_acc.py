@@ -103,11 +103,7 @@ def print_table(config, target, rows, s):
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    argv, extra = gpu_pool.split_run_options(sys.argv[1:])
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("app", help="the built ./app/mnist of a board")
     p.add_argument("--target", type=float, required=True, help="the accuracy to reach, in percent")

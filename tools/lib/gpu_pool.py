@@ -44,6 +44,14 @@ def choose_gpus(arg, available):
     return ids
 
 
+def split_run_options(argv):
+    """A runner tool's command line: (its own arguments, the options after "--" that every run gets)."""
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
 class Run:
     """One finished job: its command, the GPU it ran on (None: no GPU given), exit status, output, seconds."""
 
