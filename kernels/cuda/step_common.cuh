@@ -128,7 +128,8 @@ static inline bool snn_pixels_fma_exact()
 
 /* One row's softmax over the classes, held by G adjacent lanes: lane q holds classes q, q + G, ... in z[0],
  * z[1], ... (-INFINITY where there is no such class or no row). Every lane of the warp constructs one; after
- * it, every lane of the G holds the row's maximum zmax, its first arg-max arg (the host's tie rule) and
+ * it, every lane of the G holds the row's maximum zmax, its first arg-max arg (the host's tie rule; a row
+ * with a NaN logit has a NaN loss, which the engine refuses, and an arg-max that depends on G) and
  * sum = the sum of exp(z - zmax), added in the lane's class order and then by snn_lanes_sum; e[i] is its
  * class's exp(z - zmax) (0 for no class). */
 template <int G, int PER> struct SnnRowSoftmax {

@@ -352,6 +352,11 @@ check_fused() {
         'CONFIG_TRAIN_DROPOUT="0.2"' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
     full && fused_variant sm90-bf16-24x1-b1-gridres 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n
     full && fused_variant sm90-bf16-10x8-b7-gridres 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
+    # its least and most threads a block (the GEMMs' k slices and tile pairs, the softmax's rows a warp)
+    full && fused_variant sm90-bf16-100x3-b13-gridres-t256 90 BF16 3 100 13 - CONFIG_FUSED_CLUSTER=n \
+        CONFIG_FUSED_GRID_RESIDENT_THREADS=256
+    full && fused_variant sm90-fp16-36x2-b17-gridres-t1024 90 FP16 2 36 17 - CONFIG_FUSED_CLUSTER=n \
+        CONFIG_FUSED_GRID_RESIDENT_THREADS=1024 'CONFIG_TRAIN_DROPOUT="0.2"'
     # the resident kernel's least and most threads a block (its softmax lanes a row, its GEMMs' k slices), and
     # 384, 784-128-10 b64's, where a model without a middle layer keeps a placeholder of one
     full && fused_variant sm90-bf16-128-b64-t128 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER_THREADS=128

@@ -210,6 +210,8 @@ refused "resident step threads above 1024 refused" 'CONFIG_FUSED_CLUSTER_THREADS
     'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_CLUSTER_THREADS=2048'
 refused "resident step threads not whole warps refused" 'CONFIG_FUSED_CLUSTER_THREADS=200 is not a multiple of 32' \
     'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_CLUSTER_THREADS=200'
+refused "grid-resident threads not whole warps refused" 'CONFIG_FUSED_GRID_RESIDENT_THREADS=200 is not a multiple of 32' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_GRID_RESIDENT_THREADS=200'
 
 # A check only the compiler can make, named by symbol.
 d=$(with eval 'CONFIG_EVAL_BATCH_SIZE=300')

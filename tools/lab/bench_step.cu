@@ -242,7 +242,7 @@ static void bench_fused(snn_model &m, const char *device)
     m.fused.clocks = NULL;
     snn_rt_download(c.data(), clocks, c.size() * sizeof(long long));
     snn_rt_free(clocks);
-    char launch[480], name[128];
+    char launch[640], name[128];
     cuda_fused_describe(launch, sizeof launch);
     printf("\n# the fused step on %s: %s\n", device, launch);
     printf("# the fused kernel: %s\n", cuda_fused_kernel_name());

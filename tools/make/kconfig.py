@@ -152,7 +152,7 @@ def die_unless_single(path, name, text, v, interval, lo, lo_closed, hi, hi_close
 
 def check_values(kconf, path):
     """Checks Kconfig cannot express: decimals (those in use, as doubles and as the engine's floats),
-    Nesterov's momentum, the data root, the validation split, the resident step's whole warps.
+    Nesterov's momentum, the data root, the validation split, the resident kernels' whole warps.
     Returns {name: float}."""
     values = {}
     for name, (lo, lo_closed, hi, hi_closed) in DECIMALS.items():
@@ -184,10 +184,11 @@ def check_values(kconf, path):
     if held % eval_batch:
         die(f"{path}: CONFIG_TRAIN_VALIDATION_SIZE={held} is not a multiple of CONFIG_EVAL_BATCH_SIZE={eval_batch} "
             "(fix it with 'make menuconfig')")
-    threads = kconf.syms["FUSED_CLUSTER_THREADS"]
-    if threads.visibility and int(threads.str_value) % 32:
-        die(f"{path}: CONFIG_FUSED_CLUSTER_THREADS={threads.str_value} is not a multiple of 32, whole warps "
-            "(fix it with 'make menuconfig')")
+    for name in ("FUSED_CLUSTER_THREADS", "FUSED_GRID_RESIDENT_THREADS"):
+        threads = kconf.syms[name]
+        if threads.visibility and int(threads.str_value) % 32:
+            die(f"{path}: CONFIG_{name}={threads.str_value} is not a multiple of 32, whole warps "
+                "(fix it with 'make menuconfig')")
     return values
 
 

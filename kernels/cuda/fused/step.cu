@@ -17,11 +17,21 @@ static const FusedKernel *const FUSED_KERNELS[] = {
     &fused_grid_wide,
 };
 
+/* The kernels this build leaves out, as the describe line names them. */
+static const char FUSED_LEFT_OUT[] = ""
+#ifndef CONFIG_FUSED_CLUSTER
+                                     "; not cluster: CONFIG_FUSED_CLUSTER is off"
+#endif
+#ifndef CONFIG_FUSED_GRID_RESIDENT
+                                     "; not grid-resident: CONFIG_FUSED_GRID_RESIDENT is off"
+#endif
+    ;
+
 /* The kernel that trains; where `skipped` is given, the ones before it and why each does not fit, as
- * "not <name>: <why>; ..." into skipped[len]. */
+ * "; not <name>: <why>" each, appended to skipped[len]. */
 static const FusedKernel &fused_kernel(char *skipped, int len)
 {
-    int at = 0;
+    int at = skipped ? (int)strlen(skipped) : 0;
     for (const FusedKernel *k : FUSED_KERNELS) {
         char why[160];
         if (k->fits(why, sizeof why))
@@ -58,12 +68,14 @@ extern "C" const char *cuda_fused_kernel_name(void) { return fused_kernel(nullpt
 
 extern "C" void cuda_fused_describe(char *buf, int len)
 {
-    char skipped[400] = "";
+    char skipped[480];
+    snprintf(skipped, sizeof skipped, "%s", FUSED_LEFT_OUT);
     const FusedKernel &k = fused_kernel(skipped, sizeof skipped);
     const int at = snprintf(buf, len, "the %s kernel, ", k.name);
     if (at < len)
         k.describe(buf + at, len - at);
     const size_t used = strlen(buf);
-    if ((int)used < len)
-        snprintf(buf + used, len - used, "%s", skipped);
+    if ((int)used < len) /* the kernels left out of the build matter where the last resort trains */
+        snprintf(buf + used, len - used, "%s",
+                 &k == &fused_grid_wide ? skipped : skipped + strlen(FUSED_LEFT_OUT));
 }
