@@ -2,7 +2,7 @@
 """The hardware floor of a training step and epoch, and a measured epoch as a fraction of it.
 
     tools/roofline.py [--board NAME ...] [--shape 784-128x3-10 --batch 32 [--precision bf16]]
-                      [--ms MEASURED] [--log mnist-log.jsonl ...] [--json OUT]
+                      [--ms MEASURED] [--log mnist-log.jsonl ...] [--json OUT] [--gpus 2] [--reduce bf16]
                       [--peak-tflops 790] [--hbm-tbps 3.0] [--l2-tbps 6.0] [--l2-mb 50] [--phase-us 0.5]
 
 A row per --board (configs/NAME_defconfig with the Kconfig defaults), --shape
@@ -15,6 +15,11 @@ Prints a markdown table; --json writes the rows.
 The floor of a step (issue 20) is the largest of its FLOPs at the peak, its
 parameter bytes at HBM's rate (L2's where they fit there) and its chain of
 dependent phases; tools/lib/step_floor.py says how each is counted.
+
+The last column predicts data parallelism's speed-up on --gpus GPUs (default 2) at the same global batch:
+the step (the measured one where --ms or --log gives it, else the floor: then an upper bound) split over
+the GPUs, plus the all-reduce of its gradients (--reduce bf16 or fp32) from a measured table, without
+overlap and overlapped by the backward pass; tools/lib/allreduce.py says how.
 """
 import argparse
 import json
@@ -25,8 +30,9 @@ PROG = "roofline"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools", "lib"))  # the shared modules
 sys.path.insert(0, os.path.join(REPO, "tools", "make"))  # kconfig.py
+import allreduce  # noqa: E402
 import bench_boards  # noqa: E402
-from step_floor import DEFAULT_PEAKS, PRECISIONS, board_dims, floor  # noqa: E402
+from step_floor import DEFAULT_PEAKS, PRECISIONS, board_dims, floor, param_count  # noqa: E402
 from train_log import median_after_first  # noqa: E402
 
 
@@ -95,9 +101,10 @@ def fmt(x):
     return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
 
-def render(rows):
+def render(rows, gpus):
     head = ["board / shape", "batch", "GFLOP/step", "MB/step", "fits in L2", "compute us", "memory us",
-            "latency us", "binds", "floor ms/epoch", "measured ms/epoch", "floor / measured"]
+            "latency us", "binds", "floor ms/epoch", "measured ms/epoch", "floor / measured",
+            f"x{gpus} GPUs (no overlap .. overlapped)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         label = f"{r['board']} ({r['shape']})" if r.get("board") else r["shape"]
@@ -105,7 +112,8 @@ def render(rows):
         measured = r.get("measured_ms")
         cells = [label, str(r["batch"]), fmt(r["gflop_step"]), fmt(r["mb_step"]), "yes" if r["fits_l2"] else "no",
                  fmt(us["compute"]), fmt(us["memory"]), fmt(us["latency"]), r["binding"], fmt(r["floor_ms_epoch"]),
-                 fmt(measured) if measured else "-", f"{r['fraction']:.3f}" if measured else "-"]
+                 fmt(measured) if measured else "-", f"{r['fraction']:.3f}" if measured else "-",
+                 f"{r['dp_speedup'][0]:.2f} .. {r['dp_speedup'][1]:.2f}" + ("" if measured else " (of the floor)")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -134,6 +142,9 @@ def parse_args(argv):
     p.add_argument("--ms", type=positive, help="measured ms/epoch of the one --board or --shape")
     p.add_argument("--log", action="extend", nargs="+", default=[], help="app/mnist --log files (one or more)")
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--gpus", type=int, default=2, help="GPUs of the data-parallel prediction (default 2)")
+    p.add_argument("--reduce", default="bf16", choices=sorted(allreduce.REDUCE_BYTES),
+                   help="the gradients' type as all-reduced (default bf16)")
     p.add_argument("--peak-tflops", type=positive, default=DEFAULT_PEAKS["peak_tflops"], help="H100 dense BF16")
     p.add_argument("--hbm-tbps", type=positive, default=DEFAULT_PEAKS["hbm_tbps"])
     p.add_argument("--l2-tbps", type=positive, default=DEFAULT_PEAKS["l2_tbps"])
@@ -142,6 +153,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if (args.shape is None) != (args.batch is None):
         p.error("--shape and --batch go together")
+    if args.gpus < 2:
+        p.error(f"--gpus {args.gpus}: a data-parallel prediction needs at least 2")
     if args.batch is not None and args.batch < 1:
         p.error(f"--batch {args.batch} is not positive")
     if args.ms is not None and len(args.board) + (args.shape is not None) != 1:
@@ -167,6 +180,10 @@ def rows_for(args):
         if ms:
             r["measured_ms"] = ms
             r["fraction"] = r["floor_ms_epoch"] / ms
+        step_us = (ms if ms else r["floor_ms_epoch"]) * 1e3 / r["steps"]
+        r["grad_mb"] = param_count(dims) * allreduce.REDUCE_BYTES[args.reduce] / 1e6
+        r["allreduce_us"] = allreduce.allreduce_us(r["grad_mb"] * 1e6, args.gpus)
+        r["dp_speedup"] = allreduce.speedup(step_us, r["grad_mb"] * 1e6, args.gpus)
         rows.append(r)
     return rows
 
@@ -181,7 +198,7 @@ def main(argv):
     except (Refusal, OSError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
-    sys.stdout.write(render(rows))
+    sys.stdout.write(render(rows, args.gpus))
     return 0
 
 

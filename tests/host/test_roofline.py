@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tools/roofline.py: the floors issues 20 and 23 quote, FLOPs by hand, the
-fraction from a fake log, and its refusals (one line, exit 1)."""
+fraction from a fake log, data parallelism's predicted speed-up (issue 44's
+figures), and its refusals (one line, exit 1)."""
 import json
 import os
 import subprocess
@@ -9,6 +10,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "..", "..", "tools", "roofline.py")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "lib"))
+import allreduce  # noqa: E402
 
 
 def verdict(ok, name, why=""):
@@ -73,13 +76,38 @@ def test_log():
         refusals = {"a log without epochs": ["--log", log], "an unknown board": ["--board", "nope"],
                     "a bad shape": ["--shape", "784-x-10", "--batch", "8"], "--shape without --batch":
                     ["--shape", "784-10"], "--ms without one row": ["--ms", "3"], "a zero batch":
-                    ["--shape", "784-10", "--batch", "0"], "a missing log": ["--log", os.path.join(d, "none")]}
+                    ["--shape", "784-10", "--batch", "0"], "a missing log": ["--log", os.path.join(d, "none")],
+                    "--gpus 1": ["--board", "h100", "--gpus", "1"]}
         for name, args in refusals.items():
             rc, out, err = roofline(*args)
             ok = rc == 1 and not out and len(err.splitlines()) == 1 and err.startswith("roofline: error: ")
             verdict(ok, f"{name} is refused in one line", (rc, out, err))
 
 
+def test_data_parallel():
+    table = allreduce.MEASURED_2GPU
+    ok = (all(allreduce.allreduce_us(b, 2) == t for b, t in table) and allreduce.allreduce_us(1, 2) == table[0][1]
+          and allreduce.allreduce_us(1 << 30, 1) == 0.0
+          and abs(allreduce.allreduce_us((1 << 20) + (15 << 19), 2) - 65.0) < 1e-9  # halfway from 1 to 16 MB
+          and abs(allreduce.allreduce_us(512 << 20, 2) - (893 + (893 - 249) * 256 / 192)) < 1e-9  # past the end
+          and allreduce.allreduce_us(64 << 20, 4) == allreduce.allreduce_us(96 << 20, 2))
+    verdict(ok, "the all-reduce table: its points, linear between and past the end, the first below, 1 GPU none, "
+            "4 GPUs' ring moves 1.5x the bytes")
+    # issue 44: 784-16384x2 b2048, 6.1 ms a step, a 562 MB BF16 gradient, about 1.9 ms to all-reduce on 2 GPUs
+    params = 784 * 16384 + 16384 + 16384 * 16384 + 16384 + 16384 * 10 + 10
+    ar = allreduce.allreduce_us(params * 2, 2)
+    plain, hidden = allreduce.speedup(6100.0, params * 2, 2)
+    small = allreduce.speedup(7.4, (784 * 128 + 128 + 1290) * 2, 2)
+    ok = 1800 < ar < 2100 and 1.2 < plain < 1.3 and abs(hidden - 2.0) < 0.01 and max(small) < 0.2
+    verdict(ok, f"issue 44's boards: 784-16384x2 b2048 all-reduces in {ar / 1e3:.2f} ms, {plain:.2f}x without "
+            f"overlap, {hidden:.2f}x overlapped; 784-128-10 b64 at most {max(small):.2f}x", (ar, plain, hidden, small))
+    got = rows("--shape", "784-16384x2-10", "--batch", "2048", "--ms", "178.7", "--gpus", "2")
+    r = got[0] if isinstance(got, list) else {}
+    ok = r and abs(r["grad_mb"] - params * 2 / 1e6) < 1e-6 and abs(r["dp_speedup"][1] - 2.0) < 0.02
+    verdict(ok, "roofline.py's row: the gradient's MB and the predicted speed-up from the measured step", r)
+
+
 test_quoted_floors()
 test_tiny_shape()
 test_log()
+test_data_parallel()
