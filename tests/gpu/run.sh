@@ -176,6 +176,21 @@ check_board() { # BOARD
 
     model_files "$board" "$d"
     sanitize "$board" "$d"
+    runs_over_gpus "$board" "$d"
+}
+
+# Independent runs over the host's GPUs (tools/lib/gpu_pool.py): two seeds of time_to_acc.py side by side,
+# each on a GPU of its own; skipped with one GPU.
+runs_over_gpus() { # BOARD DIR
+    local board=$1 d=$2 n
+    n=$(python3 -c 'import sys; sys.path.insert(0, "tools/lib"); import gpu_pool; print(len(gpu_pool.host_gpus()))')
+    if [ "$n" -lt 2 ]; then echo "skip - $board: runs over GPUs: skipped: this host shows $n GPU"; return; fi
+    if python3 tools/time_to_acc.py "$d/app/mnist" --target 90 --seeds 2 --gpus 2 --json "$d/tta.json" \
+        -- --data "$DATA" --epochs 1 --max-steps 300 >"$d/tta.out" 2>&1 &&
+        python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rows"]
+sys.exit(not (len({x["gpu"] for x in r}) == 2 and all(x["reached"] for x in r)))' "$d/tta.json"; then
+        echo "ok - $board: two seeds side by side on two GPUs, each reaching 90 %"
+    else echo "not ok - $board: two seeds on two GPUs: $(tail -n 2 "$d/tta.out" | tr '\n' ' ')"; fi
 }
 case $cc in 75) own_board=rtx2060 ;; 8*) own_board=a100 ;; *) own_board=h100 ;; esac
 
