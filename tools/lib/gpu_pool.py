@@ -17,7 +17,8 @@ def host_gpus(env=None):
     """The GPU ids this process may use, as strings (CUDA_VISIBLE_DEVICES's, or nvidia-smi's indices)."""
     env = os.environ if env is None else env
     if "CUDA_VISIBLE_DEVICES" in env:
-        return [g.strip() for g in env["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() and g.strip() != "-1"]
+        ids = [g.strip() for g in env["CUDA_VISIBLE_DEVICES"].split(",")]
+        return [g for g in ids if g and g != "-1"]
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=30)

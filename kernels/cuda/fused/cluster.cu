@@ -94,7 +94,7 @@ __host__ __device__ constexpr int xn_row(int r) { return r * PIXELS_LD + r / 4 *
 /* xn_row(r0 + r) for r0 a multiple of 4, the part of r0 linear: what a loop can step */
 __host__ __device__ constexpr int xn_row(int r0, int r) { return r0 * (PIXELS_LD + 2) + xn_row(r); }
 /* Layer 0's FP32 weight rows, unit n's at w0 + w0_row(n): a pair's two rows 16 banks apart, F0's 16-byte
- * reads of two rows by a quarter warp (FloatRows) conflict-free; pairs 8 banks apart, B0's updates of rows
+ * reads of two rows by a quarter warp (W0Rows) conflict-free; pairs 8 banks apart, B0's updates of rows
  * 2t (and of rows 2t + 1) by a warp conflict-free. */
 constexpr int W0_LD = snn_round_up(INPUTS - 16, 32) + 16; /* 16 mod 32 */
 __host__ __device__ constexpr int w0_row(int n) { return n * W0_LD + n / 2 * 8; }
@@ -192,18 +192,10 @@ struct Columns {
     }
 };
 
-/* Layer 0's FP32 weights, unit n's k-th at p[w0_row(n) + k], as a B operand four k a thread (one 16-byte
- * load), each pair rounded as a twin would hold it. */
-struct FloatRows {
+/* Layer 0's FP32 weight rows, unit n's at w0_row(n), as a B operand (Mma16FloatRows<W0Rows>). */
+struct W0Rows {
     static_assert(W0_LD % 4 == 0, "cluster kernel: FP32 rows of whole 16-byte quads");
-    const float *p;
-    template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
-    {
-        static_assert(QUAD, "cluster kernel: FP32 rows are read four k a thread");
-        const int lane = threadIdx.x % 32;
-        const float4 v = *reinterpret_cast<const float4 *>(p + w0_row(n0, lane / 4) + k + 4 * (lane % 4));
-        return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
-    }
+    static __device__ __forceinline__ int at(int n0, int n) { return w0_row(n0, n); }
 };
 
 /* ---------------------------------------------------------------------------
@@ -599,7 +591,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 
         /* F0 */
         mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS>(
-            Pixels<INPUTS>(&S.next[0][0], S.xn), FloatRows{S.w0}, S.scratch,
+            Pixels<INPUTS>(&S.next[0][0], S.xn), Mma16FloatRows<W0Rows>{S.w0}, S.scratch,
             [&](int m, int n, float v) { hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]); });
         __syncthreads(); /* the batch's operand is whole, and its bytes' buffer free for the next */
         fused_stamp(net, s, 0, false);

@@ -170,19 +170,6 @@ struct Pixels : Mma16Pairs<Pixels> {
     }
 };
 
-/* FP32 rows, unit n's k-th at p[n * LD + k], as a B operand four k a thread, rounded as a twin holds them. */
-template <int LD> struct FloatRows {
-    static_assert(LD % 4 == 0, "grid-resident kernel: FP32 rows of whole 16-byte quads");
-    const float *p;
-    template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
-    {
-        static_assert(QUAD, "grid-resident kernel: FP32 rows are read four k a thread");
-        const int lane = threadIdx.x % 32;
-        const float4 v = *reinterpret_cast<const float4 *>(p + (n0 + lane / 4) * LD + k + 4 * (lane % 4));
-        return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
-    }
-};
-
 /* ---------------------------------------------------------------------------
  * the block's share of the model in and out
  * ------------------------------------------------------------------------- */
@@ -402,7 +389,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 
         /* F0, and the block's pixels of the batch transposed for layer 0's update */
         mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS, true, L2_RUNS>(
-            Pixels(S.image), FloatRows<W0_LD>{&S.w0[0][0]}, S.scratch,
+            Pixels(S.image), Mma16FloatRows<Mma16RowsApart<W0_LD>>{&S.w0[0][0]}, S.scratch,
             [&](int m, int n, float v) { hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]); });
         for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
             const int m = e % BATCH_PAD, k = c * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
@@ -410,8 +397,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                 const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
 #pragma unroll
                 for (int q = 0; q < 4; q++)
-                    W.batch_t(p)[(k + q) * BATCH_PAD + m] = snn_twin_bits(
-                        fmaf(snn_byte_value(four, q), SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET));
+                    W.batch_t(p)[(k + q) * BATCH_PAD + m] = snn_twin_bits(snn_pixel_fma(four, q));
             }
         }
         __syncthreads();
@@ -422,7 +408,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             grid.sync();
             fused_stamp(net, s, l - 1, true);
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
-                Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)}, FloatRows<W_LD>{&S.mid[l - 1].w[0][0]}, S.scratch,
+                Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)},
+                Mma16FloatRows<Mma16RowsApart<W_LD>>{&S.mid[l - 1].w[0][0]}, S.scratch,
                 [&](int m, int n, float v) {
                     hidden_out(S, W, net, draws, p, l, u0, m, n, v + S.mid[l - 1].b[n]);
                 });

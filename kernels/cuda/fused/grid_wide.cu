@@ -45,8 +45,8 @@ namespace cg = cooperative_groups;
 
 constexpr int FT_THREADS = FusedTile::THREADS;
 /* Bias gradient items: BIAS_COLS columns, each summed by BIAS_SLICES threads over strided rows in the
- * layered bias kernel's order (gemm/bias.cuh). */
-constexpr int BIAS_SLICES = CONFIG_CUDA_BIAS_SLICES, BIAS_COLS = FT_THREADS / BIAS_SLICES; /* fused/tile.cuh */
+ * layered bias kernel's order (gemm/bias.cuh; fused/tile.cuh checks that the slices divide the threads). */
+constexpr int BIAS_SLICES = CONFIG_CUDA_BIAS_SLICES, BIAS_COLS = FT_THREADS / BIAS_SLICES;
 
 /* Every tensor offset the GEMMs read is a multiple of 4 floats when the hidden width is (or there is no
  * hidden layer); the arena's regions and the fused buffers are 256-byte aligned. */

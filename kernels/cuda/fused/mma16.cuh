@@ -81,6 +81,25 @@ template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
     }
 };
 
+/* FP32 rows as a B operand, four k a thread (one 16-byte load), each pair rounded as a twin holds it: unit
+ * n0 + n's k-th at p[Rows::at(n0, n) + k], n the unit within an n8 tile (Rows may keep n0's part linear,
+ * what a loop can step). */
+template <class Rows> struct Mma16FloatRows {
+    const float *p;
+    template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
+    {
+        static_assert(QUAD, "mma16 GEMM: FP32 rows are read four k a thread");
+        const int lane = threadIdx.x % 32;
+        const float4 v = *reinterpret_cast<const float4 *>(p + Rows::at(n0, lane / 4) + k + 4 * (lane % 4));
+        return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
+    }
+};
+/* Rows LD floats apart. */
+template <int LD> struct Mma16RowsApart {
+    static_assert(LD % 4 == 0, "mma16 GEMM: FP32 rows of whole 16-byte quads");
+    static __device__ __forceinline__ int at(int n0, int n) { return (n0 + n) * LD; }
+};
+
 /* The k slices of a GEMM of `tiles` 16x8 tiles and kt k16 steps on `warps` warps: where the tiles leave warps
  * idle, as many as give each warp one. */
 __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
