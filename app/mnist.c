@@ -423,45 +423,30 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
 }
 
-#ifdef CONFIG_STEP_FUSED
-/* Steps first .. last - 1 of the epoch in one launch, and how many of the
- * epoch's losses were read back and checked on the way: none. */
-static int train_steps(outputs *out, const options *o, run_state *r, int first, int last)
+#ifndef CONFIG_STEP_FUSED
+/* After step s of the epoch (layered: a graph replay each), whose stretch
+ * ends at `last`: the losses read back and checked a window of
+ * CONFIG_TRAIN_CHECK_EVERY steps at a time (one synchronisation each, not one
+ * per step); a stop signal ends the run after the step, except after the
+ * epoch's last, where the stop waits for the epoch's end (its evaluation, log
+ * and checkpoint) and the next epoch's order. */
+static void step_done(outputs *out, const options *o, run_state *r, int s, int last)
 {
-    (void)out, (void)o; /* nothing to report before the launch's end */
-    snn_train_fused(&r->m, first, last);
-    return 0;
-}
-#else
-/* Steps first .. last - 1 of the epoch, a graph replay each, and how many of
- * the epoch's losses were read back and checked on the way: one window of
- * CONFIG_TRAIN_CHECK_EVERY at a time (one synchronisation each, not one per
- * step). A stop signal ends the run after the current step. */
-static int train_steps(outputs *out, const options *o, run_state *r, int first, int last)
-{
-    snn_model *m = &r->m;
-    const int epoch = r->at.epoch, check = CONFIG_TRAIN_CHECK_EVERY, tick = o->max_steps / 100 + 1;
-    const int tty = isatty(STDOUT_FILENO);
+    const int check = CONFIG_TRAIN_CHECK_EVERY, tty = isatty(STDOUT_FILENO);
     float *losses = r->at.losses;
-    for (int s = first; s < last; s++) {
-        snn_rt_run_step(snn_train_step, m);
-        if ((s + 1) % check == 0) {
-            snn_rt_download(losses + s + 1 - check, m->train_loss + s + 1 - check, check * sizeof(float));
-            check_finite(out, losses, s + 1 - check, check, epoch);
-        }
-        /* After the epoch's last step, a stop waits for the epoch's end (its
-         * evaluation, log and checkpoint) and the next epoch's order. */
-        if (s + 1 < o->max_steps && snn_stop_signal()) {
-            if (tty)
-                printf("\r%*s\r", 60, "");
-            stop_run(out, o, r, s + 1);
-        }
-        if (tty && s % tick == 0)
-            progress(epoch, s, o->max_steps);
+    if ((s + 1) % check == 0) {
+        snn_rt_download(losses + s + 1 - check, r->m.train_loss + s + 1 - check, check * sizeof(float));
+        check_finite(out, losses, s + 1 - check, check, r->at.epoch);
     }
-    if (tty)
+    if (s + 1 < o->max_steps && snn_stop_signal()) {
+        if (tty)
+            printf("\r%*s\r", 60, "");
+        stop_run(out, o, r, s + 1);
+    }
+    if (tty && s % (o->max_steps / 100 + 1) == 0)
+        progress(r->at.epoch, s, o->max_steps);
+    if (tty && s + 1 == last)
         printf("\r%*s\r", 60, "");
-    return last / check * check;
 }
 #endif
 
@@ -488,7 +473,9 @@ static void print_epoch(int epoch, const epoch_figures *f)
 /* One epoch from step `first` (0, or where a checkpoint left it), in
  * stretches of CONFIG_TRAIN_EVAL_EVERY steps under --target-acc (each then
  * scored), else whole; it ends early where the target is reached. Each
- * stretch is timed with the device's clock, its scoring not. */
+ * stretch is timed with the device's clock, its scoring not. A stretch is
+ * its steps, a graph replay each (snn_rt_run_step), or with the fused step
+ * one launch, whose losses are checked at the epoch's end. */
 static void train_epoch(outputs *out, const options *o, run_state *r, int first)
 {
     snn_model *m = &r->m;
@@ -504,7 +491,15 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first)
         if (last > o->max_steps)
             last = o->max_steps;
         snn_rt_mark(start);
-        checked = train_steps(out, o, r, steps, last);
+#ifdef CONFIG_STEP_FUSED
+        snn_train_fused(m, steps, last);
+#else
+        for (int s = steps; s < last; s++) {
+            snn_rt_run_step(snn_train_step, m);
+            step_done(out, o, r, s, last);
+        }
+        checked = last / CONFIG_TRAIN_CHECK_EVERY * CONFIG_TRAIN_CHECK_EVERY;
+#endif
         snn_rt_mark(stop);
         const float ms = snn_rt_elapsed_ms(start, stop);
         f.ms += ms;
@@ -531,40 +526,6 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first)
     r->at.step = steps;
     if (out->log)
         log_epoch(snn_out_stream(out->log), losses, epoch, &f);
-}
-
-/* The epochs to run: from the start, or from where --resume's checkpoint
- * was. A checkpoint inside an epoch (from step 0: its order drawn) goes on
- * with that epoch's order; a complete epoch's starts the next one. The run
- * ends early where --target-acc's mark is reached. */
-static void train(outputs *out, const options *o, run_state *r, int resumed)
-{
-    clock_gettime(CLOCK_MONOTONIC, &r->t0);
-    int epoch = resumed ? r->at.epoch : 1, inside = resumed && r->at.step < o->max_steps;
-    if (resumed && !inside)
-        epoch++;
-    printf("epoch  train loss  train acc%s  test loss  test acc      time      samples/s\n",
-           SNN_VALID_COUNT ? "  valid loss  valid acc" : "");
-    fflush(stdout);
-    for (; epoch <= o->epochs && !r->target.reached; epoch++, inside = 0) {
-        const int first = inside ? r->at.step : 0;
-        r->at.epoch = epoch;
-        if (inside) {
-            snn_epoch_resume(&r->m, r->at.order, epoch - 1, first, r->at.losses, r->at.correct);
-        } else {
-            snn_epoch_begin(&r->m, &r->rng, r->at.order, epoch - 1);
-            if (out->dump) {
-                dump_epoch_file(out->dump, "order", epoch, r->at.order, SNN_FIT_COUNT * sizeof(int32_t));
-                dump_draws(out->dump, &r->m, epoch, o->max_steps);
-            }
-        }
-        r->at.step = first;
-        train_epoch(out, o, r, first);
-        if (o->checkpoint_path && (epoch % o->checkpoint_every == 0 || epoch == o->epochs || r->target.reached))
-            write_checkpoint(out, o, r);
-    }
-    if (r->target.goal > 0 && !r->target.reached)
-        snn_target_missed(&r->target, out->log ? snn_out_stream(out->log) : NULL);
 }
 
 static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device_info *dev, snn_plan *plan)
@@ -650,6 +611,87 @@ static void check_data(const options *o)
         snn_die("%s", err);
 }
 
+/* --load's weights or --resume's whole state, checked against this run's
+ * options. */
+static void start_from_files(const options *o, run_state *r)
+{
+    if (o->load_path) {
+        snn_model_file_load(o->load_path, &r->m, NULL, SNN_FILE_WEIGHTS);
+        printf("  starting from the weights of %s\n", o->load_path);
+    }
+    if (!o->resume_path)
+        return;
+    snn_model_file_load(o->resume_path, &r->m, &r->at, SNN_FILE_CHECKPOINT);
+    if (r->at.steps_per_epoch != o->max_steps)
+        snn_die("%s: its epochs have %d steps, this run's %d (--max-steps): resume with the same --max-steps",
+                o->resume_path, r->at.steps_per_epoch, o->max_steps);
+    if (r->at.epoch > o->epochs || (r->at.epoch == o->epochs && r->at.step == o->max_steps))
+        snn_die("%s is at epoch %d step %d: --epochs %d leaves nothing to train; give --epochs above %d",
+                o->resume_path, r->at.epoch, r->at.step, o->epochs, r->at.epoch - (r->at.step < o->max_steps));
+    r->rng = r->at.rng;
+    printf("  resuming %s at epoch %d after step %d of %d\n", o->resume_path, r->at.epoch, r->at.step,
+           o->max_steps);
+}
+
+/* The dump's start (the parameters as initialised, the recipe) and the
+ * log's configuration record. */
+static void start_outputs(outputs *out, const options *o, run_state *r, const snn_device_info *dev, size_t plan)
+{
+    if (out->dump) {
+        float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters");
+        snn_model_get_state(&r->m, params, NULL);
+        dump_start(out->dump, &r->m, params, o);
+        free(params);
+    }
+    if (out->log)
+        log_config(snn_out_stream(out->log), &r->m, dev, o, plan, o->resume_path ? &r->at : NULL);
+}
+
+/* Epoch `epoch` begun: its order drawn (and dumped), or, inside a resumed
+ * epoch, the checkpoint's order and the figures of its steps so far. Its
+ * first step. */
+static int begin_epoch(outputs *out, const options *o, run_state *r, int epoch, int inside)
+{
+    r->at.epoch = epoch;
+    if (inside) {
+        snn_epoch_resume(&r->m, r->at.order, epoch - 1, r->at.step, r->at.losses, r->at.correct);
+        return r->at.step;
+    }
+    snn_epoch_begin(&r->m, &r->rng, r->at.order, epoch - 1);
+    if (out->dump) {
+        dump_epoch_file(out->dump, "order", epoch, r->at.order, SNN_FIT_COUNT * sizeof(int32_t));
+        dump_draws(out->dump, &r->m, epoch, o->max_steps);
+    }
+    r->at.step = 0;
+    return 0;
+}
+
+/* The trained run's files (--save, the dump, the log's memory record), its
+ * memory figures, and where its files went. */
+static void finish_run(outputs *out, const options *o, run_state *r)
+{
+    if (out->save)
+        snn_model_file_save(out->save, &r->m, &r->at, SNN_FILE_WEIGHTS);
+    if (out->dump)
+        snn_out_dir_commit(out->dump);
+    snn_mm_stats mem;
+    snn_mm_stats_get(&mem);
+    snn_mm_print(&mem, stdout);
+    if (out->log) {
+        log_memory(snn_out_stream(out->log), &mem);
+        snn_out_commit(out->log);
+    }
+    print_written(o);
+    free(r->at.order);
+    free(r->at.losses);
+    free(r->at.correct);
+    snn_mm_stop(r->m.arena);
+}
+
+/* A training run: the epochs from the start, or from where --resume's
+ * checkpoint was. A checkpoint inside an epoch (from step 0: its order drawn)
+ * goes on with that epoch's order; a complete epoch's starts the next one.
+ * The run ends early where --target-acc's mark is reached. */
 int main(int argc, char **argv)
 {
     options o = snn_parse_options(argc, argv);
@@ -666,51 +708,27 @@ int main(int argc, char **argv)
                           .order = snn_xmalloc(SNN_FIT_COUNT * sizeof(int32_t), "sample order"),
                           .losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses"),
                           .correct = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(int32_t), "step counts")};
-    if (o.load_path) {
-        snn_model_file_load(o.load_path, &r.m, NULL, SNN_FILE_WEIGHTS);
-        printf("  starting from the weights of %s\n", o.load_path);
-    }
-    if (o.resume_path) {
-        snn_model_file_load(o.resume_path, &r.m, &r.at, SNN_FILE_CHECKPOINT);
-        if (r.at.steps_per_epoch != o.max_steps)
-            snn_die("%s: its epochs have %d steps, this run's %d (--max-steps): resume with the same --max-steps",
-                    o.resume_path, r.at.steps_per_epoch, o.max_steps);
-        if (r.at.epoch > o.epochs || (r.at.epoch == o.epochs && r.at.step == o.max_steps))
-            snn_die("%s is at epoch %d step %d: --epochs %d leaves nothing to train; give --epochs above %d",
-                    o.resume_path, r.at.epoch, r.at.step, o.epochs, r.at.epoch - (r.at.step < o.max_steps));
-        r.rng = r.at.rng;
-        printf("  resuming %s at epoch %d after step %d of %d\n", o.resume_path, r.at.epoch, r.at.step,
-               o.max_steps);
-    }
+    start_from_files(&o, &r);
     snn_model_set_run(&r.m, o.epochs, o.max_steps, (uint64_t)r.at.seed); /* a checkpoint's seed, resumed */
     load_dataset(&r.m, o.data_dir, NULL);
-    if (out.dump) {
-        float *params = snn_xmalloc(SNN_PARAMS * sizeof(float), "parameters");
-        snn_model_get_state(&r.m, params, NULL);
-        dump_start(out.dump, &r.m, params, &o);
-        free(params);
-    }
-    if (out.log)
-        log_config(snn_out_stream(out.log), &r.m, &dev, &o, plan.total, o.resume_path ? &r.at : NULL);
-
+    start_outputs(&out, &o, &r, &dev, plan.total);
     snn_target_init(&r.target, o.target_acc, target_set());
-    train(&out, &o, &r, o.resume_path != NULL);
 
-    if (out.save)
-        snn_model_file_save(out.save, &r.m, &r.at, SNN_FILE_WEIGHTS);
-    if (out.dump)
-        snn_out_dir_commit(out.dump);
-    snn_mm_stats mem;
-    snn_mm_stats_get(&mem);
-    snn_mm_print(&mem, stdout);
-    if (out.log) {
-        log_memory(snn_out_stream(out.log), &mem);
-        snn_out_commit(out.log);
+    clock_gettime(CLOCK_MONOTONIC, &r.t0);
+    const int resumed = o.resume_path != NULL;
+    int epoch = resumed ? r.at.epoch : 1, inside = resumed && r.at.step < o.max_steps;
+    if (resumed && !inside)
+        epoch++;
+    printf("epoch  train loss  train acc%s  test loss  test acc      time      samples/s\n",
+           SNN_VALID_COUNT ? "  valid loss  valid acc" : "");
+    fflush(stdout);
+    for (; epoch <= o.epochs && !r.target.reached; epoch++, inside = 0) {
+        train_epoch(&out, &o, &r, begin_epoch(&out, &o, &r, epoch, inside));
+        if (o.checkpoint_path && (epoch % o.checkpoint_every == 0 || epoch == o.epochs || r.target.reached))
+            write_checkpoint(&out, &o, &r);
     }
-    print_written(&o);
-    free(r.at.order);
-    free(r.at.losses);
-    free(r.at.correct);
-    snn_mm_stop(r.m.arena);
+    if (r.target.goal > 0 && !r.target.reached)
+        snn_target_missed(&r.target, out.log ? snn_out_stream(out.log) : NULL);
+    finish_run(&out, &o, &r);
     return 0;
 }

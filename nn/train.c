@@ -1,16 +1,13 @@
 /* From main() to a kernel, a call a line. The layered step on a CUDA target, to one GEMM's launch:
- *   main (app/mnist.c)
- *   train (app/mnist.c)                                  the epochs
- *   train_epoch (app/mnist.c)                            one, timed stretch by stretch
- *   train_steps (app/mnist.c)                            a stretch's steps
+ *   main (app/mnist.c)                                   the run: its set-up, its epochs
+ *   train_epoch (app/mnist.c)                            one epoch, its steps timed stretch by stretch
  *   snn_rt_run_step (arch/cuda/runtime.cu)               a step run, then captured as a CUDA graph, replayed
  *   snn_train_step (nn/train.c)                          the schedule, through the table m->kernels
  *   cuda_linear_forward (kernels/cuda/gemm/forward.cu)   the forward role's epilogue
  *   gemm_run (kernels/cuda/gemm/run.cuh)                 which kernel, as run.cuh's tree shows
- *   gemm_mma (kernels/cuda/gemm/run.cuh)                 split-K or not
- *   gemm_mma_launch (kernels/cuda/gemm/mma.cuh)          gemm_mma_kernel<<<...>>>
+ *   gemm_mma (kernels/cuda/gemm/run.cuh)                 split-K or not; gemm_mma_kernel<<<...>>>
  * The fused step (CONFIG_STEP_FUSED), a stretch of steps in one launch:
- *   main, train, train_epoch, then train_steps (app/mnist.c)
+ *   main, then train_epoch (app/mnist.c)
  *   snn_train_fused (nn/train.c)
  *   cuda_fused_train (kernels/cuda/fused/step.cu)        the first fused kernel that fits, in order
  *   train (kernels/cuda/fused/cluster.cu)                its launch (grid_resident.cu's, grid_wide.cu's alike)

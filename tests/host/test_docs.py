@@ -337,6 +337,9 @@ def check_chain(train_c):
     bad = [f"{name} ({path})" for name, path in hops if not defines(path, name)]
     verdict(opens and not bad, f"every function of nn/train.c's path from main() ({len(hops)}) is defined in the "
             "file it names", "not defined there: " + ", ".join(bad) if opens else "no main (app/mnist.c) opens it")
+    layered = re.findall(r"\b(\w+) \(", m.group(1).split("The fused step")[0]) if m else []
+    verdict(0 < len(layered) <= 7, "the layered step's path is at most 6 calls from main() to a GEMM's launch",
+            f"{len(layered) - 1} calls: " + " -> ".join(layered))
 
 
 # The developers' rule for commit subjects, kept since the commit that last broke it.

@@ -1,4 +1,4 @@
-/* What the SIMT and mma.sync GEMM launchers (gemm_f32_launch, gemm_mma_launch) share: whether an operand can
+/* What the SIMT and mma.sync GEMM launchers (gemm_f32_launch, gemm_mma) share: whether an operand can
  * be loaded 16 bytes at a time, the GPU's capacity (SMs, blocks an SM holds), a kernel's opt-in to more than
  * the default 48 KB of dynamic shared memory, and gemm_grid, the grid over a role's tiles of M x N (x split-K
  * slices). */

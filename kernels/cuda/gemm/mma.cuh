@@ -318,17 +318,4 @@ static auto gemm_mma_instance(const G *A, int lda, const G *B, int ldb, int K)
     }
 }
 
-/* C[M,N] = A . B^T (A, B of elements G in layouts LA, LB; M, N > 0) at tile T over split's k slices, through
- * epi, on the engine's stream. */
-template <class T, int LA, int LB, class G, class Epi>
-static void gemm_mma_launch(const G *A, int lda, const G *B, int ldb, int M, int N, int K, GemmSplit split,
-                            const Epi &epi)
-{
-    typedef GemmMmaRing<T, G, LA, LB> Ring;
-    const auto kernel = gemm_mma_instance<T, LA, LB, Epi>(A, lda, B, ldb, K);
-    const GemmGrid g = gemm_grid<T, Ring::STAGE_BYTES, Ring::STAGES>(M, N, split.slices, split.per);
-    kernel<<<g.blocks, T::THREADS, g.smem, snn_stream()>>>(A, lda, B, ldb, M, N, K, split.per, epi);
-    CUDA_CHECK_LAUNCH();
-}
-
 #endif

@@ -4,8 +4,7 @@
  *   cuda_linear_forward, _backward_input, _backward_weight_update, cuda_linear_weight_grad
  *   |- gemm_run                    the dispatch, in this order:
  *   |  |- gemm_wgmma_run           TMA + wgmma (sm90)            -> gemm_wgmma_kernel      gemm/wgmma.cuh
- *   |  |- gemm_mma                 from twins or FP32; split-K?  (tensor-core precisions)
- *   |  |  |- gemm_mma_launch       16-byte loads where allowed   -> gemm_mma_kernel        gemm/mma.cuh
+ *   |  |- gemm_mma                 from twins or FP32; split-K?  -> gemm_mma_kernel        gemm/mma.cuh
  *   |  |  `- gemm_split_k_reduce_launch  slices summed in order  -> gemm_split_k_reduce  gemm/split_k.cuh
  *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_f32_kernel        gemm/simt.cuh
  *   `- gemm_bias_update            (backward_weight_update)      -> bias_update_kernel      gemm/bias.cu
@@ -52,18 +51,26 @@ static inline const GemmWgmmaElem *gemm_wgmma_operand(const float *p, const SnnT
 #endif
 
 #ifdef CONFIG_GEMM_TENSOR_CORES
-/* C = A . B^T on mma.sync from operands of G (FP32, or their 16-bit twins). Where the block tiles fill at
- * most half of one wave (the blocks the GPU holds at once), the k range is split into slices whose partial
- * sums gemm_split_k_reduce adds in order through epi. */
+/* C = A . B^T on mma.sync from operands of G (FP32, or their 16-bit twins), launched on the engine's stream.
+ * Where the block tiles fill at most half of one wave (the blocks the GPU holds at once), the k range is split
+ * into slices, whose partial sums (slice z's at ws + z M N) gemm_split_k_reduce adds in order through epi. */
 template <class T, int LA, int LB, class G, class Epi>
 static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int K, const Epi &epi)
 {
     typedef GemmMmaRing<T, G, LA, LB> Ring;
     const int per_sm = gemm_resident_blocks(T::THREADS, Ring::STAGE_BYTES * Ring::STAGES);
     const GemmSplit split = gemm_split_k_plan<T>(M, N, K, (long)gemm_sm_count() * per_sm);
-    if (split.slices == 1)
-        return gemm_mma_launch<T, LA, LB>(A, lda, B, ldb, M, N, K, split, epi);
-    gemm_mma_launch<T, LA, LB>(A, lda, B, ldb, M, N, K, split, GemmEpiStore{gemm_split_k.ws, N, (size_t)M * N});
+    const GemmGrid g = gemm_grid<T, Ring::STAGE_BYTES, Ring::STAGES>(M, N, split.slices, split.per);
+    if (split.slices == 1) {
+        const auto kernel = gemm_mma_instance<T, LA, LB, Epi>(A, lda, B, ldb, K);
+        kernel<<<g.blocks, T::THREADS, g.smem, snn_stream()>>>(A, lda, B, ldb, M, N, K, split.per, epi);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
+    const GemmEpiStore part = {gemm_split_k.ws, N, (size_t)M * N};
+    const auto kernel = gemm_mma_instance<T, LA, LB, GemmEpiStore>(A, lda, B, ldb, K);
+    kernel<<<g.blocks, T::THREADS, g.smem, snn_stream()>>>(A, lda, B, ldb, M, N, K, split.per, part);
+    CUDA_CHECK_LAUNCH();
     gemm_split_k_reduce_launch(split.slices, M, N, epi);
     gemm_runs.split_k++;
     gemm_split_last = split.slices;
