@@ -37,13 +37,14 @@ __host__ __device__ constexpr int snn_imin(int a, int b) { return a < b ? a : b;
  * reductions over G adjacent lanes (G a power of two, at most 32; every lane of the warp calls)
  * ------------------------------------------------------------------------- */
 
-/* The sum of v over the G lanes: a butterfly at halving distances, so that every lane adds the same pairs in
- * the same order and holds the same sum. */
-template <int G, class T> static __device__ __forceinline__ T snn_lanes_sum(T v)
+/* The sum of v over the G lanes: a butterfly, so that every lane adds the same pairs in the same order and
+ * holds the same sum; at halving distances (G / 2, ..., 1), or doubling ones (1, ..., G / 2) where a kernel
+ * has always added in that order (another order changes FP32 results in their last bit). */
+template <int G, bool HALVING = true, class T> static __device__ __forceinline__ T snn_lanes_sum(T v)
 {
 #pragma unroll
-    for (int o = G / 2; o > 0; o /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int i = 1; i < G; i *= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, HALVING ? G / 2 / i : i);
     return v;
 }
 
@@ -130,9 +131,9 @@ static inline bool snn_pixels_fma_exact()
  * z[1], ... (-INFINITY where there is no such class or no row). Every lane of the warp constructs one; after
  * it, every lane of the G holds the row's maximum zmax, its first arg-max arg (the host's tie rule; a row
  * with a NaN logit has a NaN loss, which the engine refuses, and an arg-max that depends on G) and
- * sum = the sum of exp(z - zmax), added in the lane's class order and then by snn_lanes_sum; e[i] is its
- * class's exp(z - zmax) (0 for no class). */
-template <int G, int PER> struct SnnRowSoftmax {
+ * sum = the sum of exp(z - zmax), added in the lane's class order and then by snn_lanes_sum<G, HALVING>; e[i]
+ * is its class's exp(z - zmax) (0 for no class). */
+template <int G, int PER, bool HALVING = true> struct SnnRowSoftmax {
     static_assert(PER * G >= SNN_CLASSES, "softmax: every class on a lane");
     float e[PER], zmax, sum;
     int arg;
@@ -156,7 +157,7 @@ template <int G, int PER> struct SnnRowSoftmax {
         }
         zmax = m;
         arg = a;
-        sum = snn_lanes_sum<G>(total);
+        sum = snn_lanes_sum<G, HALVING>(total);
     }
     /* The row's loss, from its logits `row` in memory (label smoothing reads them all), as the host's. */
     __device__ __forceinline__ float loss(const float *row, int label, bool training) const

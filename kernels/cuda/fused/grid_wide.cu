@@ -300,7 +300,7 @@ static __device__ __forceinline__ void fused_bias_item(const snn_fused_layer &L,
  * arg-max and (dlogits non-NULL) gradient by XENT_LANES adjacent threads (SnnRowSoftmax); the tile's loss sum
  * (in row order) and correct count into part_loss[tile], part_correct[tile]. */
 constexpr int XENT_LANES = 4, XENT_PER = (SNN_CLASSES + XENT_LANES - 1) / XENT_LANES;
-typedef SnnRowSoftmax<XENT_LANES, XENT_PER> FusedRowSoftmax;
+typedef SnnRowSoftmax<XENT_LANES, XENT_PER, false> FusedRowSoftmax; /* this kernel's order: doubling */
 static_assert(FT_THREADS % XENT_LANES == 0, "fused step: threads per block a multiple of 4");
 static __device__ __forceinline__ void fused_softmax_tile(const float *logits, const uint8_t *labels,
                                                           float *dlogits, int rows, int tile,
