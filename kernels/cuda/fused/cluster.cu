@@ -44,6 +44,7 @@
 #include "arch/sm80/mma.cuh"
 #include "kernels/cuda/fused/kernel.h"
 #include "kernels/cuda/fused/mma16.cuh"
+#include "kernels/cuda/fused/resident.cuh"
 #include "kernels/cuda/fused/stamp.cuh"
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/fused.h"
@@ -68,7 +69,7 @@ constexpr int BLOCKS = 16;
 constexpr int THREADS = CONFIG_FUSED_CLUSTER_THREADS, WARPS = THREADS / 32;
 static_assert(THREADS % 32 == 0, "cluster kernel: whole warps (CONFIG_FUSED_CLUSTER_THREADS)");
 constexpr int LAYERS = SNN_LAYERS;
-constexpr int HIDDEN = SNN_LAYERS > 1 ? SNN_HIDDEN : 16;
+constexpr int HIDDEN = RESIDENT_HIDDEN;
 constexpr int UNITS = snn_round_up((HIDDEN + BLOCKS - 1) / BLOCKS, 8);
 constexpr int UNITS_K = snn_round_up(UNITS, 16);
 constexpr int UNITS_LD = mma16_ld(UNITS_K);
@@ -281,33 +282,25 @@ static __device__ void translate(Shared &S)
  * the step's element-wise ends
  * ------------------------------------------------------------------------- */
 
-/* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added): ReLU and
- * dropout, 0 in padding; kept for the backward pass and as the next layer's operand. */
+/* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added)
+ * (resident_hidden_out): kept for the backward pass and as the next layer's operand. */
 static __device__ __forceinline__ void hidden_out(Shared &S, const snn_fused_net &net, const SnnStepDraws &d,
                                                   int l, int u0, int m, int n, float v)
 {
-    const int unit = u0 + n;
-    const bool real = m < BATCH && unit < HIDDEN;
-    v = real ? d.drop(l, (uint32_t)(m * HIDDEN + unit), v < 0.0f ? 0.0f : v) : 0.0f;
+    v = resident_hidden_out(net, d, l, m, u0 + n, v);
     S.act[l][m][n] = v;
     S.acth[l][m][n] = snn_twin_bits(v);
-    if (net.trace && real)
-        net.act[l + 1][(size_t)m * HIDDEN + unit] = v;
 }
 
-/* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v): through the ReLU's
- * mask and the dropout of the forward pass, 0 in padding; FP32 in dgrad, as an operand at op[m sm + n sn]. */
+/* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v)
+ * (resident_hidden_grad): FP32 in dgrad, as an operand at op[m sm + n sn]. */
 static __device__ __forceinline__ void hidden_grad(Shared &S, const snn_fused_net &net, const SnnStepDraws &d,
                                                    int l, int u0, int m, int n, float v, snn_twin *op, int sm,
                                                    int sn)
 {
-    const int unit = u0 + n;
-    const bool real = m < BATCH && unit < HIDDEN;
-    v = real && S.act[l][m][n] > 0.0f ? d.drop(l, (uint32_t)(m * HIDDEN + unit), v) : 0.0f;
+    v = resident_hidden_grad(net, d, l, m, u0 + n, S.act[l][m][n], v);
     S.dgrad[l & 1][m][n] = v;
     op[m * sm + n * sn] = snn_twin_bits(v);
-    if (net.trace && real)
-        net.grad[l][(size_t)m * HIDDEN + unit] = v;
 }
 
 /* Lanes a row in the softmax: a power of two the block's threads cover its rows with, at most a warp. */
@@ -534,16 +527,12 @@ static __device__ __forceinline__ float4 sum_peers(const cg::cluster_group &clus
 
 __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, int first, int last)
 {
-    extern __shared__ __align__(128) unsigned char smem[];
     if constexpr (!FITS)
         return; /* never launched (fits): no code for a model that does not fit */
-    Shared &S = *reinterpret_cast<Shared *>(smem);
+    Shared &S = resident_shared<Shared, THREADS>();
     cg::cluster_group cluster = cg::this_cluster();
     const int c = (int)cluster.block_rank(), u0 = c * UNITS, r0 = c * ROWS_PER_BLOCK, tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
-
-    snn_smem_clear<THREADS>(smem, SMEM_BYTES);
-    __syncthreads();
     state_copy(S, net, c, true);
     if (tid < BATCH) {
         S.samples[first & 1][tid] = net.order[(long)first * BATCH + tid];
@@ -581,13 +570,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                 next_label = net.train_labels[S.samples[p ^ 1][tid]];
         }
 
-        if (net.trace && c == 0)
-            for (int i = tid; i < BATCH * INPUTS; i += THREADS) {
-                net.input[p][i] =
-                    snn_gather_pixel(S.next[i / INPUTS][i % INPUTS], SNN_PIXEL_MEAN, SNN_PIXEL_STD);
-                if (i % INPUTS == 0)
-                    net.labels[p][i / INPUTS] = S.labels[p][i / INPUTS];
-            }
+        resident_trace_batch<THREADS>(
+            net, p, [&](int r) { return S.next[r]; }, [&](int r) { return S.labels[p][r]; });
 
         /* F0 */
         mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS>(
@@ -739,23 +723,9 @@ static cudaLaunchConfig_t launch_config(cudaLaunchAttribute *attr)
 static bool fits(char *why, int len)
 {
     static int clusters = -1; /* of BLOCKS blocks the GPU holds at once; -1: not asked yet */
-    static const bool exact = snn_pixels_fma_exact(); /* a property of the build: checked once */
-    if (!exact) {
-        snprintf(why, len, "the dataset's pixel normalisation is not one multiply-add to 16 bits");
+    if (!resident_fits(why, len, FITS, BATCH, THREADS, "CONFIG_FUSED_CLUSTER_THREADS", SMEM_BYTES,
+                       SNN_ARCH_MAX_SMEM_PER_BLOCK))
         return false;
-    }
-    if (!FITS) {
-        if (SNN_LAYERS < 2)
-            snprintf(why, len, "a model without hidden layers has no units to share out");
-        else if (BATCH > THREADS) /* a thread fetches each sample of the next batches */
-            snprintf(why, len,
-                     "the batch, %d, exceeds the %d threads of a block (CONFIG_FUSED_CLUSTER_THREADS)", BATCH,
-                     THREADS);
-        else
-            snprintf(why, len, "the model's share per block, %d KB of shared memory, exceeds sm90's %d KB",
-                     (SMEM_BYTES + 1023) / 1024, SNN_ARCH_MAX_SMEM_PER_BLOCK / 1024);
-        return false;
-    }
     if (clusters < 0) {
         CUDA_CHECK(
             cudaFuncSetAttribute(train_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
@@ -782,9 +752,8 @@ static void train(const snn_fused_net &net, int first, int last)
 
 static void describe(char *buf, int len)
 {
-    char grid[32];
-    snprintf(grid, sizeof grid, "one cluster of %d blocks", BLOCKS);
-    fused_describe_resident(buf, len, grid, THREADS, SMEM_BYTES, UNITS, BARRIERS, "cluster");
+    fused_describe_resident(buf, len, "one cluster of ", BLOCKS, THREADS, SMEM_BYTES, UNITS, BARRIERS,
+                            "cluster");
 }
 
 } // namespace resident_cluster

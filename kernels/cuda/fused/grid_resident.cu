@@ -35,6 +35,7 @@
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/fused/kernel.h"
 #include "kernels/cuda/fused/mma16.cuh"
+#include "kernels/cuda/fused/resident.cuh"
 #include "kernels/cuda/fused/stamp.cuh"
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/fused.h"
@@ -61,7 +62,7 @@ constexpr int THREADS = CONFIG_FUSED_GRID_RESIDENT_THREADS, WARPS = THREADS / 32
 static_assert(THREADS % 32 == 0, "grid-resident kernel: whole warps (CONFIG_FUSED_GRID_RESIDENT_THREADS)");
 constexpr int UNITS = SNN_GR_UNITS, BLOCKS = SNN_GR_BLOCKS, HIDDEN_PAD = SNN_GR_HP;
 constexpr int LAYERS = SNN_LAYERS, HIDDENS = snn_imax(SNN_GR_NH, 1), MIDS = snn_imax(SNN_GR_MIDS, 1);
-constexpr int HIDDEN = SNN_LAYERS > 1 ? SNN_HIDDEN : 16;
+constexpr int HIDDEN = RESIDENT_HIDDEN;
 constexpr int BATCH = SNN_BATCH, BATCH_PAD = SNN_GR_BP, INPUTS = SNN_INPUT_DIM, CLASSES_PAD = 16;
 constexpr int MOMENTS = snn_imax(SNN_OPTIM_MOMENTS, 1);
 static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k extents in whole k16 steps");
@@ -217,40 +218,32 @@ static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
  * the step's element-wise ends
  * ------------------------------------------------------------------------- */
 
-/* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added): ReLU and
- * dropout, 0 in padding; kept for the backward pass, and as every block's operand by row and by unit. */
+/* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added)
+ * (resident_hidden_out): kept for the backward pass, and as every block's operand by row and by unit. */
 static __device__ __forceinline__ void hidden_out(Shared &S, const Workspace &W, const snn_fused_net &net,
                                                   const SnnStepDraws &d, int p, int l, int u0, int m, int n,
                                                   float v)
 {
-    const int unit = u0 + n;
-    const bool real = m < BATCH && unit < HIDDEN;
-    v = real ? d.drop(l, (uint32_t)(m * HIDDEN + unit), v < 0.0f ? 0.0f : v) : 0.0f;
+    v = resident_hidden_out(net, d, l, m, u0 + n, v);
     S.act[l][m][n] = v;
     const snn_twin h = snn_twin_bits(v);
-    W.out(p, l)[m * HIDDEN_PAD + unit] = h;
-    W.out_t(p, l)[unit * BATCH_PAD + m] = h;
-    if (net.trace && real)
-        net.act[l + 1][(size_t)m * HIDDEN + unit] = v;
+    W.out(p, l)[m * HIDDEN_PAD + u0 + n] = h;
+    W.out_t(p, l)[(u0 + n) * BATCH_PAD + m] = h;
 }
 
-/* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v): through the ReLU's
- * mask and the forward pass's dropout, 0 in padding; FP32 for the bias, 16-bit for the update and, where a
- * layer below needs all of it (l > 0), for every block. */
+/* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v)
+ * (resident_hidden_grad): FP32 for the bias, 16-bit for the update and, where a layer below needs all of it
+ * (l > 0), for every block. */
 static __device__ __forceinline__ void hidden_grad(Shared &S, const Workspace &W, const snn_fused_net &net,
                                                    const SnnStepDraws &d, int l, int u0, int m, int n,
                                                    float v)
 {
-    const int unit = u0 + n;
-    const bool real = m < BATCH && unit < HIDDEN;
-    v = real && S.act[l][m][n] > 0.0f ? d.drop(l, (uint32_t)(m * HIDDEN + unit), v) : 0.0f;
+    v = resident_hidden_grad(net, d, l, m, u0 + n, S.act[l][m][n], v);
     S.dg[m][n] = v;
     const snn_twin h = snn_twin_bits(v);
     S.dgt[n][m] = h;
     if (l > 0)
-        W.grad(l)[m * HIDDEN_PAD + unit] = h;
-    if (net.trace && real)
-        net.grad[l][(size_t)m * HIDDEN + unit] = v;
+        W.grad(l)[m * HIDDEN_PAD + u0 + n] = h;
 }
 
 /* The logits' partial sums over the block's units, [row][class], from the last hidden layer's outputs. */
@@ -350,17 +343,13 @@ static __device__ void bias_update(Shared &S, int l, int owned, const snn_rate &
 
 __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, int first, int last)
 {
-    extern __shared__ __align__(128) unsigned char smem[];
     if constexpr (!FITS)
         return; /* never launched (fits): no code for a model that does not fit */
-    Shared &S = *reinterpret_cast<Shared *>(smem);
+    Shared &S = resident_shared<Shared, THREADS>();
     cg::grid_group grid = cg::this_grid();
     const Workspace W(net.gr_ws);
     const int c = blockIdx.x, u0 = c * UNITS, tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
-
-    snn_smem_clear<THREADS>(smem, SMEM_BYTES);
-    __syncthreads();
     state_copy(S, net, c, true);
     __syncthreads();
     write_twins(S, W, u0);
@@ -379,13 +368,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         }
         __syncthreads();
         const snn_rate rate = S.rate; /* in registers: the updates' epilogues read it per element */
-        if (net.trace && c == 0)
-            for (int i = tid; i < BATCH * INPUTS; i += THREADS) {
-                net.input[p][i] =
-                    snn_gather_pixel(S.image[i / INPUTS][i % INPUTS], SNN_PIXEL_MEAN, SNN_PIXEL_STD);
-                if (i % INPUTS == 0)
-                    net.labels[p][i / INPUTS] = net.train_labels[S.sample[i / INPUTS]];
-            }
+        resident_trace_batch<THREADS>(
+            net, p, [&](int r) { return S.image[r]; }, [&](int r) { return net.train_labels[S.sample[r]]; });
 
         /* F0, and the block's pixels of the batch transposed for layer 0's update */
         mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS, true, L2_RUNS>(
@@ -509,28 +493,13 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 static bool fits(char *why, int len)
 {
     static int resident = -1; /* blocks the GPU holds at once; -1: not asked yet */
-    static const bool exact = snn_pixels_fma_exact();
-    if (!FITS) {
-        if (SNN_LAYERS < 2)
-            snprintf(why, len, "a model without hidden layers has no units to share out");
-        else if (SNN_AUGMENT_SHIFT > 0)
-            snprintf(why, len,
-                     "it reads the images in place and does not translate them (CONFIG_AUGMENT_SHIFT)");
-        else if (BATCH_PAD > THREADS) /* a thread fetches each sample of the batch */
-            snprintf(why, len,
-                     "the batch padded to %d exceeds the %d threads of a block "
-                     "(CONFIG_FUSED_GRID_RESIDENT_THREADS)",
-                     BATCH_PAD, THREADS);
-        else
-            snprintf(why, len, "a block's share of the model, %d KB of shared memory, exceeds %d KB",
-                     (int)((SNN_GR_STATE_BYTES > SMEM_BYTES ? SNN_GR_STATE_BYTES : SMEM_BYTES) + 1023) / 1024,
-                     SNN_GR_SMEM_MAX / 1024);
+    if (SNN_LAYERS >= 2 && SNN_AUGMENT_SHIFT > 0) {
+        snprintf(why, len, "it reads the images in place and does not translate them (CONFIG_AUGMENT_SHIFT)");
         return false;
     }
-    if (!exact) {
-        snprintf(why, len, "the dataset's pixel normalisation is not one multiply-add to 16 bits");
+    if (!resident_fits(why, len, FITS, BATCH_PAD, THREADS, "CONFIG_FUSED_GRID_RESIDENT_THREADS",
+                       snn_imax(SNN_GR_STATE_BYTES, SMEM_BYTES), SNN_GR_SMEM_MAX))
         return false;
-    }
     if (resident < 0) {
         int dev, sms, coop, per_sm;
         CUDA_CHECK(cudaGetDevice(&dev));
@@ -560,9 +529,7 @@ static void train(const snn_fused_net &net, int first, int last)
 
 static void describe(char *buf, int len)
 {
-    char grid[32];
-    snprintf(grid, sizeof grid, "%d blocks", BLOCKS);
-    fused_describe_resident(buf, len, grid, THREADS, SMEM_BYTES, UNITS, 2 * LAYERS - 2, "grid");
+    fused_describe_resident(buf, len, "", BLOCKS, THREADS, SMEM_BYTES, UNITS, 2 * LAYERS - 2, "grid");
 }
 
 } // namespace resident_grid

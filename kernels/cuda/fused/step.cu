@@ -42,14 +42,13 @@ static const FusedKernel &fused_kernel(char *skipped, int len)
     return fused_grid_wide; /* never reached: the grid-wide kernel fits every model */
 }
 
-void fused_describe_resident(char *buf, int len, const char *grid, int threads, int smem, int units,
-                             int barriers, const char *barrier)
+void fused_describe_resident(char *buf, int len, const char *grid, int blocks, int threads, int smem,
+                             int units, int barriers, const char *barrier)
 {
-    snprintf(
-        buf, len,
-        "%s of %d threads, the model resident in %d KB of shared memory each (%d units of each hidden layer "
-        "a block), %d %s barrier%s per step",
-        grid, threads, (smem + 1023) / 1024, units, barriers, barrier, barriers == 1 ? "" : "s");
+    snprintf(buf, len,
+             "%s%d blocks of %d threads, the model resident in %d KB of shared memory each (%d units of each "
+             "hidden layer a block), %d %s barrier%s per step",
+             grid, blocks, threads, (smem + 1023) / 1024, units, barriers, barrier, barriers == 1 ? "" : "s");
 }
 
 extern "C" void cuda_fused_train(const snn_fused_net *net, int first, int last)
