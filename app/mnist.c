@@ -40,9 +40,9 @@ static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int ste
     if (!SNN_AUGMENT_SHIFT && !SNN_DROPOUT)
         return;
     const int n = steps < SNN_DUMP_DRAW_STEPS ? steps : SNN_DUMP_DRAW_STEPS;
-    const size_t mask_bytes = ((size_t)SNN_BATCH * SNN_HIDDEN + 7) / 8;
-    const size_t per_step = (SNN_AUGMENT_SHIFT ? 2 * (size_t)SNN_BATCH : 0) +
-                            (SNN_DROPOUT ? (size_t)CONFIG_NN_HIDDEN_LAYERS * mask_bytes : 0);
+    size_t per_step = SNN_AUGMENT_SHIFT ? 2 * (size_t)SNN_BATCH : 0;
+    for (int l = 1; SNN_DROPOUT && l < SNN_LAYERS; l++) /* a bit a unit of each hidden layer, whole bytes */
+        per_step += ((size_t)SNN_BATCH * SNN_DIM(l) + 7) / 8;
     uint8_t *draws = snn_xmalloc((size_t)n * per_step + 1, "the dumped draws");
     memset(draws, 0, (size_t)n * per_step + 1);
     uint8_t *at = draws;
@@ -52,9 +52,12 @@ static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int ste
             *at++ = (uint8_t)(int8_t)d.dx;
             *at++ = (uint8_t)(int8_t)d.dy;
         }
-        for (int l = 0; SNN_DROPOUT && l < CONFIG_NN_HIDDEN_LAYERS; l++, at += mask_bytes)
-            for (uint32_t u = 0; u < (uint32_t)SNN_BATCH * SNN_HIDDEN; u++)
+        for (int l = 0; SNN_DROPOUT && l < CONFIG_NN_HIDDEN_LAYERS; l++) {
+            const uint32_t units = (uint32_t)SNN_BATCH * SNN_DIM(l + 1);
+            for (uint32_t u = 0; u < units; u++)
                 at[u / 8] |= (uint8_t)(snn_dropout_keeps(m->noise.key, epoch - 1, s, l, u) << (u % 8));
+            at += (units + 7) / 8;
+        }
     }
     dump_epoch_file(dump, "draws", epoch, draws, (size_t)n * per_step);
     free(draws);

@@ -68,7 +68,7 @@ static const char *const state_prefix[] = {"momentum."};
 
 /* The metadata: strings, as the format wants. */
 typedef struct {
-    char shape[256], module[1024], input[128], optimizer[512], config[1024];
+    char shape[256], module[1024], input[128], optimizer[512], config[1536];
     char pixel_mean[32], pixel_std[32], epoch[16], step[16], steps_per_epoch[16], batch[16], seed[16];
     char validation[16];
     snn_st_meta meta[24];
@@ -83,17 +83,21 @@ static void upper_symbol(char *dst, size_t len, const char *prefix, const char *
     dst[n] = 0;
 }
 
-/* The configuration symbols that define the model and its training. */
+/* The configuration symbols that define the model and its training: each hidden layer's width as the
+ * configuration gives it (NN_HIDDEN_WIDTH_k, 0: NN_HIDDEN_WIDTH). */
 static void config_fragment(char *buf, size_t len, int seed)
 {
-    char dataset[64], precision[64], target[64];
+    char dataset[64], precision[64], target[64], widths[256] = "";
     upper_symbol(dataset, sizeof(dataset), "CONFIG_DATASET_", SNN_DATASET_SLUG);
     upper_symbol(precision, sizeof(precision), "CONFIG_PRECISION_", SNN_PRECISION_NAME);
     upper_symbol(target, sizeof(target), "CONFIG_TARGET_", SNN_TARGET_NAME);
+    for (int l = 1, n = 0; l < SNN_LAYERS; l++)
+        if (SNN_DIM(l) != CONFIG_NN_HIDDEN_WIDTH)
+            n += snprintf(widths + n, sizeof(widths) - n, "CONFIG_NN_HIDDEN_WIDTH_%d=%d\n", l, SNN_DIM(l));
     snprintf(buf, len,
-             "%s=y\nCONFIG_NN_HIDDEN_LAYERS=%d\nCONFIG_NN_HIDDEN_WIDTH=%d\nCONFIG_" INIT_SYMBOL "=y\n"
+             "%s=y\nCONFIG_NN_HIDDEN_LAYERS=%d\nCONFIG_NN_HIDDEN_WIDTH=%d\n%sCONFIG_" INIT_SYMBOL "=y\n"
              "CONFIG_TRAIN_BATCH_SIZE=%d\n%sCONFIG_TRAIN_SEED=%d\nCONFIG_TRAIN_VALIDATION_SIZE=%d\n%s=y\n%s=y\n",
-             dataset, CONFIG_NN_HIDDEN_LAYERS, CONFIG_NN_HIDDEN_WIDTH, SNN_BATCH, RECIPE_SYMBOLS, seed,
+             dataset, CONFIG_NN_HIDDEN_LAYERS, CONFIG_NN_HIDDEN_WIDTH, widths, SNN_BATCH, RECIPE_SYMBOLS, seed,
              SNN_VALID_COUNT, precision, target);
 }
 

@@ -18,7 +18,6 @@
 #define SNN_FIT_COUNT (SNN_TRAIN_COUNT - SNN_VALID_COUNT)
 
 #define SNN_LAYERS (CONFIG_NN_HIDDEN_LAYERS + 1) /* Linear layers */
-#define SNN_HIDDEN CONFIG_NN_HIDDEN_WIDTH
 #define SNN_BATCH CONFIG_TRAIN_BATCH_SIZE
 #define SNN_EVAL_BATCH CONFIG_EVAL_BATCH_SIZE
 #define SNN_STEPS_PER_EPOCH (SNN_FIT_COUNT / SNN_BATCH)
@@ -67,21 +66,91 @@
 #define SNN_LR_WARMUP 0
 #endif
 
-/* Width of activation l: 0 is the input, SNN_LAYERS the logits. */
-#define SNN_DIM(l) ((l) == 0 ? SNN_INPUT_DIM : (l) == SNN_LAYERS ? SNN_CLASSES : SNN_HIDDEN)
+/* Hidden layer k's width (nn/Kconfig): NN_HIDDEN_WIDTH_k, or where that is 0 NN_HIDDEN_WIDTH; 0 where the
+ * model has no layer k. */
+#if CONFIG_NN_HIDDEN_LAYERS >= 1
+#define SNN_WIDTH_1 (CONFIG_NN_HIDDEN_WIDTH_1 ? CONFIG_NN_HIDDEN_WIDTH_1 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_1 0
+#endif
+#if CONFIG_NN_HIDDEN_LAYERS >= 2
+#define SNN_WIDTH_2 (CONFIG_NN_HIDDEN_WIDTH_2 ? CONFIG_NN_HIDDEN_WIDTH_2 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_2 0
+#endif
+#if CONFIG_NN_HIDDEN_LAYERS >= 3
+#define SNN_WIDTH_3 (CONFIG_NN_HIDDEN_WIDTH_3 ? CONFIG_NN_HIDDEN_WIDTH_3 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_3 0
+#endif
+#if CONFIG_NN_HIDDEN_LAYERS >= 4
+#define SNN_WIDTH_4 (CONFIG_NN_HIDDEN_WIDTH_4 ? CONFIG_NN_HIDDEN_WIDTH_4 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_4 0
+#endif
+#if CONFIG_NN_HIDDEN_LAYERS >= 5
+#define SNN_WIDTH_5 (CONFIG_NN_HIDDEN_WIDTH_5 ? CONFIG_NN_HIDDEN_WIDTH_5 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_5 0
+#endif
+#if CONFIG_NN_HIDDEN_LAYERS >= 6
+#define SNN_WIDTH_6 (CONFIG_NN_HIDDEN_WIDTH_6 ? CONFIG_NN_HIDDEN_WIDTH_6 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_6 0
+#endif
+#if CONFIG_NN_HIDDEN_LAYERS >= 7
+#define SNN_WIDTH_7 (CONFIG_NN_HIDDEN_WIDTH_7 ? CONFIG_NN_HIDDEN_WIDTH_7 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_7 0
+#endif
+#if CONFIG_NN_HIDDEN_LAYERS >= 8
+#define SNN_WIDTH_8 (CONFIG_NN_HIDDEN_WIDTH_8 ? CONFIG_NN_HIDDEN_WIDTH_8 : CONFIG_NN_HIDDEN_WIDTH)
+#else
+#define SNN_WIDTH_8 0
+#endif
 #define SNN_MAX2(a, b) ((a) > (b) ? (a) : (b))
-#define SNN_MAX_DIM SNN_MAX2(SNN_MAX2(SNN_INPUT_DIM, SNN_CLASSES), CONFIG_NN_HIDDEN_LAYERS ? SNN_HIDDEN : 0)
+/* The widest hidden layer (0: none); whether every hidden layer has the same width, SNN_HIDDEN, the one
+ * width the resident fused kernels split across blocks (0 where the widths differ or there are none). */
+#define SNN_HIDDEN_MAX                                                                                     \
+    SNN_MAX2(SNN_MAX2(SNN_MAX2(SNN_WIDTH_1, SNN_WIDTH_2), SNN_MAX2(SNN_WIDTH_3, SNN_WIDTH_4)),            \
+             SNN_MAX2(SNN_MAX2(SNN_WIDTH_5, SNN_WIDTH_6), SNN_MAX2(SNN_WIDTH_7, SNN_WIDTH_8)))
+#define SNN_WIDTH_IS(k, w) (SNN_WIDTH_##k == 0 || SNN_WIDTH_##k == (w))
+#define SNN_WIDTHS_UNIFORM                                                                                 \
+    (SNN_WIDTH_IS(2, SNN_WIDTH_1) && SNN_WIDTH_IS(3, SNN_WIDTH_1) && SNN_WIDTH_IS(4, SNN_WIDTH_1) &&         \
+     SNN_WIDTH_IS(5, SNN_WIDTH_1) && SNN_WIDTH_IS(6, SNN_WIDTH_1) && SNN_WIDTH_IS(7, SNN_WIDTH_1) &&         \
+     SNN_WIDTH_IS(8, SNN_WIDTH_1))
+#define SNN_HIDDEN (SNN_WIDTHS_UNIFORM ? SNN_WIDTH_1 : 0)
+/* Width of activation l: 0 is the input, 1 .. SNN_LAYERS - 1 the hidden layers', SNN_LAYERS the logits. With
+ * one hidden width, two comparisons, as a kernel indexing layers at run time wants. */
+#define SNN_DIM(l)                                                                                         \
+    ((l) == 0            ? SNN_INPUT_DIM                                                                   \
+     : (l) == SNN_LAYERS ? SNN_CLASSES                                                                     \
+     : SNN_WIDTHS_UNIFORM ? SNN_WIDTH_1                                                                    \
+     : (l) == 1          ? SNN_WIDTH_1                                                                     \
+     : (l) == 2          ? SNN_WIDTH_2                                                                     \
+     : (l) == 3          ? SNN_WIDTH_3                                                                     \
+     : (l) == 4          ? SNN_WIDTH_4                                                                     \
+     : (l) == 5          ? SNN_WIDTH_5                                                                     \
+     : (l) == 6          ? SNN_WIDTH_6                                                                     \
+     : (l) == 7          ? SNN_WIDTH_7                                                                     \
+                         : SNN_WIDTH_8)
+/* Whether every hidden width is a multiple of m (none: true). */
+#define SNN_WIDTHS_MULTIPLE_OF(m)                                                                          \
+    (SNN_WIDTH_1 % (m) == 0 && SNN_WIDTH_2 % (m) == 0 && SNN_WIDTH_3 % (m) == 0 && SNN_WIDTH_4 % (m) == 0 && \
+     SNN_WIDTH_5 % (m) == 0 && SNN_WIDTH_6 % (m) == 0 && SNN_WIDTH_7 % (m) == 0 && SNN_WIDTH_8 % (m) == 0)
+#define SNN_MAX_DIM SNN_MAX2(SNN_MAX2(SNN_INPUT_DIM, SNN_CLASSES), SNN_HIDDEN_MAX)
 #define SNN_MAX_ROWS SNN_MAX2(SNN_BATCH, SNN_EVAL_BATCH)
 
-/* Parameters: per layer, weights [out][in] as nn.Linear, then bias [out]. */
-#define SNN_PARAMS                                                                          \
-    (CONFIG_NN_HIDDEN_LAYERS == 0                                                           \
-         ? (long)SNN_CLASSES * SNN_INPUT_DIM + SNN_CLASSES                                  \
-         : ((long)SNN_HIDDEN * SNN_INPUT_DIM + SNN_HIDDEN) +                                \
-               (long)(CONFIG_NN_HIDDEN_LAYERS - 1) * ((long)SNN_HIDDEN * SNN_HIDDEN + SNN_HIDDEN) + \
-               ((long)SNN_CLASSES * SNN_HIDDEN + SNN_CLASSES))
+/* Layer l's parameters: weights [out][in] as nn.Linear, then bias [out] (0 past the last layer). */
+#define SNN_LAYER_PARAMS(l) ((l) < SNN_LAYERS ? (long)SNN_DIM((l) + 1) * SNN_DIM(l) + SNN_DIM((l) + 1) : 0L)
+#define SNN_PARAMS                                                                                         \
+    (SNN_LAYER_PARAMS(0) + SNN_LAYER_PARAMS(1) + SNN_LAYER_PARAMS(2) + SNN_LAYER_PARAMS(3) +                \
+     SNN_LAYER_PARAMS(4) + SNN_LAYER_PARAMS(5) + SNN_LAYER_PARAMS(6) + SNN_LAYER_PARAMS(7) +                \
+     SNN_LAYER_PARAMS(8))
 /* Activation floats: the input batch and every layer's output. */
-#define SNN_ACT_WIDTHS (SNN_INPUT_DIM + (long)CONFIG_NN_HIDDEN_LAYERS * SNN_HIDDEN + SNN_CLASSES)
+#define SNN_ACT_WIDTHS                                                                                     \
+    ((long)SNN_INPUT_DIM + SNN_WIDTH_1 + SNN_WIDTH_2 + SNN_WIDTH_3 + SNN_WIDTH_4 + SNN_WIDTH_5 + SNN_WIDTH_6 + \
+     SNN_WIDTH_7 + SNN_WIDTH_8 + SNN_CLASSES)
 
 #if defined(CONFIG_DATASET_MNIST)
 #define SNN_DATASET_NAME "MNIST"

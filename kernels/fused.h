@@ -41,8 +41,11 @@ extern "C" {
  * and hit. Two of most, taken by step parity. Empty where the kernel is not built or where its first need,
  * each block's FP32 weights and moments of 8 units of every layer, cannot fit in shared memory: it never
  * runs there. */
+/* The one hidden width the resident kernels split across blocks; where there is none (no hidden layer, or
+ * layers of different widths: they never run there) a placeholder that keeps their extents whole. */
+#define SNN_RESIDENT_WIDTH (SNN_HIDDEN > 0 ? SNN_HIDDEN : 16)
 #define SNN_GR_UNITS 8                                            /* hidden units a block owns */
-#define SNN_GR_BLOCKS (((SNN_HIDDEN + 7) / 8 + 1) / 2 * 2)       /* even: a 16-wide k extent */
+#define SNN_GR_BLOCKS (((SNN_RESIDENT_WIDTH + 7) / 8 + 1) / 2 * 2) /* even: a 16-wide k extent */
 #define SNN_GR_HP (SNN_GR_BLOCKS * SNN_GR_UNITS)                  /* the hidden width, padded */
 #define SNN_GR_BP ((SNN_BATCH + 15) / 16 * 16)                    /* the batch, padded */
 #define SNN_GR_NH (SNN_LAYERS - 1)                                /* hidden layers */
@@ -52,7 +55,7 @@ extern "C" {
 /* A block's shared memory where the kernel may run: an H100's, opted in, also for an sm80 build (which the
  * tests run on one); the launch asks the GPU whether its blocks fit. */
 #define SNN_GR_SMEM_MAX (227 * 1024)
-#if defined(CONFIG_FUSED_GRID_RESIDENT) && SNN_LAYERS >= 2 && SNN_GR_STATE_BYTES <= SNN_GR_SMEM_MAX
+#if defined(CONFIG_FUSED_GRID_RESIDENT) && SNN_HIDDEN > 0 && SNN_GR_STATE_BYTES <= SNN_GR_SMEM_MAX
 #define SNN_GR_HALFS(n) SNN_GR_R256(2 * (size_t)(n))
 #define SNN_FUSED_GR_WS_BYTES                                                                                \
     (2 * SNN_GR_HALFS(2 * SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + SNN_GR_HALFS(SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + \

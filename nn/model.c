@@ -12,7 +12,7 @@
 
 #define F sizeof(float)
 /* Widest activation gradient: the logits, or a hidden layer (the input needs none). */
-#define GRAD_DIM SNN_MAX2(SNN_CLASSES, CONFIG_NN_HIDDEN_LAYERS ? SNN_HIDDEN : 0)
+#define GRAD_DIM SNN_MAX2(SNN_CLASSES, SNN_HIDDEN_MAX)
 #if SNN_MM_PER_STEP
 #define ARENA_ACT_WIDTHS SNN_INPUT_DIM /* the input batch only: the step allocates the rest */
 #define ARENA_GRAD_FLOATS 0

@@ -113,7 +113,7 @@ void snn_train_fused(snn_model *m, int first, int last)
 #if defined(CONFIG_TARGET_CUDA)
 /* The default of arch/cuda/Kconfig's STEP choice, and why, for snn_train_describe: its rule, restated
  * (a Kconfig symbol derived from it would make a hand-edited width in .config a refused value). */
-#if defined(CONFIG_TARGET_SM90) && defined(CONFIG_MM_STATIC) && SNN_HIDDEN <= CONFIG_FUSED_DEFAULT_WIDTH
+#if defined(CONFIG_TARGET_SM90) && defined(CONFIG_MM_STATIC) && SNN_HIDDEN_MAX <= CONFIG_FUSED_DEFAULT_WIDTH
 #define STEP_DEFAULT_FUSED 1
 #define STEP_DEFAULT_WHY "the default on sm90 up to %d hidden units"
 #elif defined(CONFIG_TARGET_SM90)

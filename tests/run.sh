@@ -125,7 +125,7 @@ suite_host_kernels() { run "host kernels" "$H/tests/bin/host/test_kernels"; }
 suite_recipe() {
     local r d py out
     py=$(python_with numpy)
-    for r in nesterov adamw plain noise; do
+    for r in nesterov adamw plain noise widths; do
         d=$SNN_TEST_OUT/recipe-$r
         build "tests/configs/recipe_${r}_defconfig" "$d" defconfig DEFCONFIG="tests/configs/recipe_${r}_defconfig" || continue
         run "host kernels, recipe $r" "$d/tests/bin/host/test_kernels" | sed "s/^\(ok\|not ok\|skip\) - /\1 - recipe $r: /"
@@ -143,6 +143,7 @@ suite_recipe() {
         if out=$("$py" tools/torch_parity.py "$d/dump" --backend numpy --epochs 2 2>&1) && [[ $out == *PASS ]]; then
             echo "ok - recipe $r: parity with the numpy trainer, steps 1-50: $(tail -n 1 <<<"$out" | sed 's/.*max rel diff \([^,]*\),.*/max rel diff \1/')"
         else echo "not ok - recipe $r: parity: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
+        [[ $r == widths ]] && recipe_widths_files "$d"
         [[ $r == noise ]] || continue # its dumped draws: one flipped mask bit is found
         "$py" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[74] ^= 1; open(sys.argv[1], "wb").write(b)' \
             "$d/dump/draws-1.bin" # step 1, byte 10 of hidden layer 0's mask (after 32 rows' dx, dy)
@@ -152,6 +153,23 @@ suite_recipe() {
             echo "ok - recipe noise: a changed bit of the dumped dropout masks is refused by name"
         else echo "not ok - recipe noise: a changed dumped mask: $(tail -n 1 <<<"$out")"; fi
     done
+}
+# Mixed hidden widths in files: a run resumed from its mid-run checkpoint ends with the straight run's bytes;
+# the host board's build (784-256-10) refuses the weights, naming both shapes.
+recipe_widths_files() { # DIR
+    local d=$1 a="--data data/mnist --max-steps 60" out
+    rm -f "$d/straight.st" "$d/resumed.st" "$d/ckpt.st"
+    if "$d/app/mnist" $a --epochs 2 --save "$d/straight.st" >/dev/null 2>&1 &&
+        "$d/app/mnist" $a --epochs 1 --checkpoint "$d/ckpt.st" >/dev/null 2>&1 &&
+        "$d/app/mnist" $a --epochs 2 --resume "$d/ckpt.st" --save "$d/resumed.st" >/dev/null 2>&1 &&
+        cmp -s "$d/straight.st" "$d/resumed.st"; then
+        echo "ok - recipe widths: 784-300-37-100-10 resumed from epoch 1's checkpoint saves the straight run's bytes"
+    else echo "not ok - recipe widths: the resumed run's file differs from the straight run's (or a run failed)"; fi
+    if out=$("$H/app/mnist" --data data/mnist --load "$d/straight.st" --eval 2>&1); then
+        echo "not ok - recipe widths: the 784-256-10 build loaded a 784-300-37-100-10 file"
+    elif [[ $out == *"the file's is 784-300-37-100-10, this build's is 784-256-10"* ]]; then
+        echo "ok - recipe widths: another shape's build refuses the file, naming both shapes"
+    else echo "not ok - recipe widths: the refusal: $(tail -n 1 <<<"$out")"; fi
 }
 suite_gradcheck() { run "gradient check" "$S/tests/bin/host/test_gradcheck"; }
 suite_pool() { run "pool allocator" "$H/tests/bin/host/test_pool"; }
@@ -233,6 +251,12 @@ suite_gpu_builds() {
     for b in "${boards[@]}"; do
         queue_build "${b}_defconfig (compile only)" "$SNN_TEST_OUT/board-$b" "${b}_defconfig"
     done
+    # mixed hidden widths on the fused step: its grid-wide kernel at each layer's shape, the resident ones refused
+    d=$SNN_TEST_OUT/board-widths-fused
+    mkdir -p "$d" && printf '%s\n' CONFIG_TARGET_SM90=y CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_LAYERS=3 \
+        CONFIG_NN_HIDDEN_WIDTH_1=300 CONFIG_NN_HIDDEN_WIDTH_2=37 CONFIG_NN_HIDDEN_WIDTH_3=100 \
+        CONFIG_TRAIN_BATCH_SIZE=17 'CONFIG_TRAIN_DROPOUT="0.25"' >"$d/def"
+    queue_build "784-300-37-100-10 on sm90's fused step (compile only)" "$d" defconfig DEFCONFIG="$d/def"
     for s in POOL CUDA_ASYNC; do
         d=$SNN_TEST_OUT/board-a100-mm-$s
         mkdir -p "$d" && { cat configs/a100_defconfig; echo "CONFIG_MM_$s=y"; } >"$d/def"

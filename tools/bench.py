@@ -70,11 +70,12 @@ def parse_config_h(text):
 
 def run_shape(config):
     """What torch_bench.py needs to train what the config trains."""
-    layers = config.get("CONFIG_NN_HIDDEN_LAYERS", 1)
+    layers = range(1, config.get("CONFIG_NN_HIDDEN_LAYERS", 1) + 1)
     dataset = "Fashion-MNIST" if config.get("CONFIG_DATASET_FASHION_MNIST") else "MNIST"
     mean, std = DATASETS[dataset]
     return {
-        "dims": [INPUT_DIM] + [config["CONFIG_NN_HIDDEN_WIDTH"]] * layers + [CLASSES],
+        "dims": [INPUT_DIM] + [config.get(f"CONFIG_NN_HIDDEN_WIDTH_{k}") or config["CONFIG_NN_HIDDEN_WIDTH"]
+                               for k in layers] + [CLASSES],
         "batch": config["CONFIG_TRAIN_BATCH_SIZE"],
         "lr": config["CONFIG_TRAIN_LR"],
         "momentum": config["CONFIG_TRAIN_MOMENTUM"],

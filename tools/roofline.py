@@ -54,10 +54,11 @@ def parse_shape(text):
 
 
 def board_config(name):
-    """(dims, batch, precision) of configs/NAME_defconfig with the Kconfig defaults."""
-    path = os.path.join(REPO, "configs", f"{name}_defconfig")
-    if not os.path.exists(path):
-        raise Refusal(f"unknown board {name!r}: no configs/{name}_defconfig")
+    """(dims, batch, precision) of configs/NAME_defconfig (or of the defconfig at the path NAME) with the
+    Kconfig defaults."""
+    path = name if os.sep in name else os.path.join(REPO, "configs", f"{name}_defconfig")
+    if not os.path.isfile(path):
+        raise Refusal(f"unknown board {name!r}: no " + (path if os.sep in name else f"configs/{name}_defconfig"))
     os.environ["srctree"] = REPO
     import kconfig  # runs this script again under /usr/bin/python3 where kconfiglib is not importable
     try:
@@ -68,7 +69,7 @@ def board_config(name):
     problems, names = kconfig.value_problems(kconf)
     problems += kconfig.untaken_values(kconf, skip=names)
     if problems:
-        raise Refusal(f"configs/{name}_defconfig: " + "; ".join(problems))
+        raise Refusal(f"{os.path.relpath(path, REPO)}: " + "; ".join(problems))
     sym = lambda s: kconf.syms[s].str_value  # noqa: E731
     dims = board_dims(sym)
     precision = next((p for p in PRECISIONS if kconf.syms.get("PRECISION_" + p.upper()) is not None
@@ -135,7 +136,8 @@ class Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--board", action="extend", nargs="+", default=[], help="configs/NAME_defconfig (one or more)")
+    p.add_argument("--board", action="extend", nargs="+", default=[],
+                   help="configs/NAME_defconfig, or a defconfig's path (one or more)")
     p.add_argument("--shape", help="a model shape, like 784-128x3-10")
     p.add_argument("--batch", type=int, help="the batch of --shape")
     p.add_argument("--precision", default="bf16", choices=sorted(PRECISIONS), help="the precision of --shape")

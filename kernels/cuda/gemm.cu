@@ -26,7 +26,7 @@ extern "C" void cuda_bind_workspace(float *workspace, long floats)
 extern "C" const char *cuda_gemm_numerics(void)
 {
 #if defined(CONFIG_PRECISION_TF32) && defined(CONFIG_GEMM_WGMMA)
-    return CONFIG_GEMM_WGMMA_MIN_K <= 1 && CONFIG_GEMM_WGMMA_MIN_MFLOP == 0 && SNN_HIDDEN % 4 == 0 ? "tf32_wgmma"
+    return CONFIG_GEMM_WGMMA_MIN_K <= 1 && CONFIG_GEMM_WGMMA_MIN_MFLOP == 0 && SNN_WIDTHS_MULTIPLE_OF(4) ? "tf32_wgmma"
                                                                                                    : NULL;
 #else
     return SNN_PRECISION_NAME;

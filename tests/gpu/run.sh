@@ -306,6 +306,45 @@ PY
     done
 }
 
+# Mixed hidden widths (NN_HIDDEN_WIDTH_k): 784-300-37-100-10, narrowing then widening, at batch 17, and
+# 784-40-1-7-1-64-3-200-9-10, 8 hidden layers with width 1 twice, at batch 1. The kernel and training-step
+# tests against the host engine, on the layered step in each precision and on the fused step (the grid-wide
+# kernel: the resident ones need one width); where asked, the sanitizers and the saved weights in PyTorch,
+# scoring as the host engine's --eval of them (a host build of the first shape, widths_host).
+WIDTHS_A="300 37 100" WIDTHS_DEEP="40 1 7 1 64 3 200 9"
+widths_host() {
+    local d=$OUT/gpu-widths-host
+    mkdir -p "$d"
+    cp tests/configs/recipe_widths_defconfig "$d/def"
+    planned widths-host "$d" || return
+    build_variant widths-host "$d" >/dev/null
+}
+widths_variant() { # NAME SM PRECISION LAYERED|FUSED BATCH sanitize|- WIDTH...
+    local name=widths-$1 d=$OUT/gpu-widths-$1 sm=$2 prec=$3 step=$4 batch=$5 san=$6 k=0 w
+    shift 6
+    if ! usable "$cc" "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
+    mkdir -p "$d"
+    { printf 'CONFIG_TARGET_SM%s=y\nCONFIG_PRECISION_%s=y\nCONFIG_STEP_%s=y\nCONFIG_NN_HIDDEN_LAYERS=%s\n' \
+        "$sm" "$prec" "$step" $#
+      printf 'CONFIG_TRAIN_BATCH_SIZE=%s\nCONFIG_CUDA_ARCH_OVERRIDE=%s\n' "$batch" "$cc"
+      for w; do k=$((k + 1)); echo "CONFIG_NN_HIDDEN_WIDTH_$k=$w"; done; } >"$d/def"
+    planned "$name" "$d" || return
+    build_variant "$name" "$d" || return
+    prefixed "$name" "$d/tests/bin/gpu/test_kernels"
+    prefixed "$name" "$d/tests/bin/gpu/test_step"
+    [ -x "$d/tests/bin/gpu/test_fused" ] && prefixed "$name" "$d/tests/bin/gpu/test_fused"
+    [ "$san" = sanitize ] || return 0
+    sanitize "$name" "$d"
+    local acc host
+    rm -f "$d/w.st"
+    if ! "$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 300 --save "$d/w.st" >"$d/w.out" 2>&1; then
+        echo "not ok - $name: the run that saves its weights failed: $(tail -n 1 "$d/w.out")"; return
+    fi
+    acc=$(eval_acc "$d/app/mnist" "$d/w.st") host=$(eval_acc "$OUT/gpu-widths-host/app/mnist" "$d/w.st")
+    if [ -z "$acc" ] || [ -z "$host" ]; then echo "not ok - $name: --load --eval printed no accuracy"; return; fi
+    python3 tests/gpu/test_torch_load.py "$d/w.st" "$DATA" "$host" "$acc" 2>&1 | sed "s/^\(ok\|not ok\|skip\) - /\1 - $name: /"
+}
+
 # The fused step (CONFIG_STEP_FUSED) on awkward shapes, each on its target's
 # path: widths not multiples of 16 (or of 4), batch 1 and odd batches, 0 and
 # 8 hidden layers, every precision; test_fused checks it op by op against
@@ -387,6 +426,9 @@ check_fused() {
     full && fused_variant sm90-bf16-128-b64-tile64x64x16 90 BF16 1 128 64 - CONFIG_FUSED_CLUSTER=n CONFIG_FUSED_GRID_RESIDENT=n \
         CONFIG_GEMM_FUSED_BLOCK_M=64 CONFIG_GEMM_FUSED_BLOCK_N=64 CONFIG_GEMM_FUSED_BLOCK_K=16 \
         CONFIG_GEMM_FUSED_WARP_M=32 CONFIG_GEMM_FUSED_WARP_N=32 CONFIG_GEMM_FUSED_WARP_K=16
+    widths_host
+    widths_variant fused-sm90-bf16 90 BF16 FUSED 17 sanitize $WIDTHS_A
+    full && widths_variant fused-sm80-fp32-deep-b1 80 FP32 FUSED 1 - $WIDTHS_DEEP
     full && fused_against_layered h100
     fused_against_layered h100_128x1_b64
     fused_against_layered h100_784x4_b64
@@ -419,6 +461,12 @@ run_all() {
         full && precision_variant h100-sm80-fp16 h100 80 FP16
         precision_variant a100-fp32 a100 80 FP32
         precision_variant rtx2060-fp16 rtx2060 75 FP16
+        widths_host
+        widths_variant sm90-bf16 90 BF16 LAYERED 17 sanitize $WIDTHS_A
+        widths_variant sm80-tf32 80 TF32 LAYERED 17 - $WIDTHS_A
+        full && widths_variant sm80-fp32 80 FP32 LAYERED 17 - $WIDTHS_A
+        full && widths_variant sm75-fp16 75 FP16 LAYERED 17 - $WIDTHS_A
+        widths_variant sm90-bf16-deep-b1 90 BF16 LAYERED 1 - $WIDTHS_DEEP
     fi
     # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the kernel and step tests
     # exercise it in each role, in BF16 and FP16; in TF32 (the forward role only, on the FP32 tensors);

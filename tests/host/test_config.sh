@@ -175,6 +175,27 @@ for c in "forced-fused CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_WIDTH=4096 FUSED" \
         echo "ok - $2 with $3: the ${4,,} step"
     else echo "not ok - $2 with $3: step '$(step_of "$d")', want $4"; fi
 done
+# Per-layer widths (NN_HIDDEN_WIDTH_k, 0: NN_HIDDEN_WIDTH): the header gives each; a layer the model lacks, or
+# a width out of range, is refused; the step's default follows the widest layer.
+d=$(with widths 'CONFIG_NN_HIDDEN_LAYERS=3' 'CONFIG_NN_HIDDEN_WIDTH_1=300' 'CONFIG_NN_HIDDEN_WIDTH_3=100')
+h=$d/include/generated/config.h
+if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && $M O="$d" "$d/include/generated/config.h" >/dev/null 2>&1 &&
+    grep -qx '#define CONFIG_NN_HIDDEN_WIDTH_1 300' "$h" && grep -qx '#define CONFIG_NN_HIDDEN_WIDTH_2 0' "$h" &&
+    grep -qx '#define CONFIG_NN_HIDDEN_WIDTH_3 100' "$h" && ! grep -q 'CONFIG_NN_HIDDEN_WIDTH_4' "$h"; then
+    echo "ok - per-layer widths: layers 1 and 3 set, layer 2 at 0 (NN_HIDDEN_WIDTH), no layer 4"
+else echo "not ok - per-layer widths: the header: $(grep 'NN_HIDDEN_WIDTH' "$h" 2>/dev/null | tr '\n' ' ')"; fi
+refused "a width for a layer the model lacks refused" 'CONFIG_NN_HIDDEN_WIDTH_3=64 cannot be set (it depends on' \
+    'CONFIG_NN_HIDDEN_LAYERS=2' 'CONFIG_NN_HIDDEN_WIDTH_3=64'
+refused "a layer's width 16385 refused" 'CONFIG_NN_HIDDEN_WIDTH_2=16385 is outside its range 0..16384' \
+    'CONFIG_NN_HIDDEN_LAYERS=2' 'CONFIG_NN_HIDDEN_WIDTH_2=16385'
+for c in "narrow 64 200 FUSED" "one-wide 64 300 LAYERED" "default-wide 300 64 LAYERED"; do
+    set -- $c # a 2-layer sm90 model: NN_HIDDEN_WIDTH, layer 1's own width; layer 2 takes NN_HIDDEN_WIDTH
+    d=$(with "widths-step-$1" 'CONFIG_TARGET_SM90=y' 'CONFIG_NN_HIDDEN_LAYERS=2' "CONFIG_NN_HIDDEN_WIDTH=$2" \
+        "CONFIG_NN_HIDDEN_WIDTH_1=$3")
+    if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && [ "$(step_of "$d")" = "$4" ]; then
+        echo "ok - widths $3 and $2 on sm90: the ${4,,} step by default (its widest layer against FUSED_DEFAULT_WIDTH)"
+    else echo "not ok - widths $3 and $2 on sm90: step '$(step_of "$d")', want $4"; fi
+done
 # The resident fused step (FUSED_CLUSTER): on by default with the fused step on sm90 in BF16 or FP16 with
 # hidden layers; never in TF32 (its GEMMs are m16n8k16 on 16-bit operands).
 d=$T/STEP-h100_128x1_b64

@@ -30,6 +30,14 @@ def rows(*args):
         return json.load(open(out)) if rc == 0 else err
 
 
+def test_widths():
+    path = os.path.join(HERE, "..", "configs", "recipe_widths_defconfig")
+    got = rows("--board", path)
+    r = got[0] if isinstance(got, list) else {}
+    ok = r.get("dims") == [784, 300, 37, 100, 10] and r.get("shape") == "784-300-37-100-10" and r.get("batch") == 17
+    verdict(ok, "a defconfig of mixed hidden widths (NN_HIDDEN_WIDTH_k) by its path: each layer its own", r)
+
+
 def test_quoted_floors():
     quoted = {"h100_128x1_b64": 2.8, "h100_128x3_b32": 9.4, "h100_784x4_b64": 8.5, "h100_1024x3_b32": 40}
     got = rows(*[a for b in quoted for a in ("--board", b)])
@@ -107,6 +115,7 @@ def test_data_parallel():
     verdict(ok, "roofline.py's row: the gradient's MB and the predicted speed-up from the measured step", r)
 
 
+test_widths()
 test_quoted_floors()
 test_tiny_shape()
 test_log()

@@ -41,8 +41,10 @@ def shape_label(dims):
 
 
 def board_dims(sym):
-    """A board's layer widths, [784, hidden..., 10], from its Kconfig values (sym: a symbol's name -> str)."""
-    return [784] + [int(sym("NN_HIDDEN_WIDTH"))] * int(sym("NN_HIDDEN_LAYERS")) + [10]
+    """A board's layer widths, [784, hidden..., 10], from its Kconfig values (sym: a symbol's name -> str):
+    hidden layer k's NN_HIDDEN_WIDTH_k, or where that is 0 NN_HIDDEN_WIDTH."""
+    layers = range(1, int(sym("NN_HIDDEN_LAYERS")) + 1)
+    return [784] + [int(sym(f"NN_HIDDEN_WIDTH_{k}")) or int(sym("NN_HIDDEN_WIDTH")) for k in layers] + [10]
 
 
 def param_count(dims):

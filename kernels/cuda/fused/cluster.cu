@@ -145,7 +145,7 @@ struct alignas(128) Shared {
     snn_rate rate;
 };
 constexpr int SMEM_BYTES = sizeof(Shared);
-constexpr bool FITS = SNN_LAYERS >= 2 && BATCH <= THREADS && SMEM_BYTES <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
+constexpr bool FITS = SNN_HIDDEN > 0 && BATCH <= THREADS && SMEM_BYTES <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
 
 /* ---------------------------------------------------------------------------
  * GEMM on shared memory

@@ -50,7 +50,7 @@ constexpr int BIAS_SLICES = CONFIG_CUDA_BIAS_SLICES, BIAS_COLS = FT_THREADS / BI
 
 /* Every tensor offset the GEMMs read is a multiple of 4 floats when the hidden width is (or there is no
  * hidden layer); the arena's regions and the fused buffers are 256-byte aligned. */
-constexpr bool FUSED_OFFSETS4 = SNN_LAYERS == 1 || SNN_HIDDEN % 4 == 0;
+constexpr bool FUSED_OFFSETS4 = SNN_WIDTHS_MULTIPLE_OF(4);
 #ifdef CONFIG_GEMM_TENSOR_CORES
 constexpr bool FUSED_TRANSPOSES = false;
 #else
@@ -417,11 +417,23 @@ static __device__ __forceinline__ int fused_idle_from(int items)
  * phases
  * ------------------------------------------------------------------------- */
 
-/* The widths of layer l as template arguments: its kind is first, hidden or last (the shapes a model has). */
+/* The widths of layer l as template arguments: where hidden-to-hidden layers share one shape, its kind is
+ * first, hidden or last (the shapes a model has); else each layer its own (fused_with_layer). */
 template <int N> using FusedInt = std::integral_constant<int, N>;
+template <int L, class F> static __device__ __forceinline__ void fused_with_layer(int l, F &&f)
+{
+    if constexpr (L < SNN_LAYERS) {
+        if (l == L)
+            f(FusedInt<SNN_DIM(L)>(), FusedInt<SNN_DIM(L + 1)>());
+        else
+            fused_with_layer<L + 1>(l, f);
+    }
+}
 template <class F> static __device__ __forceinline__ void fused_with_shape(int l, F &&f)
 {
-    if (l == 0)
+    if constexpr (!SNN_WIDTHS_UNIFORM || SNN_LAYERS < 3)
+        fused_with_layer<0>(l, f);
+    else if (l == 0)
         f(FusedInt<SNN_DIM(0)>(), FusedInt<SNN_DIM(1)>());
     else if (l == SNN_LAYERS - 1)
         f(FusedInt<SNN_DIM(SNN_LAYERS - 1)>(), FusedInt<SNN_CLASSES>());

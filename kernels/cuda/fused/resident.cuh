@@ -10,8 +10,8 @@
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/fused.h"
 
-/* The hidden width; without hidden layers (never launched) a placeholder. */
-constexpr int RESIDENT_HIDDEN = SNN_LAYERS > 1 ? SNN_HIDDEN : 16;
+/* The hidden width (kernels/fused.h: a placeholder where the kernels never run). */
+constexpr int RESIDENT_HIDDEN = SNN_RESIDENT_WIDTH;
 
 /* The block's shared memory as a Shared, zeroed, so that padding reads as 0. */
 template <class Shared, int THREADS> static __device__ __forceinline__ Shared &resident_shared()
@@ -74,6 +74,8 @@ static inline bool resident_fits(char *why, int len, bool fits, int rows, int th
         return true;
     if (SNN_LAYERS < 2)
         snprintf(why, len, "a model without hidden layers has no units to share out");
+    else if (!SNN_WIDTHS_UNIFORM)
+        snprintf(why, len, "its hidden layers differ in width, where it shares out one width's units");
     else if (rows > threads)
         snprintf(why, len, "the batch, %d rows, exceeds the %d threads of a block (%s)", rows, threads,
                  threads_symbol);
