@@ -12,8 +12,8 @@ int snn_predicted_class(const float *logits)
     return best;
 }
 
-void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, snn_score score, FILE *out,
-                           FILE *log)
+void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, snn_score score, int members,
+                           FILE *out, FILE *log)
 {
     int confusion[SNN_CLASSES][SNN_CLASSES] = {{0}}, total[SNN_CLASSES] = {0}, right = 0;
     for (int i = 0; i < n; i++) {
@@ -26,7 +26,10 @@ void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, sn
     for (int c = 0; c < SNN_CLASSES; c++)
         per_class[c] = total[c] ? (float)confusion[c][c] / total[c] : 0.0f;
 
-    fprintf(out, "test set: loss %.4f, accuracy %.2f%% (%d of %d)\n", score.loss, 100 * score.accuracy, right, n);
+    fprintf(out, "test set: loss %.4f, accuracy %.2f%% (%d of %d)", score.loss, 100 * score.accuracy, right, n);
+    if (members > 1)
+        fprintf(out, ", the committee of %d", members);
+    fprintf(out, "\n");
     fprintf(out, "\nconfusion matrix (rows: true class, columns: predicted)\n  true  accuracy |");
     for (int c = 0; c < SNN_CLASSES; c++)
         fprintf(out, " %5d", c);
@@ -47,6 +50,8 @@ void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, sn
     snn_json_float(e, "loss", (float)score.loss);
     snn_json_float(e, "accuracy", (float)score.accuracy);
     snn_json_number(e, "samples", n);
+    if (members > 1)
+        snn_json_number(e, "members", members);
     snn_json_add(e, "per_class_accuracy", snn_json_floats(per_class, SNN_CLASSES));
     cJSON *rows = snn_json_array();
     for (int t = 0; t < SNN_CLASSES; t++)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/committee.h"
 #include "app/evaluate.h"
 #include "app/json.h"
 #include "app/model_file.h"
@@ -563,7 +564,32 @@ __attribute__((noreturn)) static void stop_inference(snn_out *log)
     exit(128 + sig);
 }
 
-/* --load FILE --eval and/or --predict: no training. */
+/* --eval of a committee: each member's test-set figures beside the
+ * committee's, printed and logged; the committee's logits and score. */
+static snn_score evaluate_committee(const options *o, snn_model *m, float *logits, const uint8_t *labels,
+                                    snn_out *log)
+{
+    snn_score scores[SNN_MAX_MEMBERS];
+    const snn_score committee = snn_committee_logits(m, o->loads, o->load_count, logits, labels, scores);
+    if (snn_stop_signal())
+        stop_inference(log);
+    for (int i = 0; i < o->load_count; i++) {
+        printf("member %d: loss %.4f, accuracy %.2f%%  %s\n", i + 1, scores[i].loss, 100 * scores[i].accuracy,
+               o->loads[i]);
+        if (log) {
+            cJSON *e = snn_json_event("member");
+            snn_json_number(e, "member", i + 1);
+            snn_json_string(e, "model", o->loads[i]);
+            snn_json_float(e, "loss", (float)scores[i].loss);
+            snn_json_float(e, "accuracy", (float)scores[i].accuracy);
+            snn_json_put(snn_out_stream(log), e);
+        }
+    }
+    return committee;
+}
+
+/* --load FILE --eval and/or --predict: no training; with several --load
+ * files, by their committee. */
 static int infer(const options *o)
 {
     snn_out *log = o->log_path ? snn_out_open(o->log_path) : NULL;
@@ -572,23 +598,32 @@ static int infer(const options *o)
     snn_plan plan;
     snn_device_info dev;
     start_model(&m, &rng, o, &dev, &plan);
-    snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
-    printf("  model %s\n", o->load_path);
+    if (o->load_count == 1) {
+        snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
+        printf("  model %s\n", o->load_path);
+    } else {
+        for (int i = 0; i < o->load_count; i++) /* each file's shape checked before any work */
+            snn_model_file_load(o->loads[i], &m, NULL, SNN_FILE_WEIGHTS);
+        printf("  committee of %d models, the mean of their probabilities\n", o->load_count);
+    }
     if (o->eval) {
         uint8_t *labels = snn_xmalloc(SNN_TEST_COUNT, "test labels");
         float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * sizeof(float), "test logits");
         load_dataset(&m, o->data_dir, labels);
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
-        snn_score score = snn_evaluate_logits(&m, logits);
+        snn_score score = o->load_count > 1 ? evaluate_committee(o, &m, logits, labels, log)
+                                            : snn_evaluate_logits(&m, logits);
         if (snn_stop_signal())
             stop_inference(log);
-        snn_report_evaluation(logits, labels, SNN_TEST_COUNT, score, stdout, log ? snn_out_stream(log) : NULL);
+        snn_report_evaluation(logits, labels, SNN_TEST_COUNT, score, o->load_count, stdout,
+                              log ? snn_out_stream(log) : NULL);
         free(labels);
         free(logits);
     }
     int failed = 0;
-    if (o->image_count && (failed = snn_predict_images(&m, (const char *const *)o->images, o->image_count, stdout)) < 0)
+    if (o->image_count && (failed = snn_predict_images(&m, o->loads, o->load_count, (const char *const *)o->images,
+                                                       o->image_count, stdout)) < 0)
         stop_inference(log);
     if (log)
         snn_out_commit(log);

@@ -19,7 +19,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: mnist [options]                      train the configured model (make menuconfig)\n"
             "       mnist --load MODEL --eval [--log F]  evaluate a saved model on the test set\n"
-            "       mnist --load MODEL --predict IMAGE...  classify PNG, PGM or PPM images\n\n"
+            "       mnist --load MODEL --predict IMAGE...  classify PNG, PGM or PPM images\n"
+            "       mnist --load A --load B ... --eval | --predict IMAGE...  the same by a committee\n\n"
             "Trains this build's MLP %s, batch %d, on %s (make menuconfig configures others).\n\n"
             "  --data DIR            dataset directory (default: %s)\n"
             "  --epochs N            train N epochs instead of the configured %d (with --resume: up to\n"
@@ -33,7 +34,9 @@ static void usage(FILE *out)
             "  --log FILE            write JSON lines: the config, every %d-th step's loss, each epoch,\n"
             "                        the memory strategy's figures, and with --eval the evaluation\n"
             "  --save FILE           write the final weights as safetensors (README: model files)\n"
-            "  --load FILE           start from the weights of FILE (a --save file or a checkpoint)\n"
+            "  --load FILE           start from the weights of FILE (a --save file or a checkpoint);\n"
+            "                        with --eval or --predict, given again (up to %d): a committee,\n"
+            "                        the mean of its members' probabilities\n"
             "  --checkpoint FILE     write the whole training state to FILE every --checkpoint-every\n"
             "                        epochs, at the end, and when a signal stops the run\n"
             "  --checkpoint-every N  epochs between checkpoints (default 1)\n"
@@ -50,7 +53,8 @@ static void usage(FILE *out)
             "get the state as it is, --log the figures so far; the exit status is 128 + the signal.\n"
             "A second signal stops at once.\n",
             shape, SNN_BATCH, SNN_DATASET_NAME, SNN_DATA_DIR, CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_SEED,
-            SNN_VALID_COUNT ? "validation" : "test", CONFIG_TRAIN_EVAL_EVERY, CONFIG_TRAIN_LOG_EVERY);
+            SNN_VALID_COUNT ? "validation" : "test", CONFIG_TRAIN_EVAL_EVERY, CONFIG_TRAIN_LOG_EVERY,
+            SNN_MAX_MEMBERS);
 }
 
 /* A file or directory name: refused empty or ending in '/' before any work, rather than after it. */
@@ -132,6 +136,10 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
         if (training_only[i][1])
             snn_die("%s trains nothing: %s does not go with it", o->eval ? "--eval" : "--predict",
                     training_only[i][0]);
+    if (!infer && o->load_count > 1)
+        snn_die("--load given %d times: a run trains from one model's weights; several --load files make a "
+                "committee for --eval or --predict",
+                o->load_count);
     if (o->image_count && !o->eval && o->log_path)
         snn_die("--log records training and --eval; --predict prints its results");
     if (o->resume_path && o->load_path)
@@ -183,7 +191,13 @@ options snn_parse_options(int argc, char **argv)
         case LOG: o.log_path = parse_path("--log", optarg, 0); break;
         case DUMP: o.dump_dir = parse_path("--dump", optarg, 1); break;
         case SAVE: o.save_path = parse_path("--save", optarg, 0); break;
-        case LOAD: o.load_path = parse_path("--load", optarg, 0); break;
+        case LOAD:
+            if (o.load_count == SNN_MAX_MEMBERS)
+                snn_die("--load given more than %d times: a committee has at most %d members", SNN_MAX_MEMBERS,
+                        SNN_MAX_MEMBERS);
+            o.loads[o.load_count++] = parse_path("--load", optarg, 0);
+            o.load_path = o.loads[0];
+            break;
         case RESUME: o.resume_path = parse_path("--resume", optarg, 0); break;
         case CHECKPOINT: o.checkpoint_path = parse_path("--checkpoint", optarg, 0); break;
         case EVERY: o.checkpoint_every = parse_count("--checkpoint-every", optarg), every_given = 1; break;

@@ -2,9 +2,14 @@
 #ifndef SNN_OPTIONS_H
 #define SNN_OPTIONS_H
 
+/* The most --load files one command takes: the members of a committee. */
+#define SNN_MAX_MEMBERS 64
+
 typedef struct {
     const char *data_dir, *log_path, *dump_dir, *save_path;
-    const char *load_path, *resume_path, *checkpoint_path;
+    const char *load_path, *resume_path, *checkpoint_path; /* load_path: the first --load */
+    const char *loads[SNN_MAX_MEMBERS];                      /* every --load, in order */
+    int load_count;
     int max_steps, epochs, checkpoint_every;
     int seed;                /* CONFIG_TRAIN_SEED, or --seed */
     double target_acc;       /* --target-acc, a fraction; 0: none */

@@ -16,42 +16,17 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+import board_build  # noqa: E402
 import gpu_pool  # noqa: E402
 
 PROG = "sweep"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def fail(msg):
     sys.exit(f"{PROG}: error: {msg}")
-
-
-def build(board, jobs):
-    """The board's app/mnist, built under build/sweep/BOARD; the path."""
-    obj = f"build/sweep/{board}"
-    if not os.path.exists(os.path.join(REPO, "configs", f"{board}_defconfig")):
-        fail(f"no board {board} (configs/{board}_defconfig)")
-    for cmd in (["make", "--no-print-directory", f"O={obj}", f"{board}_defconfig"],
-                ["make", "--no-print-directory", f"O={obj}", f"-j{jobs}", f"{obj}/app/mnist"]):
-        done = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if done.returncode != 0:
-            fail(f"{board}: {' '.join(cmd)} failed: " + " ".join(done.stdout.strip().splitlines()[-2:]))
-    return os.path.join(REPO, obj, "app", "mnist")
-
-
-def last_epoch(path):
-    """The last epoch event of a run's log, or None."""
-    last = None
-    with open(path) as f:
-        for line in f:
-            e = json.loads(line)
-            if e.get("event") == "epoch":
-                last = e
-    return last
 
 
 def spread(values):
@@ -92,7 +67,10 @@ def main():
         apps[board] = os.path.abspath(path)
     for board in boards:
         if board not in apps:
-            apps[board] = build(board, os.cpu_count() or 2)
+            try:
+                apps[board] = board_build.build(board, PROG, os.cpu_count() or 2)
+            except ValueError as e:
+                fail(str(e))
     jobs = [(board, seed) for board in boards for seed in range(1, args.seeds + 1)]
     logs = {}
     for board, seed in jobs:
@@ -104,7 +82,7 @@ def main():
         if run.returncode != 0:
             fail(f"{board} seed {seed}: exited with status {run.returncode}: "
                  + " ".join(run.output.strip().splitlines()[-2:]))
-        e = last_epoch(logs[board, seed])
+        e = board_build.last_epoch(logs[board, seed])
         if not e:
             fail(f"{board} seed {seed}: {logs[board, seed]} has no epoch event")
         results.append({"board": board, "seed": seed, "gpu": run.gpu, "epoch": e["epoch"],

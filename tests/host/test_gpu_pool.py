@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Independent runs over the host's GPUs (tools/lib/gpu_pool.py), and time_to_acc.py's seeds and sweep.py's
-boards x seeds spread over them, on any machine: the GPUs are named by CUDA_VISIBLE_DEVICES and the runs are
+"""Independent runs over the host's GPUs (tools/lib/gpu_pool.py), and time_to_acc.py's seeds, sweep.py's
+boards x seeds and committee.py's members spread over them, on any machine: the GPUs are named by CUDA_VISIBLE_DEVICES and the runs are
 scripts that report the device they were given and the time they held it, or the host engine's builds.
 
     tests/host/test_gpu_pool.py HOST/mnist VALIDATION/mnist
@@ -154,6 +154,34 @@ def check_sweep(tmp, host, valid):
             str(got))
 
 
+def check_committee(tmp, host):
+    tool = os.path.join(REPO, "tools", "committee.py")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+    data = os.environ.get("SNN_DATA", os.path.join(REPO, "data", "mnist"))
+    out, js = os.path.join(tmp, "committee"), os.path.join(tmp, "committee.json")
+    p = subprocess.run([sys.executable, tool, "host", "--app", host, "--members", "3", "--out", out, "--json", js,
+                        "--", "--data", data, "--max-steps", "30", "--epochs", "1"], env=env, capture_output=True,
+                       text=True)
+    r = json.load(open(js)) if p.returncode == 0 else {"members": [], "committee": {}}
+    files = [m["file"] for m in r["members"]]
+    alone = subprocess.run([host, "--data", data, *[a for f in files for a in ("--load", f)], "--eval"],
+                           capture_output=True, text=True).stdout
+    acc = r["committee"].get("test_acc", -1)
+    ok = (p.returncode == 0 and [m["seed"] for m in r["members"]] == [1, 2, 3] and
+          {m["gpu"] for m in r["members"]} == {"0", "1"} and f"accuracy {100 * acc:.2f}%" in alone and
+          "the committee of 3" in alone and f"committee: test accuracy {100 * acc:.2f} %" in p.stdout)
+    verdict(ok, "committee.py: 3 members from seeds 1-3 on 2 GPUs, then their committee's --eval",
+            p.stdout[-400:] + p.stderr[-300:])
+    cases = [(["host", "--app", host, "--members", "1"], "--members wants 2 to 64, not 1"),
+             (["no_such_board"], "no board no_such_board")]
+    got = []
+    for args, want in cases:
+        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        got.append(p.returncode != 0 and len(lines) == 1 and want in lines[-1])
+    verdict(all(got), "committee.py: one member, an unknown board: one error line each", str(got))
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: tests/host/test_gpu_pool.py HOST/mnist VALIDATION/mnist")
@@ -162,6 +190,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_time_to_acc(tmp)
         check_sweep(tmp, sys.argv[1], sys.argv[2])
+        check_committee(tmp, sys.argv[1])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,56 @@
+#include "app/committee.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/evaluate.h"
+#include "app/model_file.h"
+#include "app/signals.h"
+#include "snn_check.h"
+#include "snn_config.h"
+
+/* Adds each row's softmax of logits (rows x SNN_CLASSES) to sum. */
+static void add_probabilities(double *sum, const float *logits, int rows)
+{
+    for (int i = 0; i < rows; i++) {
+        const float *z = logits + (size_t)i * SNN_CLASSES;
+        double *p = sum + (size_t)i * SNN_CLASSES, e[SNN_CLASSES], total = 0.0;
+        const double top = z[snn_predicted_class(z)];
+        for (int c = 0; c < SNN_CLASSES; c++)
+            total += e[c] = exp((double)z[c] - top);
+        for (int c = 0; c < SNN_CLASSES; c++)
+            p[c] += e[c] / total;
+    }
+}
+
+snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count, float *logits,
+                               const uint8_t *labels, snn_score *scores)
+{
+    const size_t n = (size_t)SNN_TEST_COUNT * SNN_CLASSES;
+    double *sum = calloc(n, sizeof(double));
+    SNN_CHECK_SYS(sum, "allocating the committee's probabilities");
+    int members = 0;
+    while (members < count && !snn_stop_signal()) {
+        snn_model_file_load(paths[members], m, NULL, SNN_FILE_WEIGHTS);
+        const snn_score s = snn_evaluate_logits(m, logits);
+        if (scores)
+            scores[members] = s;
+        add_probabilities(sum, logits, SNN_TEST_COUNT);
+        members++;
+    }
+    snn_score committee = {0.0, 0.0};
+    int right = 0;
+    for (int i = 0; i < SNN_TEST_COUNT; i++) {
+        for (int c = 0; c < SNN_CLASSES; c++) /* the mean; a class no member gives any chance is -inf */
+            logits[(size_t)i * SNN_CLASSES + c] = (float)log(sum[(size_t)i * SNN_CLASSES + c] / members);
+        if (labels) {
+            committee.loss -= log(sum[(size_t)i * SNN_CLASSES + labels[i]] / members);
+            right += snn_predicted_class(logits + (size_t)i * SNN_CLASSES) == labels[i];
+        }
+    }
+    free(sum);
+    committee.loss /= SNN_TEST_COUNT;
+    committee.accuracy = (double)right / SNN_TEST_COUNT;
+    return committee;
+}

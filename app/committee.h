@@ -1,0 +1,20 @@
+/* A committee of saved models of this build's shape (mnist --load A --load B ... --eval | --predict): each
+ * member's logits on the same images, its probabilities (a softmax, in double) summed over the members; the
+ * committee's class is the first arg-max of their mean. */
+#ifndef SNN_COMMITTEE_H
+#define SNN_COMMITTEE_H
+
+#include <stdint.h>
+
+#include "nn/train.h"
+
+/* The members given in paths (count of them) loaded one after another into m, each scoring the images in
+ * m->test_images; into logits (SNN_TEST_COUNT x SNN_CLASSES) the committee's: the log of the members' mean
+ * probability, whose arg-max is the committee's class and whose softmax gives the mean back. With labels,
+ * member i's score into scores[i] (the device's, as --eval of it alone) and the committee's returned: the
+ * mean over the images of -log(mean probability of the label), and its accuracy. A stop signal ends it after
+ * the member it came in (check snn_stop_signal). */
+snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count, float *logits,
+                               const uint8_t *labels, snn_score *scores);
+
+#endif

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""mnist --load A --load B ... --eval | --predict, a committee (app/committee.c), on the host engine: its
+figures against numpy's forward pass of the saved files (the mean of the members' softmax, its arg-max and
+mean -log of the label's mean probability), each member's line as --eval of it alone, a committee of one
+model twice as that model, --predict by the mean probability, and the refusals (one line, exit 1).
+
+    tests/host/test_committee.py PATH/TO/mnist   (a host build of 784-256-10, the data in data/mnist)
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from torch_parity import load_test_set, normalise  # noqa: E402
+
+DATA = os.path.join(HERE, "..", "..", "data", "mnist")
+
+
+def verdict(ok, name, why=""):
+    print(f"ok - committee: {name}" if ok else f"not ok - committee: {name}: {why}")
+
+
+def mnist(app, *args):
+    p = subprocess.run([app, "--data", DATA, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def weights(path):
+    """The saved tensors as float32 arrays, and the metadata."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        body = f.read()
+    meta = header.pop("__metadata__")
+    arrays = {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32).reshape(v["shape"])
+              for k, v in header.items()}
+    return arrays, meta
+
+
+def probabilities(path, x):
+    """The model's softmax over the test set, in float64 from its float32 forward pass."""
+    w, meta = weights(path)
+    layers = len(meta["shape"].split("-")) - 1
+    h = x
+    for l in range(layers):
+        h = h @ w[f"{2 * l}.weight"].T + w[f"{2 * l}.bias"]
+        if l + 1 < layers:
+            h = np.maximum(h, 0)
+    z = h.astype(np.float64)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def figures(out, tag="test set"):
+    m = re.search(rf"^{tag}: loss ([0-9.]+), accuracy ([0-9.]+)% \((\d+) of", out, re.M)
+    return (float(m.group(1)), int(m.group(3))) if m else None
+
+
+def main():
+    app = sys.argv[1]
+    with tempfile.TemporaryDirectory() as d:
+        files = [os.path.join(d, f"m{s}.st") for s in (1, 2, 3)]
+        for s, f in zip((1, 2, 3), files):
+            rc, _, err = mnist(app, "--epochs", "1", "--max-steps", "200", "--seed", str(s), "--save", f)
+            if rc:
+                verdict(False, "training the members", err.strip().splitlines()[-1:])
+                return
+        images, labels = load_test_set(DATA)
+        x = normalise(images, 0.1307, 0.3081).reshape(len(labels), -1).astype(np.float32)
+        mean = sum(probabilities(f, x) for f in files) / len(files)
+        want_right = int((mean.argmax(axis=1) == labels).sum())
+        want_loss = float(-np.log(mean[np.arange(len(labels)), labels]).mean())
+        rc, out, err = mnist(app, *[a for f in files for a in ("--load", f)], "--eval")
+        got = figures(out)
+        ok = rc == 0 and got and got[1] == want_right and abs(got[0] - want_loss) < 5e-5 and \
+            "the committee of 3" in out
+        verdict(ok, f"3 members' --eval: {want_right} of 10000 right, loss {want_loss:.4f}, as numpy's mean of "
+                "their softmax", got or out + err)
+        alone = [figures(mnist(app, "--load", f, "--eval")[1]) for f in files]
+        lines = re.findall(r"^member (\d): loss ([0-9.]+), accuracy ([0-9.]+)%  (\S+)$", out, re.M)
+        ok = len(lines) == 3 and all(float(l[1]) == a[0] and round(float(l[2]) * 100) == a[1] and l[3] == f
+                                     for l, a, f in zip(lines, alone, files))
+        verdict(ok, "each member's line is --eval of it alone, with its file", (lines, alone))
+        rc, twice, _ = mnist(app, "--load", files[0], "--load", files[0], "--eval")
+        got, one = figures(twice), alone[0]
+        ok = rc == 0 and got and got[1] == one[1] and abs(got[0] - one[0]) < 2e-4
+        verdict(ok, "a committee of one model twice scores as the model", (got, one))
+        digits = sorted(p for p in os.listdir(os.path.join(HERE, "..", "fuzz", "corpus_image"))
+                        if not p.startswith("bad-"))[:3]
+        digits = [os.path.join(HERE, "..", "fuzz", "corpus_image", p) for p in digits]
+        rc1, single, _ = mnist(app, "--load", files[0], "--predict", *digits)
+        rc2, double, _ = mnist(app, "--load", files[0], "--load", files[0], "--predict", *digits)
+        ok = rc1 == rc2 == 0 and single == double.replace("  committee of 2 models, the mean of their "
+                                                          "probabilities\n", "  model " + files[0] + "\n")
+        verdict(ok, f"--predict by a committee of one model twice prints the model's own ({len(digits)} images)",
+                (single, double))
+        for name, args, want in (
+                ("two --load files for training", ["--load", files[0], "--load", files[1], "--epochs", "1"],
+                 "--load given 2 times: a run trains from one model's weights"),
+                ("65 members", [a for _ in range(65) for a in ("--load", files[0])] + ["--eval"],
+                 "--load given more than 64 times"),
+                ("a member that cannot be read", ["--load", files[0], "--load", os.path.join(d, "none.st"),
+                                               "--eval"], "none.st")):
+            rc, out, err = mnist(app, *args)
+            lines = err.strip().splitlines()
+            ok = rc == 1 and len(lines) == 1 and want in lines[0] and lines[0].startswith("mnist: error:")
+            verdict(ok, f"refused in one line: {name}", err.strip())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""A committee of K members of one board, trained from K seeds, the runs spread over the host's GPUs.
+
+    tools/committee.py BOARD [--members K] [--gpus all|N|IDS] [--out DIR] [--app PATH] [--json FILE]
+                       [-- MNIST-OPTIONS...]
+
+Builds the board (make O=build/committee/BOARD BOARD_defconfig, then its app/mnist; --app PATH takes a built
+one), trains members 1..K with --seed S --save DIR/member-S.st --log DIR/member-S.jsonl and the options after
+"--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py), then scores the committee: app/mnist
+--load DIR/member-1.st ... --eval (the mean of the members' probabilities, app/committee.c), with --data where
+the options give it. Prints a row per member (its validation accuracy where the build holds a validation
+split out, its test accuracy, both at the end of its fixed-length run) and the committee's test loss and
+accuracy; --json writes them. Exits 1 when a build or a run fails.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+import board_build  # noqa: E402
+import gpu_pool  # noqa: E402
+
+PROG = "committee"
+MAX_MEMBERS = 64  # app/options.h's SNN_MAX_MEMBERS
+
+
+def fail(msg):
+    sys.exit(f"{PROG}: error: {msg}")
+
+
+def last_lines(text):
+    return " ".join(text.strip().splitlines()[-2:])
+
+
+def data_option(options):
+    """The --data option among a run's options, for the committee's --eval: [] or ["--data", DIR]."""
+    for i, o in enumerate(options):
+        if o == "--data" and i + 1 < len(options):
+            return ["--data", options[i + 1]]
+        if o.startswith("--data="):
+            return ["--data", o.split("=", 1)[1]]
+    return []
+
+
+def main():
+    argv, extra = gpu_pool.split_run_options(sys.argv[1:])
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("board", help="the board (configs/NAME_defconfig)")
+    p.add_argument("--members", type=int, default=5, help=f"members, seeds 1..K (default 5, at most {MAX_MEMBERS})")
+    p.add_argument("--gpus", help="the GPUs to spread the runs over: all (default), a count, or ids (0,2)")
+    p.add_argument("--out", help="the members' files and logs (default build/committee/BOARD/members)")
+    p.add_argument("--app", help="the board's built app/mnist")
+    p.add_argument("--json", help="write the members and the committee here")
+    args = p.parse_args(argv)
+    if not 2 <= args.members <= MAX_MEMBERS:
+        fail(f"--members wants 2 to {MAX_MEMBERS}, not {args.members}")
+    try:
+        gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())
+    except ValueError as e:
+        fail(str(e))
+    if args.app:
+        if not os.access(args.app, os.X_OK):
+            fail(f"--app {args.app}: not an executable")
+        app = os.path.abspath(args.app)
+    else:
+        try:
+            app = board_build.build(args.board, PROG, os.cpu_count() or 2)
+        except ValueError as e:
+            fail(str(e))
+    out = args.out or os.path.join(board_build.REPO, "build", PROG, args.board, "members")
+    os.makedirs(out, exist_ok=True)
+    seeds = range(1, args.members + 1)
+    files = {s: os.path.join(out, f"member-{s}.st") for s in seeds}
+    logs = {s: os.path.join(out, f"member-{s}.jsonl") for s in seeds}
+    runs = gpu_pool.run_spread([[app, "--seed", str(s), "--save", files[s], "--log", logs[s], *extra] for s in seeds],
+                               gpus)
+    members = []
+    for s, run in zip(seeds, runs):
+        if run.returncode != 0:
+            fail(f"member {s}: exited with status {run.returncode}: {last_lines(run.output)}")
+        e = board_build.last_epoch(logs[s])
+        if not e:
+            fail(f"member {s}: {logs[s]} has no epoch event")
+        members.append({"seed": s, "gpu": run.gpu, "file": files[s], "epoch": e["epoch"],
+                        "valid_acc": e.get("valid_acc"), "test_acc": e["test_acc"], "train_s": e["train_s"]})
+    log = os.path.join(out, "committee.jsonl")
+    cmd = [app, *[a for s in seeds for a in ("--load", files[s])], "--eval", "--log", log, *data_option(extra)]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[0]) if gpus else None
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if done.returncode != 0:
+        fail(f"the committee's --eval exited with status {done.returncode}: {last_lines(done.stdout)}")
+    with open(log) as f:
+        evaluation = next((e for e in map(json.loads, f) if e.get("event") == "evaluation"), None)
+    if not evaluation or evaluation.get("members") != args.members:
+        fail(f"{log}: no evaluation of {args.members} members")
+    if not re.search(r"^test set: .*the committee of \d+$", done.stdout, re.M):
+        fail("the committee's --eval printed no committee line")
+    committee = {"members": args.members, "test_loss": evaluation["loss"], "test_acc": evaluation["accuracy"]}
+    print(f"{args.board}: {args.members} members on {len(gpus) or 'no'} GPU(s) {','.join(gpus)}".rstrip())
+    print("| member | seed | epochs | validation accuracy | test accuracy | training s |")
+    print("|---|---|---|---|---|---|")
+    for i, m in enumerate(members, 1):
+        valid = f"{100 * m['valid_acc']:.2f} %" if m["valid_acc"] is not None else "-"
+        print(f"| {i} | {m['seed']} | {m['epoch']} | {valid} | {100 * m['test_acc']:.2f} % | {m['train_s']:.3f} |")
+    mean = statistics.mean(m["test_acc"] for m in members)
+    print(f"committee: test accuracy {100 * committee['test_acc']:.2f} % (the members' mean {100 * mean:.2f} %), "
+          f"loss {committee['test_loss']:.4f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"board": args.board, "members": members, "committee": committee}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
