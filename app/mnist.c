@@ -490,7 +490,7 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first)
     if (snn_stop_signal())
         stop_run(out, o, r, first);
     snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
-    while (steps < o->max_steps && !r->target.reached) {
+    while (steps < o->max_steps && !snn_target_stops(&r->target)) {
         int last = (steps / every + 1) * every;
         if (last > o->max_steps)
             last = o->max_steps;
@@ -750,7 +750,7 @@ int main(int argc, char **argv)
     snn_model_set_run(&r.m, o.epochs, o.max_steps, (uint64_t)r.at.seed); /* a checkpoint's seed, resumed */
     load_dataset(&r.m, o.data_dir, NULL);
     start_outputs(&out, &o, &r, &dev, plan.total);
-    snn_target_init(&r.target, o.target_acc, target_set());
+    snn_target_init(&r.target, o.target_acc, target_set(), o.keep_going);
 
     clock_gettime(CLOCK_MONOTONIC, &r.t0);
     const int resumed = o.resume_path != NULL;
@@ -760,9 +760,10 @@ int main(int argc, char **argv)
     printf("epoch  train loss  train acc%s  test loss  test acc      time      samples/s\n",
            SNN_VALID_COUNT ? "  valid loss  valid acc" : "");
     fflush(stdout);
-    for (; epoch <= o.epochs && !r.target.reached; epoch++, inside = 0) {
+    for (; epoch <= o.epochs && !snn_target_stops(&r.target); epoch++, inside = 0) {
         train_epoch(&out, &o, &r, begin_epoch(&out, &o, &r, epoch, inside));
-        if (o.checkpoint_path && (epoch % o.checkpoint_every == 0 || epoch == o.epochs || r.target.reached))
+        if (o.checkpoint_path &&
+            (epoch % o.checkpoint_every == 0 || epoch == o.epochs || snn_target_stops(&r.target)))
             write_checkpoint(&out, &o, &r);
     }
     if (r.target.goal > 0 && !r.target.reached)

@@ -31,6 +31,8 @@ static void usage(FILE *out)
             "  --target-acc P        stop as soon as the %s set's accuracy reaches P %%, scored every\n"
             "                        %d steps and at each epoch's end; print and log the training\n"
             "                        and wall time it took\n"
+            "  --keep-going          with --target-acc: record where the mark is first reached, and\n"
+            "                        train the whole run (a fixed-length run, scored at its end)\n"
             "  --log FILE            write JSON lines: the config, every %d-th step's loss, each epoch,\n"
             "                        the memory strategy's figures, and with --eval the evaluation\n"
             "  --save FILE           write the final weights as safetensors (README: model files)\n"
@@ -146,6 +148,8 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
         snn_die("--resume loads the model from its checkpoint: --load does not go with it");
     if (o->resume_path && seed_given)
         snn_die("--resume goes on with its checkpoint's generator: --seed does not go with it");
+    if (o->keep_going && !(o->target_acc > 0))
+        snn_die("--keep-going trains past --target-acc's mark: give --target-acc P with it");
     if (o->target_acc > 0 && o->dump_dir)
         snn_die("--dump records whole epochs for tools/torch_parity.py: --target-acc does not go with it");
     if (o->resume_path && o->dump_dir)
@@ -170,7 +174,7 @@ options snn_parse_options(int argc, char **argv)
 {
     enum {
         DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, PREDICT, MAX_STEPS, EPOCHS, SEED,
-        TARGET, HELP
+        TARGET, KEEP_GOING, HELP
     };
     static const struct option longs[] = {
         {"data", required_argument, 0, DATA},         {"log", required_argument, 0, LOG},
@@ -180,7 +184,8 @@ options snn_parse_options(int argc, char **argv)
         {"eval", no_argument, 0, EVAL},               {"predict", no_argument, 0, PREDICT},
         {"max-steps", required_argument, 0, MAX_STEPS}, {"epochs", required_argument, 0, EPOCHS},
         {"seed", required_argument, 0, SEED},         {"target-acc", required_argument, 0, TARGET},
-        {"help", no_argument, 0, HELP},               {0, 0, 0, 0}};
+        {"keep-going", no_argument, 0, KEEP_GOING},   {"help", no_argument, 0, HELP},
+        {0, 0, 0, 0}};
     options o = {.data_dir = SNN_DATA_DIR, .max_steps = SNN_STEPS_PER_EPOCH, .epochs = CONFIG_TRAIN_EPOCHS,
                  .checkpoint_every = 1, .seed = CONFIG_TRAIN_SEED};
     int c, predict = 0, epochs_given = 0, max_steps_given = 0, every_given = 0, seed_given = 0;
@@ -207,6 +212,7 @@ options snn_parse_options(int argc, char **argv)
         case EPOCHS: o.epochs = parse_count("--epochs", optarg), epochs_given = 1; break;
         case SEED: o.seed = parse_seed(optarg), seed_given = 1; break;
         case TARGET: o.target_acc = parse_percent("--target-acc", optarg); break;
+        case KEEP_GOING: o.keep_going = 1; break;
         case HELP: usage(stdout); exit(0);
         default: /* inside a cluster like -xy, optind has not moved past it yet */
             if (strncmp(argv[optind - 1], "--", 2) == 0)

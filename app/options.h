@@ -13,6 +13,7 @@ typedef struct {
     int max_steps, epochs, checkpoint_every;
     int seed;                /* CONFIG_TRAIN_SEED, or --seed */
     double target_acc;       /* --target-acc, a fraction; 0: none */
+    int keep_going;          /* --keep-going: train the whole run past the target */
     int eval;                /* --eval: evaluate the loaded model, train nothing */
     char **images;           /* --predict: the images to classify (count of them) */
     int image_count;

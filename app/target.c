@@ -2,9 +2,9 @@
 
 #include "app/json.h"
 
-void snn_target_init(snn_target *t, double goal, snn_set set)
+void snn_target_init(snn_target *t, double goal, snn_set set, int goes_on)
 {
-    *t = (snn_target){.goal = goal, .set = set, .best = {.score = {.accuracy = -1}}};
+    *t = (snn_target){.goal = goal, .set = set, .goes_on = goes_on, .best = {.score = {.accuracy = -1}}};
 }
 
 static void add_mark(cJSON *e, const snn_target_mark *m)
@@ -24,6 +24,7 @@ static void log_target(const snn_target *t, FILE *log)
     snn_json_string(e, "set", snn_set_name(t->set));
     snn_json_float(e, "target_acc", (float)t->goal);
     snn_json_add(e, "reached", cJSON_CreateBool(t->reached));
+    snn_json_add(e, "keep_going", cJSON_CreateBool(t->goes_on));
     add_mark(e, t->reached ? &t->hit : &t->best);
     snn_json_put(log, e);
 }

@@ -18,11 +18,15 @@ typedef struct {
 typedef struct {
     double goal;           /* the accuracy to reach, a fraction; 0: no target */
     snn_set set;           /* the set watched */
+    int goes_on;           /* --keep-going: the run trains its whole length past the mark */
     int reached;           /* hit: the first score >= goal */
     snn_target_mark hit, best;
 } snn_target;
 
-void snn_target_init(snn_target *t, double goal, snn_set set);
+void snn_target_init(snn_target *t, double goal, snn_set set, int goes_on);
+
+/* Whether the run ends here: the mark reached, and not --keep-going. */
+static inline int snn_target_stops(const snn_target *t) { return t->reached && !t->goes_on; }
 
 /* A score of the watched set after step `step` of epoch `epoch` (steps: in
  * all), train_s and wall_s into the run: logged (a "target_score" event); the

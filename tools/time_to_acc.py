@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """Time to accuracy over seeds: a speedrun board's figure.
 
-    tools/time_to_acc.py APP --target 98 [--seeds 5] [--gpus all|N|IDS] [--json OUT] [--logs DIR]
-                         [-- MNIST-OPTIONS...]
+    tools/time_to_acc.py APP --target 98 [--seeds 5] [--stop-at-target] [--gpus all|N|IDS] [--json OUT]
+                         [--logs DIR] [-- MNIST-OPTIONS...]
 
-Runs APP (a built ./app/mnist) once per seed 1..N with --target-acc P --seed S
---log DIR/seed-S.jsonl, and any options after "--" (e.g. --data DIR). Each run
-stops at the first score of the watched set (the validation set, or the test
-set in a build without one) at or above P, scored every CONFIG_TRAIN_EVAL_EVERY
-steps. Prints a row per seed (where it reached the mark, the steps it took, its
-training time: the steps alone by the device's clock; its wall time: since
-training began, evaluations included) and the summary a speedrun reports: how
-many seeds reached the mark, the mean and the worst training time of those that
-did, and the mean and worst wall time. One untimed step runs first (unless
+Runs APP (a built ./app/mnist) once per seed 1..N with --target-acc P
+--keep-going --seed S --log DIR/seed-S.jsonl, and any options after "--" (e.g.
+--data DIR). Each run records the first score of the watched set (the
+validation set, or the test set in a build without one) at or above P, scored
+every CONFIG_TRAIN_EVAL_EVERY steps, and trains on to its fixed length, whose
+last epoch scores the test set: the result that picks no stopping point on the
+test set. Prints a row per seed (where it reached the mark, the steps it took,
+its training time: the steps alone by the device's clock; its wall time: since
+training began, evaluations included; the test accuracy at the run's end) and
+the summary a speedrun reports: how many seeds reached the mark, the mean and
+the worst training time of those that did, the mean and worst wall time; and
+the fixed-length result: the test accuracy's mean, spread and worst over the
+seeds, and how many end at or above P. --stop-at-target ends each run at the
+mark instead (no fixed-length result). One untimed step runs first (unless
 --no-warmup), so that the first seed does not pay for the driver's one-time
 work: loading the modules, or compiling the PTX of a build for an older GPU.
 The seeds run side by side, one a GPU (tools/lib/gpu_pool.py: --gpus, default
@@ -38,9 +43,9 @@ def fail(msg):
     sys.exit(f"{PROG}: error: {msg}")
 
 
-def target_event(path):
-    """The run's config event and its target event (None where absent), from its --log."""
-    config = target = None
+def run_events(path):
+    """The run's config event, its target event and its last epoch event (None where absent), from its --log."""
+    config = target = epoch = None
     with open(path) as f:
         for line in f:
             e = json.loads(line)
@@ -48,25 +53,28 @@ def target_event(path):
                 config = e
             elif e["event"] == "target":
                 target = e
-    return config, target
+            elif e["event"] == "epoch":
+                epoch = e
+    return config, target, epoch
 
 
-def seed_cmd(app, seed, target, log, extra):
-    return [app, "--target-acc", f"{target:g}", "--seed", str(seed), "--log", log, *extra]
+def seed_cmd(app, seed, target, log, extra, stop):
+    return [app, "--target-acc", f"{target:g}", *([] if stop else ["--keep-going"]), "--seed", str(seed), "--log",
+            log, *extra]
 
 
 def seed_result(run, seed, log, app):
-    """The run's config and target events, or the one error line of a run that failed."""
+    """The run's config, target and last epoch events, or the one error line of a run that failed."""
     if run.returncode != 0:
         fail(f"seed {seed}: {' '.join(run.cmd)} exited with status {run.returncode}: "
              + " ".join(run.output.strip().splitlines()[-2:]))
-    config, event = target_event(log)
+    config, event, epoch = run_events(log)
     if not event:
         fail(f"seed {seed}: {log} has no target event (is {app} a build with --target-acc?)")
-    return config, event
+    return config, event, epoch
 
 
-def summary(rows):
+def summary(rows, target):
     reached = [r for r in rows if r["reached"]]
     s = {"seeds": len(rows), "reached": len(reached)}
     if reached:
@@ -75,6 +83,11 @@ def summary(rows):
         s.update(mean_train_s=statistics.mean(train), worst_train_s=max(train), mean_wall_s=statistics.mean(wall),
                  worst_wall_s=max(wall), mean_steps=statistics.mean(r["steps"] for r in reached),
                  worst_steps=max(r["steps"] for r in reached))
+    ends = [r["end_test_acc"] for r in rows if r["end_test_acc"] is not None]
+    if len(ends) == len(rows):  # every run trained its whole length
+        s["fixed"] = {"epochs": max(r["end_epoch"] for r in rows), "mean_test_acc": statistics.mean(ends),
+                      "sd_test_acc": statistics.stdev(ends) if len(ends) > 1 else 0.0, "worst_test_acc": min(ends),
+                      "at_target": sum(a >= target / 100 for a in ends)}
     return s
 
 
@@ -89,17 +102,24 @@ def write_json(path, config, target, rows, s):
 def print_table(config, target, rows, s):
     print(f"{config['shape']} batch {config['batch']} on {config['device']} ({config['target']}, "
           f"{config['step']} step): {config['recipe']}")
-    print(f"target {target:g} % {rows[0]['set']} accuracy, scored every {config.get('eval_every', '?')} steps")
-    print(" seed  reached  epoch  step   steps  accuracy   train s    wall s  gpu")
+    print(f"first crossing: target {target:g} % on the {rows[0]['set']} set, scored every "
+          f"{config.get('eval_every', '?')} steps")
+    print(" seed  reached  epoch  step   steps  accuracy   train s    wall s  end test  gpu")
     for r in rows:
+        end = f"{100 * r['end_test_acc']:7.2f}%" if r["end_test_acc"] is not None else "       -"
         print(f"{r['seed']:5d}  {'yes' if r['reached'] else 'no':>7}  {r['epoch']:5d}  {r['step']:4d}  {r['steps']:6d}  "
-              f"{100 * r['acc']:7.2f}%  {r['train_s']:8.4f}  {r['wall_s']:8.3f}  {r['gpu'] or '-'}")
+              f"{100 * r['acc']:7.2f}%  {r['train_s']:8.4f}  {r['wall_s']:8.3f}  {end}  {r['gpu'] or '-'}")
     line = f"reached by {s['reached']} of {s['seeds']} seeds"
     if s["reached"]:
         line += (f"; training time mean {s['mean_train_s']:.4f} s, worst {s['worst_train_s']:.4f} s; "
                  f"wall time mean {s['mean_wall_s']:.3f} s, worst {s['worst_wall_s']:.3f} s; "
                  f"steps mean {s['mean_steps']:.0f}, worst {s['worst_steps']}")
     print(line)
+    if "fixed" in s:
+        f = s["fixed"]
+        print(f"fixed length, {f['epochs']} epochs, the test set scored at each run's end: mean "
+              f"{100 * f['mean_test_acc']:.2f} %, sd {100 * f['sd_test_acc']:.2f}, worst {100 * f['worst_test_acc']:.2f} %; "
+              f"{f['at_target']} of {s['seeds']} seeds at or above {target:g} %")
 
 
 def main():
@@ -111,6 +131,8 @@ def main():
     p.add_argument("--json", help="write the rows and the summary here")
     p.add_argument("--logs", help="keep each seed's --log in this directory (default: a temporary one)")
     p.add_argument("--no-warmup", action="store_true", help="no untimed step before the seeds")
+    p.add_argument("--stop-at-target", action="store_true",
+                   help="end each run at the mark (no fixed-length result)")
     p.add_argument("--gpus", help="the GPUs to spread the seeds over: all (default), a count, or ids (0,2)")
     args = p.parse_args(argv)
     if not (0 < args.target <= 100):
@@ -134,13 +156,18 @@ def main():
         os.makedirs(logs, exist_ok=True)
         seeds = range(1, args.seeds + 1)
         paths = {seed: os.path.join(logs, f"seed-{seed}.jsonl") for seed in seeds}
-        runs = gpu_pool.run_spread([seed_cmd(args.app, seed, args.target, paths[seed], extra) for seed in seeds], gpus)
+        runs = gpu_pool.run_spread([seed_cmd(args.app, seed, args.target, paths[seed], extra, args.stop_at_target)
+                                    for seed in seeds], gpus)
         rows, config = [], None
         for seed, run in zip(seeds, runs):
-            config, e = seed_result(run, seed, paths[seed], args.app)
+            config, e, last = seed_result(run, seed, paths[seed], args.app)
+            whole = not args.stop_at_target and last is not None
             rows.append({"seed": seed, "gpu": run.gpu, **{k: e[k] for k in ("reached", "set", "epoch", "step", "steps",
-                                                                             "acc", "train_s", "wall_s")}})
-    s = summary(rows)
+                                                                             "acc", "train_s", "wall_s")},
+                         "end_epoch": last["epoch"] if whole else None,
+                         "end_test_acc": last["test_acc"] if whole else None,
+                         "end_valid_acc": last.get("valid_acc") if whole else None})
+    s = summary(rows, args.target)
     print_table(config, args.target, rows, s)
     if args.json:
         write_json(args.json, config, args.target, rows, s)

@@ -79,6 +79,14 @@ acc=$(event "$T/t.jsonl" target acc)
 ev=$("$APP" --data "$DATA" --load "$T/t.st" --eval 2>&1 | grep -o "accuracy [0-9.]*%" | head -n 1)
 verdict "--target-acc: the saved model is the one that reached the mark (--eval: $ev)" \
     '[ -n "$acc" ] && python3 -c "import sys; sys.exit(abs(float(sys.argv[1]) * 100 - float(sys.argv[2].split()[1][:-1])) > 0.005)" "$acc" "$ev"'
+out=$("$APP" --data "$DATA" --max-steps 300 --epochs 2 --target-acc 90 --keep-going --log "$T/kg.jsonl" 2>&1)
+verdict "--target-acc --keep-going: the mark recorded in epoch 1, both epochs trained" \
+    '[ "$(event "$T/kg.jsonl" target epoch)" = 1 ] && [ "$(event "$T/kg.jsonl" target keep_going)" = True ] &&
+     [ "$(grep -c "\"event\": *\"epoch\"" "$T/kg.jsonl")" = 2 ] && ! grep -q "stopped at the target" <<<"$out"' \
+    "$(tail -n 3 <<<"$out" | tr '\n' ' ')"
+out=$("$APP" --data "$DATA" --keep-going 2>&1)
+verdict "--keep-going without --target-acc: refused in one line" \
+    '[ "$(grep -c . <<<"$out")" = 1 ] && grep -q "^mnist: error: --keep-going trains past --target-acc" <<<"$out"' "$out"
 out=$("$APP" --data "$DATA" --max-steps 50 --epochs 2 --target-acc 99.9 --log "$T/miss.jsonl" 2>&1)
 rc=$?
 verdict "--target-acc 99.9 missed: exit 0, a line with the best score, a target event not reached" \
@@ -131,18 +139,29 @@ verdict "validation build: the checkpoint metadata records the split" \
     '[ "$(meta "$T/v.st" validation_size)" = 5000 ] && meta "$T/v.st" config | grep -x CONFIG_TRAIN_VALIDATION_SIZE=5000 >/dev/null'
 
 # tools/time_to_acc.py: a row per seed and the summary of those that reached
-# the mark; a seed that misses is a result; a run that fails is an error.
+# the mark, beside the fixed-length result (each run trains on past the mark:
+# --keep-going); a seed that misses is a result; a run that fails is an error.
 if out=$(python3 tools/time_to_acc.py "$APP" --target 92 --seeds 2 --json "$T/tta.json" -- --data "$DATA" --max-steps 300 --epochs 2 2>&1) &&
-    "$PY" - "$T/tta.json" <<'PY'
-import json, sys
+    "$PY" - "$T/tta.json" "$T/tta-stop.json" <<'PY'
+import json, statistics, sys
 r = json.load(open(sys.argv[1]))
 rows, s = r["rows"], r["summary"]
 assert [x["seed"] for x in rows] == [1, 2] and all(x["reached"] and x["acc"] >= 0.92 for x in rows), rows
 assert s["reached"] == 2 and s["worst_train_s"] == max(x["train_s"] for x in rows) >= s["mean_train_s"] > 0, s
 assert s["worst_wall_s"] >= s["worst_train_s"] and r["config"]["shape"] == "784-256-10", r
+ends = [x["end_test_acc"] for x in rows]
+assert all(x["end_epoch"] == 2 and x["epoch"] == 1 for x in rows), rows  # crossed in epoch 1, trained on to 2
+f = s["fixed"]
+assert f["epochs"] == 2 and f["mean_test_acc"] == statistics.mean(ends) and f["worst_test_acc"] == min(ends), f
+assert f["at_target"] == 2 and f["sd_test_acc"] == statistics.stdev(ends), f
 PY
-then echo "ok - time_to_acc.py: 2 seeds, the rows and the summary (mean, worst) in the table and the JSON"
+then echo "ok - time_to_acc.py: 2 seeds, the first crossings (mean, worst) and the fixed-length test accuracies in the table and the JSON"
 else echo "not ok - time_to_acc.py: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
+out=$(python3 tools/time_to_acc.py "$APP" --target 92 --seeds 1 --stop-at-target --json "$T/tta-stop.json" -- --data "$DATA" --max-steps 300 --epochs 2 2>&1)
+verdict "time_to_acc.py --stop-at-target: the run ends at the mark, no fixed-length result" \
+    '"$PY" -c "import json, sys; r = json.load(open(sys.argv[1])); x = r[\"rows\"][0]
+sys.exit(not (x[\"end_test_acc\"] is None and \"fixed\" not in r[\"summary\"] and x[\"reached\"]))" "$T/tta-stop.json" &&
+     grep -q "^first crossing: target 92 % on the test set" <<<"$out"' "$(tail -n 2 <<<"$out" | tr '\n' ' ')"
 out=$(python3 tools/time_to_acc.py "$APP" --target 99.9 --seeds 2 -- --data "$DATA" --max-steps 30 --epochs 1 2>&1)
 rc=$?
 verdict "time_to_acc.py: seeds that miss the mark are counted, exit 0" \
