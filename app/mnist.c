@@ -30,20 +30,24 @@ static void dump_epoch_file(snn_out_dir *dump, const char *what, int epoch, cons
     snn_out_dir_write(dump, name, data, bytes);
 }
 
-/* The training draws (kernels/noise.h) of the first SNN_DUMP_DRAW_STEPS steps of epoch `epoch` (from 1), as
- * the host computes them (the GPU's are the same bits: tests/gpu/test_kernels): per step, each row's (dx, dy)
- * as int8 where the build translates, then each hidden layer's dropout mask of [batch][width] units, one bit
- * each, least significant first, where it drops units. What tools/torch_parity.py checks its own draws
- * against. */
+/* The training draws (kernels/noise.h, kernels/distort.h) of the first SNN_DUMP_DRAW_STEPS steps of epoch
+ * `epoch` (from 1), as the host computes them (the GPU's are the same bits: tests/gpu/test_kernels): per
+ * step, each row's (dx, dy) as int8 where the build translates, then each hidden layer's dropout mask of
+ * [batch][width] units, one bit each, least significant first, where it drops units, then each row's affine
+ * map (six float32: m00 m01 m10 m11 tx ty) where it distorts so, then each row's elastic displacement (784
+ * float32 dx, then 784 dy) where it distorts so. What tools/torch_parity.py checks its own draws against. */
 #define SNN_DUMP_DRAW_STEPS 50
 static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int steps)
 {
-    if (!SNN_AUGMENT_SHIFT && !SNN_DROPOUT)
+    if (!SNN_AUGMENT_SHIFT && !SNN_DROPOUT && !SNN_DISTORTS)
         return;
     const int n = steps < SNN_DUMP_DRAW_STEPS ? steps : SNN_DUMP_DRAW_STEPS;
     size_t per_step = SNN_AUGMENT_SHIFT ? 2 * (size_t)SNN_BATCH : 0;
     for (int l = 1; SNN_DROPOUT && l < SNN_LAYERS; l++) /* a bit a unit of each hidden layer, whole bytes */
         per_step += ((size_t)SNN_BATCH * SNN_DIM(l) + 7) / 8;
+    const size_t maps = SNN_AFFINE ? (size_t)SNN_BATCH * sizeof(snn_affine) : 0,
+                 fields = SNN_ELASTIC ? (size_t)SNN_BATCH * 2 * SNN_PIXELS * sizeof(float) : 0;
+    per_step += maps + fields;
     uint8_t *draws = snn_xmalloc((size_t)n * per_step + 1, "the dumped draws");
     memset(draws, 0, (size_t)n * per_step + 1);
     uint8_t *at = draws;
@@ -58,6 +62,16 @@ static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int ste
             for (uint32_t u = 0; u < units; u++)
                 at[u / 8] |= (uint8_t)(snn_dropout_keeps(m->noise.key, epoch - 1, s, l, u) << (u % 8));
             at += (units + 7) / 8;
+        }
+        for (int i = 0; SNN_AFFINE && i < SNN_BATCH; i++, at += sizeof(snn_affine)) {
+            const snn_affine a = snn_affine_of(m->noise.key, epoch - 1, s, i);
+            memcpy(at, &a, sizeof(a));
+        }
+        for (int i = 0; SNN_ELASTIC && i < SNN_BATCH; i++, at += 2 * SNN_PIXELS * sizeof(float)) {
+            float dx[SNN_PIXELS], dy[SNN_PIXELS], scratch[2 * SNN_PIXELS];
+            snn_elastic_field(m->noise.key, epoch - 1, s, i, dx, dy, scratch);
+            memcpy(at, dx, sizeof(dx));
+            memcpy(at + sizeof(dx), dy, sizeof(dy));
         }
     }
     dump_epoch_file(dump, "draws", epoch, draws, (size_t)n * per_step);
@@ -108,6 +122,20 @@ static void add_recipe(cJSON *j)
 #endif
     snn_json_number(j, "lr_warmup", SNN_LR_WARMUP);
     snn_json_number(j, "augment_shift", SNN_AUGMENT_SHIFT);
+#ifdef CONFIG_TRAIN_AUGMENT_AFFINE
+    cJSON *affine = snn_json_object();
+    snn_json_number(affine, "rotate", CONFIG_TRAIN_AFFINE_ROTATE_VALUE);
+    snn_json_number(affine, "scale", CONFIG_TRAIN_AFFINE_SCALE_VALUE);
+    snn_json_number(affine, "shear", CONFIG_TRAIN_AFFINE_SHEAR_VALUE);
+    snn_json_number(affine, "translate", CONFIG_TRAIN_AFFINE_TRANSLATE_VALUE);
+    snn_json_add(j, "affine", affine);
+#endif
+#ifdef CONFIG_TRAIN_AUGMENT_ELASTIC
+    cJSON *elastic = snn_json_object();
+    snn_json_number(elastic, "alpha", CONFIG_TRAIN_ELASTIC_ALPHA_VALUE);
+    snn_json_number(elastic, "sigma", CONFIG_TRAIN_ELASTIC_SIGMA_VALUE);
+    snn_json_add(j, "elastic", elastic);
+#endif
 #ifdef CONFIG_TRAIN_DROPOUT_VALUE
     snn_json_number(j, "dropout", CONFIG_TRAIN_DROPOUT_VALUE);
 #endif

@@ -51,6 +51,33 @@
 /* Augmentation's largest translation in pixels; dropout's probability as the 24-bit threshold its draws
  * are compared with (kernels/noise.h) and the survivors' scale 1 / (1 - p). */
 #define SNN_AUGMENT_SHIFT CONFIG_TRAIN_AUGMENT_SHIFT
+/* Distortions (kernels/distort.h): the affine map's largest rotation (radians), scale change, shear factor
+ * and translation (pixels); the elastic field's scale alpha and width sigma (pixels). Off: 0. */
+#ifdef CONFIG_TRAIN_AUGMENT_AFFINE
+#define SNN_AFFINE 1
+#define SNN_AFFINE_ROTATE ((float)(CONFIG_TRAIN_AFFINE_ROTATE_VALUE * 0.017453292519943295))
+#define SNN_AFFINE_SCALE ((float)CONFIG_TRAIN_AFFINE_SCALE_VALUE)
+#define SNN_AFFINE_SHEAR ((float)CONFIG_TRAIN_AFFINE_SHEAR_VALUE)
+#define SNN_AFFINE_TRANSLATE ((float)CONFIG_TRAIN_AFFINE_TRANSLATE_VALUE)
+#else
+#define SNN_AFFINE 0
+#define SNN_AFFINE_ROTATE 0.0f
+#define SNN_AFFINE_SCALE 0.0f
+#define SNN_AFFINE_SHEAR 0.0f
+#define SNN_AFFINE_TRANSLATE 0.0f
+#endif
+#ifdef CONFIG_TRAIN_AUGMENT_ELASTIC
+#define SNN_ELASTIC 1
+#define SNN_ELASTIC_ALPHA ((float)CONFIG_TRAIN_ELASTIC_ALPHA_VALUE)
+#define SNN_ELASTIC_SIGMA ((float)CONFIG_TRAIN_ELASTIC_SIGMA_VALUE)
+#define SNN_ELASTIC_RADIUS ((int)(4.0 * CONFIG_TRAIN_ELASTIC_SIGMA_VALUE + 0.5)) /* scipy's truncate=4 */
+#else
+#define SNN_ELASTIC 0
+#define SNN_ELASTIC_ALPHA 0.0f
+#define SNN_ELASTIC_SIGMA 1.0f
+#define SNN_ELASTIC_RADIUS 0
+#endif
+#define SNN_DISTORTS (SNN_AFFINE || SNN_ELASTIC)
 #ifdef CONFIG_TRAIN_DROPOUT_VALUE
 #define SNN_DROPOUT (CONFIG_TRAIN_DROPOUT_NONZERO)
 #define SNN_DROPOUT_THRESHOLD ((uint32_t)(CONFIG_TRAIN_DROPOUT_VALUE * 16777216.0 + 0.5))

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "kernels/distort.h"
 #include "kernels/noise.h"
 #include "kernels/optim.h"
 #include "snn_config.h"

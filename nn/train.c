@@ -146,6 +146,7 @@ static void schedule_text(char *buf, int len)
 void snn_recipe_describe(char *buf, int len)
 {
     char optimizer[160], schedule[160], decay[64] = "", smoothing[64] = "", shift[64] = "", dropout[64] = "";
+    char affine[128] = "", elastic[64] = "";
 #if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
     snprintf(optimizer, sizeof(optimizer), "AdamW lr %s betas %s %s eps %s", CONFIG_TRAIN_LR,
              CONFIG_TRAIN_ADAM_BETA1, CONFIG_TRAIN_ADAM_BETA2, CONFIG_TRAIN_ADAM_EPS);
@@ -160,11 +161,19 @@ void snn_recipe_describe(char *buf, int len)
         snprintf(smoothing, sizeof(smoothing), ", label smoothing %s", CONFIG_TRAIN_LABEL_SMOOTHING);
     if (SNN_AUGMENT_SHIFT)
         snprintf(shift, sizeof(shift), ", translation up to %d px", SNN_AUGMENT_SHIFT);
+#ifdef CONFIG_TRAIN_AUGMENT_AFFINE
+    snprintf(affine, sizeof(affine), ", affine up to %s deg, scale %s, shear %s, %s px", CONFIG_TRAIN_AFFINE_ROTATE,
+             CONFIG_TRAIN_AFFINE_SCALE, CONFIG_TRAIN_AFFINE_SHEAR, CONFIG_TRAIN_AFFINE_TRANSLATE);
+#endif
+#ifdef CONFIG_TRAIN_AUGMENT_ELASTIC
+    snprintf(elastic, sizeof(elastic), ", elastic alpha %s sigma %s", CONFIG_TRAIN_ELASTIC_ALPHA,
+             CONFIG_TRAIN_ELASTIC_SIGMA);
+#endif
 #ifdef CONFIG_TRAIN_DROPOUT
     if (SNN_DROPOUT)
         snprintf(dropout, sizeof(dropout), ", dropout %s", CONFIG_TRAIN_DROPOUT);
 #endif
-    snprintf(buf, len, "%s%s%s%s%s%s", optimizer, decay, schedule, smoothing, shift, dropout);
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s", optimizer, decay, schedule, smoothing, shift, affine, elastic, dropout);
 }
 
 void snn_train_describe(char *buf, int len)

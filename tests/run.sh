@@ -125,7 +125,7 @@ suite_host_kernels() { run "host kernels" "$H/tests/bin/host/test_kernels"; }
 suite_recipe() {
     local r d py out
     py=$(python_with numpy)
-    for r in nesterov adamw plain noise widths; do
+    for r in nesterov adamw plain noise widths distort; do
         d=$SNN_TEST_OUT/recipe-$r
         build "tests/configs/recipe_${r}_defconfig" "$d" defconfig DEFCONFIG="tests/configs/recipe_${r}_defconfig" || continue
         run "host kernels, recipe $r" "$d/tests/bin/host/test_kernels" | sed "s/^\(ok\|not ok\|skip\) - /\1 - recipe $r: /"

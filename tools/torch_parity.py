@@ -109,7 +109,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
-from noise import Noise  # noqa: E402
+from noise import Distortion, Noise  # noqa: E402
 
 PROG = "torch_parity"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -241,11 +241,12 @@ def read_order(dump, epoch):
     return order.astype(np.int64)
 
 
-def check_draws(dump, epoch, meta, noise):
-    """The engine's draws of the first steps of epoch `epoch` (draws-E.bin, from a build that translates or
-    drops units) against tools/lib/noise.py's, which the trainers use: the steps compared, 0 for a build with
-    none; a difference is a DataError."""
-    if not (noise.shift or noise.dropout):
+def check_draws(dump, epoch, meta, noise, distortion):
+    """The engine's draws of the first steps of epoch `epoch` (draws-E.bin, from a build that translates,
+    distorts or drops units) against tools/lib/noise.py's, which the trainers use: the steps compared, 0 for a
+    build with none; a difference is a DataError. The distortions' floats may differ by a rounding (numpy's
+    fused multiply-add is float64 rounded to float32), at most DISTORT_TOL relative."""
+    if not (noise.shift or noise.dropout or distortion):
         return 0
     path = os.path.join(dump, f"draws-{epoch}.bin")
     if not os.path.exists(path):
@@ -254,7 +255,9 @@ def check_draws(dump, epoch, meta, noise):
     batch, widths = meta["batch"], meta["dims"][1:-1]
     shift_bytes = 2 * batch if noise.shift else 0
     masks = [(w, (batch * w + 7) // 8) for w in widths] if noise.dropout else []
-    per_step = shift_bytes + sum(b for _, b in masks)
+    maps = 6 * 4 * batch if distortion and distortion.affine else 0
+    fields = 2 * IMAGE_PIXELS * 4 * batch if distortion and distortion.elastic else 0
+    per_step = shift_bytes + sum(b for _, b in masks) + maps + fields
     steps = raw.size // per_step
     if steps == 0 or raw.size != steps * per_step:
         raise DataError(f"{path}: {raw.size} bytes, not whole steps of {per_step}")
@@ -272,7 +275,27 @@ def check_draws(dump, epoch, meta, noise):
                 raise DataError(f"{path}: step {s + 1}'s dropout mask of hidden layer {layer} differs from "
                                 "tools/lib/noise.py's")
             at += size
+        if maps:
+            got = block[at : at + maps].view("<f4").reshape(batch, 6)
+            close(path, s, "affine maps", got, np.stack(distortion.maps(epoch - 1, s, batch), axis=1))
+            at += maps
+        if fields:
+            got = block[at : at + fields].view("<f4").reshape(batch, 2, IMAGE_PIXELS)
+            dx, dy = distortion.fields(epoch - 1, s, batch)
+            want = np.stack([dx.reshape(batch, -1), dy.reshape(batch, -1)], axis=1)
+            close(path, s, "elastic displacements", got, want)
     return steps
+
+
+DISTORT_TOL = 1e-6
+
+
+def close(path, step, what, got, want):
+    """A DataError where the engine's floats and numpy's differ by more than DISTORT_TOL relative."""
+    worst = float(np.max(np.abs(got.astype(np.float64) - want) / np.maximum(np.abs(want), 1.0)))
+    if worst > DISTORT_TOL:
+        raise DataError(f"{path}: step {step + 1}'s {what} differ from tools/lib/noise.py's by {worst:.1e} "
+                        f"(tolerance {DISTORT_TOL:.0e})")
 
 
 def dumped_epochs(dump):
@@ -449,7 +472,20 @@ class Recipe:
         self.background = None  # the normalised 0 pixel, which a translation moves in
         if self.noise.shift:
             self.background = np.float32((0.0 - np.float32(meta["pixel_mean"])) / np.float32(meta["pixel_std"]))
+        self.distortion = None  # kernels/distort.h's, where the build distorts; its images: the training set's
+        if meta.get("affine") or meta.get("elastic"):
+            self.distortion = Distortion(self.noise.key, meta.get("affine"), meta.get("elastic"))
+        self.images, self.pixel_mean, self.pixel_std = None, meta["pixel_mean"], meta["pixel_std"]
         self.text = meta.get("recipe", f"SGD lr {self.lr} momentum {self.momentum}")
+
+    def batch(self, x, idx, epoch, step):
+        """The normalised batch of samples idx as the engine's step `step` of epoch `epoch` (from 0) gathers
+        it: translated (x: the normalised training set) or, where the build distorts, the training set's bytes
+        translated, then distorted (self.images), then normalised."""
+        if self.distortion is None:
+            return self.noise.translate(x[idx], epoch, step, self.background)
+        moved = self.noise.translate(self.images[idx], epoch, step, 0)
+        return normalise(self.distortion.apply(moved, epoch, step), self.pixel_mean, self.pixel_std)
 
     def factor(self, t):
         """The schedule's factor on lr at update t (from 0) of the run (kernels/optim.h, in float64)."""
@@ -498,7 +534,7 @@ class NumpyTrainer:
     def step(self, idx, epoch, step):
         """Step `step` of epoch `epoch` (from 0) on the samples idx, the engine's draws (tools/lib/noise.py) included."""
         noise, last = self.recipe.noise, len(self.w) - 1
-        acts, drop = [noise.translate(self.x[idx], epoch, step, self.recipe.background)], []
+        acts, drop = [self.recipe.batch(self.x, idx, epoch, step)], []
         for layer, (w, b) in enumerate(zip(self.w, self.b)):
             z = self.gemm_fwd(acts[-1], w.T) + b
             if layer < last:
@@ -593,7 +629,9 @@ class TorchTrainer:
         and its dropout factors per hidden layer (or None)."""
         torch, noise = self.torch, self.recipe.noise
         x = self.x[idx]
-        if noise.shift:
+        if self.recipe.distortion:
+            x = torch.from_numpy(self.recipe.batch(None, idx.cpu().numpy(), epoch, step)).to(x.device)
+        elif noise.shift:
             x = torch.from_numpy(noise.translate(x.cpu().numpy(), epoch, step, self.recipe.background)).to(x.device)
         if not noise.dropout:
             return x, None
@@ -810,6 +848,7 @@ def make_trainers(args, meta, params, precision):
     images, labels = load_train_set(find_data_dir(meta.get("data_dir", "data/mnist"), args.data))
     x = normalise(images, meta["pixel_mean"], meta["pixel_std"])
     recipe = Recipe(meta)
+    recipe.images = images
     if device is None:
         return NumpyTrainer(params, recipe, x, labels, precision), None
     return torch_trainers(device, params, recipe, x, labels, precision)
@@ -841,8 +880,8 @@ def main():
         steps, batch = meta["steps_per_epoch"], meta["batch"]
         refs = [read_float32(os.path.join(args.dump, f"losses-{e}.bin"), steps) for e in range(1, epochs + 1)]
         orders = [read_order(args.dump, e) for e in range(1, epochs + 1)]
-        noise = Recipe(meta).noise
-        drawn = [check_draws(args.dump, e, meta, noise) for e in range(1, epochs + 1)]
+        recipe = Recipe(meta)
+        drawn = [check_draws(args.dump, e, meta, recipe.noise, recipe.distortion) for e in range(1, epochs + 1)]
         trainer, mixed = make_trainers(args, meta, params, precision)
     except DataError as e:
         sys.exit(f"{PROG}: error: {e}")
@@ -853,8 +892,8 @@ def main():
     print(f"{PROG}: MLP {shape}, batch {batch}, {steps} steps per epoch, {Recipe(meta).text}; "
           f"staticnn ({meta.get('target', '?')}, {precision}) vs {trainer.name}")
     if any(drawn):
-        print(f"  draws: the engine's translations and dropout masks of steps 1-{drawn[0]} of each epoch equal "
-              "tools/lib/noise.py's, which the trainers use")
+        print(f"  draws: the engine's translations, distortions and dropout masks of steps 1-{drawn[0]} of each "
+              "epoch equal tools/lib/noise.py's, which the trainers use")
     ours, stats = [], []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
         start = time.perf_counter()

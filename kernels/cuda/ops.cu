@@ -11,6 +11,7 @@
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/cuda/twin.cuh"
+#include "kernels/distort.h"
 #include "kernels/ops.h"
 #include "snn_config.h"
 
@@ -40,6 +41,65 @@ __global__ void __launch_bounds__(GATHER_THREADS)
         if (j == 0)
             y[i] = labels[r];
     }
+}
+
+/* A training step's gather where the build distorts its images (kernels/distort.h): a block a row. The
+ * row's image, translated, into shared memory, and its elastic field drawn; the field smoothed along x, then
+ * along y, a pixel a thread each pass; then each pixel resampled, normalised and stored. Each value is the
+ * same function of the same inputs as in snn_distort_image, the host's: the same bits. */
+constexpr int DISTORT_THREADS = 256;
+__global__ void __launch_bounds__(DISTORT_THREADS)
+    gather_distort_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y,
+                          const uint8_t *__restrict__ images, const uint8_t *__restrict__ labels,
+                          const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows, float mean,
+                          float std, snn_noise noise)
+{
+    constexpr int R = SNN_ELASTIC_RADIUS;
+    __shared__ uint8_t img[SNN_PIXELS];
+    __shared__ float field[4][SNN_ELASTIC ? SNN_PIXELS : 1]; /* u along x and y, then their first pass */
+    __shared__ float w[2 * R + 1];
+    const int i = blockIdx.x, t = threadIdx.x;
+    const int32_t s = *step, epoch = *noise.epoch;
+    const long r = snn_gather_sample(order, (long)s * rows, i);
+    const uint8_t *px = images + r * SNN_INPUT_DIM;
+    const bool shifted = snn_noise_translates(noise);
+    const snn_shift sh = shifted ? snn_shift_of(noise.key, epoch, s, i) : snn_shift{0, 0};
+    for (int p = t; p < SNN_PIXELS; p += DISTORT_THREADS)
+        img[p] = shifted ? snn_shifted_pixel(px, p, sh) : px[p];
+    if constexpr (SNN_ELASTIC) {
+        for (int k = t; k <= 2 * R; k += DISTORT_THREADS)
+            w[k] = snn_gauss(k - R);
+        for (int q = t; q < SNN_PIXELS / 4; q += DISTORT_THREADS) {
+            float u[8];
+            snn_elastic_raw4(noise.key, epoch, s, i, q, u);
+            for (int j = 0; j < 4; j++) {
+                field[0][4 * q + j] = u[2 * j];
+                field[1][4 * q + j] = u[2 * j + 1];
+            }
+        }
+        __syncthreads();
+        const float sum = snn_gauss_sum(w);
+        for (int p = t; p < SNN_PIXELS; p += DISTORT_THREADS) {
+            field[2][p] = snn_smooth(field[0], p, 1, w, sum);
+            field[3][p] = snn_smooth(field[1], p, 1, w, sum);
+        }
+        __syncthreads();
+        for (int p = t; p < SNN_PIXELS; p += DISTORT_THREADS) {
+            field[0][p] = SNN_ELASTIC_ALPHA * snn_smooth(field[2], p, 0, w, sum);
+            field[1][p] = SNN_ELASTIC_ALPHA * snn_smooth(field[3], p, 0, w, sum);
+        }
+    }
+    __syncthreads();
+    const snn_affine a = snn_affine_of(noise.key, epoch, s, i);
+    for (int p = t; p < SNN_PIXELS; p += DISTORT_THREADS) {
+        const uint8_t v = SNN_ELASTIC ? snn_distorted_pixel(img, p, field[0][p], field[1][p], a)
+                                      : snn_distorted_pixel(img, p, 0.0f, 0.0f, a);
+        const float n = snn_gather_pixel(v, mean, std);
+        x[(size_t)i * SNN_INPUT_DIM + p] = n;
+        snn_twin_store(x16, (size_t)i * SNN_INPUT_DIM + p, n);
+    }
+    if (t == 0)
+        y[i] = labels[r];
 }
 
 /* A thread per element. */
@@ -130,6 +190,12 @@ extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uin
 {
     if (rows <= 0)
         return;
+    if (snn_noise_distorts(noise)) {
+        gather_distort_kernel<<<rows, DISTORT_THREADS, 0, snn_stream()>>>(x, snn_twin_ptr(x16), y, images, labels,
+                                                                         order, step, rows, mean, std, noise);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
     gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, snn_twin_ptr(x16), y, images, labels, order,
                                                                    step, rows, mean, std, noise);

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "kernels/distort.h"
+
 #if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
 #define OMP(directive) _Pragma(directive)
 #else
@@ -15,15 +17,22 @@ void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *image
 {
     (void)x16;
     long first = (long)*step * rows;
-    int shifted = snn_noise_translates(noise);
+    int shifted = snn_noise_translates(noise), distorted = snn_noise_distorts(noise);
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (int i = 0; i < rows; i++) {
         long r = order ? order[first + i] : first + i;
         const uint8_t *px = images + r * SNN_INPUT_DIM;
         float *row = x + (long)i * SNN_INPUT_DIM;
         snn_shift s = shifted ? snn_shift_of(noise.key, *noise.epoch, *step, i) : (snn_shift){0, 0};
+        uint8_t moved[SNN_INPUT_DIM], warped[SNN_INPUT_DIM];
         for (int j = 0; j < SNN_INPUT_DIM; j++)
-            row[j] = ((float)(shifted ? snn_shifted_pixel(px, j, s) : px[j]) / 255.0f - mean) / std;
+            moved[j] = shifted ? snn_shifted_pixel(px, j, s) : px[j];
+        if (distorted) { /* after the translation (kernels/distort.h) */
+            float scratch[4 * SNN_PIXELS];
+            snn_distort_image(moved, warped, noise.key, *noise.epoch, *step, i, scratch);
+        }
+        for (int j = 0; j < SNN_INPUT_DIM; j++)
+            row[j] = ((float)(distorted ? warped[j] : moved[j]) / 255.0f - mean) / std;
         y[i] = labels[r];
     }
 }

@@ -345,6 +345,24 @@ widths_variant() { # NAME SM PRECISION LAYERED|FUSED BATCH sanitize|- WIDTH...
     python3 tests/gpu/test_torch_load.py "$d/w.st" "$DATA" "$host" "$acc" 2>&1 | sed "s/^\(ok\|not ok\|skip\) - /\1 - $name: /"
 }
 
+# Distortions (TRAIN_AUGMENT_AFFINE and _ELASTIC, after a translation of up to a pixel) on the layered step:
+# test_kernels holds the gather's distorted batch to the host's, bit for bit; the training-step tests; where
+# asked, the sanitizers.
+distort_variant() { # NAME SM PRECISION sanitize|-
+    local name=distort-$1 d=$OUT/gpu-distort-$1 sm=$2 prec=$3 san=$4
+    if ! usable "$cc" "$sm"; then echo "skip - gpu $name path: skipped: needs compute capability $sm, this GPU is $cc"; return; fi
+    mkdir -p "$d"
+    printf '%s\n' "CONFIG_TARGET_SM$sm=y" "CONFIG_PRECISION_$prec=y" CONFIG_STEP_LAYERED=y CONFIG_NN_HIDDEN_WIDTH=128 \
+        CONFIG_TRAIN_BATCH_SIZE=33 CONFIG_TRAIN_AUGMENT_SHIFT=1 CONFIG_TRAIN_AUGMENT_AFFINE=y \
+        CONFIG_TRAIN_AUGMENT_ELASTIC=y "CONFIG_CUDA_ARCH_OVERRIDE=$cc" >"$d/def"
+    planned "$name" "$d" || return
+    build_variant "$name" "$d" || return
+    prefixed "$name" "$d/tests/bin/gpu/test_kernels"
+    prefixed "$name" "$d/tests/bin/gpu/test_step"
+    [ "$san" = sanitize ] && sanitize "$name" "$d"
+    return 0
+}
+
 # The fused step (CONFIG_STEP_FUSED) on awkward shapes, each on its target's
 # path: widths not multiples of 16 (or of 4), batch 1 and odd batches, 0 and
 # 8 hidden layers, every precision; test_fused checks it op by op against
@@ -467,6 +485,8 @@ run_all() {
         full && widths_variant sm80-fp32 80 FP32 LAYERED 17 - $WIDTHS_A
         full && widths_variant sm75-fp16 75 FP16 LAYERED 17 - $WIDTHS_A
         widths_variant sm90-bf16-deep-b1 90 BF16 LAYERED 1 - $WIDTHS_DEEP
+        distort_variant sm90-bf16 90 BF16 sanitize
+        full && distort_variant sm80-fp32 80 FP32 -
     fi
     # The Hopper path with every GEMM it can read on wgmma (thresholds 0), so the kernel and step tests
     # exercise it in each role, in BF16 and FP16; in TF32 (the forward role only, on the FP32 tensors);

@@ -412,7 +412,8 @@ static void test_weight_grad(shape s)
 
 /* ---- elementwise kernels -------------------------------------------------------- */
 
-/* augment: a training step's gather of epoch 3 (translated under CONFIG_TRAIN_AUGMENT_SHIFT). */
+/* augment: a training step's gather of epoch 3 (translated under CONFIG_TRAIN_AUGMENT_SHIFT, distorted under
+ * TRAIN_AUGMENT_AFFINE or _ELASTIC: then the same bits as the host's, kernels/distort.h). */
 static void test_gather(int count, int rows, int step, int with_order, int augment)
 {
     char name[256], why[256] = "";
@@ -464,6 +465,11 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
         snn_rt_download(ys[run], dy, (size_t)rows);
     }
     compare(why, "x", x1, ref, nx, TOL_FP32);
+    for (long k = 0; augment && SNN_DISTORTS && k < nx; k++)
+        if (memcmp(&x1[k], &ref[k], sizeof(float)) != 0) {
+            set_why(why, "distorted x[%ld] = %.9g, the host's %.9g: not the same bits", k, x1[k], ref[k]);
+            break;
+        }
     for (int i = 0; i < rows; i++)
         if (y1[i] != yref[i]) {
             set_why(why, "y[%d] = %d, host %d", i, y1[i], yref[i]);
@@ -808,7 +814,7 @@ int main(int argc, char **argv)
         test_gather(300, 100, 2, 1, 0);
         test_gather(300, 100, 1, 0, 0);
         test_gather(17, 1, 16, 1, 0);
-        if (SNN_AUGMENT_SHIFT > 0) {
+        if (SNN_AUGMENT_SHIFT > 0 || SNN_DISTORTS) {
             test_gather(300, 100, 2, 1, 1);
             test_gather(17, 1, 16, 1, 1);
         }

@@ -196,6 +196,13 @@ for c in "narrow 64 200 FUSED" "one-wide 64 300 LAYERED" "default-wide 300 64 LA
         echo "ok - widths $3 and $2 on sm90: the ${4,,} step by default (its widest layer against FUSED_DEFAULT_WIDTH)"
     else echo "not ok - widths $3 and $2 on sm90: step '$(step_of "$d")', want $4"; fi
 done
+# Distortions (TRAIN_AUGMENT_AFFINE, _ELASTIC): the layered step's gather only; their decimals in range.
+refused "distortions on the fused step refused" 'CONFIG_TRAIN_AUGMENT_ELASTIC=y cannot be set (it depends on !STEP_FUSED' \
+    'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_TRAIN_AUGMENT_ELASTIC=y'
+refused "an elastic sigma of 7 refused" 'CONFIG_TRAIN_ELASTIC_SIGMA=7 is outside [0.5, 6.5]' \
+    'CONFIG_TRAIN_AUGMENT_ELASTIC=y' 'CONFIG_TRAIN_ELASTIC_SIGMA="7"'
+refused "a rotation of 91 degrees refused" 'CONFIG_TRAIN_AFFINE_ROTATE=91 is outside [0, 90]' \
+    'CONFIG_TRAIN_AUGMENT_AFFINE=y' 'CONFIG_TRAIN_AFFINE_ROTATE="91"'
 # The resident fused step (FUSED_CLUSTER): on by default with the fused step on sm90 in BF16 or FP16 with
 # hidden layers; never in TF32 (its GEMMs are m16n8k16 on 16-bit operands).
 d=$T/STEP-h100_128x1_b64

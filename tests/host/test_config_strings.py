@@ -20,7 +20,8 @@ import kconfig  # noqa: E402  (tools/make/kconfig.py; re-executes under /usr/bin
 PIECES = ["%s%s%s%n", "x/%s%s%s%n", "%99999999d%x%p", "%", "%%", 'a"b', "a\\b", "it's", "a b  c", "$(id)",
           "`id`;x", "~/d", "d\u00e9/\u00fc", "\\n", "\\", '"']
 ENABLES = {"TRAIN_ADAM": "TRAIN_OPTIMIZER_ADAMW", "TRAIN_LR_GAMMA": "TRAIN_LR_STEP",
-           "TRAIN_LR_FINAL": "TRAIN_LR_COSINE"}
+           "TRAIN_LR_FINAL": "TRAIN_LR_COSINE", "TRAIN_AFFINE": "TRAIN_AUGMENT_AFFINE",
+           "TRAIN_ELASTIC": "TRAIN_AUGMENT_ELASTIC"}
 
 
 def c_literal_of(header, name):

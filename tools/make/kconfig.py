@@ -29,6 +29,12 @@ DECIMALS = {  # string symbols that hold a decimal, with the interval they must 
     "TRAIN_LR_FINAL": (0.0, True, 1.0, True),
     "TRAIN_LABEL_SMOOTHING": (0.0, True, 1.0, False),
     "TRAIN_DROPOUT": (0.0, True, 1.0, False),
+    "TRAIN_AFFINE_ROTATE": (0.0, True, 90.0, True),
+    "TRAIN_AFFINE_SCALE": (0.0, True, 1.0, False),
+    "TRAIN_AFFINE_SHEAR": (0.0, True, 1.0, True),
+    "TRAIN_AFFINE_TRANSLATE": (0.0, True, 8.0, True),
+    "TRAIN_ELASTIC_ALPHA": (0.0, True, 200.0, True),
+    "TRAIN_ELASTIC_SIGMA": (0.5, True, 6.5, True),
 }
 DECIMAL_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 FLT_MIN = 1.1754943508222875e-38  # the least normal float: the engine flushes smaller ones to zero
