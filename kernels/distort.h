@@ -32,45 +32,41 @@ enum { SNN_DRAW_AFFINE = 16, SNN_DRAW_ELASTIC = 17 };
 /* 16 random bits as a float uniform in (-1, 1): (2b + 1) / 65536 - 1, exact. */
 SNN_HD float snn_uniform16(uint32_t b) { return (float)(2 * (b & 0xFFFFu) + 1) * (1.0f / 65536.0f) - 1.0f; }
 
+/* c[0] (-x)^(n-1) + c[1] (-x)^(n-2) + ... + c[n-1], by Horner's rule in fused multiply-adds. */
+SNN_HD float snn_series(float x, const float *c, int n)
+{
+    float s = c[0];
+    for (int i = 1; i < n; i++)
+        s = fmaf(s, -x, c[i]);
+    return s;
+}
+
 /* sin and cos of |a| <= pi / 2 by their Taylor series to a^13 and a^12 (error below 6e-8). */
 SNN_HD float snn_sin(float a)
 {
-    const float a2 = a * a;
-    float s = 1.0f / 6227020800.0f;
-    s = fmaf(s, -a2, 1.0f / 39916800.0f);
-    s = fmaf(s, -a2, 1.0f / 362880.0f);
-    s = fmaf(s, -a2, 1.0f / 5040.0f);
-    s = fmaf(s, -a2, 1.0f / 120.0f);
-    s = fmaf(s, -a2, 1.0f / 6.0f);
-    s = fmaf(s, -a2, 1.0f);
-    return s * a;
+    const float c[] = {1.0f / 6227020800.0f,
+                       1.0f / 39916800.0f,
+                       1.0f / 362880.0f,
+                       1.0f / 5040.0f,
+                       1.0f / 120.0f,
+                       1.0f / 6.0f,
+                       1.0f};
+    return snn_series(a * a, c, 7) * a;
 }
 SNN_HD float snn_cos(float a)
 {
-    const float a2 = a * a;
-    float c = 1.0f / 479001600.0f;
-    c = fmaf(c, -a2, 1.0f / 3628800.0f);
-    c = fmaf(c, -a2, 1.0f / 40320.0f);
-    c = fmaf(c, -a2, 1.0f / 720.0f);
-    c = fmaf(c, -a2, 1.0f / 24.0f);
-    c = fmaf(c, -a2, 0.5f);
-    return fmaf(c, -a2, 1.0f);
+    const float c[] = {
+        1.0f / 479001600.0f, 1.0f / 3628800.0f, 1.0f / 40320.0f, 1.0f / 720.0f, 1.0f / 24.0f, 0.5f, 1.0f};
+    return snn_series(a * a, c, 7);
 }
 
 /* exp(-x) for 0 <= x <= 9: exp(-x / 16) by its Taylor series to the 8th power, squared four times (relative
  * error below 2e-7). */
 SNN_HD float snn_exp_neg(float x)
 {
-    const float y = x * (1.0f / 16.0f);
-    float e = 1.0f / 40320.0f;
-    e = fmaf(e, -y, 1.0f / 5040.0f);
-    e = fmaf(e, -y, 1.0f / 720.0f);
-    e = fmaf(e, -y, 1.0f / 120.0f);
-    e = fmaf(e, -y, 1.0f / 24.0f);
-    e = fmaf(e, -y, 1.0f / 6.0f);
-    e = fmaf(e, -y, 0.5f);
-    e = fmaf(e, -y, 1.0f);
-    e = fmaf(e, -y, 1.0f);
+    const float c[] = {1.0f / 40320.0f, 1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f,
+                       1.0f / 6.0f,     0.5f,           1.0f,          1.0f};
+    float e = snn_series(x * (1.0f / 16.0f), c, 9);
     e = e * e;
     e = e * e;
     e = e * e;
@@ -90,8 +86,8 @@ SNN_HD snn_affine snn_affine_of(const uint32_t key[2], int32_t epoch, int32_t st
     snn_affine a = {1.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f};
     if (!SNN_AFFINE)
         return a;
-    const snn_philox_out r = snn_philox((uint32_t)row, (uint32_t)step, (uint32_t)epoch, SNN_DRAW_AFFINE, key[0],
-                                        key[1]);
+    const snn_philox_out r =
+        snn_philox((uint32_t)row, (uint32_t)step, (uint32_t)epoch, SNN_DRAW_AFFINE, key[0], key[1]);
     const float theta = SNN_AFFINE_ROTATE * snn_uniform16(r.v[0]);
     const float s = fmaf(SNN_AFFINE_SCALE, snn_uniform16(r.v[0] >> 16), 1.0f);
     const float h = SNN_AFFINE_SHEAR * snn_uniform16(r.v[1]);
@@ -109,10 +105,11 @@ SNN_HD snn_affine snn_affine_of(const uint32_t key[2], int32_t epoch, int32_t st
 
 /* The raw field of pixels 4 quad .. 4 quad + 3 of row `row`: u[2 i] (x) and u[2 i + 1] (y) of each, from one
  * Philox call's eight 16-bit halves. */
-SNN_HD void snn_elastic_raw4(const uint32_t key[2], int32_t epoch, int32_t step, int32_t row, int quad, float u[8])
+SNN_HD void snn_elastic_raw4(const uint32_t key[2], int32_t epoch, int32_t step, int32_t row, int quad,
+                             float u[8])
 {
-    const snn_philox_out r = snn_philox((uint32_t)(row * (SNN_PIXELS / 4) + quad), (uint32_t)step, (uint32_t)epoch,
-                                        SNN_DRAW_ELASTIC, key[0], key[1]);
+    const snn_philox_out r = snn_philox((uint32_t)(row * (SNN_PIXELS / 4) + quad), (uint32_t)step,
+                                        (uint32_t)epoch, SNN_DRAW_ELASTIC, key[0], key[1]);
     for (int i = 0; i < 4; i++) {
         u[2 * i] = snn_uniform16(r.v[i]);
         u[2 * i + 1] = snn_uniform16(r.v[i] >> 16);
@@ -162,8 +159,9 @@ SNN_HD uint8_t snn_bilinear(const uint8_t *px, float sx, float sy)
     float v[4];
     for (int i = 0; i < 4; i++) {
         const int xx = ix + i % 2, yy = iy + i / 2;
-        v[i] = xx >= 0 && xx < SNN_IMAGE_COLS && yy >= 0 && yy < SNN_IMAGE_ROWS ? (float)px[yy * SNN_IMAGE_COLS + xx]
-                                                                                : 0.0f;
+        v[i] = xx >= 0 && xx < SNN_IMAGE_COLS && yy >= 0 && yy < SNN_IMAGE_ROWS
+                   ? (float)px[yy * SNN_IMAGE_COLS + xx]
+                   : 0.0f;
     }
     const float top = fmaf(fx, v[1] - v[0], v[0]), bottom = fmaf(fx, v[3] - v[2], v[2]);
     const float r = fmaf(fy, bottom - top, top) + 0.5f;
@@ -176,14 +174,15 @@ SNN_HD uint8_t snn_distorted_pixel(const uint8_t *px, int p, float dx, float dy,
 {
     const float c = 0.5f * (float)(SNN_IMAGE_COLS - 1);
     const float qx = (float)(p % SNN_IMAGE_COLS) + dx - c, qy = (float)(p / SNN_IMAGE_COLS) + dy - c;
-    const float sx = fmaf(a.m00, qx, fmaf(a.m01, qy, c + a.tx)), sy = fmaf(a.m10, qx, fmaf(a.m11, qy, c + a.ty));
+    const float sx = fmaf(a.m00, qx, fmaf(a.m01, qy, c + a.tx)),
+                sy = fmaf(a.m10, qx, fmaf(a.m11, qy, c + a.ty));
     return snn_bilinear(px, sx, sy);
 }
 
 /* Row `row`'s elastic displacement: dx and dy (SNN_PIXELS floats each) = alpha (G * u) / S, along x, then
  * along y; scratch holds 2 SNN_PIXELS floats. One thread; a GPU block computes the same pixel by pixel. */
-SNN_HD void snn_elastic_field(const uint32_t key[2], int32_t epoch, int32_t step, int32_t row, float *dx, float *dy,
-                              float *scratch)
+SNN_HD void snn_elastic_field(const uint32_t key[2], int32_t epoch, int32_t step, int32_t row, float *dx,
+                              float *dy, float *scratch)
 {
     float *hx = scratch, *hy = scratch + SNN_PIXELS, w[2 * SNN_ELASTIC_RADIUS + 1];
     for (int k = -SNN_ELASTIC_RADIUS; k <= SNN_ELASTIC_RADIUS; k++)
@@ -209,8 +208,8 @@ SNN_HD void snn_elastic_field(const uint32_t key[2], int32_t epoch, int32_t step
 
 /* The whole image, one thread: out (SNN_PIXELS bytes) from px, row `row` of step `step` of epoch `epoch`;
  * scratch holds 4 SNN_PIXELS floats. The host's gather. */
-SNN_HD void snn_distort_image(const uint8_t *px, uint8_t *out, const uint32_t key[2], int32_t epoch, int32_t step,
-                              int32_t row, float *scratch)
+SNN_HD void snn_distort_image(const uint8_t *px, uint8_t *out, const uint32_t key[2], int32_t epoch,
+                              int32_t step, int32_t row, float *scratch)
 {
     float *dx = scratch, *dy = scratch + SNN_PIXELS;
     const snn_affine a = snn_affine_of(key, epoch, step, row);
