@@ -40,6 +40,10 @@ snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count
         members++;
     }
     snn_score committee = {0.0, 0.0};
+    if (members == 0) { /* stopped before the first: nothing to average */
+        free(sum);
+        return committee;
+    }
     int right = 0;
     for (int i = 0; i < SNN_TEST_COUNT; i++) {
         for (int c = 0; c < SNN_CLASSES; c++) /* the mean; a class no member gives any chance is -inf */
