@@ -475,7 +475,7 @@ class Recipe:
         self.distortion = None  # kernels/distort.h's, where the build distorts; its images: the training set's
         if meta.get("affine") or meta.get("elastic"):
             self.distortion = Distortion(self.noise.key, meta.get("affine"), meta.get("elastic"))
-        self.images, self.pixel_mean, self.pixel_std = None, meta["pixel_mean"], meta["pixel_std"]
+        self.images, self.pixel_mean, self.pixel_std = None, meta.get("pixel_mean"), meta.get("pixel_std")
         self.text = meta.get("recipe", f"SGD lr {self.lr} momentum {self.momentum}")
 
     def batch(self, x, idx, epoch, step):
