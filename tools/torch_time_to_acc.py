@@ -2,7 +2,7 @@
 """PyTorch's time to accuracy on the recipe of a staticnn run, to set a speedrun board against.
 
     tools/torch_time_to_acc.py LOG.jsonl [--seeds 5] [--data DIR] [--json OUT] [--mode graph|eager]
-                               [--device cuda|cpu]
+                               [--device cuda|cpu] [--stop-at-target]
 
 LOG is the --log of a staticnn run with --target-acc (tools/time_to_acc.py
 keeps them with --logs): its config event gives the shape, batch, epochs,
@@ -12,8 +12,10 @@ scored. This script trains the same MLP the way a PyTorch user would, from
 PyTorch's default initialisation of each seed 1..N: nn.Linear/ReLU,
 F.cross_entropy(label_smoothing), torch.optim.AdamW or SGD (SGD's weight decay
 decoupled by hand, as staticnn's), nn.Dropout after each hidden ReLU, each
-image translated on the device by offsets from torch.randint (PyTorch's own
-generator: the same recipe, not the same draws), the forward under torch.autocast for a
+image translated on the device by offsets from torch.randint and, where the
+recipe distorts, resampled by one F.grid_sample through an elastic field
+(torch.rand, smoothed by the Gaussian as a separable conv2d) and an affine map
+(PyTorch's own generator: the same recipe, not the same draws), the forward under torch.autocast for a
 16-bit precision, TF32 off for FP32. As in staticnn and tools/torch_bench.py
 the images stay on the device as uint8 and each step gathers its batch through
 the epoch's permutation.
@@ -26,9 +28,11 @@ and the counter are put back to their start, so the timed run trains from the
 seed's initial weights. Mode eager: the plain loop, the learning rate set the
 same way. Every CONFIG_TRAIN_EVAL_EVERY steps and at each epoch's end the
 watched set is scored (outside the timed stretches, as staticnn does); the
-first score at or above the target stops the run. Training time is CUDA events
-around the stretches of steps; wall time runs from the first step, evaluations
-included. Prints a row per seed and the summary of tools/time_to_acc.py.
+first score at or above the target is recorded and the run trains on to its
+fixed length, whose test accuracy is its result (--stop-at-target: the run
+ends at the mark). Training time is CUDA events around the stretches of steps
+up to the mark; wall time runs from the first step, evaluations included.
+Prints a row per seed and the summary of tools/time_to_acc.py.
 """
 import argparse
 import math
@@ -57,7 +61,7 @@ def fail(msg):
 
 def read_config(path):
     try:
-        config, _ = time_to_acc.target_event(path)
+        config, _, _ = time_to_acc.run_events(path)
     except (OSError, ValueError, KeyError) as err:
         fail(f"{path}: not a staticnn log: {err}")
     if not config:
@@ -78,6 +82,40 @@ def translate(images, shift):
     ys, xs = side + shift - dy, side + shift - dx  # [rows][28]: the padded pixel each one reads
     r = torch.arange(rows, device=images.device)[:, None, None]
     return padded[r, ys[:, :, None], xs[:, None, :]].reshape(rows, SIDE * SIDE)
+
+
+def gaussian(d, device):
+    """The elastic field's smoothing, the Gaussian of width sigma to 4 sigma, normalised (kernels/distort.h)."""
+    radius = int(4.0 * d.elastic["sigma"] + 0.5)
+    k = torch.arange(-radius, radius + 1, dtype=torch.float32, device=device)
+    w = torch.exp(-0.5 * (k / d.elastic["sigma"]) ** 2)
+    return w / w.sum()
+
+
+def distort(images, d, gauss):
+    """uint8 images [rows][784] through the recipe's distortions d (tools/lib/noise.py's Distortion: its
+    ranges) as one would write them in PyTorch: each output pixel reads the image at c + M (q - c) + t, q the
+    pixel moved by alpha times a uniform field smoothed by gauss, bilinear, 0 beyond the edge. Floats in [0,
+    255]."""
+    rows, dev, c = images.shape[0], images.device, (SIDE - 1) / 2
+    side = (torch.arange(SIDE, dtype=torch.float32, device=dev) - c) / c  # align_corners: pixel centres at +-1
+    gy, gx = torch.meshgrid(side, side, indexing="ij")
+    qx, qy = gx.expand(rows, SIDE, SIDE), gy.expand(rows, SIDE, SIDE)
+    if d.elastic:
+        k = gauss.numel()
+        u = (torch.rand(rows * 2, 1, SIDE, SIDE, device=dev) * 2 - 1)
+        u = F.conv2d(F.conv2d(u, gauss.view(1, 1, 1, k), padding=(0, k // 2)), gauss.view(1, 1, k, 1),
+                     padding=(k // 2, 0)).view(rows, 2, SIDE, SIDE)
+        qx, qy = qx + d.alpha * u[:, 0] / c, qy + d.alpha * u[:, 1] / c
+    if d.affine:
+        a, r = d.affine, torch.rand(rows, 5, 1, 1, device=dev) * 2 - 1
+        theta, s, h = r[:, 0] * math.radians(a["rotate"]), 1 + a["scale"] * r[:, 1], a["shear"] * r[:, 2]
+        cs, sn = torch.cos(theta), torch.sin(theta)
+        tx, ty = a["translate"] * r[:, 3] / c, a["translate"] * r[:, 4] / c
+        qx, qy = s * cs * qx + s * (h * cs - sn) * qy + tx, s * sn * qx + s * (h * sn + cs) * qy + ty
+    grid = torch.stack((qx, qy), dim=-1)
+    return F.grid_sample(images.view(rows, 1, SIDE, SIDE).float(), grid, mode="bilinear", padding_mode="zeros",
+                         align_corners=True).view(rows, SIDE * SIDE)
 
 
 def factor_on_device(recipe, t):
@@ -108,6 +146,7 @@ class Run:
         self.model = torch.nn.Sequential(*layers[: -2 if recipe.noise.dropout else -1]).to(device)
         self.params = list(self.model.parameters())
         self.recipe, self.data, self.batch = recipe, data, cfg["batch"]
+        self.gauss = gaussian(recipe.distortion, device) if recipe.distortion and recipe.distortion.elastic else None
         self.steps = cfg["steps_per_epoch"]
         self.lr = torch.tensor(recipe.lr, dtype=torch.float32, device=device)
         if recipe.optimizer == "adamw":
@@ -126,7 +165,11 @@ class Run:
         """One training step, every index on the device."""
         idx = self.perm.index_select(0, self.step).view(-1)
         images, y = self.data.images.index_select(0, idx), self.data.labels.index_select(0, idx)
-        x = self.data.normalise(translate(images, self.recipe.noise.shift) if self.recipe.noise.shift else images)
+        if self.recipe.noise.shift:
+            images = translate(images, self.recipe.noise.shift)
+        if self.recipe.distortion:
+            images = distort(images, self.recipe.distortion, self.gauss)
+        x = self.data.normalise(images)
         with torch_bench.autocast():
             loss = F.cross_entropy(self.model(x), y, label_smoothing=self.recipe.smoothing)
         loss.backward()
@@ -185,13 +228,15 @@ class Run:
         return correct.item() / len(labels)
 
 
-def run_seed(cfg, recipe, data, watched, seed, mode, device):
+def run_seed(cfg, recipe, data, watched, seed, mode, device, stop):
+    """The seed's first score of the watched set at or above the target (or its best), and its test accuracy at
+    the end of the fixed-length run (None with stop: the run ends at the mark)."""
     run = Run(cfg, recipe, data, seed, mode, device)
     timer = torch_bench.EpochTimer(device)
     every, goal = cfg["eval_every"], cfg["target_acc"]
     fit = TRAIN_COUNT - cfg.get("validation_size", 0)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    train_s, best = 0.0, None
+    train_s, best, first = 0.0, None, None
     started = time.perf_counter()
     for epoch in range(1, cfg["epochs"] + 1):
         run.begin_epoch(torch.randperm(fit, generator=gen).to(device))
@@ -204,11 +249,14 @@ def run_seed(cfg, recipe, data, watched, seed, mode, device):
             row = {"seed": seed, "reached": acc >= goal, "set": cfg.get("target_set", "test"), "epoch": epoch,
                    "step": done, "steps": (epoch - 1) * run.steps + done, "acc": acc, "train_s": train_s,
                    "wall_s": time.perf_counter() - started}
-            if row["reached"]:
-                return row
+            if row["reached"] and first is None:
+                first = row
+                if stop:
+                    return dict(first, end_epoch=None, end_test_acc=None, end_valid_acc=None)
             if best is None or acc > best["acc"]:
                 best = row
-    return best
+    end = run.score(data.test_images, data.test_labels)
+    return dict(first or best, end_epoch=cfg["epochs"], end_test_acc=end, end_valid_acc=None)
 
 
 def main():
@@ -219,6 +267,7 @@ def main():
     p.add_argument("--json", help="write the rows and the summary here")
     p.add_argument("--mode", choices=("graph", "eager"), default="graph")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--stop-at-target", action="store_true", help="end each run at the mark (no fixed-length result)")
     args = p.parse_args()
     cfg = read_config(args.log)
     if args.device == "cpu" and args.mode == "graph":
@@ -237,10 +286,11 @@ def main():
     held = cfg.get("validation_size", 0)
     watched = ((data.images[TRAIN_COUNT - held:], data.labels[TRAIN_COUNT - held:]) if held
                else (data.test_images, data.test_labels))
-    rows = [run_seed(cfg, recipe, data, watched, seed, args.mode, args.device) for seed in range(1, args.seeds + 1)]
+    rows = [run_seed(cfg, recipe, data, watched, seed, args.mode, args.device, args.stop_at_target)
+            for seed in range(1, args.seeds + 1)]
     device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
     shown = dict(cfg, device=device, target=f"pytorch {torch.__version__}", step=args.mode)
-    s = time_to_acc.summary(rows)
+    s = time_to_acc.summary(rows, 100 * cfg["target_acc"])
     time_to_acc.print_table(shown, 100 * cfg["target_acc"], rows, s)
     if args.json:
         time_to_acc.write_json(args.json, shown, 100 * cfg["target_acc"], rows, s)
