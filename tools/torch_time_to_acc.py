@@ -246,7 +246,8 @@ def run_seed(cfg, recipe, data, watched, seed, mode, device, stop):
             train_s += timer.time(lambda: run.train(last - done)) / 1e3
             done = last
             acc = run.score(*watched)
-            row = {"seed": seed, "reached": acc >= goal, "set": cfg.get("target_set", "test"), "epoch": epoch,
+            row = {"seed": seed, "gpu": None, "reached": acc >= goal, "set": cfg.get("target_set", "test"),
+                   "epoch": epoch,
                    "step": done, "steps": (epoch - 1) * run.steps + done, "acc": acc, "train_s": train_s,
                    "wall_s": time.perf_counter() - started}
             if row["reached"] and first is None:
