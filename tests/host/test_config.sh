@@ -175,6 +175,14 @@ for c in "forced-fused CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_WIDTH=4096 FUSED" \
         echo "ok - $2 with $3: the ${4,,} step"
     else echo "not ok - $2 with $3: step '$(step_of "$d")', want $4"; fi
 done
+# A GPU board's width edited by hand in .config: the header follows (the step's default is a Kconfig
+# expression, not a stored symbol that the edit would leave stale).
+d=$T/hand-h100
+if $M O="$d" h100_defconfig >/dev/null 2>&1 && sed -i 's/^CONFIG_NN_HIDDEN_WIDTH=.*/CONFIG_NN_HIDDEN_WIDTH=4096/' "$d/.config" &&
+    out=$($M O="$d" "$d/include/generated/config.h" 2>&1) &&
+    grep -qx '#define CONFIG_NN_HIDDEN_WIDTH 4096' "$d/include/generated/config.h"; then
+    echo "ok - the h100 board's hidden width edited by hand in .config: the header follows"
+else echo "not ok - the h100 board's hidden width edited by hand: $(tail -n 2 <<<"${out:-}" | tr '\n' ' ')"; fi
 # Per-layer widths (NN_HIDDEN_WIDTH_k, 0: NN_HIDDEN_WIDTH): the header gives each; a layer the model lacks, or
 # a width out of range, is refused; the step's default follows the widest layer.
 d=$(with widths 'CONFIG_NN_HIDDEN_LAYERS=3' 'CONFIG_NN_HIDDEN_WIDTH_1=300' 'CONFIG_NN_HIDDEN_WIDTH_3=100')
