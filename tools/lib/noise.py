@@ -131,18 +131,19 @@ class Distortion:
             self.sum = s
 
     def maps(self, epoch, step, rows):
-        """Each row's (m00, m01, m10, m11, tx, ty), float32 arrays."""
+        """Each row's (m00, m01, m10, m11, cx, cy), float32 arrays: (cx, cy) the centre plus the translation."""
+        c = F(0.5 * (IMAGE_SIDE - 1))
         if not self.affine:
-            one, zero = np.ones(rows, F), np.zeros(rows, F)
-            return one, zero, zero, one, zero, zero
+            one, zero, centre = np.ones(rows, F), np.zeros(rows, F), np.full(rows, c)
+            return one, zero, zero, one, centre, centre
         r = philox(np.arange(rows), step, epoch, DRAW_AFFINE, *self.key)
         theta = F(self.affine["rotate"] * 0.017453292519943295) * uniform16(r[0])
         s = fma(F(self.affine["scale"]), uniform16(r[0] >> np.uint32(16)), F(1.0))
         h = F(self.affine["shear"]) * uniform16(r[1])
         sn, cs = sin_(theta), cos_(theta)
         t = F(self.affine["translate"])
-        return (s * cs, s * fma(h, cs, -sn), s * sn, s * fma(h, sn, cs), t * uniform16(r[1] >> np.uint32(16)),
-                t * uniform16(r[2]))
+        return (s * cs, s * fma(h, cs, -sn), s * sn, s * fma(h, sn, cs), fma(t, uniform16(r[1] >> np.uint32(16)), c),
+                fma(t, uniform16(r[2]), c))
 
     def _smooth(self, f, along_x):
         """One pass over fields f [rows][28][28]: the weighted sum k = -R .. R in order, 0 beyond the image."""
@@ -176,13 +177,13 @@ class Distortion:
     def apply(self, images, epoch, step):
         """The batch's byte images [rows][784] distorted as the engine's step `step` of epoch `epoch` does."""
         rows = len(images)
-        m00, m01, m10, m11, tx, ty = (v[:, None, None] for v in self.maps(epoch, step, rows))
+        m00, m01, m10, m11, cx, cy = (v[:, None, None] for v in self.maps(epoch, step, rows))
         dx, dy = self.fields(epoch, step, rows)
         c = F(0.5 * (IMAGE_SIDE - 1))
         side = np.arange(IMAGE_SIDE).astype(F)
         qx = (side[None, None, :] + dx) - c
         qy = (side[None, :, None] + dy) - c
-        sx, sy = fma(m00, qx, fma(m01, qy, c + tx)), fma(m10, qx, fma(m11, qy, c + ty))
+        sx, sy = fma(m00, qx, fma(m01, qy, cx)), fma(m10, qx, fma(m11, qy, cy))
         ok = (sx > F(-1.0)) & (sx < F(IMAGE_SIDE)) & (sy > F(-1.0)) & (sy < F(IMAGE_SIDE))
         sx, sy = np.where(ok, sx, F(0.0)), np.where(ok, sy, F(0.0))
         x0, y0 = np.floor(sx), np.floor(sy)
