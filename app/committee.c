@@ -6,7 +6,6 @@
 
 #include "app/evaluate.h"
 #include "app/model_file.h"
-#include "app/signals.h"
 #include "snn_check.h"
 #include "snn_config.h"
 
@@ -30,20 +29,15 @@ snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count
     const size_t n = (size_t)SNN_TEST_COUNT * SNN_CLASSES;
     double *sum = calloc(n, sizeof(double));
     SNN_CHECK_SYS(sum, "allocating the committee's probabilities");
-    int members = 0;
-    while (members < count && !snn_stop_signal()) {
-        snn_model_file_load(paths[members], m, NULL, SNN_FILE_WEIGHTS);
+    for (int i = 0; i < count; i++) {
+        snn_model_file_load(paths[i], m, NULL, SNN_FILE_WEIGHTS);
         const snn_score s = snn_evaluate_logits(m, logits);
         if (scores)
-            scores[members] = s;
+            scores[i] = s;
         add_probabilities(sum, logits, SNN_TEST_COUNT);
-        members++;
     }
+    const int members = count;
     snn_score committee = {0.0, 0.0};
-    if (members == 0) { /* stopped before the first: nothing to average */
-        free(sum);
-        return committee;
-    }
     int right = 0;
     for (int i = 0; i < SNN_TEST_COUNT; i++) {
         for (int c = 0; c < SNN_CLASSES; c++) /* the mean; a class no member gives any chance is -inf */

@@ -12,8 +12,8 @@
  * m->test_images; into logits (SNN_TEST_COUNT x SNN_CLASSES) the committee's: the log of the members' mean
  * probability, whose arg-max is the committee's class and whose softmax gives the mean back. With labels,
  * member i's score into scores[i] (the device's, as --eval of it alone) and the committee's returned: the
- * mean over the images of -log(mean probability of the label), and its accuracy. A stop signal ends it after
- * the member it came in (check snn_stop_signal). */
+ * mean over the images of -log(mean probability of the label), and its accuracy. Every member is scored: a
+ * stop signal is the caller's to check after (--predict classifies what it has read with the whole committee). */
 snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count, float *logits,
                                const uint8_t *labels, snn_score *scores);
 

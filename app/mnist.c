@@ -34,7 +34,7 @@ static void dump_epoch_file(snn_out_dir *dump, const char *what, int epoch, cons
  * `epoch` (from 1), as the host computes them (the GPU's are the same bits: tests/gpu/test_kernels): per
  * step, each row's (dx, dy) as int8 where the build translates, then each hidden layer's dropout mask of
  * [batch][width] units, one bit each, least significant first, where it drops units, then each row's affine
- * map (six float32: m00 m01 m10 m11 tx ty) where it distorts so, then each row's elastic displacement (784
+ * map (six float32: m00 m01 m10 m11 cx cy, the last two the centre plus the translation) where it distorts so, then each row's elastic displacement (784
  * float32 dx, then 784 dy) where it distorts so. What tools/torch_parity.py checks its own draws against. */
 #define SNN_DUMP_DRAW_STEPS 50
 static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int steps)
@@ -511,7 +511,7 @@ static void print_epoch(int epoch, const epoch_figures *f)
 static void train_epoch(outputs *out, const options *o, run_state *r, int first)
 {
     snn_model *m = &r->m;
-    const int epoch = r->at.epoch, every = r->target.goal > 0 ? CONFIG_TRAIN_EVAL_EVERY : o->max_steps;
+    const int epoch = r->at.epoch;
     float *losses = r->at.losses;
     epoch_figures f = {.epoch_steps = o->max_steps};
     int steps = first, checked = 0;
@@ -519,6 +519,9 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first)
         stop_run(out, o, r, first);
     snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
     while (steps < o->max_steps && !snn_target_stops(&r->target)) {
+        /* scored until the mark is reached; with --keep-going, whole after it */
+        const int scoring = r->target.goal > 0 && !r->target.reached;
+        const int every = scoring ? CONFIG_TRAIN_EVAL_EVERY : o->max_steps;
         int last = (steps / every + 1) * every;
         if (last > o->max_steps)
             last = o->max_steps;
@@ -537,7 +540,7 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first)
         f.ms += ms;
         r->train_s += ms / 1e3;
         steps = last;
-        if (r->target.goal > 0)
+        if (scoring)
             watch_target(out, r, steps);
     }
     snn_rt_mark_free(start);

@@ -62,9 +62,21 @@ static const char *const state_prefix[] = {"momentum."};
 #else
 #define RECIPE_DROPOUT ""
 #endif
+#ifdef CONFIG_TRAIN_AUGMENT_AFFINE
+#define RECIPE_AFFINE                                                                                      \
+    "CONFIG_TRAIN_AUGMENT_AFFINE=y\n" QUOTED(TRAIN_AFFINE_ROTATE) QUOTED(TRAIN_AFFINE_SCALE)                  \
+        QUOTED(TRAIN_AFFINE_SHEAR) QUOTED(TRAIN_AFFINE_TRANSLATE)
+#else
+#define RECIPE_AFFINE ""
+#endif
+#ifdef CONFIG_TRAIN_AUGMENT_ELASTIC
+#define RECIPE_ELASTIC "CONFIG_TRAIN_AUGMENT_ELASTIC=y\n" QUOTED(TRAIN_ELASTIC_ALPHA) QUOTED(TRAIN_ELASTIC_SIGMA)
+#else
+#define RECIPE_ELASTIC ""
+#endif
 #define RECIPE_SYMBOLS                                                                                     \
     RECIPE_OPTIMIZER QUOTED(TRAIN_WEIGHT_DECAY) RECIPE_SCHEDULE QUOTED(TRAIN_LABEL_SMOOTHING)               \
-        NUMBER(TRAIN_AUGMENT_SHIFT, CONFIG_TRAIN_AUGMENT_SHIFT) RECIPE_DROPOUT
+        NUMBER(TRAIN_AUGMENT_SHIFT, CONFIG_TRAIN_AUGMENT_SHIFT) RECIPE_AFFINE RECIPE_ELASTIC RECIPE_DROPOUT
 
 /* The metadata: strings, as the format wants. */
 typedef struct {
@@ -255,7 +267,7 @@ static void check_metadata(const snn_st_file *f, const char *path, snn_file_kind
     if (checkpoint && (!is || strcmp(is, "checkpoint")))
         snn_die("%s: not a checkpoint (its metadata's kind is %s); --resume wants a file written by "
                 "--checkpoint, --load takes weights", path, is ? is : "missing");
-    char shape[256], optimizer[128], batch[16], validation[16];
+    char shape[256], optimizer[sizeof(((metadata *)0)->optimizer)], batch[16], validation[16];
     snn_model_shape(shape, sizeof(shape));
     require_same(f, path, "shape", shape, "model shape", checkpoint);
     require_same(f, path, "dataset", SNN_DATASET_NAME, "dataset", checkpoint);

@@ -133,7 +133,8 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
                                       {"--epochs", epochs_given ? "" : NULL},
                                       {"--max-steps", max_steps_given ? "" : NULL},
                                       {"--seed", seed_given ? "" : NULL},
-                                      {"--target-acc", o->target_acc > 0 ? "" : NULL}};
+                                      {"--target-acc", o->target_acc > 0 ? "" : NULL},
+                                      {"--keep-going", o->keep_going ? "" : NULL}};
     for (size_t i = 0; infer && i < sizeof(training_only) / sizeof(training_only[0]); i++)
         if (training_only[i][1])
             snn_die("%s trains nothing: %s does not go with it", o->eval ? "--eval" : "--predict",

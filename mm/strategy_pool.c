@@ -20,7 +20,7 @@ void *snn_mm_alloc(size_t bytes)
     void *p = snn_pool_alloc(pool, bytes);
     if (!p)
         snn_die("memory pool: %s: raise CONFIG_MM_POOL_CAP_MIB (now %d) or lower CONFIG_TRAIN_BATCH_SIZE, "
-                "CONFIG_EVAL_BATCH_SIZE or CONFIG_NN_HIDDEN_WIDTH (make menuconfig)",
+                "CONFIG_EVAL_BATCH_SIZE or the hidden widths (CONFIG_NN_HIDDEN_WIDTH, _WIDTH_k; make menuconfig)",
                 snn_pool_error(pool), CONFIG_MM_POOL_CAP_MIB);
     return p;
 }

@@ -35,7 +35,7 @@ static inline const char *snn_cuda_hint(cudaError_t e)
                "(make help), set CONFIG_CUDA_ARCH_OVERRIDE to the card, or update the driver";
     case cudaErrorMemoryAllocation:
         return "out of device memory: free the GPU or lower CONFIG_TRAIN_BATCH_SIZE, "
-               "CONFIG_EVAL_BATCH_SIZE or CONFIG_NN_HIDDEN_WIDTH";
+               "CONFIG_EVAL_BATCH_SIZE or the hidden widths (CONFIG_NN_HIDDEN_WIDTH, _WIDTH_k)";
     case cudaErrorIllegalAddress:
     case cudaErrorMisalignedAddress:
     case cudaErrorLaunchFailure:

@@ -119,7 +119,8 @@ void snn_rt_init(snn_device_info *info, size_t plan_bytes)
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if (free_b < plan_bytes)
         snn_die("GPU %d (%s) has %.1f MiB free of %.1f MiB; this build's memory plan needs %.1f MiB (%zu bytes): "
-                "free the GPU or lower CONFIG_TRAIN_BATCH_SIZE, CONFIG_EVAL_BATCH_SIZE or CONFIG_NN_HIDDEN_WIDTH",
+                "free the GPU or lower CONFIG_TRAIN_BATCH_SIZE, CONFIG_EVAL_BATCH_SIZE or the hidden widths "
+                "(CONFIG_NN_HIDDEN_WIDTH, _WIDTH_k)",
                 dev, prop.name, mib(free_b), mib(total_b), mib(plan_bytes), plan_bytes);
 
     if (!g_stream)

@@ -64,7 +64,8 @@ void snn_rt_init(snn_device_info *info, size_t plan_bytes)
     info->free_bytes = available_bytes();
     info->total_bytes = total > 0 ? (size_t)total * page : 0;
     if (info->free_bytes && plan_bytes > info->free_bytes)
-        snn_die("the memory plan needs %zu bytes but only %zu are available: lower CONFIG_NN_HIDDEN_WIDTH, "
+        snn_die("the memory plan needs %zu bytes but only %zu are available: lower the hidden widths "
+                "(CONFIG_NN_HIDDEN_WIDTH, _WIDTH_k), "
                 "CONFIG_NN_HIDDEN_LAYERS, CONFIG_TRAIN_BATCH_SIZE or CONFIG_EVAL_BATCH_SIZE (make menuconfig)",
                 plan_bytes, info->free_bytes);
 }
