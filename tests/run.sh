@@ -144,6 +144,16 @@ suite_recipe() {
             echo "ok - recipe $r: parity with the numpy trainer, steps 1-50: $(tail -n 1 <<<"$out" | sed 's/.*max rel diff \([^,]*\),.*/max rel diff \1/')"
         else echo "not ok - recipe $r: parity: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
         [[ $r == widths ]] && recipe_widths_files "$d"
+        if [[ $r == distort ]]; then # a dumped affine map changed: refused by name
+            "$py" -c 'import struct, sys; b = bytearray(open(sys.argv[1], "rb").read()); at = 2 * 32 + 4 * 6 * 5
+b[at:at + 4] = struct.pack("<f", struct.unpack("<f", b[at:at + 4])[0] * 1.001); open(sys.argv[1], "wb").write(b)' \
+                "$d/dump/draws-1.bin" # step 1: 32 rows' dx, dy, then row 5's m00
+            if out=$("$py" tools/torch_parity.py "$d/dump" --backend numpy --epochs 1 2>&1); then
+                echo "not ok - recipe distort: a dumped affine map changed, and parity did not notice"
+            elif [[ $out == *"step 1's affine maps differ"* ]]; then
+                echo "ok - recipe distort: a changed float of the dumped affine maps is refused by name"
+            else echo "not ok - recipe distort: a changed dumped map: $(tail -n 1 <<<"$out")"; fi
+        fi
         [[ $r == noise ]] || continue # its dumped draws: one flipped mask bit is found
         "$py" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[74] ^= 1; open(sys.argv[1], "wb").write(b)' \
             "$d/dump/draws-1.bin" # step 1, byte 10 of hidden layer 0's mask (after 32 rows' dx, dy)

@@ -74,7 +74,9 @@ def seed_result(run, seed, log, app):
     return config, event, epoch
 
 
-def summary(rows, target):
+def summary(rows, goal):
+    """How many reached the mark, their times, and where every run trained its whole length, the test accuracy
+    at the ends against goal (a fraction, as the engine compares)."""
     reached = [r for r in rows if r["reached"]]
     s = {"seeds": len(rows), "reached": len(reached)}
     if reached:
@@ -84,10 +86,10 @@ def summary(rows, target):
                  worst_wall_s=max(wall), mean_steps=statistics.mean(r["steps"] for r in reached),
                  worst_steps=max(r["steps"] for r in reached))
     ends = [r["end_test_acc"] for r in rows if r["end_test_acc"] is not None]
-    if len(ends) == len(rows):  # every run trained its whole length
+    if rows and len(ends) == len(rows):  # every run trained its whole length
         s["fixed"] = {"epochs": max(r["end_epoch"] for r in rows), "mean_test_acc": statistics.mean(ends),
                       "sd_test_acc": statistics.stdev(ends) if len(ends) > 1 else 0.0, "worst_test_acc": min(ends),
-                      "at_target": sum(a >= target / 100 for a in ends)}
+                      "at_target": sum(a >= goal for a in ends)}
     return s
 
 
@@ -115,7 +117,11 @@ def print_table(config, target, rows, s):
                  f"wall time mean {s['mean_wall_s']:.3f} s, worst {s['worst_wall_s']:.3f} s; "
                  f"steps mean {s['mean_steps']:.0f}, worst {s['worst_steps']}")
     print(line)
-    if "fixed" in s:
+    if "fixed" not in s:
+        print("no fixed-length result: " + ("the runs ended at the mark (--stop-at-target)"
+                                            if all(r["end_epoch"] is None for r in rows)
+                                            else "a run's log has no epoch at its end"))
+    else:
         f = s["fixed"]
         print(f"fixed length, {f['epochs']} epochs, the test set scored at each run's end: mean "
               f"{100 * f['mean_test_acc']:.2f} %, sd {100 * f['sd_test_acc']:.2f}, worst {100 * f['worst_test_acc']:.2f} %; "
@@ -167,7 +173,7 @@ def main():
                          "end_epoch": last["epoch"] if whole else None,
                          "end_test_acc": last["test_acc"] if whole else None,
                          "end_valid_acc": last.get("valid_acc") if whole else None})
-    s = summary(rows, args.target)
+    s = summary(rows, args.target / 100)
     print_table(config, args.target, rows, s)
     if args.json:
         write_json(args.json, config, args.target, rows, s)

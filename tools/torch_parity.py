@@ -250,7 +250,8 @@ def check_draws(dump, epoch, meta, noise, distortion):
         return 0
     path = os.path.join(dump, f"draws-{epoch}.bin")
     if not os.path.exists(path):
-        raise DataError(f"no {path}: the build translates or drops units, and its dump must hold its draws")
+        raise DataError(f"no {path}: the build translates, distorts or drops units, and its dump must hold its "
+                        "draws")
     raw = np.fromfile(path, dtype=np.uint8)
     batch, widths = meta["batch"], meta["dims"][1:-1]
     shift_bytes = 2 * batch if noise.shift else 0
@@ -284,6 +285,7 @@ def check_draws(dump, epoch, meta, noise, distortion):
             dx, dy = distortion.fields(epoch - 1, s, batch)
             want = np.stack([dx.reshape(batch, -1), dy.reshape(batch, -1)], axis=1)
             close(path, s, "elastic displacements", got, want)
+            at += fields
     return steps
 
 
@@ -293,7 +295,7 @@ DISTORT_TOL = 1e-6
 def close(path, step, what, got, want):
     """A DataError where the engine's floats and numpy's differ by more than DISTORT_TOL relative."""
     worst = float(np.max(np.abs(got.astype(np.float64) - want) / np.maximum(np.abs(want), 1.0)))
-    if worst > DISTORT_TOL:
+    if not worst <= DISTORT_TOL:  # a NaN is no match either
         raise DataError(f"{path}: step {step + 1}'s {what} differ from tools/lib/noise.py's by {worst:.1e} "
                         f"(tolerance {DISTORT_TOL:.0e})")
 
@@ -892,8 +894,10 @@ def main():
     print(f"{PROG}: MLP {shape}, batch {batch}, {steps} steps per epoch, {Recipe(meta).text}; "
           f"staticnn ({meta.get('target', '?')}, {precision}) vs {trainer.name}")
     if any(drawn):
-        print(f"  draws: the engine's translations, distortions and dropout masks of steps 1-{drawn[0]} of each "
-              "epoch equal tools/lib/noise.py's, which the trainers use")
+        kinds = [k for k, on in (("translations", recipe.noise.shift), ("distortions", recipe.distortion),
+                                 ("dropout masks", recipe.noise.dropout)) if on]
+        print(f"  draws: the engine's {', '.join(kinds)} of steps 1-{drawn[0]} of each epoch equal "
+              "tools/lib/noise.py's, which the trainers use")
     ours, stats = [], []
     for epoch, (order, ref) in enumerate(zip(orders, refs), start=1):
         start = time.perf_counter()

@@ -271,6 +271,8 @@ def main():
     p.add_argument("--stop-at-target", action="store_true", help="end each run at the mark (no fixed-length result)")
     args = p.parse_args()
     cfg = read_config(args.log)
+    if args.seeds < 1:
+        fail(f"--seeds wants at least 1, not {args.seeds}")
     if args.device == "cpu" and args.mode == "graph":
         fail("graph mode needs CUDA: give --mode eager with --device cpu")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -291,7 +293,7 @@ def main():
             for seed in range(1, args.seeds + 1)]
     device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
     shown = dict(cfg, device=device, target=f"pytorch {torch.__version__}", step=args.mode)
-    s = time_to_acc.summary(rows, 100 * cfg["target_acc"])
+    s = time_to_acc.summary(rows, cfg["target_acc"])
     time_to_acc.print_table(shown, 100 * cfg["target_acc"], rows, s)
     if args.json:
         time_to_acc.write_json(args.json, shown, 100 * cfg["target_acc"], rows, s)

@@ -317,7 +317,7 @@ widths_host() {
     mkdir -p "$d"
     cp tests/configs/recipe_widths_defconfig "$d/def"
     planned widths-host "$d" || return
-    build_variant widths-host "$d" >/dev/null
+    build_variant widths-host "$d" | grep -v "^ok"
 }
 widths_variant() { # NAME SM PRECISION LAYERED|FUSED BATCH sanitize|- WIDTH...
     local name=widths-$1 d=$OUT/gpu-widths-$1 sm=$2 prec=$3 step=$4 batch=$5 san=$6 k=0 w

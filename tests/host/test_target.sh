@@ -142,7 +142,7 @@ verdict "validation build: the checkpoint metadata records the split" \
 # the mark, beside the fixed-length result (each run trains on past the mark:
 # --keep-going); a seed that misses is a result; a run that fails is an error.
 if out=$(python3 tools/time_to_acc.py "$APP" --target 92 --seeds 2 --json "$T/tta.json" -- --data "$DATA" --max-steps 300 --epochs 2 2>&1) &&
-    "$PY" - "$T/tta.json" "$T/tta-stop.json" <<'PY'
+    "$PY" - "$T/tta.json" <<'PY'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
 rows, s = r["rows"], r["summary"]
@@ -157,11 +157,14 @@ assert f["at_target"] == 2 and f["sd_test_acc"] == statistics.stdev(ends), f
 PY
 then echo "ok - time_to_acc.py: 2 seeds, the first crossings (mean, worst) and the fixed-length test accuracies in the table and the JSON"
 else echo "not ok - time_to_acc.py: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
-out=$(python3 tools/time_to_acc.py "$APP" --target 92 --seeds 1 --stop-at-target --json "$T/tta-stop.json" -- --data "$DATA" --max-steps 300 --epochs 2 2>&1)
-verdict "time_to_acc.py --stop-at-target: the run ends at the mark, no fixed-length result" \
+out=$(python3 tools/time_to_acc.py "$APP" --target 92 --seeds 1 --stop-at-target --json "$T/tta-stop.json" --logs "$T/stop" -- --data "$DATA" --max-steps 300 --epochs 2 2>&1)
+verdict "time_to_acc.py --stop-at-target: the run ends at the mark (one epoch, cut short), no fixed-length result" \
     '"$PY" -c "import json, sys; r = json.load(open(sys.argv[1])); x = r[\"rows\"][0]
 sys.exit(not (x[\"end_test_acc\"] is None and \"fixed\" not in r[\"summary\"] and x[\"reached\"]))" "$T/tta-stop.json" &&
-     grep -q "^first crossing: target 92 % on the test set" <<<"$out"' "$(tail -n 2 <<<"$out" | tr '\n' ' ')"
+     [ "$(event "$T/stop/seed-1.jsonl" target keep_going)" = False ] &&
+     [ "$(grep -c "\"event\": *\"epoch\"" "$T/stop/seed-1.jsonl")" = 1 ] && [ -n "$(event "$T/stop/seed-1.jsonl" epoch steps)" ] &&
+     grep -q "^first crossing: target 92 % on the test set" <<<"$out" && grep -q "^no fixed-length result: the runs ended at the mark" <<<"$out"' \
+    "$(tail -n 2 <<<"$out" | tr '\n' ' ')"
 out=$(python3 tools/time_to_acc.py "$APP" --target 99.9 --seeds 2 -- --data "$DATA" --max-steps 30 --epochs 1 2>&1)
 rc=$?
 verdict "time_to_acc.py: seeds that miss the mark are counted, exit 0" \
