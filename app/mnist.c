@@ -34,9 +34,12 @@ static void dump_epoch_file(snn_out_dir *dump, const char *what, int epoch, cons
  * `epoch` (from 1), as the host computes them (the GPU's are the same bits: tests/gpu/test_kernels): per
  * step, each row's (dx, dy) as int8 where the build translates, then each hidden layer's dropout mask of
  * [batch][width] units, one bit each, least significant first, where it drops units, then each row's affine
- * map (six float32: m00 m01 m10 m11 cx cy, the last two the centre plus the translation) where it distorts so, then each row's elastic displacement (784
- * float32 dx, then 784 dy) where it distorts so. What tools/torch_parity.py checks its own draws against. */
+ * map (six float32: m00 m01 m10 m11 cx cy, the last two the centre plus the translation) where it distorts
+ * so, then the first SNN_DUMP_FIELDS rows' elastic displacements (784 float32 dx, then 784 dy) where it
+ * distorts so. What tools/torch_parity.py checks its own draws against. */
 #define SNN_DUMP_DRAW_STEPS 50
+#define SNN_DUMP_FIELD_ROWS 8 /* the rows of a step whose elastic fields are dumped: 6 KB each */
+#define SNN_DUMP_FIELDS (SNN_BATCH < SNN_DUMP_FIELD_ROWS ? SNN_BATCH : SNN_DUMP_FIELD_ROWS)
 static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int steps)
 {
     if (!SNN_AUGMENT_SHIFT && !SNN_DROPOUT && !SNN_DISTORTS)
@@ -46,7 +49,7 @@ static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int ste
     for (int l = 1; SNN_DROPOUT && l < SNN_LAYERS; l++) /* a bit a unit of each hidden layer, whole bytes */
         per_step += ((size_t)SNN_BATCH * SNN_DIM(l) + 7) / 8;
     const size_t maps = SNN_AFFINE ? (size_t)SNN_BATCH * sizeof(snn_affine) : 0,
-                 fields = SNN_ELASTIC ? (size_t)SNN_BATCH * 2 * SNN_PIXELS * sizeof(float) : 0;
+                 fields = SNN_ELASTIC ? (size_t)SNN_DUMP_FIELDS * 2 * SNN_PIXELS * sizeof(float) : 0;
     per_step += maps + fields;
     uint8_t *draws = snn_xmalloc((size_t)n * per_step + 1, "the dumped draws");
     memset(draws, 0, (size_t)n * per_step + 1);
@@ -67,7 +70,7 @@ static void dump_draws(snn_out_dir *dump, const snn_model *m, int epoch, int ste
             const snn_affine a = snn_affine_of(m->noise.key, epoch - 1, s, i);
             memcpy(at, &a, sizeof(a));
         }
-        for (int i = 0; SNN_ELASTIC && i < SNN_BATCH; i++, at += 2 * SNN_PIXELS * sizeof(float)) {
+        for (int i = 0; SNN_ELASTIC && i < SNN_DUMP_FIELDS; i++, at += 2 * SNN_PIXELS * sizeof(float)) {
             float dx[SNN_PIXELS], dy[SNN_PIXELS], scratch[2 * SNN_PIXELS];
             snn_elastic_field(m->noise.key, epoch - 1, s, i, dx, dy, scratch);
             memcpy(at, dx, sizeof(dx));

@@ -257,7 +257,8 @@ def check_draws(dump, epoch, meta, noise, distortion):
     shift_bytes = 2 * batch if noise.shift else 0
     masks = [(w, (batch * w + 7) // 8) for w in widths] if noise.dropout else []
     maps = 6 * 4 * batch if distortion and distortion.affine else 0
-    fields = 2 * IMAGE_PIXELS * 4 * batch if distortion and distortion.elastic else 0
+    field_rows = min(batch, DUMP_FIELD_ROWS)  # app/mnist.c dumps the fields of a step's first rows
+    fields = 2 * IMAGE_PIXELS * 4 * field_rows if distortion and distortion.elastic else 0
     per_step = shift_bytes + sum(b for _, b in masks) + maps + fields
     steps = raw.size // per_step
     if steps == 0 or raw.size != steps * per_step:
@@ -281,15 +282,16 @@ def check_draws(dump, epoch, meta, noise, distortion):
             close(path, s, "affine maps", got, np.stack(distortion.maps(epoch - 1, s, batch), axis=1))
             at += maps
         if fields:
-            got = block[at : at + fields].view("<f4").reshape(batch, 2, IMAGE_PIXELS)
-            dx, dy = distortion.fields(epoch - 1, s, batch)
-            want = np.stack([dx.reshape(batch, -1), dy.reshape(batch, -1)], axis=1)
+            got = block[at : at + fields].view("<f4").reshape(field_rows, 2, IMAGE_PIXELS)
+            dx, dy = distortion.fields(epoch - 1, s, field_rows)
+            want = np.stack([dx.reshape(field_rows, -1), dy.reshape(field_rows, -1)], axis=1)
             close(path, s, "elastic displacements", got, want)
             at += fields
     return steps
 
 
 DISTORT_TOL = 1e-6
+DUMP_FIELD_ROWS = 8  # app/mnist.c's SNN_DUMP_FIELD_ROWS
 
 
 def close(path, step, what, got, want):
