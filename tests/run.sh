@@ -143,7 +143,8 @@ suite_recipe() {
         if out=$("$py" tools/torch_parity.py "$d/dump" --backend numpy --epochs 2 2>&1) && [[ $out == *PASS ]]; then
             echo "ok - recipe $r: parity with the numpy trainer, steps 1-50: $(tail -n 1 <<<"$out" | sed 's/.*max rel diff \([^,]*\),.*/max rel diff \1/')"
         else echo "not ok - recipe $r: parity: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
-        [[ $r == widths ]] && recipe_widths_files "$d"
+        [[ $r == widths || $r == distort ]] && recipe_resumes "$r" "$d"
+        [[ $r == widths ]] && recipe_widths_refused "$d"
         if [[ $r == distort ]]; then # a dumped affine map changed: refused by name
             "$py" -c 'import struct, sys; b = bytearray(open(sys.argv[1], "rb").read()); at = 2 * 32 + 4 * 6 * 5
 b[at:at + 4] = struct.pack("<f", struct.unpack("<f", b[at:at + 4])[0] * 1.001); open(sys.argv[1], "wb").write(b)' \
@@ -164,17 +165,21 @@ b[at:at + 4] = struct.pack("<f", struct.unpack("<f", b[at:at + 4])[0] * 1.001); 
         else echo "not ok - recipe noise: a changed dumped mask: $(tail -n 1 <<<"$out")"; fi
     done
 }
-# Mixed hidden widths in files: a run resumed from its mid-run checkpoint ends with the straight run's bytes;
-# the host board's build (784-256-10) refuses the weights, naming both shapes.
-recipe_widths_files() { # DIR
-    local d=$1 a="--data data/mnist --max-steps 60" out
+# A run resumed from its mid-run checkpoint ends with the straight run's bytes (mixed widths; the draws of
+# distortions, functions of where they are made).
+recipe_resumes() { # RECIPE DIR
+    local r=$1 d=$2 a="--data data/mnist --max-steps 60"
     rm -f "$d/straight.st" "$d/resumed.st" "$d/ckpt.st"
     if "$d/app/mnist" $a --epochs 2 --save "$d/straight.st" >/dev/null 2>&1 &&
         "$d/app/mnist" $a --epochs 1 --checkpoint "$d/ckpt.st" >/dev/null 2>&1 &&
         "$d/app/mnist" $a --epochs 2 --resume "$d/ckpt.st" --save "$d/resumed.st" >/dev/null 2>&1 &&
         cmp -s "$d/straight.st" "$d/resumed.st"; then
-        echo "ok - recipe widths: 784-300-37-100-10 resumed from epoch 1's checkpoint saves the straight run's bytes"
-    else echo "not ok - recipe widths: the resumed run's file differs from the straight run's (or a run failed)"; fi
+        echo "ok - recipe $r: resumed from epoch 1's checkpoint, the straight run's bytes"
+    else echo "not ok - recipe $r: the resumed run's file differs from the straight run's (or a run failed)"; fi
+}
+# The host board's build (784-256-10) refuses mixed widths' weights, naming both shapes.
+recipe_widths_refused() { # DIR
+    local d=$1 out
     if out=$("$H/app/mnist" --data data/mnist --load "$d/straight.st" --eval 2>&1); then
         echo "not ok - recipe widths: the 784-256-10 build loaded a 784-300-37-100-10 file"
     elif [[ $out == *"the file's is 784-300-37-100-10, this build's is 784-256-10"* ]]; then
