@@ -635,9 +635,7 @@ static int infer(const options *o)
     if (o->load_count == 1) {
         snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
         printf("  model %s\n", o->load_path);
-    } else {
-        for (int i = 0; i < o->load_count; i++) /* each file's shape checked before any work */
-            snn_model_file_load(o->loads[i], &m, NULL, SNN_FILE_WEIGHTS);
+    } else { /* each member loaded where it is scored (app/committee.c), its file checked then */
         printf("  committee of %d models, the mean of their probabilities\n", o->load_count);
     }
     if (o->eval) {
