@@ -20,6 +20,22 @@
 #define SNN_LAYERS (CONFIG_NN_HIDDEN_LAYERS + 1) /* Linear layers */
 #define SNN_BATCH CONFIG_TRAIN_BATCH_SIZE
 #define SNN_EVAL_BATCH CONFIG_EVAL_BATCH_SIZE
+/* Data parallelism (arch/cuda/Kconfig DP): the processes a run trains on, and the rows of each step each
+ * one trains on (its share of the batch: rows rank x SNN_LOCAL_BATCH onwards). */
+#ifdef CONFIG_DP
+#define SNN_DP_WORLD CONFIG_DP_WORLD_SIZE
+#else
+#define SNN_DP_WORLD 1
+#endif
+#define SNN_LOCAL_BATCH (SNN_BATCH / SNN_DP_WORLD)
+#ifdef CONFIG_DP
+#define SNN_DP_BUCKET_FLOATS ((long)CONFIG_DP_BUCKET_MB << 18) /* MiB of FP32 */
+#endif
+#ifdef CONFIG_DP_REDUCE_BF16
+#define SNN_DP_REDUCE_NAME "BF16"
+#else
+#define SNN_DP_REDUCE_NAME "FP32"
+#endif
 #define SNN_STEPS_PER_EPOCH (SNN_FIT_COUNT / SNN_BATCH)
 #define SNN_DROPPED_PER_EPOCH (SNN_FIT_COUNT % SNN_BATCH)
 #define SNN_EVAL_STEPS (SNN_TEST_COUNT / SNN_EVAL_BATCH) /* the test set's */
@@ -232,5 +248,7 @@ SNN_STATIC_ASSERT(SNN_VALID_COUNT % SNN_EVAL_BATCH == 0,
                   "CONFIG_EVAL_BATCH_SIZE must divide CONFIG_TRAIN_VALIDATION_SIZE");
 SNN_STATIC_ASSERT(SNN_BATCH <= SNN_FIT_COUNT, /* the ranges of both (nn/Kconfig) see to it */
                   "CONFIG_TRAIN_BATCH_SIZE exceeds the training images left after CONFIG_TRAIN_VALIDATION_SIZE");
+SNN_STATIC_ASSERT(SNN_BATCH % SNN_DP_WORLD == 0,
+                  "CONFIG_TRAIN_BATCH_SIZE must be a multiple of CONFIG_DP_WORLD_SIZE: each GPU trains an equal share");
 
 #endif

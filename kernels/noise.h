@@ -17,10 +17,13 @@ extern "C" {
 #endif
 
 /* A training step's draws: the run's key (its seed) and where the step's epoch is, in the backend's memory.
- * epoch NULL: no draws (an evaluation step's gather). */
+ * epoch NULL: no draws (an evaluation step's gather). Data parallel, a process trains rows row0 ..
+ * row0 + rows - 1 of each step's batch of `batch` rows, its row i taking row row0 + i's sample and draws
+ * (rank x SNN_LOCAL_BATCH, SNN_BATCH); row0 0 and batch 0 (the rows given): the whole batch. */
 typedef struct {
     uint32_t key[2];
     const int32_t *epoch;
+    int32_t row0, batch;
 } snn_noise;
 
 typedef struct {
@@ -50,8 +53,14 @@ SNN_HD int snn_noise_translates(snn_noise n) { return SNN_AUGMENT_SHIFT > 0 && n
 /* The key of a run's seed. */
 SNN_HD snn_noise snn_noise_of_seed(uint64_t seed, const int32_t *epoch)
 {
-    snn_noise n = {{(uint32_t)seed, (uint32_t)(seed >> 32)}, epoch};
+    snn_noise n = {{(uint32_t)seed, (uint32_t)(seed >> 32)}, epoch, 0, 0};
     return n;
+}
+
+/* Where row 0 of step `step`'s `rows` rows lies in the sample order. */
+SNN_HD long snn_batch_first(snn_noise n, int32_t step, int rows)
+{
+    return (long)step * (n.batch ? n.batch : rows) + n.row0;
 }
 
 /* What a draw is for: the fourth counter word (the first three: index, step, epoch). */

@@ -43,6 +43,8 @@ typedef struct {
         .linear_forward = prefix##_linear_forward,                                             \
         .linear_backward_input = prefix##_linear_backward_input,                               \
         .linear_backward_weight_update = prefix##_linear_backward_weight_update,               \
+        .linear_backward_weight = prefix##_linear_backward_weight,                             \
+        .apply_update = prefix##_apply_update,                                                 \
         .gather_batch = prefix##_gather_batch, .dropout = prefix##_dropout,                     \
         .softmax_xent = prefix##_softmax_xent,                                                 \
         .step_advance = prefix##_step_advance, .schedule = prefix##_schedule,                  \

@@ -32,17 +32,33 @@ void OP(linear_backward_weight_update)(float *w, snn_twin *w16, snn_state sw, fl
                                        const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
                                        int M, int N, int K, const snn_rate *rate);
 
+/* host_linear_backward_weight, cuda_linear_backward_weight: the weight-gradient role without the update,
+ * for data parallelism (whose gradients are all-reduced before it) and the tests and tools:
+ *   gw[N,K] = dY[M,N]^T . X[M,K];  gb[N] = sum_m dY[m,N]  (gb NULL: no bias)
+ * each summed as linear_backward_weight_update sums it; dY's rows lie ldy floats apart (N; more for columns
+ * of a wider dY, a range of a layer's outputs). */
+void OP(linear_backward_weight)(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy,
+                                const float *x, const snn_twin *x16, int M, int N, int K);
+
+/* host_apply_update, cuda_apply_update: the optimizer's update of n parameters from their gradients,
+ * p[i] = snn_update(p[i], g[i], the state at i) at the step's factors *rate (kernels/optim.h), p16 (p's
+ * twin, or NULL) rewritten beside it. g_bf16, where given, holds the gradients as BF16 bits instead of g
+ * (data parallelism's all-reduced copy). */
+void OP(apply_update)(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
+                      const snn_rate *rate);
+
 /* host_gather_batch, cuda_gather_batch: batch gather and normalisation: for i < rows, with
- * r = order ? order[*step * rows + i] : *step * rows + i,
+ * r = order ? order[f + i] : f + i, f = snn_batch_first(noise, *step, rows) (kernels/noise.h: *step * rows
+ * where there is one process; a data-parallel training step's rows are its share of the batch),
  *   x[i][j] = (images[r][j] / 255 - mean) / std  (j < SNN_INPUT_DIM),  y[i] = labels[r].
  * A training step's gather (noise.epoch given) under CONFIG_TRAIN_AUGMENT_SHIFT reads each image translated
- * by snn_shift_of(noise.key, *noise.epoch, *step, i) instead (kernels/noise.h). */
+ * by snn_shift_of(noise.key, *noise.epoch, *step, noise.row0 + i) instead (kernels/noise.h). */
 void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                       const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise);
 
 /* host_dropout, cuda_dropout: dropout of hidden layer `layer`'s output t[rows][width] in training step
  * *step of epoch *noise.epoch, in place with its twin:
- * t = snn_dropout_keeps(..., i) ? t * SNN_DROPOUT_SCALE : 0 (kernels/noise.h). The same call on the
+ * t = snn_dropout_keeps(..., noise.row0 * width + i) ? t * SNN_DROPOUT_SCALE : 0 (kernels/noise.h). The same call on the
  * gradient of that output is its derivative. */
 void OP(dropout)(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width);
 
@@ -51,6 +67,8 @@ void OP(dropout)(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, 
  *   loss[*step] = mean over rows of -log softmax(logits)[y],
  *   correct[*step] = rows whose first arg-max equals y,
  *   dlogits = (softmax - onehot(y)) / rows, unless dlogits is NULL.
+ * A training step's (dlogits given) rows are 1/SNN_DP_WORLD of its batch: its loss and gradient divide by
+ * rows x SNN_DP_WORLD, this process's share of the batch's mean, which the all-reduce sums.
  * Deterministic: no atomics. */
 void OP(softmax_xent)(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                       const uint8_t *y, const int32_t *step, int rows);

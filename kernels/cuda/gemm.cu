@@ -1,11 +1,11 @@
 /* The GEMM entry: the three roles of a linear layer (kernels/ops_proto.h) and the weight gradient alone
- * (weight_grad.h), each C[m][n] = sum_k A(m,k) B(n,k) through the role's epilogue, one translation unit
+ * (cuda_linear_backward_weight), each C[m][n] = sum_k A(m,k) B(n,k) through the role's epilogue, one translation unit
  * each (they compile side by side), all through one dispatch (gemm/run.cuh):
  *
  *   cuda_linear_forward                          gemm/forward.cu
  *   cuda_linear_backward_input                   gemm/backward_input.cu
  *   cuda_linear_backward_weight_update,
- *   cuda_linear_weight_grad                      gemm/weight.cu
+ *   cuda_linear_backward_weight                  gemm/weight.cu
  *
  * and here what the roles share at run time: the split-K workspace and the numerics' name. */
 #include "kernels/cuda/gemm_split_k.h"

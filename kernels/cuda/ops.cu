@@ -30,11 +30,12 @@ __global__ void __launch_bounds__(GATHER_THREADS)
                         const int32_t *__restrict__ step, int rows, float mean, float std, snn_noise noise)
 {
     const int j = blockIdx.x * GATHER_THREADS + threadIdx.x;
-    const long base = (long)*step * rows;
+    const long base = snn_batch_first(noise, *step, rows);
     for (int i = blockIdx.y; i < rows; i += gridDim.y) {
         const long r = snn_gather_sample(order, base, i);
         if (j < SNN_INPUT_DIM) {
-            const float v = snn_gather_pixel(snn_gather_byte(images + r * SNN_INPUT_DIM, j, i, *step, noise), mean, std);
+            const float v = snn_gather_pixel(
+                snn_gather_byte(images + r * SNN_INPUT_DIM, j, noise.row0 + i, *step, noise), mean, std);
             x[(size_t)i * SNN_INPUT_DIM + j] = v;
             snn_twin_store(x16, (size_t)i * SNN_INPUT_DIM + j, v);
         }
@@ -58,12 +59,12 @@ __global__ void __launch_bounds__(DISTORT_THREADS)
     __shared__ uint8_t img[SNN_PIXELS];
     __shared__ float field[4][SNN_ELASTIC ? SNN_PIXELS : 1]; /* u along x and y, then their first pass */
     __shared__ float w[2 * R + 1];
-    const int i = blockIdx.x, t = threadIdx.x;
+    const int i = blockIdx.x, t = threadIdx.x, g = noise.row0 + i; /* g: the row of the whole batch */
     const int32_t s = *step, epoch = *noise.epoch;
-    const long r = snn_gather_sample(order, (long)s * rows, i);
+    const long r = snn_gather_sample(order, snn_batch_first(noise, s, rows), i);
     const uint8_t *px = images + r * SNN_INPUT_DIM;
     const bool shifted = snn_noise_translates(noise);
-    const snn_shift sh = shifted ? snn_shift_of(noise.key, epoch, s, i) : snn_shift{0, 0};
+    const snn_shift sh = shifted ? snn_shift_of(noise.key, epoch, s, g) : snn_shift{0, 0};
     for (int p = t; p < SNN_PIXELS; p += DISTORT_THREADS)
         img[p] = shifted ? snn_shifted_pixel(px, p, sh) : px[p];
     if constexpr (SNN_ELASTIC) {
@@ -71,7 +72,7 @@ __global__ void __launch_bounds__(DISTORT_THREADS)
             w[k] = snn_gauss(k - R);
         for (int q = t; q < SNN_PIXELS / 4; q += DISTORT_THREADS) {
             float u[8];
-            snn_elastic_raw4(noise.key, epoch, s, i, q, u);
+            snn_elastic_raw4(noise.key, epoch, s, g, q, u);
             for (int j = 0; j < 4; j++) {
                 field[0][4 * q + j] = u[2 * j];
                 field[1][4 * q + j] = u[2 * j + 1];
@@ -90,7 +91,7 @@ __global__ void __launch_bounds__(DISTORT_THREADS)
         }
     }
     __syncthreads();
-    const snn_affine a = snn_affine_of(noise.key, epoch, s, i);
+    const snn_affine a = snn_affine_of(noise.key, epoch, s, g);
     for (int p = t; p < SNN_PIXELS; p += DISTORT_THREADS) {
         const uint8_t v = SNN_ELASTIC ? snn_distorted_pixel(img, p, field[0][p], field[1][p], a)
                                       : snn_distorted_pixel(img, p, 0.0f, 0.0f, a);
@@ -106,12 +107,12 @@ __global__ void __launch_bounds__(DISTORT_THREADS)
 constexpr int DROPOUT_THREADS = 256;
 __global__ void __launch_bounds__(DROPOUT_THREADS)
     dropout_kernel(float *__restrict__ t, SnnTwin *__restrict__ t16, const int32_t *__restrict__ step, snn_noise noise,
-                   int layer, uint32_t n)
+                   int layer, uint32_t n, uint32_t first)
 {
     const uint32_t i = blockIdx.x * DROPOUT_THREADS + threadIdx.x;
     if (i >= n)
         return;
-    const float v = snn_dropout(noise.key, *noise.epoch, *step, layer, i, t[i]);
+    const float v = snn_dropout(noise.key, *noise.epoch, *step, layer, first + i, t[i]);
     t[i] = v;
     snn_twin_store(t16, i, v);
 }
@@ -128,7 +129,7 @@ __global__ void __launch_bounds__(XENT_THREADS)
 {
     __shared__ double s_loss[XENT_THREADS];
     __shared__ int s_correct[XENT_THREADS];
-    const int t = threadIdx.x;
+    const int t = threadIdx.x, whole = rows * (dlogits ? SNN_DP_WORLD : 1); /* training: its batch share */
     double my_loss = 0.0;
     int my_correct = 0;
     for (int r = t; r < rows; r += XENT_THREADS) {
@@ -145,7 +146,7 @@ __global__ void __launch_bounds__(XENT_THREADS)
             const size_t d = (size_t)r * SNN_CLASSES;
 #pragma unroll
             for (int c = 0; c < SNN_CLASSES; ++c) {
-                const float g = sm.grad(c, label, rows);
+                const float g = sm.grad(c, label, whole);
                 dlogits[d + c] = g;
                 snn_twin_store(dlogits16, d + c, g);
             }
@@ -162,8 +163,21 @@ __global__ void __launch_bounds__(XENT_THREADS)
         __syncthreads();
     }
     if (t == 0) {
-        loss[*step] = (float)(s_loss[0] / rows);
+        loss[*step] = (float)(s_loss[0] / whole);
         correct[*step] = s_correct[0];
+    }
+}
+
+/* A grid-stride loop, an element a thread at a time. */
+__global__ void apply_update_kernel(float *__restrict__ p, SnnTwin *__restrict__ p16, snn_state s,
+                                    const float *__restrict__ g, const uint16_t *__restrict__ g_bf16, long n,
+                                    const snn_rate *__restrict__ rate)
+{
+    const snn_rate r = *rate;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const float gi = g_bf16 ? __uint_as_float((uint32_t)g_bf16[i] << 16) : g[i];
+        snn_update_at(p, s, (size_t)i, gi, r);
+        snn_twin_store(p16, (size_t)i, p[i]);
     }
 }
 
@@ -209,7 +223,7 @@ extern "C" void cuda_dropout(float *t, snn_twin *t16, const int32_t *step, snn_n
     if (n == 0)
         return;
     dropout_kernel<<<(n + DROPOUT_THREADS - 1) / DROPOUT_THREADS, DROPOUT_THREADS, 0, snn_stream()>>>(
-        t, snn_twin_ptr(t16), step, noise, layer, n);
+        t, snn_twin_ptr(t16), step, noise, layer, n, (uint32_t)noise.row0 * (uint32_t)width);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -220,6 +234,17 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
         return;
     softmax_xent_kernel<<<1, XENT_THREADS, 0, snn_stream()>>>(dlogits, snn_twin_ptr(dlogits16), loss,
                                                                correct, logits, y, step, rows);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
+                                  const snn_rate *rate)
+{
+    if (n <= 0)
+        return;
+    const long blocks = (n + 255) / 256;
+    apply_update_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, snn_stream()>>>(
+        p, snn_twin_ptr(p16), s, g, g_bf16, n, rate);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -281,6 +281,42 @@ void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, con
     }
 }
 
+void host_linear_backward_weight(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy,
+                                 const float *x, const snn_twin *x16, int M, int N, int K)
+{
+    (void)dy16, (void)x16;
+    struct gemm g = {
+        .M = N, .N = K, .K = M,
+        .a = {dy, 1, ldy}, /* A(n, m) = dY[m][n], as the update's GEMM */
+        .b = {x, K, 1},
+        .epi = {.kind = EPI_BIAS_RELU, .out = gw}, /* no bias, no ReLU: stored */
+    };
+    gemm_run(&g);
+    for (int n0 = 0; gb && n0 < N; n0 += NR) { /* host_bias_update's sums */
+        int nr = min_int(NR, N - n0);
+        float s[NR] = {0};
+        for (int m = 0; m < M; m++)
+            for (int j = 0; j < nr; j++)
+                s[j] += dy[(long)m * ldy + n0 + j];
+        for (int j = 0; j < nr; j++)
+            gb[n0 + j] = s[j];
+    }
+}
+
+void host_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
+                       const snn_rate *rate)
+{
+    (void)p16;
+    for (long i = 0; i < n; i++) {
+        float gi = g ? g[i] : 0.0f;
+        if (g_bf16) {
+            const uint32_t bits = (uint32_t)g_bf16[i] << 16; /* BF16: FP32's upper half */
+            memcpy(&gi, &bits, sizeof(gi));
+        }
+        snn_update_at(p, s, (size_t)i, gi, *rate);
+    }
+}
+
 void host_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
                                         const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
                                         int M, int N, int K, const snn_rate *rate)

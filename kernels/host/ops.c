@@ -16,20 +16,21 @@ void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *image
                        const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise)
 {
     (void)x16;
-    long first = (long)*step * rows;
+    const long first = snn_batch_first(noise, *step, rows);
     int shifted = snn_noise_translates(noise), distorted = snn_noise_distorts(noise);
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (int i = 0; i < rows; i++) {
         long r = order ? order[first + i] : first + i;
         const uint8_t *px = images + r * SNN_INPUT_DIM;
         float *row = x + (long)i * SNN_INPUT_DIM;
-        snn_shift s = shifted ? snn_shift_of(noise.key, *noise.epoch, *step, i) : (snn_shift){0, 0};
+        const int32_t g = noise.row0 + i; /* the row of the whole batch: its draws */
+        snn_shift s = shifted ? snn_shift_of(noise.key, *noise.epoch, *step, g) : (snn_shift){0, 0};
         uint8_t moved[SNN_INPUT_DIM], warped[SNN_INPUT_DIM];
         for (int j = 0; j < SNN_INPUT_DIM; j++)
             moved[j] = shifted ? snn_shifted_pixel(px, j, s) : px[j];
         if (distorted) { /* after the translation (kernels/distort.h) */
             float scratch[4 * SNN_PIXELS];
-            snn_distort_image(moved, warped, noise.key, *noise.epoch, *step, i, scratch);
+            snn_distort_image(moved, warped, noise.key, *noise.epoch, *step, g, scratch);
         }
         for (int j = 0; j < SNN_INPUT_DIM; j++)
             row[j] = ((float)(distorted ? warped[j] : moved[j]) / 255.0f - mean) / std;
@@ -40,10 +41,10 @@ void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *image
 void host_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width)
 {
     (void)t16;
-    uint32_t n = (uint32_t)rows * (uint32_t)width;
+    const uint32_t n = (uint32_t)rows * (uint32_t)width, first = (uint32_t)noise.row0 * (uint32_t)width;
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (uint32_t i = 0; i < n; i++)
-        t[i] = snn_dropout(noise.key, *noise.epoch, *step, layer, i, t[i]);
+        t[i] = snn_dropout(noise.key, *noise.epoch, *step, layer, first + i, t[i]);
 }
 
 /* First index of the largest logit, as torch.argmax. */
@@ -79,14 +80,15 @@ void host_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t
     (void)dlogits16;
     double total = 0.0;
     int32_t hits = 0;
-    float scale = 1.0f / (float)rows;
+    const int whole = rows * (dlogits ? SNN_DP_WORLD : 1); /* a training step's: its share of the batch */
+    float scale = 1.0f / (float)whole;
     for (int i = 0; i < rows; i++) {
         const float *z = logits + (long)i * SNN_CLASSES;
         float *dz = dlogits ? dlogits + (long)i * SNN_CLASSES : NULL;
         total += softmax_xent_row(dz, z, y[i], scale);
         hits += argmax_first(z) == y[i];
     }
-    loss[*step] = (float)(total / rows);
+    loss[*step] = (float)(total / whole);
     correct[*step] = hits;
 }
 

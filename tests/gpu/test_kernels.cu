@@ -38,7 +38,6 @@
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.cuh"
-#include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #include "snn_check.h"
 #include "tests/test_util.h"
@@ -374,14 +373,17 @@ static void test_backward_weight_update(shape s, int misalign)
     free(dy), free(x), free(w0), free(b0), free(w), free(b);
 }
 
-/* The weight-gradient GEMM alone (the benchmarks' weight-gradient rows), against the host's forward GEMM
- * of the transposed operands, dY^T . (X^T)^T. */
+/* The weight-gradient GEMM alone (the benchmarks' weight-gradient rows, data parallelism's buckets),
+ * against the host's forward GEMM of the transposed operands, dY^T . (X^T)^T; the bias gradient beside it
+ * against the host's; and the same in ranges of 64 output rows (dY's columns, ldy = N), as a data-parallel
+ * step computes a wide layer's. */
 static void test_weight_grad(shape s)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_weight_grad M=%d N=%d K=%d", SNN_PRECISION_NAME, tile_wgrad,
-             s.M, s.N, s.K);
+    snprintf(name, sizeof name, "gemm_%s %s linear_weight_grad M=%d N=%d K=%d, bias, 64-row ranges",
+             SNN_PRECISION_NAME, tile_wgrad, s.M, s.N, s.K);
     long nw = (long)s.N * s.K;
+    float *gb = host_floats(s.N), *hgb = host_floats(s.N), *hgw = host_floats(nw), *parts = host_floats(nw + s.N);
     float *dy = random_floats((long)s.M * s.N, 1.0f), *x = random_floats((long)s.M * s.K, 1.0f);
     float *dyt = host_floats((long)s.M * s.N), *xt = host_floats((long)s.M * s.K), *ref = host_floats(nw);
     float *g[2] = {host_floats(nw), host_floats(nw)};
@@ -394,31 +396,79 @@ static void test_weight_grad(shape s)
     host_linear_forward(ref, NULL, dyt, NULL, xt, NULL, NULL, s.N, s.K, s.M, 0);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, 0), dxx = dev_floats(x, (long)s.M * s.K, 0);
-    dbuf dg = dev_floats(NULL, nw, 0);
+    dbuf dg = dev_floats(NULL, nw + s.N, 0);
     path_start();
     for (int run = 0; run < 2; run++) {
-        poison(dg.p, sizeof(float) * (size_t)nw);
-        cuda_linear_weight_grad(dg.p, ddy.p, tw(ddy), dxx.p, tw(dxx), s.M, s.N, s.K);
+        poison(dg.p, sizeof(float) * (size_t)(nw + s.N));
+        cuda_linear_backward_weight(dg.p, run ? dg.p + nw : NULL, ddy.p, tw(ddy), s.N, dxx.p, tw(dxx), s.M, s.N,
+                                    s.K);
         snn_rt_download(g[run], dg.p, sizeof(float) * (size_t)nw);
     }
+    snn_rt_download(gb, dg.p + nw, sizeof(float) * (size_t)s.N);
+    host_linear_backward_weight(hgw, hgb, dy, NULL, s.N, x, NULL, s.M, s.N, s.K);
     compare(why, "gw", g[0], ref, nw, SNN_TOL_GEMM);
+    compare(why, "gb", gb, hgb, s.N, 1e-5);
     same_bits(why, "gw", g[0], g[1], sizeof(float) * (size_t)nw);
+    poison(dg.p, sizeof(float) * (size_t)(nw + s.N));
+    for (int r0 = 0; r0 < s.N; r0 += 64) {
+        const int n = s.N - r0 < 64 ? s.N - r0 : 64;
+        cuda_linear_backward_weight(dg.p + (long)r0 * s.K, dg.p + nw + r0, ddy.p + r0,
+                                    tw(ddy) ? tw(ddy) + r0 : NULL, s.N, dxx.p, tw(dxx), s.M, n, s.K);
+    }
+    snn_rt_download(parts, dg.p, sizeof(float) * (size_t)(nw + s.N));
+    compare(why, "gw by row ranges", parts, ref, nw, SNN_TOL_GEMM);
+    compare(why, "gb by row ranges", parts + nw, hgb, s.N, 1e-5);
     strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 
     dev_free(ddy), dev_free(dxx), dev_free(dg);
-    free(dy), free(x), free(dyt), free(xt), free(ref), free(g[0]), free(g[1]);
+    free(dy), free(x), free(dyt), free(xt), free(ref), free(g[0]), free(g[1]), free(gb), free(hgb), free(hgw);
+    free(parts);
+}
+
+/* The optimizer's update from stored gradients (data parallelism's), against the host's. */
+static void test_apply_update(long n)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "apply_update n=%ld", n);
+    const snn_rate rate = snn_rate_at(3, 10, 100);
+    float *p = random_floats(n, 1.0f), *g = random_floats(n, 1.0f), *hp = host_floats(n), *out = host_floats(n);
+    float *s0[2] = {random_floats(n, 1.0f), random_floats(n, 1.0f)}, *hs[2] = {host_floats(n), host_floats(n)};
+    for (long i = 0; i < n; i++)
+        s0[1][i] = fabsf(s0[1][i]) * 0.01f; /* AdamW's second moment */
+    dbuf dp = dev_floats(p, n, 0), dg = dev_floats(g, n, 0), ds[2] = {dev_floats(s0[0], n, 0), dev_floats(s0[1], n, 0)};
+    snn_rate *drate = (snn_rate *)snn_rt_alloc(sizeof(snn_rate));
+    snn_rt_upload(drate, &rate, sizeof(rate));
+    memcpy(hp, p, sizeof(float) * (size_t)n);
+    for (int k = 0; k < 2; k++)
+        memcpy(hs[k], s0[k], sizeof(float) * (size_t)n);
+    host_apply_update(hp, NULL, (snn_state){{SNN_OPTIM_MOMENTS > 0 ? hs[0] : NULL, SNN_OPTIM_MOMENTS > 1 ? hs[1] : NULL}},
+                      g, NULL, n, &rate);
+    cuda_apply_update(dp.p, tw(dp), (snn_state){{SNN_OPTIM_MOMENTS > 0 ? ds[0].p : NULL, SNN_OPTIM_MOMENTS > 1 ? ds[1].p : NULL}},
+                      dg.p, NULL, n, drate);
+    snn_rt_download(out, dp.p, sizeof(float) * (size_t)n);
+    compare(why, "p", out, hp, n, 1e-5);
+    check_twin(why, "p", dp, out);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        snn_rt_download(out, ds[k].p, sizeof(float) * (size_t)n);
+        compare(why, k ? "state 1" : "state 0", out, hs[k], n, 1e-5);
+    }
+    report(name, why);
+    dev_free(dp), dev_free(dg), dev_free(ds[0]), dev_free(ds[1]);
+    snn_rt_free(drate);
+    free(p), free(g), free(hp), free(out), free(s0[0]), free(s0[1]), free(hs[0]), free(hs[1]);
 }
 
 /* ---- elementwise kernels -------------------------------------------------------- */
 
 /* augment: a training step's gather of epoch 3 (translated under CONFIG_TRAIN_AUGMENT_SHIFT, distorted under
- * TRAIN_AUGMENT_AFFINE or _ELASTIC: then the same bits as the host's, kernels/distort.h). */
+ * TRAIN_AUGMENT_AFFINE or _ELASTIC: then the same bits as the host's, kernels/distort.h); 2: as data-parallel
+ * rank 1 of 3 gathers its share of a batch of 3 x rows. */
 static void test_gather(int count, int rows, int step, int with_order, int augment)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gather_batch rows=%d step=%d of %d images%s%s", rows, step, count,
-             with_order ? " shuffled" : "", augment ? " augmented" : "");
+    snprintf(name, sizeof name, "gather_batch rows=%d step=%d of %d images%s%s%s", rows, step, count,
+             with_order ? " shuffled" : "", augment ? " augmented" : "", augment == 2 ? " as rank 1 of 3" : "");
     long npx = (long)count * SNN_INPUT_DIM, nx = (long)rows * SNN_INPUT_DIM;
     uint8_t *images = (uint8_t *)snn_xmalloc((size_t)npx, "images");
     uint8_t *labels = (uint8_t *)snn_xmalloc((size_t)count, "labels");
@@ -435,7 +485,10 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
         order[j] = t;
     }
     int32_t hstep = step, epoch = 3;
-    const snn_noise none = {}, hnoise = snn_noise_of_seed(0x5eed0000002aull, &epoch);
+    const snn_noise none = {};
+    snn_noise hnoise = snn_noise_of_seed(0x5eed0000002aull, &epoch);
+    if (augment == 2)
+        hnoise.row0 = rows, hnoise.batch = 3 * rows;
     float *ref = host_floats(nx), *x1 = host_floats(nx), *x2 = host_floats(nx);
     uint8_t *yref = (uint8_t *)snn_xmalloc((size_t)rows, "labels"), *y1 = (uint8_t *)snn_xmalloc((size_t)rows, "y"),
             *y2 = (uint8_t *)snn_xmalloc((size_t)rows, "y");
@@ -484,7 +537,8 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
     free(images), free(labels), free(order), free(ref), free(x1), free(x2), free(yref), free(y1), free(y2);
 }
 
-/* Dropout of a [rows][width] tensor on the GPU: the host's mask and values, bit for bit, twice. */
+/* Dropout of a [rows][width] tensor on the GPU: the host's mask and values, bit for bit, twice (layer 2: as
+ * data-parallel rank 1 of a batch of 2 x rows draws its rows'). */
 static void test_dropout(int rows, int width, int layer)
 {
     char name[256], why[256] = "";
@@ -493,7 +547,8 @@ static void test_dropout(int rows, int width, int layer)
     int32_t step = 7, epoch = 2;
     float *t = random_floats(n, 1.0f), *ref = host_floats(n), *out[2] = {host_floats(n), host_floats(n)};
     memcpy(ref, t, sizeof(float) * (size_t)n);
-    const snn_noise hnoise = snn_noise_of_seed(99, &epoch);
+    snn_noise hnoise = snn_noise_of_seed(99, &epoch);
+    hnoise.row0 = layer == 2 ? rows : 0; /* as data-parallel rank 1 draws its share */
     host_dropout(ref, NULL, &step, hnoise, layer, rows, width);
     float *dt = (float *)snn_rt_alloc(sizeof(float) * (size_t)n);
     int32_t *dclock = (int32_t *)snn_rt_alloc(2 * sizeof(int32_t));
@@ -737,6 +792,9 @@ static void test_gemm_roles(const shape *shapes, int n)
     test_weight_grad(shapes[0]);
     test_weight_grad((shape){64, 256, 784});
     test_weight_grad((shape){3, 4100, 10});
+    test_weight_grad((shape){37, 300, 129});
+    test_apply_update(1);
+    test_apply_update(100003);
 
 }
 
@@ -817,6 +875,7 @@ int main(int argc, char **argv)
         if (SNN_AUGMENT_SHIFT > 0 || SNN_DISTORTS) {
             test_gather(300, 100, 2, 1, 1);
             test_gather(17, 1, 16, 1, 1);
+            test_gather(300, 50, 1, 1, 2);
         }
         if (SNN_DROPOUT) {
             test_dropout(37, 71, 1);

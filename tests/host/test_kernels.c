@@ -280,6 +280,56 @@ static void check_weight_update_split(struct shape s)
     free_state(sw), free_state(sb), free_state(sw2), free_state(sb2);
 }
 
+/* Data parallel's halves of the op: the gradients stored (host_linear_backward_weight), then
+ * host_apply_update, give bit for bit what the fused op gives; and the gradients of a range of output rows
+ * (dY's columns, rows ldy = N apart) are those rows of the whole. */
+static void check_weight_then_update(struct shape s)
+{
+    char name[128], why[256] = "";
+    long nw = (long)s.N * s.K;
+    gemm_name(name, sizeof name, "backward_weight", s, "stored, then apply_update; row ranges");
+    const snn_rate rate = snn_rate_at(RATE_T, RATE_EPOCH, RATE_TOTAL);
+    float *dy = random_floats((long)s.M * s.N), *x = random_floats((long)s.M * s.K);
+    float *p = random_floats(nw + s.N); /* w, then b, as the parameters' layout */
+    snn_state st = random_state(nw + s.N);
+    float *p2 = copy_floats(p, nw + s.N), *g = nan_floats(nw + s.N), *part = nan_floats(nw + s.N);
+    snn_state st2 = copy_state(st, nw + s.N), sb = {{st.m[0] ? st.m[0] + nw : NULL, st.m[1] ? st.m[1] + nw : NULL}};
+    double *gw = new_doubles(nw), *gb = new_doubles(s.N);
+    host_linear_backward_weight_update(p, NULL, st, p + nw, sb, dy, NULL, x, NULL, s.M, s.N, s.K, &rate);
+    host_linear_backward_weight(g, g + nw, dy, NULL, s.N, x, NULL, s.M, s.N, s.K);
+    host_apply_update(p2, NULL, st2, g, NULL, nw + s.N, &rate);
+    ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
+    compare("gw", g, gw, nw, TOL_FP32, why);
+    compare("gb", g + nw, gb, s.N, TOL_FP32, why);
+    compare_bits("w and b", p2, p, nw + s.N, why);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        compare_bits(state_name[k], st2.m[k], st.m[k], nw + s.N, why);
+    const int third = s.N / 3 + 1;
+    for (int r0 = 0; r0 < s.N; r0 += third) {
+        const int n = s.N - r0 < third ? s.N - r0 : third;
+        host_linear_backward_weight(part + (long)r0 * s.K, part + nw + r0, dy + r0, NULL, s.N, x, NULL, s.M, n, s.K);
+    }
+    compare_bits("gradients by row ranges", part, g, nw + s.N, why);
+    /* from BF16 bits: as from the FP32 values those bits are */
+    uint16_t *bf = snn_xmalloc((size_t)(nw + s.N) * sizeof(uint16_t), "bf16 gradients");
+    float *p3 = copy_floats(p2, nw + s.N), *p4 = copy_floats(p2, nw + s.N);
+    snn_state st3 = copy_state(st2, nw + s.N), st4 = copy_state(st2, nw + s.N);
+    for (long i = 0; i < nw + s.N; i++) {
+        uint32_t bits;
+        memcpy(&bits, &g[i], sizeof(bits));
+        bf[i] = (uint16_t)(bits >> 16);
+        bits = (uint32_t)bf[i] << 16;
+        memcpy(&part[i], &bits, sizeof(bits));
+    }
+    host_apply_update(p3, NULL, st3, NULL, bf, nw + s.N, &rate);
+    host_apply_update(p4, NULL, st4, part, NULL, nw + s.N, &rate);
+    compare_bits("updated from BF16 gradients", p3, p4, nw + s.N, why);
+    free(bf), free(p3), free(p4), free_state(st3), free_state(st4);
+    report(name, why);
+    free(dy), free(x), free(p), free(p2), free(g), free(part), free(gw), free(gb);
+    free_state(st), free_state(st2);
+}
+
 #if SNN_OPTIM_MOMENTS == 1
 /* SGD's momentum, from 0, holds exactly the gradient after one step. */
 static void check_weight_update_fresh(struct shape s)
@@ -410,6 +460,7 @@ static void check_gemms(void)
         check_weight_update_fresh(few[i]);
 #endif
         check_weight_update_split(few[i]);
+        check_weight_then_update(few[i]);
 #ifdef HAVE_HW_FMA
         check_forward_fma_chain(few[i]);
 #endif
@@ -454,6 +505,46 @@ static void check_gather(bool with_order, int32_t step)
     compare("x", x, ref, (long)rows * SNN_INPUT_DIM, TOL_FP32, why);
     report(name, why);
     free(images), free(x), free(ref);
+}
+
+/* Data parallel: a step's batch gathered in shares (rows row0 .. row0 + rows - 1 of `batch`, as each rank
+ * gathers its own) is the whole batch's gather, bit for bit, draws included; and so is dropout. */
+static void check_batch_shares(int shares)
+{
+    char name[128], why[256] = "";
+    const int share = 3, rows = shares * share;
+    const int32_t step = 2, epoch = 1;
+    snprintf(name, sizeof name, "gather_batch and dropout in %d shares of %d rows", shares, share);
+    uint8_t *images = snn_xmalloc((size_t)GATHER_IMAGES * SNN_INPUT_DIM, "test images");
+    uint8_t labels[GATHER_IMAGES], y[GATHER_IMAGES], ys[GATHER_IMAGES];
+    int32_t order[GATHER_IMAGES];
+    for (long i = 0; i < (long)GATHER_IMAGES * SNN_INPUT_DIM; i++)
+        images[i] = (uint8_t)(rng_next() >> 56);
+    for (int i = 0; i < GATHER_IMAGES; i++) {
+        labels[i] = (uint8_t)(rng_next() % SNN_CLASSES);
+        order[i] = GATHER_IMAGES - 1 - (i * 17) % GATHER_IMAGES;
+    }
+    if ((step + 1) * rows > GATHER_IMAGES)
+        snn_die("check_batch_shares: %d shares need more than %d images", shares, GATHER_IMAGES);
+    const long n = (long)rows * SNN_INPUT_DIM;
+    float *x = nan_floats(n), *xs = nan_floats(n), *t = random_floats((long)rows * 5), *ts = copy_floats(t, rows * 5L);
+    snn_noise whole = snn_noise_of_seed(77, &epoch);
+    host_gather_batch(x, NULL, y, images, labels, order, &step, rows, 0.1f, 0.3f, whole);
+    host_dropout(t, NULL, &step, whole, 0, rows, 5);
+    for (int r = 0; r < shares; r++) {
+        snn_noise mine = whole;
+        mine.row0 = r * share;
+        mine.batch = rows;
+        host_gather_batch(xs + (long)r * share * SNN_INPUT_DIM, NULL, ys + r * share, images, labels, order, &step,
+                          share, 0.1f, 0.3f, mine);
+        host_dropout(ts + r * share * 5L, NULL, &step, mine, 0, share, 5);
+    }
+    compare_bits("x", xs, x, n, why);
+    compare_bits("dropped", ts, t, rows * 5L, why);
+    if (memcmp(ys, y, (size_t)rows))
+        set_why(why, "the shares' labels differ from the whole batch's");
+    report(name, why);
+    free(images), free(x), free(xs), free(t), free(ts);
 }
 
 /* ---- softmax_xent ------------------------------------------------------------ */
@@ -617,6 +708,8 @@ int main(void)
     check_gather(false, 3);
     check_gather(true, 0);
     check_gather(true, 3);
+    check_batch_shares(2);
+    check_batch_shares(3);
     check_softmax_xent_random(13, true);
     check_softmax_xent_random(64, true);
     check_softmax_xent_random(1000, false);

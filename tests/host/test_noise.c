@@ -129,7 +129,7 @@ static void check_shifted_gather(void)
     if (moved < ROWS / 2)
         set_why(why, "only %d of %d rows moved", moved, ROWS);
     /* an evaluation gather (no draws) leaves the images as they are */
-    const snn_noise none = {{0, 0}, NULL};
+    const snn_noise none = {{0, 0}, NULL, 0, 0};
     host_gather_batch(x, NULL, y, images, labels, NULL, &step, ROWS, 0.0f, 1.0f, none);
     for (long j = 0; j < (long)ROWS * SNN_INPUT_DIM; j++)
         if (x[j] != images[(long)step * ROWS * SNN_INPUT_DIM + j] / 255.0f) {

@@ -13,7 +13,7 @@
  * epilogue: a forward shape C[M,N] = A[M,K] . B[N,K]^T (X, W) at the
  * config's forward tile (no bias, no ReLU); a weight-gradient shape C[M,N]
  * = A^T B for A[K][M] and B[K][N] (dY, X: k is the batch) at the
- * weight-gradient tile, stored (cuda_linear_weight_grad: no SGD update).
+ * weight-gradient tile, stored (cuda_linear_backward_weight: no SGD update).
  * cuBLAS gets the same layouts, with operands already in its input type
  * (its best case). The mma.sync kernel reads FP32 operands
  * and rounds them as it stages them, or, in builds with 16-bit twins
@@ -49,7 +49,6 @@
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.cuh"
-#include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_TENSOR_CORES
 #include "kernels/cuda/gemm/mma_inst.cuh"
@@ -457,7 +456,7 @@ int main(int argc, char **argv)
 #endif
         auto ours = [&] {
             if (s.wgrad) /* dY = A [K][M] (the batch by the outputs), X = B [K][N] */
-                cuda_linear_weight_grad(c_ours, a, a16, b, b16, s.k, s.m, s.n);
+                cuda_linear_backward_weight(c_ours, NULL, a, a16, s.m, b, b16, s.k, s.m, s.n);
             else
                 cuda_linear_forward(c_ours, NULL, a, a16, b, b16, NULL, s.m, s.n, s.k, 0);
         };

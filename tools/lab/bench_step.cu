@@ -112,6 +112,17 @@ static void t_backward_weight_update(float *w, snn_twin *w16, snn_state sw, floa
     timed("linear_backward_weight_update" + dims(N, K, M),
           [&] { cuda_linear_backward_weight_update(w, w16, sw, b, sb, dy, dy16, x, x16, M, N, K, rate); });
 }
+static void t_backward_weight(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy, const float *x,
+                              const snn_twin *x16, int M, int N, int K)
+{
+    timed("linear_backward_weight" + dims(N, K, M),
+          [&] { cuda_linear_backward_weight(gw, gb, dy, dy16, ldy, x, x16, M, N, K); });
+}
+static void t_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
+                           const snn_rate *rate)
+{
+    timed("apply_update", [&] { cuda_apply_update(p, p16, s, g, g_bf16, n, rate); });
+}
 static void t_gather(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                      const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise)
 {
@@ -135,6 +146,8 @@ static const snn_kernels timed_kernels = {
     .linear_forward = t_forward,
     .linear_backward_input = t_backward_input,
     .linear_backward_weight_update = t_backward_weight_update,
+    .linear_backward_weight = t_backward_weight,
+    .apply_update = t_apply_update,
     .gather_batch = t_gather,
     .dropout = t_dropout,
     .softmax_xent = t_xent,

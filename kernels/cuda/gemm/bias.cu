@@ -1,4 +1,4 @@
-/* The bias gradient fused with its update (gemm/bias.h): a block per CONFIG_CUDA_BIAS_COLS columns, in
+/* The bias gradient, fused with its update or stored (gemm/bias.h): a block per CONFIG_CUDA_BIAS_COLS columns, in
  * CONFIG_CUDA_BIAS_SLICES row slices (gemm/bias.cuh). */
 #include <cuda_runtime.h>
 
@@ -24,6 +24,12 @@ __global__ void __launch_bounds__(BIAS_THREADS)
                                                      threadIdx.y);
 }
 
+__global__ void __launch_bounds__(BIAS_THREADS) bias_grad_kernel(float *gb, const float *__restrict__ dy, int ld, int M, int N)
+{
+    gemm_bias_columns<BIAS_COLS, BIAS_SLICES>(dy, ld, M, N, blockIdx.x * BIAS_COLS, threadIdx.x, threadIdx.y,
+                                              [&](int n, float g) { gb[n] = g; });
+}
+
 /* ---------------------------------------------------------------------------
  * launchers
  * ------------------------------------------------------------------------- */
@@ -32,5 +38,12 @@ extern "C" void gemm_bias_update(float *b, snn_state sb, const float *dy, int M,
 {
     bias_update_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(
         b, sb, dy, M, N, rate);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void gemm_bias_grad(float *gb, const float *dy, int ldy, int M, int N)
+{
+    bias_grad_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(gb, dy, ldy,
+                                                                                                        M, N);
     CUDA_CHECK_LAUNCH();
 }

@@ -1,4 +1,4 @@
-/* The bias gradient fused with its update (kernels/optim.h), for COLS columns from n0 in one block: thread (tx, ty) sums
+/* The bias gradient, fused with its update (kernels/optim.h) or stored, for COLS columns from n0 in one block: thread (tx, ty) sums
  * rows ty, ty + SLICES, ... of column n0 + tx, then one thread per column adds the SLICES sums in order: a
  * fixed order for a given M, deterministic without atomics. The bias kernel (gemm/bias.cu) runs it once per
  * block; the fused step (kernels/cuda/fused/) for each of its bias items. */
@@ -11,17 +11,18 @@
 
 #include "kernels/optim.h"
 
-template <int COLS, int SLICES>
-static __device__ __forceinline__ void gemm_bias_update_columns(float *b, snn_state sb, const float *__restrict__ dy,
-                                                                int M, int N, const snn_rate *rate, int n0, int tx,
-                                                                int ty)
+/* Column n0 + tx's gradient (dy's rows ld apart), whole in thread (tx, 0); emit(n, g) there for each column
+ * n < N. */
+template <int COLS, int SLICES, class Emit>
+static __device__ __forceinline__ void gemm_bias_columns(const float *__restrict__ dy, int ld, int M, int N, int n0,
+                                                         int tx, int ty, Emit emit)
 {
     __shared__ float part[SLICES][COLS];
     const int n = n0 + tx;
     float s = 0.0f;
     if (n < N)
         for (int m = ty; m < M; m += SLICES)
-            s += dy[(size_t)m * N + n];
+            s += dy[(size_t)m * ld + n];
     part[ty][tx] = s;
     __syncthreads();
     if (ty == 0 && n < N) {
@@ -29,8 +30,17 @@ static __device__ __forceinline__ void gemm_bias_update_columns(float *b, snn_st
 #pragma unroll
         for (int i = 1; i < SLICES; ++i)
             g += part[i][tx];
-        snn_update_at(b, sb, n, g, *rate);
+        emit(n, g);
     }
+}
+
+template <int COLS, int SLICES>
+static __device__ __forceinline__ void gemm_bias_update_columns(float *b, snn_state sb, const float *__restrict__ dy,
+                                                                int M, int N, const snn_rate *rate, int n0, int tx,
+                                                                int ty)
+{
+    gemm_bias_columns<COLS, SLICES>(dy, N, M, N, n0, tx, ty,
+                                    [&](int n, float g) { snn_update_at(b, sb, n, g, *rate); });
 }
 
 #endif

@@ -10,6 +10,8 @@ extern "C" {
 #endif
 
 void gemm_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate);
+/* gb[n] = sum_m dy[m * ldy + n] alone, summed as gemm_bias_update sums it. */
+void gemm_bias_grad(float *gb, const float *dy, int ldy, int M, int N);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,13 @@
 /* The GEMM dispatch every role's entry (kernels/cuda/gemm.cu's table) instantiates, and which kernel runs
  * a GEMM:
  *
- *   cuda_linear_forward, _backward_input, _backward_weight_update, cuda_linear_weight_grad
+ *   cuda_linear_forward, _backward_input, _backward_weight_update, _backward_weight
  *   |- gemm_run                    the dispatch, in this order:
  *   |  |- gemm_wgmma_run           TMA + wgmma (sm90)            -> gemm_wgmma_kernel      gemm/wgmma.cuh
  *   |  |- gemm_mma                 from twins or FP32; split-K?  -> gemm_mma_kernel        gemm/mma.cuh
  *   |  |  `- gemm_split_k_reduce_launch  slices summed in order  -> gemm_split_k_reduce  gemm/split_k.cuh
  *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_f32_kernel        gemm/simt.cuh
- *   `- gemm_bias_update            (backward_weight_update)      -> bias_update_kernel      gemm/bias.cu
+ *   `- gemm_bias_update, _grad     (backward_weight[_update])    -> bias_update_kernel      gemm/bias.cu
  * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
 #ifndef SNN_GEMM_RUN_CUH
 #define SNN_GEMM_RUN_CUH
@@ -23,7 +23,6 @@
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.cuh"
-#include "kernels/cuda/weight_grad.h"
 #include "kernels/ops.h"
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm/wgmma.cuh"

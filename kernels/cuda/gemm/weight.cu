@@ -1,5 +1,5 @@
 /* The weight gradient of a linear layer, dy^T . x, with the optimizer's update fused into its epilogue, and
- * alone (stored, for the tests and the tools): one GEMM kernel, one translation unit. */
+ * alone (stored: data parallelism, the tests and the tools): one GEMM kernel, one translation unit. */
 #include "kernels/cuda/gemm/run.cuh"
 
 extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
@@ -15,10 +15,12 @@ extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_
         gemm_bias_update(b, sb, dy, M, N, rate);
 }
 
-extern "C" void cuda_linear_weight_grad(float *gw, const float *dy, const snn_twin *dy16, const float *x,
-                                        const snn_twin *x16, int M, int N, int K)
+extern "C" void cuda_linear_backward_weight(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy,
+                                            const float *x, const snn_twin *x16, int M, int N, int K)
 {
     /* the GEMM of cuda_linear_backward_weight_update, stored */
-    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K,
-                                                                N, K, M, GemmEpiStore{gw, K});
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), ldy, x, snn_twin_ptr(x16),
+                                                                K, N, K, M, GemmEpiStore{gw, K});
+    if (gb && N > 0)
+        gemm_bias_grad(gb, dy, ldy, M, N);
 }
