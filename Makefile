@@ -187,6 +187,9 @@ ifeq ($(filter genconfig-ok,$(genconfig)),)
 $(error $(genconfig))
 endif
 $(if $(filter GEN,$(genconfig)),$(info $(strip)  GEN     $(CONFIG_H)))
+# A data-parallel build predicted not to pay (tools/make/kconfig.py's dp_warning), said at configure time.
+dp-warning := $(shell cat $(O)/include/generated/dp_warning.txt 2>/dev/null)
+$(if $(dp-warning),$(warning warning: $(dp-warning)))
 endif
 include $(AUTOCONF)
 
@@ -233,7 +236,8 @@ endif
 NVCCFLAGS := -std=c++17 -O3 -lineinfo -gencode arch=$(target-virt),code=[$(target-real),$(target-virt)] \
              -Xcompiler "$(WARN) -Wno-unused-parameter" -Xptxas -warn-spills $(EXTRA_NVCCFLAGS)
 LD := $(NVCC) -gencode arch=$(target-virt),code=$(target-real)
-LDLIBS := $(LIBS) $(if $(CONFIG_HOST_OPENMP),-Xcompiler -fopenmp) $(if $(SANITIZE_FLAGS),-Xcompiler "$(SANITIZE_FLAGS)")
+LDLIBS := $(LIBS) $(if $(CONFIG_DP),-lnccl) $(if $(CONFIG_HOST_OPENMP),-Xcompiler -fopenmp) \
+          $(if $(SANITIZE_FLAGS),-Xcompiler "$(SANITIZE_FLAGS)")
 else
 LD := $(CC)
 endif

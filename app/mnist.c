@@ -1,6 +1,7 @@
 /* mnist: the fixed-shape training run of the configured build, and the
  * evaluation and use of the models it saves. */
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,14 @@
 #include "app/predict.h"
 #include "app/signals.h"
 #include "app/target.h"
+#include "arch/dp.h"
 #include "arch/runtime.h"
+#ifdef CONFIG_DP
+#include <fcntl.h>
+
+#include "arch/cuda/dp.h"
+#include <generated/dp_prediction.h> /* the data-parallel prediction (tools/make/kconfig.py) */
+#endif
 #include "data/dataset.h"
 #include "mm/mm.h"
 #include "nn/train.h"
@@ -244,6 +252,8 @@ typedef struct {
 static outputs open_outputs(const options *o)
 {
     outputs out = {0};
+    if (snn_dp_self()->rank > 0) /* rank 0 writes the run's files */
+        return out;
     if (o->save_path)
         out.save = snn_out_open(o->save_path);
     if (o->checkpoint_path) /* written afresh each time: only checked here */
@@ -370,6 +380,8 @@ static void write_checkpoint(outputs *out, const options *o, run_state *r)
     snn_epoch_figures(&r->m, r->at.step, r->at.losses, r->at.correct);
     check_finite(out, r->at.losses, 0, r->at.step, r->at.epoch);
     r->at.rng = r->rng;
+    if (snn_dp_self()->rank > 0) /* it summed the figures with rank 0, which writes them */
+        return;
     snn_model_file_save(snn_out_open(o->checkpoint_path), &r->m, &r->at, SNN_FILE_CHECKPOINT);
     if (out->log) {
         cJSON *e = snn_json_event("checkpoint");
@@ -385,12 +397,14 @@ static void write_checkpoint(outputs *out, const options *o, run_state *r)
  * 128 + signal. */
 __attribute__((noreturn)) static void stop_run(outputs *out, const options *o, run_state *r, int steps)
 {
-    int sig = snn_stop_signal();
+    int sig = snn_stop_signal() ? snn_stop_signal() : SIGTERM; /* none here: another rank's */
     r->at.step = steps;
     if (out->save)
         snn_model_file_save(out->save, &r->m, &r->at, SNN_FILE_WEIGHTS);
     if (o->checkpoint_path)
         write_checkpoint(out, o, r);
+    if (snn_dp_self()->rank > 0) /* the stop agreed on: rank 0 reports it and exits with its status */
+        exit(0);
     if (out->log) {
         cJSON *e = snn_json_event("interrupted");
         snn_json_string(e, "signal", snn_signal_name(sig));
@@ -458,6 +472,18 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
 }
 
+/* A stop signal, agreed on by every rank where there are several: there only at the loss checks (after
+ * steps that are multiples of CONFIG_TRAIN_CHECK_EVERY, `at`), where the ranks synchronise anyway. */
+static int stop_now(int at)
+{
+#ifdef CONFIG_DP
+    return at ? snn_dp_any(snn_stop_signal()) : 0;
+#else
+    (void)at;
+    return snn_stop_signal();
+#endif
+}
+
 #ifndef CONFIG_STEP_FUSED
 /* After step s of the epoch (layered: a graph replay each), whose stretch
  * ends at `last`: the losses read back and checked a window of
@@ -473,7 +499,7 @@ static void step_done(outputs *out, const options *o, run_state *r, int s, int l
         snn_rt_download(losses + s + 1 - check, r->m.train_loss + s + 1 - check, check * sizeof(float));
         check_finite(out, losses, s + 1 - check, check, r->at.epoch);
     }
-    if (s + 1 < o->max_steps && snn_stop_signal()) {
+    if (s + 1 < o->max_steps && stop_now((s + 1) % check == 0)) {
         if (tty)
             printf("\r%*s\r", 60, "");
         stop_run(out, o, r, s + 1);
@@ -518,7 +544,7 @@ static void train_epoch(outputs *out, const options *o, run_state *r, int first)
     float *losses = r->at.losses;
     epoch_figures f = {.epoch_steps = o->max_steps};
     int steps = first, checked = 0;
-    if (snn_stop_signal())
+    if (stop_now(1))
         stop_run(out, o, r, first);
     snn_mark *start = snn_rt_mark_new(), *stop = snn_rt_mark_new();
     while (steps < o->max_steps && !snn_target_stops(&r->target)) {
@@ -579,8 +605,41 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
         char step[640];
         snn_train_describe(step, sizeof(step));
         printf("training step: %s\n", step);
+#ifdef CONFIG_DP
+        printf("data parallel: %d GPUs (ranks started by %s), %d rows of each step's %d a GPU, gradients all-reduced in "
+               "%s over NCCL in buckets of %d MiB while the backward pass goes on; predicted %s\n", SNN_DP_WORLD,
+               strcmp(snn_dp_self()->launcher, "alone") ? snn_dp_self()->launcher : "this process", SNN_LOCAL_BATCH,
+               SNN_BATCH, SNN_DP_REDUCE_NAME, CONFIG_DP_BUCKET_MB, SNN_DP_PREDICTION);
+#endif
     }
 }
+
+#ifdef CONFIG_DP
+static const char *env(const char *name) { return getenv(name); }
+
+/* A training run of a data-parallel build: this process's place among the ranks, the others started where
+ * it was started alone; each rank but 0 prints nothing but its errors. Returns the rendezvous file. */
+static const char *start_ranks(void)
+{
+    char err[512];
+    snn_dp_place p;
+    if (snn_dp_place_read(&p, env, err, sizeof(err)) || snn_dp_place_check(&p, SNN_DP_WORLD, err, sizeof(err)))
+        snn_die("%s", err);
+    const char *rendezvous = getenv("SNN_DP_RENDEZVOUS");
+    if (p.world == 1)
+        p = snn_dp_spawn(SNN_DP_WORLD, &rendezvous);
+    snn_dp_set(&p);
+    if (p.rank > 0) {
+        char who[32];
+        snprintf(who, sizeof(who), "mnist: rank %d", p.rank);
+        snn_check_name(who);
+        int null = open("/dev/null", O_WRONLY);
+        SNN_CHECK_SYS(null >= 0 && dup2(null, STDOUT_FILENO) >= 0, "discarding a rank's output");
+        close(null);
+    }
+    return rendezvous;
+}
+#endif
 
 /* A stop during --eval or --predict: what was printed stays, the log says
  * so, exit 128 + signal. */
@@ -769,11 +828,17 @@ int main(int argc, char **argv)
     check_data(&o);
     if (o.eval || o.image_count)
         return infer(&o);
+#ifdef CONFIG_DP
+    const char *rendezvous = start_ranks();
+#endif
     outputs out = open_outputs(&o);
     run_state r = {0};
     snn_plan plan;
     snn_device_info dev;
     start_model(&r.m, &r.rng, &o, &dev, &plan);
+#ifdef CONFIG_DP
+    snn_dp_start(snn_dp_self(), rendezvous);
+#endif
     r.at = (snn_progress){.epoch = 1, .steps_per_epoch = o.max_steps, .seed = o.seed,
                           .order = snn_xmalloc(SNN_FIT_COUNT * sizeof(int32_t), "sample order"),
                           .losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses"),
@@ -800,6 +865,9 @@ int main(int argc, char **argv)
     }
     if (r.target.goal > 0 && !r.target.reached)
         snn_target_missed(&r.target, out.log ? snn_out_stream(out.log) : NULL);
+#ifdef CONFIG_DP
+    snn_dp_stop(); /* before the arena its buffers lie in is freed */
+#endif
     finish_run(&out, &o, &r);
-    return 0;
+    return snn_dp_spawned_wait();
 }

@@ -6,11 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char who[64] = "mnist";
+
+void snn_check_name(const char *name) { snprintf(who, sizeof(who), "%s", name); }
+
 void snn_die_at(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout);
-    fputs("mnist: error: ", stderr);
+    fprintf(stderr, "%s: error: ", who);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

@@ -37,6 +37,9 @@ void snn_rt_sync(void);
  * graph as it runs, later calls replay that graph: step must read everything
  * that changes between calls from device memory. */
 void snn_rt_run_step(void (*step)(void *ctx), void *ctx);
+/* Destroys the steps' graphs (the next call of each runs it anew): before what they hold goes, as NCCL's
+ * communicator, which waits for the graphs that use it. */
+void snn_rt_release_steps(void);
 
 /* The device's raw memory and the events of the engine's stream, as a
  * caching allocator (mm/pool.h) drives them. The events complete in the

@@ -8,9 +8,11 @@
 extern "C" {
 #endif
 
-/* Prints "mnist: error: <message>" (and "  at file:line" when file is set) and exits 1. */
+/* Prints "mnist: error: <message>" (the name as snn_check_name set it; and "  at file:line" when file is set) and exits 1. */
 __attribute__((noreturn, format(printf, 3, 4))) void snn_die_at(const char *file, int line, const char *fmt, ...);
 #define snn_die(...) snn_die_at(NULL, 0, __VA_ARGS__)
+/* The name the messages start with, "mnist" until set ("mnist: rank 1" in a data-parallel rank). */
+void snn_check_name(const char *name);
 
 /* A libc call that returns NULL or -1 on failure (errno set). */
 #define SNN_CHECK_SYS(cond, what) \

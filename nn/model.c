@@ -48,6 +48,20 @@
 #define FUSED_BYTES 0
 #endif
 
+#ifdef CONFIG_DP
+#include "arch/cuda/dp.h"
+/* The gradients as all-reduced (FP32, and their BF16 copy where that is sent), and the figures' scratch. */
+#define DP_GRADS SNN_ARENA_ROUND((size_t)SNN_PARAMS * F)
+#ifdef CONFIG_DP_REDUCE_BF16
+#define DP_GRADS16 SNN_ARENA_ROUND((size_t)SNN_PARAMS * sizeof(uint16_t))
+#else
+#define DP_GRADS16 0
+#endif
+#define DP_BYTES (DP_GRADS + DP_GRADS16 + 2 * (size_t)SNN_DP_FIGURES * 4)
+#else
+#define DP_BYTES 0
+#endif
+
 /* The optimizer state's arrays, each in the parameters' layout, 256-byte aligned as the parameters. */
 #define STATE_STRIDE ((SNN_PARAMS + 63) / 64 * 64)
 
@@ -73,6 +87,7 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
     [SNN_T_GEMM_WORKSPACE] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
     [SNN_T_FUSED] = {"fused step buffers", FUSED_BYTES, 0},
+    [SNN_T_DP] = {"data-parallel gradients", DP_BYTES, 0},
 };
 
 void snn_model_plan(snn_plan *plan) { snn_plan_make(plan, tensor_table, SNN_T_COUNT); }
@@ -220,6 +235,10 @@ void snn_model_set_run(snn_model *m, int epochs, int epoch_steps, uint64_t seed)
     m->clock.epoch_steps = epoch_steps;
     m->clock.total = epochs * epoch_steps;
     m->noise = snn_noise_of_seed(seed, m->clock.epoch);
+#ifdef CONFIG_DP
+    m->noise.row0 = snn_dp_self()->rank * SNN_LOCAL_BATCH; /* this rank's rows of each step */
+    m->noise.batch = SNN_BATCH;
+#endif
 #ifdef CONFIG_STEP_FUSED
     m->fused.clock = m->clock;
     m->fused.noise = m->noise;
@@ -277,6 +296,13 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
 #ifdef CONFIG_STEP_FUSED
     if (!on_host)
         bind_fused(m);
+#endif
+#ifdef CONFIG_DP
+    unsigned char *dp = snn_plan_at(plan, arena, SNN_T_DP);
+    m->grads = (float *)dp;
+    m->grads16 = DP_GRADS16 ? (uint16_t *)(dp + DP_GRADS) : NULL;
+    if (!on_host)
+        snn_dp_bind(m->grads, m->grads16, (float *)(dp + DP_GRADS + DP_GRADS16));
 #endif
     snn_model_refresh_twins(m);
 }

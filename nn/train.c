@@ -17,7 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "arch/dp.h"
 #include "arch/runtime.h"
+#ifdef CONFIG_DP
+#include "arch/cuda/dp.h"
+#endif
 #include "kernels/ops.h"
 #include "mm/mm.h"
 #include "snn_check.h"
@@ -41,11 +45,50 @@ static void drop(float **slot)
     }
 }
 
+/* Layer L's weight gradient and update: fused (one GEMM's epilogue), or, data parallel, the gradients
+ * stored and their all-reduce started: the update waits for every layer's (update_all). */
+static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy, const snn_twin *dy16, int B)
+{
+    const snn_kernels *k = m->kernels;
+#ifdef CONFIG_DP
+    /* A bucket at a time: the output rows whose gradients fill SNN_DP_BUCKET_FLOATS (whole 64-row groups, so
+     * every range keeps TMA's alignment), each all-reduced while the next is computed; the biases (after
+     * the weights in memory) go with the last. */
+    const long at = (long)(L->w - m->params), in = L->in;
+    float *gw = m->grads + at, *gb = gw + (long)L->out * in;
+    long rows = SNN_DP_BUCKET_FLOATS / in / 64 * 64;
+    if (rows < 64)
+        rows = 64;
+    for (long r0 = 0; r0 < L->out; r0 += rows) {
+        const int n = (int)(L->out - r0 < rows ? L->out - r0 : rows), last = r0 + n == L->out;
+        k->linear_backward_weight(gw + r0 * in, gb + r0, dy + r0, dy16 ? dy16 + r0 : NULL, L->out, m->act[l],
+                                  m->act16[l], B, n, L->in);
+        snn_dp_reduce(at + r0 * in, (long)n * in + (last ? L->out : 0));
+    }
+    (void)l;
+#else
+    k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, dy, dy16, m->act[l], m->act16[l], B, L->out,
+                                     L->in, m->clock.rate);
+#endif
+}
+
+#ifdef CONFIG_DP
+/* Every parameter updated from the all-reduced gradients (their BF16 copy, where that was sent), the twins
+ * rewritten beside them (layer 0's open the parameters', as its state the state's). */
+static void update_all(snn_model *m)
+{
+    const snn_kernels *k = m->kernels;
+    snn_dp_join();
+    k->apply_update(m->params, m->layer[0].w16, m->layer[0].sw, m->grads16 ? NULL : m->grads, m->grads16, SNN_PARAMS,
+                    m->clock.rate);
+}
+#endif
+
 void snn_train_step(void *model)
 {
     snn_model *m = model;
     const snn_kernels *k = m->kernels;
-    const int B = SNN_BATCH;
+    const int B = SNN_LOCAL_BATCH; /* this process's rows: the batch, or its share of it */
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->train_images, m->train_labels, m->order,
                     m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise);
     for (int l = 0; l < SNN_LAYERS; l++) {
@@ -60,18 +103,24 @@ void snn_train_step(void *model)
     drop(&m->act[SNN_LAYERS]);
     for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
+        /* Data parallel, the weight gradient first: its all-reduce overlaps the input gradient. */
+        if (SNN_DP_WORLD > 1)
+            weight_step(m, L, l, m->grad[g], m->grad16[g], B);
         /* dX uses the weights before their update: it runs first. */
         if (l > 0)
             k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
                                      m->grad16[g], L->w, L->w16, m->act[l], B, L->out, L->in);
         if (SNN_DROPOUT && l > 0) /* act[l] is hidden layer l - 1's output, dropped out */
             k->dropout(m->grad[g ^ 1], m->grad16[g ^ 1], m->train_step, m->noise, l - 1, B, L->in);
-        k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, m->grad[g], m->grad16[g], m->act[l],
-                                         m->act16[l], B, L->out, L->in, m->clock.rate);
+        if (SNN_DP_WORLD == 1)
+            weight_step(m, L, l, m->grad[g], m->grad16[g], B);
         drop(&m->grad[g]);
         if (l > 0)
             drop(&m->act[l]);
     }
+#ifdef CONFIG_DP
+    update_all(m);
+#endif
     k->clock_advance(m->clock);
 }
 
@@ -224,36 +273,60 @@ void snn_epoch_resume(snn_model *m, const int32_t *order_host, int epoch, int st
 {
     snn_rt_upload(m->order, order_host, SNN_FIT_COUNT * sizeof(int32_t));
     set_clock(m, epoch, step);
-    if (step) {
-        snn_rt_upload(m->train_loss, losses_host, step * sizeof(float));
-        snn_rt_upload(m->train_correct, correct_host, step * sizeof(int32_t));
-    }
+    if (!step)
+        return;
+    /* Data parallel, each rank's figures are its share, summed when read: the checkpoint's sums count once. */
+    const int share = SNN_DP_WORLD > 1 && snn_dp_self()->rank > 0;
+    void *zero = share ? calloc((size_t)step, 4) : NULL; /* 4: a float's and an int32's bytes */
+    SNN_CHECK_SYS(!share || zero, "allocating the resumed figures");
+    snn_rt_upload(m->train_loss, share ? zero : (const void *)losses_host, step * sizeof(float));
+    snn_rt_upload(m->train_correct, share ? zero : (const void *)correct_host, step * sizeof(int32_t));
+    free(zero);
+}
+
+/* The training steps' figures, summed over the ranks where there are several. */
+static void train_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host)
+{
+    snn_rt_download(losses_host, m->train_loss, steps * sizeof(float));
+    snn_rt_download(correct_host, m->train_correct, steps * sizeof(int32_t));
+#ifdef CONFIG_DP
+    snn_dp_sum_figures(losses_host, correct_host, steps);
+#endif
 }
 
 void snn_epoch_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host)
 {
-    snn_rt_download(losses_host, m->train_loss, steps * sizeof(float));
-    snn_rt_download(correct_host, m->train_correct, steps * sizeof(int32_t));
+    train_figures(m, steps, losses_host, correct_host);
 }
 
-static snn_score score(const float *loss_dev, const int32_t *correct_dev, int steps, int rows,
-                       float *losses_host)
+/* The mean loss and the accuracy of `steps` steps of `rows` rows. */
+static snn_score score(const float *losses_host, const int32_t *correct, int steps, int rows)
 {
-    int32_t *correct = snn_xmalloc(steps * sizeof(int32_t), "step statistics");
-    snn_rt_download(losses_host, loss_dev, steps * sizeof(float));
-    snn_rt_download(correct, correct_dev, steps * sizeof(int32_t));
     double loss = 0, right = 0;
     for (int s = 0; s < steps; s++) {
         loss += losses_host[s];
         right += correct[s];
     }
-    free(correct);
     return (snn_score){loss / steps, right / ((double)steps * rows)};
 }
 
 snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host)
 {
-    return score(m->train_loss, m->train_correct, steps, SNN_BATCH, losses_host);
+    int32_t *correct = snn_xmalloc(steps * sizeof(int32_t), "step statistics");
+    train_figures(m, steps, losses_host, correct);
+    const snn_score s = score(losses_host, correct, steps, SNN_BATCH);
+    free(correct);
+    return s;
+}
+
+/* An evaluation's figures (every rank scores the whole set). */
+static snn_score eval_score(snn_model *m, int steps)
+{
+    float losses[SNN_EVAL_STEPS_MAX];
+    int32_t correct[SNN_EVAL_STEPS_MAX];
+    snn_rt_download(losses, m->eval_loss, steps * sizeof(float));
+    snn_rt_download(correct, m->eval_correct, steps * sizeof(int32_t));
+    return score(losses, correct, steps, SNN_EVAL_BATCH);
 }
 
 const char *snn_set_name(snn_set set) { return set == SNN_SET_VALID ? "validation" : "test"; }
@@ -264,14 +337,13 @@ static snn_score evaluate(snn_model *m, snn_set which, float *logits_host)
 {
     static const int32_t zero = 0;
     const snn_eval_set *set = which == SNN_SET_VALID ? &m->valid : &m->test;
-    float losses[SNN_EVAL_STEPS_MAX];
     if (!set->steps)
         snn_die("internal error: scoring the %s set of a build without one", snn_set_name(which));
     snn_rt_upload(m->eval_step, &zero, sizeof(zero));
 #ifdef CONFIG_STEP_FUSED
     if (!logits_host && m->kernels != &snn_host_kernels) {
         cuda_fused_evaluate(&m->fused, set->images, set->labels, set->steps);
-        return score(m->eval_loss, m->eval_correct, set->steps, SNN_EVAL_BATCH, losses);
+        return eval_score(m, set->steps);
     }
 #endif
     for (int s = 0; s < set->steps; s++) {
@@ -280,7 +352,7 @@ static snn_score evaluate(snn_model *m, snn_set which, float *logits_host)
         else
             snn_rt_run_step(which == SNN_SET_VALID ? snn_valid_step : snn_test_step, m);
     }
-    return score(m->eval_loss, m->eval_correct, set->steps, SNN_EVAL_BATCH, losses);
+    return eval_score(m, set->steps);
 }
 
 snn_score snn_evaluate(snn_model *m, snn_set set) { return evaluate(m, set, NULL); }

@@ -187,6 +187,26 @@ recipe_widths_refused() { # DIR
     else echo "not ok - recipe widths: the refusal: $(tail -n 1 <<<"$out")"; fi
 }
 suite_gradcheck() { run "gradient check" "$S/tests/bin/host/test_gradcheck"; }
+# Data parallelism's host parts: the launchers' variables, the rendezvous, the ranks a run starts itself
+# (arch/dp.c); and the configure-time prediction: a board that would not pay warns, one that pays does not.
+suite_dp() {
+    run "data-parallel processes" "$H/tests/bin/host/test_dp"
+    local d=$SNN_TEST_OUT/dp-config out
+    mkdir -p "$d" && printf '%s\n' CONFIG_TARGET_SM90=y CONFIG_NN_HIDDEN_WIDTH=128 CONFIG_STEP_LAYERED=y CONFIG_DP=y >"$d/small"
+    if out=$(make --no-print-directory O="$d" defconfig DEFCONFIG="$d/small" 2>&1) &&
+        [[ $out == *"data parallelism predicts at least "*"x on 2 GPUs"*"below 1.1x"* ]]; then
+        echo "ok - dp: 784-128-10 on 2 GPUs warns at configure time: the all-reduce outweighs the step"
+    else echo "not ok - dp: no configure-time warning for 784-128-10 on 2 GPUs: $(tail -n 1 <<<"$out")"; fi
+    printf '%s\n' CONFIG_TARGET_SM90=y CONFIG_NN_HIDDEN_LAYERS=2 CONFIG_NN_HIDDEN_WIDTH=2048 CONFIG_TRAIN_BATCH_SIZE=8192 \
+        CONFIG_DP=y CONFIG_DP_REDUCE_BF16=y >"$d/large"
+    if out=$(make --no-print-directory O="$d" defconfig DEFCONFIG="$d/large" 2>&1) && [[ $out != *warning* ]]; then
+        echo "ok - dp: 784-2048x2-10 at batch 8192 on 2 GPUs (BF16 gradients) predicts above 1.1x: no warning"
+    else echo "not ok - dp: 784-2048x2-10 b8192 configured: $(tail -n 1 <<<"$out")"; fi
+    if out=$(make --no-print-directory O="$d" h100_dp2_4096x4_b1024_defconfig 2>&1) &&
+        [[ $out == *"predicts 0.78x on 2 GPUs (the 1071 us step make tune measured"* ]]; then
+        echo "ok - dp: h100_dp2_4096x4_b1024's prediction starts from its tuned twin's measured step (0.78x, warned)"
+    else echo "not ok - dp: h100_dp2_4096x4_b1024's prediction: $(tail -n 1 <<<"$out")"; fi
+}
 suite_pool() { run "pool allocator" "$H/tests/bin/host/test_pool"; }
 suite_strategies() { run "memory strategies" tests/host/test_strategies.sh "$H" "$P"; }
 suite_bench() { run "benchmark tables" tests/host/test_bench.py; }
@@ -273,6 +293,8 @@ suite_gpu_builds() {
         CONFIG_NN_HIDDEN_WIDTH_1=300 CONFIG_NN_HIDDEN_WIDTH_2=37 CONFIG_NN_HIDDEN_WIDTH_3=100 \
         CONFIG_TRAIN_BATCH_SIZE=17 'CONFIG_TRAIN_DROPOUT="0.25"' >"$d/def"
     queue_build "784-300-37-100-10 on sm90's fused step (compile only)" "$d" defconfig DEFCONFIG="$d/def"
+    # data parallelism: linked with NCCL (libnccl of the CUDA toolkit)
+    queue_build "h100_dp2_4096x4_b1024_defconfig, NCCL (compile only)" "$SNN_TEST_OUT/board-dp2" h100_dp2_4096x4_b1024_defconfig
     for s in POOL CUDA_ASYNC; do
         d=$SNN_TEST_OUT/board-a100-mm-$s
         mkdir -p "$d" && { cat configs/a100_defconfig; echo "CONFIG_MM_$s=y"; } >"$d/def"

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(REPO, "tools", "lib"))  # the shared modules
 sys.path.insert(0, os.path.join(REPO, "tools", "make"))  # kconfig.py
 import allreduce  # noqa: E402
 import bench_boards  # noqa: E402
-from step_floor import DEFAULT_PEAKS, PRECISIONS, board_dims, floor, param_count  # noqa: E402
+from step_floor import DEFAULT_PEAKS, PRECISIONS, floor, param_count  # noqa: E402
 from train_log import median_after_first  # noqa: E402
 
 
@@ -70,11 +70,7 @@ def board_config(name):
     problems += kconfig.untaken_values(kconf, skip=names)
     if problems:
         raise Refusal(f"{os.path.relpath(path, REPO)}: " + "; ".join(problems))
-    sym = lambda s: kconf.syms[s].str_value  # noqa: E731
-    dims = board_dims(sym)
-    precision = next((p for p in PRECISIONS if kconf.syms.get("PRECISION_" + p.upper()) is not None
-                      and sym("PRECISION_" + p.upper()) == "y"), "fp32")
-    return dims, int(sym("TRAIN_BATCH_SIZE")), precision
+    return kconfig.board_of(kconf)
 
 
 def read_log(path):

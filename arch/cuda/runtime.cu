@@ -10,6 +10,7 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/cuda/target.h"
+#include "arch/dp.h"
 #include "arch/runtime.h"
 #include "snn_check.h"
 #include "snn_config.h"
@@ -48,6 +49,18 @@ static double mib(size_t bytes)
 static int pick_device(int count)
 {
     const char *env = getenv("SNN_DEVICE");
+    const snn_dp_place *dp = snn_dp_self();
+    if (dp->world > 1) { /* a data-parallel rank: the GPU of its rank on its host */
+        if (env && *env)
+            snn_die("SNN_DEVICE=%s: each data-parallel rank takes the GPU of its rank on its host; choose the "
+                    "GPUs with CUDA_VISIBLE_DEVICES instead", env);
+        if (dp->local_rank < count)
+            return dp->local_rank;
+        if (count == 1) /* the launcher gave each process one GPU */
+            return 0;
+        snn_die("rank %d is rank %d on its host, which shows %d GPUs: start at most %d ranks a host, or give each "
+                "one GPU (CUDA_VISIBLE_DEVICES, srun --gpus-per-task=1)", dp->rank, dp->local_rank, count, count);
+    }
     if (!env || !*env)
         return 0;
     char *end = NULL;
@@ -225,7 +238,10 @@ void snn_rt_run_step(void (*step)(void *ctx), void *ctx)
         return;
     }
     cudaGraph_t graph = NULL;
-    CUDA_CHECK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal));
+    /* Data parallel, NCCL's own threads work while the step is captured: only this thread's calls are held
+     * to the capture's rules. */
+    CUDA_CHECK(cudaStreamBeginCapture(g_stream, SNN_DP_WORLD > 1 ? cudaStreamCaptureModeThreadLocal
+                                                                 : cudaStreamCaptureModeGlobal));
     step(ctx);
     CUDA_CHECK(cudaStreamEndCapture(g_stream, &graph));
     CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
@@ -233,6 +249,17 @@ void snn_rt_run_step(void (*step)(void *ctx), void *ctx)
     CUDA_CHECK(cudaGraphLaunch(g->exec, g_stream));
 #else
     step(ctx);
+#endif
+}
+
+void snn_rt_release_steps(void)
+{
+#ifdef CONFIG_CUDA_GRAPH
+    CUDA_CHECK(cudaStreamSynchronize(g_stream));
+    for (int i = 0; i < g_ngraphs; i++)
+        if (g_graphs[i].exec)
+            CUDA_CHECK(cudaGraphExecDestroy(g_graphs[i].exec));
+    g_ngraphs = 0;
 #endif
 }
 

@@ -6,14 +6,14 @@
 # the kernel tests, the training-step test, the fused step's op-by-op test, and where marked an epoch
 # against the host engine, determinism, resume and PyTorch loading, compute-sanitizer (memcheck,
 # racecheck, synccheck), the memory strategies against the static arena. Elsewhere: one "skip" line.
-# SNN_GPU_PARTS picks parts of the tier (default all: boards others precisions wgmma strategies fused);
+# SNN_GPU_PARTS picks parts of the tier (default all: boards others precisions wgmma strategies fused dp);
 # tests/gpu/run.sh --list prints the tier's variants, part by part.
 set -u
 cd "$(dirname "$0")/../.."
 . tools/lib/gpu.sh
 OUT=${SNN_TEST_OUT:-build/test}
 TIER=${SNN_TEST_TIER:-test}
-PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused} "
+PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused dp} "
 part_wanted() { [[ $PARTS == *" $1 "* ]]; }
 case $TIER in test | full) ;; *) echo "not ok - gpu tests: SNN_TEST_TIER=$TIER is neither test nor full"; exit 0 ;; esac
 mkdir -p "$OUT" # run alone (SNN_GPU_PARTS=...), not under tests/run.sh
@@ -193,6 +193,80 @@ sys.exit(not (len({x["gpu"] for x in r}) == 2 and all(x["reached"] for x in r)))
     else echo "not ok - $board: two seeds on two GPUs: $(tail -n 2 "$d/tta.out" | tr '\n' ' ')"; fi
 }
 case $cc in 75) own_board=rtx2060 ;; 8*) own_board=a100 ;; *) own_board=h100 ;; esac
+
+# Data parallelism (CONFIG_DP) where the host shows 2 or more GPUs: a small FP32 model with translation
+# and dropout on 2 (and 4) GPUs against its one-GPU twin at the same global batch: per-step losses within
+# 1e-5 relative over 50 steps; two runs bitwise identical; a resumed run the straight run's bytes; under
+# mpirun, the self-started run's bytes, and a launch of another world size refused.
+DP_MODEL="CONFIG_NN_HIDDEN_LAYERS=2 CONFIG_NN_HIDDEN_WIDTH=512 CONFIG_TRAIN_BATCH_SIZE=128
+CONFIG_TRAIN_AUGMENT_SHIFT=2 CONFIG_TRAIN_DROPOUT=\"0.1\" CONFIG_TRAIN_LOG_EVERY=1 CONFIG_PRECISION_FP32=y"
+host_gpu_count() { python3 -c 'import sys; sys.path.insert(0, "tools/lib"); import gpu_pool; print(len(gpu_pool.host_gpus()))'; }
+dp_variant() { # NAME WORLD: DP_MODEL on WORLD GPUs (1: the one-GPU twin), for this card
+    local name=$1 world=$2 d=$OUT/gpu-$1
+    mkdir -p "$d"
+    { printf '%s\n' "CONFIG_TARGET_SM80=y" "CONFIG_CUDA_ARCH_OVERRIDE=$cc" $DP_MODEL
+      [ "$world" -gt 1 ] && printf '%s\n' CONFIG_STEP_LAYERED=y CONFIG_DP=y "CONFIG_DP_WORLD_SIZE=$world"; } >"$d/def"
+    planned "$name" "$d" || return 1
+    build_variant "$name" "$d"
+}
+dp_losses_agree() { # NAME ONE.jsonl N.jsonl: per-step losses within 1e-5 relative
+    local out
+    if out=$(python3 - "$2" "$3" <<'PY'
+import json, sys
+def steps(path): return [e["loss"] for e in map(json.loads, open(path)) if e.get("event") == "step"]
+one, many = steps(sys.argv[1]), steps(sys.argv[2])
+rel = max((abs(a - b) / abs(a) for a, b in zip(one, many)), default=1.0)
+print(f"{len(many)} steps, max rel diff {rel:.2e}")
+sys.exit(not (len(one) == len(many) == 50 and rel <= 1e-5))
+PY
+    ); then echo "ok - gpu $1: per-step loss against one GPU at the same batch, $out (at most 1e-5)"
+    else echo "not ok - gpu $1: per-step loss against one GPU: $out"; fi
+}
+check_dp() {
+    local n d1=$OUT/gpu-dp-one d2=$OUT/gpu-dp2 a="--data $DATA --epochs 1 --max-steps 50 --seed 3" rv out
+    n=$(host_gpu_count)
+    [ "$ACTION" != check ] && n=4 # --list, --build-only: every variant, as on a host of 4
+    if [ "$n" -lt 2 ]; then echo "skip - gpu data parallel: skipped: this host shows $n GPU"; return; fi
+    if ! usable "$cc" 80; then echo "skip - gpu data parallel: skipped: needs compute capability 80, this GPU is $cc"; return; fi
+    local built=1 four=0
+    dp_variant dp-one 1 || built=0
+    dp_variant dp2 2 || built=0
+    [ "$n" -ge 4 ] && dp_variant dp4 4 && four=1
+    [ "$built" = 1 ] || return
+    "$d1/app/mnist" $a --log "$d1/one.jsonl" >/dev/null 2>&1 || echo "not ok - gpu dp-one: the one-GPU run failed"
+    if ! "$d2/app/mnist" $a --log "$d2/a.jsonl" --save "$d2/a.st" >"$d2/a.out" 2>&1; then
+        echo "not ok - gpu dp2: the 2-GPU run failed: $(tail -n 2 "$d2/a.out" | tr '\n' ' ')"; return
+    fi
+    dp_losses_agree dp2 "$d1/one.jsonl" "$d2/a.jsonl"
+    "$d2/app/mnist" $a --save "$d2/b.st" >/dev/null 2>&1 && cmp -s "$d2/a.st" "$d2/b.st" &&
+        echo "ok - gpu dp2: two 2-GPU runs bitwise identical" || echo "not ok - gpu dp2: two 2-GPU runs differ"
+    a="--data $DATA --max-steps 50"
+    rm -f "$d2/c.st"
+    if "$d2/app/mnist" $a --seed 3 --epochs 2 --save "$d2/s.st" >/dev/null 2>&1 &&
+        "$d2/app/mnist" $a --seed 3 --epochs 1 --checkpoint "$d2/c.st" >/dev/null 2>&1 &&
+        "$d2/app/mnist" $a --epochs 2 --resume "$d2/c.st" --save "$d2/r.st" >/dev/null 2>&1 && cmp -s "$d2/s.st" "$d2/r.st"; then
+        echo "ok - gpu dp2: resumed from epoch 1's checkpoint, the straight run's bytes"
+    else echo "not ok - gpu dp2: the resumed 2-GPU run differs from the straight one (or a run failed)"; fi
+    if ! command -v mpirun >/dev/null; then echo "skip - gpu dp2: mpirun: skipped: no mpirun"
+    else
+        rv=$d2/rendezvous
+        rm -f "$rv" "$d2/m.st"
+        a="--data $DATA --epochs 1 --max-steps 50 --seed 3"
+        if mpirun --allow-run-as-root -np 2 -x SNN_DP_RENDEZVOUS="$rv" "$d2/app/mnist" $a --save "$d2/m.st" >"$d2/m.out" 2>&1 &&
+            cmp -s "$d2/a.st" "$d2/m.st" && [ ! -e "$rv" ]; then
+            echo "ok - gpu dp2: under mpirun -np 2, the self-started run's bytes; the rendezvous file removed"
+        else echo "not ok - gpu dp2: under mpirun: $(tail -n 2 "$d2/m.out" | tr '\n' ' ')"; fi
+        out=$(timeout 60 mpirun --allow-run-as-root -np 3 -x SNN_DP_RENDEZVOUS="$rv.3" "$d2/app/mnist" $a 2>&1)
+        [[ $out == *"mpirun started 3 processes, but this build trains on 2 GPUs"* ]] &&
+            echo "ok - gpu dp2: mpirun -np 3 refused, naming both world sizes" ||
+            echo "not ok - gpu dp2: mpirun -np 3: $(tail -n 1 <<<"$out")"
+    fi
+    if [ "$n" -lt 4 ]; then echo "skip - gpu dp4: skipped: this host shows $n GPUs"; return; fi
+    [ "$four" = 1 ] || return
+    if "$OUT/gpu-dp4/app/mnist" --data "$DATA" --epochs 1 --max-steps 50 --seed 3 --log "$OUT/gpu-dp4/a.jsonl" \
+        >"$OUT/gpu-dp4/a.out" 2>&1; then dp_losses_agree dp4 "$d1/one.jsonl" "$OUT/gpu-dp4/a.jsonl"
+    else echo "not ok - gpu dp4: the 4-GPU run failed: $(tail -n 2 "$OUT/gpu-dp4/a.out" | tr '\n' ' ')"; fi
+}
 
 # The other boards (deeper, wider, other batches): their kernel and
 # training-step tests; their nets differ from the host engine's, so no epoch.
@@ -503,6 +577,8 @@ run_all() {
     part_wanted strategies && check_strategies
     part=fused
     part_wanted fused && check_fused
+    part=dp
+    part_wanted dp && check_dp
     return 0
 }
 

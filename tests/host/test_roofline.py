@@ -113,6 +113,12 @@ def test_data_parallel():
     r = got[0] if isinstance(got, list) else {}
     ok = r and abs(r["grad_mb"] - params * 2 / 1e6) < 1e-6 and abs(r["dp_speedup"][1] - 2.0) < 0.02
     verdict(ok, "roofline.py's row: the gradient's MB and the predicted speed-up from the measured step", r)
+    # the engine's step as built (docs/PERF.md v30, 2 x H200): one GPU 183.1 ms an epoch, two 216.4
+    update = allreduce.update_us(params, "bf16", 1)
+    engine = allreduce.engine_speedup(6132.0, params * 2, 2, update)
+    ok = abs(update - params * 26 / 3e6) < 1e-6 and abs(engine - 183.1 / 216.4) < 0.02
+    verdict(ok, f"the engine's data-parallel step as built: an update pass of {update / 1e3:.2f} ms, {engine:.2f}x "
+            f"on 2 GPUs, as measured ({183.1 / 216.4:.2f}x)", (update, engine))
 
 
 test_widths()

@@ -12,7 +12,12 @@ A step on N GPUs: each computes 1/N of the batch, T1 / N (an upper bound on the 
 batches use a GPU less well), then the gradients are all-reduced. Without overlap the step is T1 / N + AR;
 with the all-reduce overlapped by the backward pass (about 2/3 of a step: the input and weight gradients
 against the forward's one GEMM a layer), only what exceeds the backward's time shows:
-T1 / N + max(0, AR - 2/3 T1 / N)."""
+T1 / N + max(0, AR - 2/3 T1 / N).
+
+The engine's own data-parallel step (arch/cuda/dp.cu) as built today is slower than either: on 4 x H200 its
+all-reduce did not overlap the backward pass, and every rank updates every parameter in a pass of its own
+(the one-GPU step fuses the update into the weight gradient's epilogue). engine_speedup models that,
+T1 / (T1 / N + AR + the update pass), within 11 % of the measured steps (docs/PERF.md v30)."""
 
 # (bytes, us) of one BF16 all-reduce on 2 x H200
 MEASURED_2GPU = [(4096, 39.0), (1 << 20, 55.0), (16 << 20, 75.0), (64 << 20, 249.0), (256 << 20, 893.0)]
@@ -39,3 +44,16 @@ def speedup(step_us, grad_bytes, gpus):
     share = step_us / gpus
     ar = allreduce_us(grad_bytes, gpus)
     return step_us / (share + ar), step_us / (share + max(0.0, ar - BACKWARD_SHARE * share))
+
+
+def update_us(params, reduce, moments, hbm_tbps=3.0):
+    """Microseconds of the data-parallel update pass over every parameter at HBM's rate: its gradient as
+    all-reduced (and, in BF16, the copy made of the FP32 one: 6 bytes), the parameter and each moment read
+    and written, the 16-bit twin written."""
+    per = REDUCE_BYTES[reduce] + (6 if reduce == "bf16" else 0) + 8 + 8 * moments + 2
+    return params * per / (hbm_tbps * 1e6)
+
+
+def engine_speedup(step_us, grad_bytes, gpus, update):
+    """The speed-up of the engine's data-parallel step as built: nothing overlapped."""
+    return step_us / (step_us / gpus + allreduce_us(grad_bytes, gpus) + update)

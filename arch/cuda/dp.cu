@@ -1,0 +1,156 @@
+/* Data parallelism's collectives over NCCL (arch/cuda/dp.h). Each layer's gradients are all-reduced on a
+ * stream of their own, forked from the engine's stream by an event when the layer's weight gradient is
+ * written, so the all-reduce of layer l overlaps the backward pass of layers l - 1 .. 0; the engine's stream
+ * joins it before the update. The fork and the join are events, so a captured step holds them as graph
+ * edges. Every NCCL and CUDA call is checked. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "arch/cuda/check.h"
+#include "arch/cuda/dp.h"
+#include "arch/cuda/stream.h"
+#include "arch/runtime.h"
+#include "snn_config.h"
+
+#define NCCL_CHECK(call) nccl_check((call), #call, __FILE__, __LINE__)
+
+static ncclComm_t g_comm;
+static cudaStream_t g_comm_stream;
+static cudaEvent_t g_ready, g_done; /* the fork to the communication stream, the join */
+static float *g_grads, *g_figures;
+#ifdef CONFIG_DP_REDUCE_BF16
+static __nv_bfloat16 *g_grads16; /* the BF16 copy sent */
+#endif
+static int g_pending; /* all-reduces enqueued since the last join */
+
+static void nccl_check(ncclResult_t r, const char *call, const char *file, int line)
+{
+    if (r == ncclSuccess || r == ncclInProgress)
+        return;
+    const char *last = g_comm ? ncclGetLastError(g_comm) : NULL;
+    snn_die_at(file, line, "%s failed: %s%s%s\n  hint: NCCL_DEBUG=WARN says more; each rank needs a GPU of its "
+               "own and a path to the others", call, ncclGetErrorString(r), last && *last ? ": " : "",
+               last ? last : "");
+}
+
+void snn_dp_start(const snn_dp_place *p, const char *rendezvous)
+{
+    ncclUniqueId id;
+    char err[512];
+    if (!rendezvous || !*rendezvous)
+        snn_die("rank %d of %d (started by %s): name the rendezvous file in SNN_DP_RENDEZVOUS, a path every "
+                "rank can read and none has written (on a shared filesystem across hosts)",
+                p->rank, p->world, p->launcher);
+    if (p->rank == 0) {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        if (snn_dp_rendezvous_write(rendezvous, &id, sizeof(id), err, sizeof(err)))
+            snn_die("%s", err);
+    } else if (snn_dp_rendezvous_read(rendezvous, &id, sizeof(id), 120.0, err, sizeof(err))) {
+        snn_die("%s", err);
+    }
+    NCCL_CHECK(ncclCommInitRank(&g_comm, p->world, id, p->rank));
+    if (p->rank == 0 && strcmp(p->launcher, "alone") != 0)
+        remove(rendezvous); /* every rank has joined: the id is spent */
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g_comm_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g_ready, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g_done, cudaEventDisableTiming));
+}
+
+void snn_dp_stop(void)
+{
+    if (!g_comm)
+        return;
+    snn_rt_release_steps(); /* a graph holding NCCL's work keeps the communicator from being destroyed */
+    CUDA_CHECK(cudaDeviceSynchronize());
+    NCCL_CHECK(ncclCommFinalize(g_comm)); /* every rank's work flushed, the ranks in step */
+    NCCL_CHECK(ncclCommDestroy(g_comm));
+    g_comm = NULL;
+}
+
+void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures)
+{
+    g_grads = grads;
+#ifdef CONFIG_DP_REDUCE_BF16
+    g_grads16 = (__nv_bfloat16 *)grads_bf16;
+#else
+    (void)grads_bf16;
+#endif
+    g_figures = figures;
+}
+
+#ifdef CONFIG_DP_REDUCE_BF16
+__global__ void to_bf16_kernel(__nv_bfloat16 *dst, const float *src, long n)
+{
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+/* Up to 1024 blocks: with 16 the copy's dependent loads made it slower than the step (PERF.md v30). */
+static unsigned convert_blocks(long n)
+{
+    long b = (n + 255) / 256;
+    return (unsigned)(b < 1024 ? b : 1024);
+}
+#endif
+
+void snn_dp_reduce(long offset, long count)
+{
+    if (!g_comm)
+        snn_die("internal error: a data-parallel step without a communicator (only ./app/mnist's training "
+                "starts one: a test or tool cannot run a data-parallel build's step)");
+    CUDA_CHECK(cudaEventRecord(g_ready, snn_stream()));
+    CUDA_CHECK(cudaStreamWaitEvent(g_comm_stream, g_ready, 0));
+#ifdef CONFIG_DP_REDUCE_BF16
+    __nv_bfloat16 *sent = g_grads16 + offset;
+    to_bf16_kernel<<<convert_blocks(count), 256, 0, g_comm_stream>>>(sent, g_grads + offset, count);
+    CUDA_CHECK_LAUNCH();
+    NCCL_CHECK(ncclAllReduce(sent, sent, (size_t)count, ncclBfloat16, ncclSum, g_comm, g_comm_stream));
+#else
+    float *g = g_grads + offset;
+    NCCL_CHECK(ncclAllReduce(g, g, (size_t)count, ncclFloat32, ncclSum, g_comm, g_comm_stream));
+#endif
+    g_pending++;
+}
+
+void snn_dp_join(void)
+{
+    if (!g_pending)
+        return;
+    CUDA_CHECK(cudaEventRecord(g_done, g_comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(snn_stream(), g_done, 0));
+    g_pending = 0;
+}
+
+/* Through the bound scratch of the figures, on the engine's stream. */
+void snn_dp_sum_figures(float *losses, int32_t *correct, int n)
+{
+    if (n <= 0)
+        return;
+    if (n > SNN_DP_FIGURES)
+        snn_die("internal error: %d figures to sum, the scratch holds %d", n, SNN_DP_FIGURES);
+    const size_t fb = (size_t)n * sizeof(float), ib = (size_t)n * sizeof(int32_t);
+    float *df = g_figures;
+    int32_t *di = (int32_t *)(g_figures + SNN_DP_FIGURES);
+    CUDA_CHECK(cudaMemcpyAsync(df, losses, fb, cudaMemcpyHostToDevice, snn_stream()));
+    CUDA_CHECK(cudaMemcpyAsync(di, correct, ib, cudaMemcpyHostToDevice, snn_stream()));
+    NCCL_CHECK(ncclGroupStart());
+    NCCL_CHECK(ncclAllReduce(df, df, (size_t)n, ncclFloat32, ncclSum, g_comm, snn_stream()));
+    NCCL_CHECK(ncclAllReduce(di, di, (size_t)n, ncclInt32, ncclSum, g_comm, snn_stream()));
+    NCCL_CHECK(ncclGroupEnd());
+    CUDA_CHECK(cudaMemcpyAsync(losses, df, fb, cudaMemcpyDeviceToHost, snn_stream()));
+    CUDA_CHECK(cudaMemcpyAsync(correct, di, ib, cudaMemcpyDeviceToHost, snn_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
+}
+
+int snn_dp_any(int flag)
+{
+    float f = flag ? 1.0f : 0.0f;
+    int32_t unused = 0;
+    snn_dp_sum_figures(&f, &unused, 1);
+    return f > 0.0f;
+}

@@ -1,0 +1,43 @@
+/* Data parallelism's collectives over NCCL (CONFIG_DP; arch/cuda/dp.cu): the communicator, each layer's
+ * gradients all-reduced on a stream of their own while the backward pass goes on, and the host's figures
+ * summed over the ranks. Every rank makes the same calls in the same order. */
+#ifndef SNN_CUDA_DP_H
+#define SNN_CUDA_DP_H
+
+#include <stdint.h>
+
+#include "arch/dp.h"
+#include "snn_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* After snn_rt_init: meets the other ranks through the rendezvous file (rank 0 writes NCCL's id, the
+ * others read it) and joins the communicator; one clear message and exit 1 where that fails. */
+void snn_dp_start(const snn_dp_place *p, const char *rendezvous);
+void snn_dp_stop(void);
+
+/* The figures summed at once at most: an epoch's steps. */
+#define SNN_DP_FIGURES SNN_STEPS_PER_EPOCH
+
+/* Binds the gradients' buffer (SNN_PARAMS floats, the parameters' layout), under DP_REDUCE_BF16 its BF16
+ * copy as sent (else NULL), and the figures' scratch (SNN_DP_FIGURES floats, then as many int32). */
+void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures);
+/* A bucket of gradients (count floats from offset in the buffer) is written on the engine's stream: all-
+ * reduce it (the ranks' sum) on the communication stream, after what is enqueued so far; under
+ * DP_REDUCE_BF16 its BF16 copy is made and summed in place, the FP32 gradients left as they are. */
+void snn_dp_reduce(long offset, long count);
+/* The engine's stream waits for every all-reduce enqueued since the last join. */
+void snn_dp_join(void);
+
+/* The host arrays' sums over the ranks (a synchronisation): the steps' losses (each rank's share of the
+ * batch's mean) and correct counts. */
+void snn_dp_sum_figures(float *losses, int32_t *correct, int n);
+/* 1 where any rank's flag is set (a synchronisation): a stop signal agreed on. */
+int snn_dp_any(int flag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
