@@ -266,19 +266,29 @@ void host_linear_backward_input(float *dx, snn_twin *dx16, const float *dy, cons
     gemm_run(&g);
 }
 
-/* gb[n] = sum over m of dy[m][n], m ascending; then the bias update. M x N
- * additions: not worth a thread fork next to the M x N x K of the GEMM. */
-void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate)
+/* gb[n] = sum over m of dy[m * ldy + n], m ascending, NR columns at a time: into gb, or, with b, through
+ * the bias update instead. M x N additions: not worth a thread fork next to the M x N x K of the GEMM. */
+static void bias_grad(float *gb, float *b, snn_state sb, const snn_rate *rate, const float *dy, int ldy, int M,
+                      int N)
 {
     for (int n0 = 0; n0 < N; n0 += NR) {
         int nr = min_int(NR, N - n0);
-        float gb[NR] = {0};
+        float s[NR] = {0};
         for (int m = 0; m < M; m++)
             for (int j = 0; j < nr; j++)
-                gb[j] += dy[(long)m * N + n0 + j];
-        for (int j = 0; j < nr; j++)
-            snn_update_at(b, sb, (size_t)(n0 + j), gb[j], *rate);
+                s[j] += dy[(long)m * ldy + n0 + j];
+        for (int j = 0; j < nr; j++) {
+            if (b)
+                snn_update_at(b, sb, (size_t)(n0 + j), s[j], *rate);
+            else
+                gb[n0 + j] = s[j];
+        }
     }
+}
+
+void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate)
+{
+    bias_grad(NULL, b, sb, rate, dy, N, M, N);
 }
 
 void host_linear_backward_weight(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy,
@@ -292,15 +302,8 @@ void host_linear_backward_weight(float *gw, float *gb, const float *dy, const sn
         .epi = {.kind = EPI_BIAS_RELU, .out = gw}, /* no bias, no ReLU: stored */
     };
     gemm_run(&g);
-    for (int n0 = 0; gb && n0 < N; n0 += NR) { /* host_bias_update's sums */
-        int nr = min_int(NR, N - n0);
-        float s[NR] = {0};
-        for (int m = 0; m < M; m++)
-            for (int j = 0; j < nr; j++)
-                s[j] += dy[(long)m * ldy + n0 + j];
-        for (int j = 0; j < nr; j++)
-            gb[n0 + j] = s[j];
-    }
+    if (gb)
+        bias_grad(gb, NULL, (snn_state){{NULL, NULL}}, NULL, dy, ldy, M, N);
 }
 
 void host_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
