@@ -233,6 +233,11 @@ target-real := sm_$(override-cc)$(if $(CONFIG_TARGET_SM90),a)
 else
 target-real := sm_$(target-cc)$(if $(CONFIG_TARGET_SM90),a)
 endif
+ifeq ($(CONFIG_DP),y)
+ifneq ($(shell $(NVCC) -E -x cu /dev/null -include nccl.h >/dev/null 2>&1 && echo ok),ok)
+$(error CONFIG_DP needs NCCL, and nvcc finds no nccl.h: install NCCL (Debian: libnccl-dev; NVIDIA's CUDA repositories ship it) or turn CONFIG_DP off with 'make menuconfig')
+endif
+endif
 NVCCFLAGS := -std=c++17 -O3 -lineinfo -gencode arch=$(target-virt),code=[$(target-real),$(target-virt)] \
              -Xcompiler "$(WARN) -Wno-unused-parameter" -Xptxas -warn-spills $(EXTRA_NVCCFLAGS)
 LD := $(NVCC) -gencode arch=$(target-virt),code=$(target-real)

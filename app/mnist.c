@@ -497,6 +497,11 @@ static void step_done(outputs *out, const options *o, run_state *r, int s, int l
     float *losses = r->at.losses;
     if ((s + 1) % check == 0) {
         snn_rt_download(losses + s + 1 - check, r->m.train_loss + s + 1 - check, check * sizeof(float));
+#ifdef CONFIG_DP
+        /* Each rank's loss is its share: summed, a rank's overflow ends every rank's run, not its own alone. */
+        memset(r->at.correct + s + 1 - check, 0, check * sizeof(int32_t));
+        snn_dp_sum_figures(losses + s + 1 - check, r->at.correct + s + 1 - check, check);
+#endif
         check_finite(out, losses, s + 1 - check, check, r->at.epoch);
     }
     if (s + 1 < o->max_steps && stop_now((s + 1) % check == 0)) {
@@ -607,7 +612,7 @@ static void start_model(snn_model *m, snn_rng *rng, const options *o, snn_device
         printf("training step: %s\n", step);
 #ifdef CONFIG_DP
         printf("data parallel: %d GPUs (ranks started by %s), %d rows of each step's %d a GPU, gradients all-reduced in "
-               "%s over NCCL in buckets of %d MiB while the backward pass goes on; predicted %s\n", SNN_DP_WORLD,
+               "%s over NCCL in buckets of %d MiB; predicted %s\n", SNN_DP_WORLD,
                strcmp(snn_dp_self()->launcher, "alone") ? snn_dp_self()->launcher : "this process", SNN_LOCAL_BATCH,
                SNN_BATCH, SNN_DP_REDUCE_NAME, CONFIG_DP_BUCKET_MB, SNN_DP_PREDICTION);
 #endif
@@ -629,6 +634,7 @@ static const char *start_ranks(void)
     if (p.world == 1)
         p = snn_dp_spawn(SNN_DP_WORLD, &rendezvous);
     snn_dp_set(&p);
+    snn_dp_on_abort(snn_out_remove_temporaries);
     if (p.rank > 0) {
         char who[32];
         snprintf(who, sizeof(who), "mnist: rank %d", p.rank);

@@ -24,7 +24,7 @@ static const struct {
     {"SNN_DP", "SNN_DP_RANK", "SNN_DP_SIZE", "SNN_DP_LOCAL_RANK"},
     {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
     {"mpiexec (PMI)", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-    {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"}, /* a step's: not an sbatch script's */
 };
 
 static int read_int(const char *(*get)(const char *), const char *name, int *v, char *err, size_t len)
@@ -49,8 +49,8 @@ int snn_dp_place_read(snn_dp_place *p, const char *(*get)(const char *name), cha
 {
     *p = (snn_dp_place){0, 1, 0, "alone"};
     for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-        const char *rank = get(launchers[i].rank);
-        if (!rank || !*rank)
+        const char *world = get(launchers[i].world);
+        if (!world || !*world)
             continue;
         char why[160];
         if (read_int(get, launchers[i].rank, &p->rank, why, sizeof(why)) ||
@@ -99,11 +99,12 @@ int snn_dp_rendezvous_write(const char *path, const void *id, size_t n, char *er
     int ok = f && fwrite(magic, 1, sizeof(magic) - 1, f) == sizeof(magic) - 1 && fwrite(id, 1, n, f) == n;
     if (f && fclose(f) != 0)
         ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || link(tmp, path) != 0) { /* link, not rename: a file that appeared meanwhile stays and fails it */
         snprintf(err, len, "cannot write the rendezvous file %s: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
     }
+    unlink(tmp);
     return 0;
 }
 
@@ -144,9 +145,12 @@ int snn_dp_rendezvous_read(const char *path, void *id, size_t n, double timeout_
  * ------------------------------------------------------------------------- */
 
 static snn_dp_place self = {0, 1, 0, "alone"};
-static pid_t copies[SNN_DP_MAX_WORLD];
+static pid_t copies[SNN_DP_MAX_WORLD]; /* set before the handler is installed */
 static int copy_count;
 static char spawn_dir[64], spawn_file[96];
+static void (*on_abort)(void);
+
+void snn_dp_on_abort(void (*fn)(void)) { on_abort = fn; }
 
 const snn_dp_place *snn_dp_self(void) { return &self; }
 void snn_dp_set(const snn_dp_place *p) { self = *p; }
@@ -156,17 +160,22 @@ static void copy_ended(int sig)
 {
     (void)sig;
     int saved = errno, st;
-    pid_t pid;
-    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+    for (int i = 0; i < copy_count; i++) { /* the ranks only: libraries may have children of their own */
+        if (copies[i] <= 0 || waitpid(copies[i], &st, WNOHANG) <= 0)
+            continue;
+        const pid_t pid = copies[i];
+        copies[i] = 0; /* reaped: snn_dp_spawned_wait skips it */
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-            continue; /* finished: snn_dp_spawned_wait counts it */
+            continue;
         static const char msg[] = "mnist: error: a data-parallel rank failed (its message is above); "
                                   "ending the run\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
         (void)w;
-        for (int i = 0; i < copy_count; i++)
-            if (copies[i] != pid)
-                kill(copies[i], SIGKILL);
+        for (int k = 0; k < copy_count; k++)
+            if (copies[k] > 0 && copies[k] != pid)
+                kill(copies[k], SIGKILL);
+        if (on_abort)
+            on_abort();
         if (spawn_file[0])
             unlink(spawn_file);
         if (spawn_dir[0])
@@ -196,12 +205,17 @@ snn_dp_place snn_dp_spawn(int world, const char **rendezvous)
     sa.sa_handler = copy_ended;
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     SNN_CHECK_SYS(sigaction(SIGCHLD, &sa, NULL) == 0, "installing the SIGCHLD handler");
+    sigset_t chld, before;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &before); /* a rank that ends at once is seen once its pid is kept */
     const pid_t parent = getpid();
     for (int r = 1; r < world; r++) {
         pid_t pid = fork();
         SNN_CHECK_SYS(pid >= 0, "starting a data-parallel rank (fork)");
         if (pid == 0) {
             signal(SIGCHLD, SIG_DFL);
+            sigprocmask(SIG_SETMASK, &before, NULL);
             copy_count = 0;
             SNN_CHECK_SYS(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, "tying a rank to rank 0 (prctl)");
             if (getppid() != parent) /* rank 0 died before the tie */
@@ -212,6 +226,7 @@ snn_dp_place snn_dp_spawn(int world, const char **rendezvous)
         }
         copies[copy_count++] = pid;
     }
+    sigprocmask(SIG_SETMASK, &before, NULL);
     self = (snn_dp_place){0, world, 0, "alone"};
     atexit(remove_rendezvous);
     *rendezvous = spawn_file;
@@ -223,15 +238,22 @@ int snn_dp_spawned_wait(void)
     if (self.rank != 0 || !copy_count)
         return 0;
     int failed = 0;
+    sigset_t chld, before;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &before); /* the handler reaps no more: each is waited for here */
     for (int i = 0; i < copy_count; i++) {
         int st;
         pid_t pid;
+        if (copies[i] <= 0) /* the handler reaped it, a success */
+            continue;
         while ((pid = waitpid(copies[i], &st, 0)) < 0 && errno == EINTR)
             ;
-        /* ECHILD: the handler reaped it, as it does a success */
         if (pid > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !failed)
             failed = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        copies[i] = 0;
     }
     copy_count = 0;
+    sigprocmask(SIG_SETMASK, &before, NULL);
     return failed;
 }

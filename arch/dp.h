@@ -19,7 +19,8 @@ typedef struct {
 
 /* This process's place from the launcher's environment, read through get (getenv, or a test's table):
  * SNN_DP_RANK/_SIZE/_LOCAL_RANK, then Open MPI's OMPI_COMM_WORLD_*, then Hydra's PMI_RANK/PMI_SIZE/
- * MPI_LOCALRANKID, then Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID, the first whose rank is set.
+ * MPI_LOCALRANKID, then Slurm's SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID (an srun step's: an sbatch
+ * script alone runs as started alone), the first whose world is set.
  * Returns 0, or -1 with one line in err (a variable missing or not a number, a rank outside the world). */
 int snn_dp_place_read(snn_dp_place *p, const char *(*get)(const char *name), char *err, size_t len);
 
@@ -32,15 +33,17 @@ int snn_dp_place_check(const snn_dp_place *p, int want, char *err, size_t len);
 int snn_dp_rendezvous_write(const char *path, const void *id, size_t n, char *err, size_t len);
 int snn_dp_rendezvous_read(const char *path, void *id, size_t n, double timeout_s, char *err, size_t len);
 
-/* A run started alone: forks world - 1 copies of this process, ranks 1 .. world - 1 on GPUs 1 .. world - 1,
- * which meet rank 0 (this process) through a file in a fresh temporary directory; each dies with rank 0.
- * In rank 0, a copy that fails
+/* A run started alone: forks world - 1 copies of this process, ranks 1 .. world - 1 on the host's GPUs
+ * 1 .. world - 1, which meet rank 0 (this process) through a file in a fresh temporary directory; each dies
+ * with rank 0. In rank 0, a copy that fails
  * ends the run: its status is rank 0's exit status, the other copies are killed. Returns this process's
  * place and sets *rendezvous to the file. */
 snn_dp_place snn_dp_spawn(int world, const char **rendezvous);
 /* Rank 0 of a spawned run: waits for the copies; 0 when all succeeded, else the first failure's status.
  * Elsewhere 0 at once. */
 int snn_dp_spawned_wait(void);
+/* What rank 0 does (async-signal-safe) before it ends a run for a rank that failed: the app's temporaries. */
+void snn_dp_on_abort(void (*fn)(void));
 
 /* This process's place once the app has set it (snn_dp_set), rank 0 of 1 before. */
 const snn_dp_place *snn_dp_self(void);

@@ -52,7 +52,7 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
     const snn_kernels *k = m->kernels;
 #ifdef CONFIG_DP
     /* A bucket at a time: the output rows whose gradients fill SNN_DP_BUCKET_FLOATS (whole 64-row groups, so
-     * every range keeps TMA's alignment), each all-reduced while the next is computed; the biases (after
+     * every range keeps TMA's alignment), each all-reduced once written; the biases (after
      * the weights in memory) go with the last. */
     const long at = (long)(L->w - m->params), in = L->in;
     float *gw = m->grads + at, *gb = gw + (long)L->out * in;
@@ -103,7 +103,7 @@ void snn_train_step(void *model)
     drop(&m->act[SNN_LAYERS]);
     for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
-        /* Data parallel, the weight gradient first: its all-reduce overlaps the input gradient. */
+        /* Data parallel, the weight gradient first: its all-reduce may run beside the input gradient. */
         if (SNN_DP_WORLD > 1)
             weight_step(m, L, l, m->grad[g], m->grad16[g], B);
         /* dX uses the weights before their update: it runs first. */

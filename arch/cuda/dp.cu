@@ -1,7 +1,7 @@
-/* Data parallelism's collectives over NCCL (arch/cuda/dp.h). Each layer's gradients are all-reduced on a
- * stream of their own, forked from the engine's stream by an event when the layer's weight gradient is
- * written, so the all-reduce of layer l overlaps the backward pass of layers l - 1 .. 0; the engine's stream
- * joins it before the update. The fork and the join are events, so a captured step holds them as graph
+/* Data parallelism's collectives over NCCL (arch/cuda/dp.h). Each bucket of gradients is all-reduced on a
+ * stream of its own, forked from the engine's stream by an event when the bucket is written, so that the
+ * all-reduce may run beside the rest of the backward pass (on 2 and 4 H200s it was measured not to:
+ * docs/PERF.md v30); the engine's stream joins it before the update. The fork and the join are events, so a captured step holds them as graph
  * edges. Every NCCL and CUDA call is checked. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +70,9 @@ void snn_dp_stop(void)
     NCCL_CHECK(ncclCommFinalize(g_comm)); /* every rank's work flushed, the ranks in step */
     NCCL_CHECK(ncclCommDestroy(g_comm));
     g_comm = NULL;
+    CUDA_CHECK(cudaEventDestroy(g_ready));
+    CUDA_CHECK(cudaEventDestroy(g_done));
+    CUDA_CHECK(cudaStreamDestroy(g_comm_stream));
 }
 
 void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures)

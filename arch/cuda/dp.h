@@ -1,5 +1,5 @@
 /* Data parallelism's collectives over NCCL (CONFIG_DP; arch/cuda/dp.cu): the communicator, each layer's
- * gradients all-reduced on a stream of their own while the backward pass goes on, and the host's figures
+ * gradients all-reduced on a stream of their own as they are written, and the host's figures
  * summed over the ranks. Every rank makes the same calls in the same order. */
 #ifndef SNN_CUDA_DP_H
 #define SNN_CUDA_DP_H

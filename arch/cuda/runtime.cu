@@ -56,7 +56,7 @@ static int pick_device(int count)
                     "GPUs with CUDA_VISIBLE_DEVICES instead", env);
         if (dp->local_rank < count)
             return dp->local_rank;
-        if (count == 1) /* the launcher gave each process one GPU */
+        if (count == 1 && strcmp(dp->launcher, "alone") != 0) /* the launcher gave each process one GPU */
             return 0;
         snn_die("rank %d is rank %d on its host, which shows %d GPUs: start at most %d ranks a host, or give each "
                 "one GPU (CUDA_VISIBLE_DEVICES, srun --gpus-per-task=1)", dp->rank, dp->local_rank, count, count);

@@ -64,16 +64,18 @@ static void check_places(void)
     const char *ompi[] = {"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_RANK=1",
                           "SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_LOCALID=0", NULL};
     const char *pmi[] = {"PMI_RANK=2", "PMI_SIZE=3", "MPI_LOCALRANKID=0", NULL};
-    const char *slurm[] = {"SLURM_PROCID=5", "SLURM_NTASKS=8", "SLURM_LOCALID=1", NULL};
-    const char *no_world[] = {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_LOCAL_RANK=0", NULL};
+    const char *slurm[] = {"SLURM_PROCID=5", "SLURM_NTASKS=8", "SLURM_STEP_NUM_TASKS=8", "SLURM_LOCALID=1", NULL};
+    const char *sbatch[] = {"SLURM_JOB_ID=77", "SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0", NULL};
+    const char *no_rank[] = {"OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=0", NULL};
     const char *bad_number[] = {"PMI_RANK=1", "PMI_SIZE=2x", "MPI_LOCALRANKID=1", NULL};
-    const char *outside[] = {"SLURM_PROCID=4", "SLURM_NTASKS=4", "SLURM_LOCALID=0", NULL};
+    const char *outside[] = {"SLURM_PROCID=4", "SLURM_STEP_NUM_TASKS=4", "SLURM_LOCALID=0", NULL};
     check_place("no launcher: rank 0 of 1, alone", none, 0, 1, 0, "alone", NULL);
     check_place("SNN_DP_* variables", ours, 1, 4, 1, "SNN_DP", NULL);
     check_place("mpirun's, before Slurm's of the allocation around it", ompi, 3, 4, 1, "mpirun", NULL);
     check_place("Hydra's PMI_* variables", pmi, 2, 3, 0, "mpiexec (PMI)", NULL);
-    check_place("srun's SLURM_* variables", slurm, 5, 8, 1, "srun", NULL);
-    check_place("a rank without a world is refused", no_world, 0, 0, 0, NULL, "OMPI_COMM_WORLD_SIZE is not set");
+    check_place("srun's SLURM_* variables (a step's)", slurm, 5, 8, 1, "srun", NULL);
+    check_place("an sbatch script itself (no srun step): alone", sbatch, 0, 1, 0, "alone", NULL);
+    check_place("a world without a rank is refused", no_rank, 0, 0, 0, NULL, "OMPI_COMM_WORLD_RANK is not set");
     check_place("a world that is not a number is refused", bad_number, 0, 0, 0, NULL, "PMI_SIZE=2x is not a count");
     check_place("a rank outside its world is refused", outside, 0, 0, 0, NULL, "rank 4 (on its host 0) of 4");
 
