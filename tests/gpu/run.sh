@@ -195,7 +195,8 @@ sys.exit(not (len({x["gpu"] for x in r}) == 2 and all(x["reached"] for x in r)))
 case $cc in 75) own_board=rtx2060 ;; 8*) own_board=a100 ;; *) own_board=h100 ;; esac
 
 # Data parallelism (CONFIG_DP) where the host shows 2 or more GPUs: a small FP32 model with translation
-# and dropout on 2 (and 4) GPUs against its one-GPU twin at the same global batch: per-step losses within
+# and dropout on 2 (and 4) GPUs, its first layer's gradients in two buckets, against its one-GPU twin at the
+# same global batch: per-step losses within
 # 1e-5 relative over 50 steps; two runs bitwise identical; a resumed run the straight run's bytes; under
 # mpirun, the self-started run's bytes, and a launch of another world size refused.
 DP_MODEL="CONFIG_NN_HIDDEN_LAYERS=2 CONFIG_NN_HIDDEN_WIDTH=512 CONFIG_TRAIN_BATCH_SIZE=128
@@ -205,7 +206,8 @@ dp_variant() { # NAME WORLD: DP_MODEL on WORLD GPUs (1: the one-GPU twin), for t
     local name=$1 world=$2 d=$OUT/gpu-$1
     mkdir -p "$d"
     { printf '%s\n' "CONFIG_TARGET_SM80=y" "CONFIG_CUDA_ARCH_OVERRIDE=$cc" $DP_MODEL
-      [ "$world" -gt 1 ] && printf '%s\n' CONFIG_STEP_LAYERED=y CONFIG_DP=y "CONFIG_DP_WORLD_SIZE=$world"; } >"$d/def"
+      [ "$world" -gt 1 ] && printf '%s\n' CONFIG_STEP_LAYERED=y CONFIG_DP=y "CONFIG_DP_WORLD_SIZE=$world" \
+          CONFIG_DP_BUCKET_MB=1; } >"$d/def" # 1 MiB: layer 0's gradients in two buckets (320 + 192 rows)
     planned "$name" "$d" || return 1
     build_variant "$name" "$d"
 }
