@@ -16,10 +16,12 @@ The floor of a step (issue 20) is the largest of its FLOPs at the peak, its
 parameter bytes at HBM's rate (L2's where they fit there) and its chain of
 dependent phases; tools/lib/step_floor.py says how each is counted.
 
-The last column predicts data parallelism's speed-up on --gpus GPUs (default 2) at the same global batch:
+The last two columns predict data parallelism's speed-up on --gpus GPUs (default 2) at the same global batch:
 the step (the measured one where --ms or --log gives it, else the floor: then an upper bound) split over
 the GPUs, plus the all-reduce of its gradients (--reduce bf16 or fp32) from a measured table, without
-overlap and overlapped by the backward pass; tools/lib/allreduce.py says how.
+overlap and overlapped by the backward pass; tools/lib/allreduce.py says how. The second is the
+engine's data-parallel step as built today (CONFIG_DP: nothing overlapped, and an update pass over every
+parameter, its momentum counted; docs/PERF.md v30), what make predicts at configure time.
 """
 import argparse
 import json
@@ -101,7 +103,7 @@ def fmt(x):
 def render(rows, gpus):
     head = ["board / shape", "batch", "GFLOP/step", "MB/step", "fits in L2", "compute us", "memory us",
             "latency us", "binds", "floor ms/epoch", "measured ms/epoch", "floor / measured",
-            f"x{gpus} GPUs (no overlap .. overlapped)"]
+            f"x{gpus} GPUs (no overlap .. overlapped)", f"x{gpus} GPUs, staticnn's step as built"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         label = f"{r['board']} ({r['shape']})" if r.get("board") else r["shape"]
@@ -110,7 +112,8 @@ def render(rows, gpus):
         cells = [label, str(r["batch"]), fmt(r["gflop_step"]), fmt(r["mb_step"]), "yes" if r["fits_l2"] else "no",
                  fmt(us["compute"]), fmt(us["memory"]), fmt(us["latency"]), r["binding"], fmt(r["floor_ms_epoch"]),
                  fmt(measured) if measured else "-", f"{r['fraction']:.3f}" if measured else "-",
-                 f"{r['dp_speedup'][0]:.2f} .. {r['dp_speedup'][1]:.2f}" + ("" if measured else " (of the floor)")]
+                 f"{r['dp_speedup'][0]:.2f} .. {r['dp_speedup'][1]:.2f}" + ("" if measured else " (of the floor)"),
+                 f"{r['dp_engine']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -182,6 +185,8 @@ def rows_for(args):
         r["grad_mb"] = param_count(dims) * allreduce.REDUCE_BYTES[args.reduce] / 1e6
         r["allreduce_us"] = allreduce.allreduce_us(r["grad_mb"] * 1e6, args.gpus)
         r["dp_speedup"] = allreduce.speedup(step_us, r["grad_mb"] * 1e6, args.gpus)
+        update = allreduce.update_us(param_count(dims), args.reduce, 1, args.hbm_tbps)  # SGD with momentum
+        r["dp_engine"] = allreduce.engine_speedup(step_us, r["grad_mb"] * 1e6, args.gpus, update)
         rows.append(r)
     return rows
 
