@@ -65,7 +65,6 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
                                   m->act16[l], B, n, L->in);
         snn_dp_reduce(at + r0 * in, (long)n * in + (last ? L->out : 0));
     }
-    (void)l;
 #else
     k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, dy, dy16, m->act[l], m->act16[l], B, L->out,
                                      L->in, m->clock.rate);
@@ -284,19 +283,13 @@ void snn_epoch_resume(snn_model *m, const int32_t *order_host, int epoch, int st
     free(zero);
 }
 
-/* The training steps' figures, summed over the ranks where there are several. */
-static void train_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host)
+void snn_epoch_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host)
 {
     snn_rt_download(losses_host, m->train_loss, steps * sizeof(float));
     snn_rt_download(correct_host, m->train_correct, steps * sizeof(int32_t));
 #ifdef CONFIG_DP
-    snn_dp_sum_figures(losses_host, correct_host, steps);
+    snn_dp_sum_figures(losses_host, correct_host, steps); /* each rank's are its share */
 #endif
-}
-
-void snn_epoch_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host)
-{
-    train_figures(m, steps, losses_host, correct_host);
 }
 
 /* The mean loss and the accuracy of `steps` steps of `rows` rows. */
@@ -313,7 +306,7 @@ static snn_score score(const float *losses_host, const int32_t *correct, int ste
 snn_score snn_epoch_score(snn_model *m, int steps, float *losses_host)
 {
     int32_t *correct = snn_xmalloc(steps * sizeof(int32_t), "step statistics");
-    train_figures(m, steps, losses_host, correct);
+    snn_epoch_figures(m, steps, losses_host, correct);
     const snn_score s = score(losses_host, correct, steps, SNN_BATCH);
     free(correct);
     return s;

@@ -38,7 +38,7 @@ void snn_epoch_begin(snn_model *m, snn_rng *rng, int32_t *order_host, int epoch)
  * step, and the losses and correct counts of the steps done (step of each). */
 void snn_epoch_resume(snn_model *m, const int32_t *order_host, int epoch, int step, const float *losses_host,
                       const int32_t *correct_host);
-/* The losses and correct counts of the epoch's first `steps` steps. */
+/* The losses and correct counts of the epoch's first `steps` steps (data parallel: summed over the ranks). */
 void snn_epoch_figures(snn_model *m, int steps, float *losses_host, int32_t *correct_host);
 
 typedef struct {

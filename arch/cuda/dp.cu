@@ -1,10 +1,9 @@
 /* Data parallelism's collectives over NCCL (arch/cuda/dp.h). Each bucket of gradients is all-reduced on a
  * stream of its own, forked from the engine's stream by an event when the bucket is written, so that the
  * all-reduce may run beside the rest of the backward pass (on 2 and 4 H200s it was measured not to:
- * docs/PERF.md v30); the engine's stream joins it before the update. The fork and the join are events, so a captured step holds them as graph
- * edges. Every NCCL and CUDA call is checked. */
-#include <stdio.h>
-#include <stdlib.h>
+ * docs/PERF.md v30); the engine's stream joins it before the update. The fork and the join are events, so a
+ * captured step holds them as graph edges. Every NCCL and CUDA call is checked. */
+#include <stdio.h> /* remove */
 #include <string.h>
 
 #include <cuda_bf16.h>
@@ -93,7 +92,7 @@ __global__ void to_bf16_kernel(__nv_bfloat16 *dst, const float *src, long n)
         dst[i] = __float2bfloat16_rn(src[i]);
 }
 
-/* Up to 1024 blocks: with 16 the copy's dependent loads made it slower than the step (PERF.md v30). */
+/* Up to 1024 blocks: fewer leave the copy bound by each thread's load latency (docs/PERF.md v30). */
 static unsigned convert_blocks(long n)
 {
     long b = (n + 255) / 256;
