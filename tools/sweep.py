@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Boards over seeds, the runs spread over the host's GPUs: a recipe's accuracy as a claim wants it.
 
-    tools/sweep.py BOARD[,BOARD...] [--seeds 5] [--gpus all|N|IDS] [--out DIR] [--app BOARD=PATH ...]
-                   [-- MNIST-OPTIONS...]
+    tools/sweep.py BOARD[,BOARD...] [--set SYMBOL=V1[,V2...] ...] [--seeds 5] [--gpus all|N|IDS] [--out DIR]
+                   [--app BOARD=PATH ...] [-- MNIST-OPTIONS...]
 
 Builds each board (make O=build/sweep/BOARD BOARD_defconfig, then its app/mnist; --app BOARD=PATH takes a
 built one instead), then runs every board with every seed 1..N, --seed S --log DIR/BOARD/seed-S.jsonl and the
-options after "--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py). Each run is a fixed-length
+options after "--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py). --set makes a grid, the
+search a recipe is chosen by: every board becomes one variant per combination of the values given, named
+BOARD+SYMBOL=V+..., built from the board's defconfig with those symbols set (CONFIG_ may be left off; a
+string symbol's value is quoted here; y or n for a bool, where n unsets it). Each run is a fixed-length
 run; its last epoch's figures are the result. Prints a row per board: the seeds, the mean and the spread
 (sample standard deviation) of the validation accuracy (where the build holds a validation split out: choose
 recipes on it) and of the test accuracy (read once, at the end of each run), and the mean training time;
@@ -21,6 +24,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
 import board_build  # noqa: E402
 import gpu_pool  # noqa: E402
+import recipe_grid  # noqa: E402
 
 PROG = "sweep"
 
@@ -48,6 +52,8 @@ def main():
     p.add_argument("--gpus", help="the GPUs to spread the runs over: all (default), a count, or ids (0,2)")
     p.add_argument("--out", default="build/sweep/logs", help="where each run's log goes (DIR/BOARD/seed-S.jsonl)")
     p.add_argument("--app", action="append", default=[], metavar="BOARD=PATH", help="a board's built app/mnist")
+    p.add_argument("--set", action="append", default=[], metavar="SYMBOL=V1[,V2...]",
+                   help="a grid over every board: one variant per combination of the symbols' values")
     p.add_argument("--json", help="write the runs and the rows here")
     args = p.parse_args(argv)
     boards = [b for b in args.boards.split(",") if b]
@@ -59,23 +65,40 @@ def main():
         gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())
     except ValueError as e:
         fail(str(e))
+    grid = []
+    if args.set:
+        if args.app:
+            fail("--app takes a built board; --set builds its variants: give one or the other")
+        try:
+            types = recipe_grid.symbol_types()
+            sets = recipe_grid.parse_sets(args.set, types)
+        except ValueError as e:
+            fail(str(e))
+        for board in boards:
+            path = os.path.join(board_build.REPO, "configs", f"{board}_defconfig")
+            if not os.path.exists(path):
+                fail(f"no board {board} (configs/{board}_defconfig)")
+            with open(path) as f:
+                base = f.read()
+            grid += [(name, recipe_grid.defconfig(base, settings, types))
+                     for name, settings in recipe_grid.variants(board, sets)]
+        boards = [name for name, _ in grid]
     apps = {}
     for given in args.app:
         board, sep, path = given.partition("=")
         if not sep or board not in boards or not os.access(path, os.X_OK):
             fail(f"--app {given}: wants BOARD=PATH, a board of the list and an executable")
         apps[board] = os.path.abspath(path)
-    for board in boards:
-        if board not in apps:
-            try:
-                apps[board] = board_build.build(board, PROG, os.cpu_count() or 2)
-            except ValueError as e:
-                fail(str(e))
+    try:
+        apps.update(board_build.build_all(grid or [(b, None) for b in boards if b not in apps], PROG,
+                                          os.cpu_count() or 2))
+    except ValueError as e:
+        fail(str(e))
     jobs = [(board, seed) for board in boards for seed in range(1, args.seeds + 1)]
     logs = {}
     for board, seed in jobs:
-        os.makedirs(os.path.join(args.out, board), exist_ok=True)
-        logs[board, seed] = os.path.join(args.out, board, f"seed-{seed}.jsonl")
+        os.makedirs(os.path.join(args.out, recipe_grid.folder(board)), exist_ok=True)
+        logs[board, seed] = os.path.join(args.out, recipe_grid.folder(board), f"seed-{seed}.jsonl")
     runs = gpu_pool.run_spread([[apps[b], "--seed", str(s), "--log", logs[b, s], *extra] for b, s in jobs], gpus)
     results = []
     for (board, seed), run in zip(jobs, runs):
@@ -89,6 +112,8 @@ def main():
                         "valid_acc": e.get("valid_acc"), "test_acc": e["test_acc"], "train_s": e["train_s"]})
     rows = []
     print(f"{len(jobs)} runs on {len(gpus) or 'no'} GPU(s) {','.join(gpus)}".rstrip())
+    if args.set and recipe_grid.fixed(sets):
+        print("every variant sets " + ", ".join(recipe_grid.fixed(sets)))
     print("| board | seeds | epochs | validation accuracy | test accuracy | training s |")
     print("|---|---|---|---|---|---|")
     for board in boards:

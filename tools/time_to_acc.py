@@ -16,7 +16,8 @@ training began, evaluations included; the test accuracy at the run's end) and
 the summary a speedrun reports: how many seeds reached the mark, the mean and
 the worst training time of those that did, the mean and worst wall time; and
 the fixed-length result: the test accuracy's mean, spread and worst over the
-seeds, and how many end at or above P. --stop-at-target ends each run at the
+seeds, how many end at or above P, and the whole runs' training time (mean and
+worst). --stop-at-target ends each run at the
 mark instead (no fixed-length result). One untimed step runs first (unless
 --no-warmup), so that the first seed does not pay for the driver's one-time
 work: loading the modules, or compiling the PTX of a build for an older GPU.
@@ -89,7 +90,9 @@ def summary(rows, goal):
     if rows and len(ends) == len(rows):  # every run trained its whole length
         s["fixed"] = {"epochs": max(r["end_epoch"] for r in rows), "mean_test_acc": statistics.mean(ends),
                       "sd_test_acc": statistics.stdev(ends) if len(ends) > 1 else 0.0, "worst_test_acc": min(ends),
-                      "at_target": sum(a >= goal for a in ends)}
+                      "at_target": sum(a >= goal for a in ends),
+                      "mean_train_s": statistics.mean(r["end_train_s"] for r in rows),
+                      "worst_train_s": max(r["end_train_s"] for r in rows)}
     return s
 
 
@@ -125,7 +128,8 @@ def print_table(config, target, rows, s):
         f = s["fixed"]
         print(f"fixed length, {f['epochs']} epochs, the test set scored at each run's end: mean "
               f"{100 * f['mean_test_acc']:.2f} %, sd {100 * f['sd_test_acc']:.2f}, worst {100 * f['worst_test_acc']:.2f} %; "
-              f"{f['at_target']} of {s['seeds']} seeds at or above {target:g} %")
+              f"{f['at_target']} of {s['seeds']} seeds at or above {target:g} %; training time mean "
+              f"{f['mean_train_s']:.4f} s, worst {f['worst_train_s']:.4f} s")
 
 
 def main():
@@ -172,6 +176,7 @@ def main():
                                                                              "acc", "train_s", "wall_s")},
                          "end_epoch": last["epoch"] if whole else None,
                          "end_test_acc": last["test_acc"] if whole else None,
+                         "end_train_s": last["train_s"] if whole else None,
                          "end_valid_acc": last.get("valid_acc") if whole else None})
     s = summary(rows, args.target / 100)
     print_table(config, args.target, rows, s)

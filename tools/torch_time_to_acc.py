@@ -253,11 +253,11 @@ def run_seed(cfg, recipe, data, watched, seed, mode, device, stop):
             if row["reached"] and first is None:
                 first = row
                 if stop:
-                    return dict(first, end_epoch=None, end_test_acc=None, end_valid_acc=None)
+                    return dict(first, end_epoch=None, end_test_acc=None, end_train_s=None, end_valid_acc=None)
             if best is None or acc > best["acc"]:
                 best = row
     end = run.score(data.test_images, data.test_labels)
-    return dict(first or best, end_epoch=cfg["epochs"], end_test_acc=end, end_valid_acc=None)
+    return dict(first or best, end_epoch=cfg["epochs"], end_test_acc=end, end_train_s=train_s, end_valid_acc=None)
 
 
 def main():

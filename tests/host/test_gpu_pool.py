@@ -16,6 +16,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools", "lib"))
 import gpu_pool  # noqa: E402
+import recipe_grid  # noqa: E402
 
 HOLD = 1.0  # seconds each fake run holds its GPU
 
@@ -93,7 +94,7 @@ with open(a[a.index("--log") + 1], "w") as f:
                         "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}) + "\n")
     f.write(json.dumps({"event": "target", "reached": True, "set": "test", "epoch": 1, "step": 10 * seed,
                         "steps": 10 * seed, "acc": 0.99, "train_s": 0.1, "wall_s": 0.2}) + "\n")
-    f.write(json.dumps({"event": "epoch", "epoch": 1, "test_acc": 0.99}) + "\n")
+    f.write(json.dumps({"event": "epoch", "epoch": 1, "test_acc": 0.99, "train_s": 0.3 + 0.1 * seed}) + "\n")
 ''' % HOLD
 
 
@@ -109,11 +110,16 @@ def check_time_to_acc(tmp):
     p = subprocess.run([sys.executable, tool, app, "--target", "98", "--seeds", "4", "--json", out], env=env,
                        capture_output=True, text=True)
     wall = time.monotonic() - t0
-    rows = json.load(open(out))["rows"] if p.returncode == 0 else []
+    r = json.load(open(out)) if p.returncode == 0 else {"rows": [], "summary": {}}
+    rows, fixed = r["rows"], r["summary"].get("fixed", {})
     verdict(p.returncode == 0 and [r["seed"] for r in rows] == [1, 2, 3, 4] and
             {r["gpu"] for r in rows} == {"0", "1"} and wall < 3.5 * HOLD,
             f"time_to_acc.py: 4 seeds on 2 GPUs in {wall:.2f} s (two rounds of {HOLD} s), each row its GPU",
             p.stdout[-300:] + p.stderr[-300:])
+    verdict(abs(fixed.get("mean_train_s", 0) - 0.55) < 1e-9 and abs(fixed.get("worst_train_s", 0) - 0.7) < 1e-9
+            and "training time mean 0.5500 s, worst 0.7000 s" in p.stdout.splitlines()[-1],
+            "time_to_acc.py: the fixed-length runs' training time, mean and worst (0.4-0.7 s: 0.55, 0.7)",
+            p.stdout[-300:] + str(fixed))
     p = subprocess.run([sys.executable, tool, app, "--target", "98", "--gpus", "3"], env=env, capture_output=True,
                        text=True)
     err = (p.stdout + p.stderr).strip().splitlines()
@@ -155,6 +161,45 @@ def check_sweep(tmp, host, valid):
             str(got))
 
 
+def check_sweep_grid(tmp):
+    """--set: a grid of variants of a board, each built from its own config; and what --set refuses."""
+    tool = os.path.join(REPO, "tools", "sweep.py")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+    data = os.environ.get("SNN_DATA", os.path.join(REPO, "data", "mnist"))
+    out = os.path.join(tmp, "grid.json")
+    p = subprocess.run([sys.executable, tool, "host", "--set", "NN_HIDDEN_WIDTH=16,24", "--set", "CONFIG_TRAIN_LR=0.05",
+                        "--seeds", "2", "--out", os.path.join(tmp, "grid"), "--json", out, "--", "--data", data,
+                        "--max-steps", "20", "--epochs", "1"], env=env, capture_output=True, text=True)
+    r = json.load(open(out)) if p.returncode == 0 else {"runs": [], "rows": []}
+    shapes = {}
+    for x in r["runs"]:
+        log = os.path.join(tmp, "grid", recipe_grid.folder(x["board"]), f"seed-{x['seed']}.jsonl")
+        config = next((e for e in map(json.loads, open(log)) if e.get("event") == "config"), {}) \
+            if os.path.exists(log) else {}
+        shapes[x["board"]] = (config.get("shape"), str(config.get("recipe", "")))
+    ok = (p.returncode == 0 and [x["board"] for x in r["rows"]] == ["host+NN_HIDDEN_WIDTH=16", "host+NN_HIDDEN_WIDTH=24"]
+          and "every variant sets TRAIN_LR=0.05" in p.stdout and len(r["runs"]) == 4 and
+          shapes.get("host+NN_HIDDEN_WIDTH=16", ("",))[0] == "784-16-10" and
+          shapes.get("host+NN_HIDDEN_WIDTH=24", ("",))[0] == "784-24-10" and
+          all("lr 0.05" in recipe for _, recipe in shapes.values()))
+    verdict(ok, "sweep.py --set: a grid of 2 variants x 2 seeds, each built from the board's config with its "
+            "values (the runs' shapes and learning rate read back)", p.stdout[-400:] + p.stderr[-300:] + str(shapes))
+    cases = [(["host", "--set", "NO_SUCH_SYMBOL=1"], "Kconfig has no symbol NO_SUCH_SYMBOL"),
+             (["host", "--set", "TRAIN_AUGMENT_AFFINE=maybe"], "maybe is not a value of bool symbol"),
+             (["host", "--set", "TRAIN_BATCH_SIZE=1.5"], "1.5 is not a value of int symbol"),
+             (["host", "--set", "TRAIN_LR=0.1", "--set", "CONFIG_TRAIN_LR=0.2"], "--set TRAIN_LR given twice"),
+             (["host", "--set", "TRAIN_LR"], "wants SYMBOL=V1[,V2...]"),
+             (["host", "--set", "TRAIN_LR=0.1", "--app", f"host={sys.executable}"], "--app takes a built board"),
+             (["no_such_board", "--set", "TRAIN_LR=0.1"], "no board no_such_board")]
+    got = []
+    for args, want in cases:
+        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        got.append(p.returncode == 1 and len(lines) == 1 and want in lines[0])
+    verdict(all(got), "sweep.py --set: an unknown symbol, a value its type cannot hold, a symbol twice, no value, "
+            "--app beside it, an unknown board: one error line each, exit 1", str(got))
+
+
 def check_committee(tmp, host):
     tool = os.path.join(REPO, "tools", "committee.py")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
@@ -191,6 +236,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_time_to_acc(tmp)
         check_sweep(tmp, sys.argv[1], sys.argv[2])
+        check_sweep_grid(tmp)
         check_committee(tmp, sys.argv[1])
 
 

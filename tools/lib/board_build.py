@@ -1,24 +1,45 @@
 """A board's app/mnist built under build/<tool>/BOARD, and the last epoch of a run's log: what the tools that
 run a board many times (tools/sweep.py, tools/committee.py) share."""
+import concurrent.futures
 import json
+import hashlib
 import os
 import subprocess
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def build(board, tool, jobs):
-    """configs/BOARD_defconfig's app/mnist, built under build/TOOL/BOARD; its path. Raises ValueError with
-    the reason where there is no such board or a make fails."""
-    obj = f"build/{tool}/{board}"
-    if not os.path.exists(os.path.join(REPO, "configs", f"{board}_defconfig")):
-        raise ValueError(f"no board {board} (configs/{board}_defconfig)")
-    for cmd in (["make", "--no-print-directory", f"O={obj}", f"{board}_defconfig"],
+def build(board, tool, jobs, text=None):
+    """configs/BOARD_defconfig's app/mnist, built under build/TOOL/BOARD; its path. With text (a minimal
+    config, a variant of a board), that config instead, kept as build/TOOL/B-HASH.defconfig and built
+    under build/TOOL/B-HASH (B the board, HASH the text's). Raises ValueError with the reason where there is
+    no such board or a make fails."""
+    obj = f"build/{tool}/" + (board if text is None else f"{board.partition('+')[0]}-"
+                              + hashlib.sha1(text.encode()).hexdigest()[:12])
+    if text is None:
+        if not os.path.exists(os.path.join(REPO, "configs", f"{board}_defconfig")):
+            raise ValueError(f"no board {board} (configs/{board}_defconfig)")
+        configure = [f"{board}_defconfig"]
+    else:
+        os.makedirs(os.path.join(REPO, "build", tool), exist_ok=True)
+        with open(os.path.join(REPO, f"{obj}.defconfig"), "w") as f:
+            f.write(text)
+        configure = ["defconfig", f"DEFCONFIG={obj}.defconfig"]
+    for cmd in (["make", "--no-print-directory", f"O={obj}", *configure],
                 ["make", "--no-print-directory", f"O={obj}", f"-j{jobs}", f"{obj}/app/mnist"]):
         done = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if done.returncode != 0:
             raise ValueError(f"{board}: {' '.join(cmd)} failed: " + " ".join(done.stdout.strip().splitlines()[-2:]))
     return os.path.join(REPO, obj, "app", "mnist")
+
+
+def build_all(boards, tool, cpus):
+    """{board: app path} of [(board, text or None)], built side by side, four cores a build (the nvcc steps
+    of one build do not fill a large host). Raises ValueError with the first failure's reason."""
+    jobs = max(1, min(4, cpus))
+    with concurrent.futures.ThreadPoolExecutor(max(1, cpus // jobs)) as pool:
+        done = {b: pool.submit(build, b, tool, jobs, text) for b, text in boards}
+    return {b: f.result() for b, f in done.items()}
 
 
 def last_epoch(path):

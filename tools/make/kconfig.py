@@ -7,6 +7,7 @@
     kconfig.py savedefconfig FILE        .config -> FILE (minimal)
     kconfig.py olddefconfig              bring .config up to date with Kconfig
     kconfig.py menuconfig                the terminal UI
+    kconfig.py symbols                   every symbol's name and type, a line each
 
 The .config path comes from KCONFIG_CONFIG (default: .config). Every kconfiglib
 warning is an error here: kconfiglib silently falls back to a default when a
@@ -381,12 +382,19 @@ def menuconfig():
         check_values(load(config_path()), config_path())
 
 
+def symbols():
+    """Each symbol's name and type, a line each (tools/sweep.py --set writes values by them)."""
+    kconf = kconfiglib.Kconfig("Kconfig", warn_to_stderr=False)
+    for sym in sorted(kconf.unique_defined_syms, key=lambda s: s.name):
+        print(sym.name, kconfiglib.TYPE_TO_STR[sym.orig_type])
+
+
 def main(argv):
     cmds = {"genconfig": (genconfig, 1), "defconfig": (defconfig, 1),
             "savedefconfig": (savedefconfig, 1), "olddefconfig": (olddefconfig, 0),
-            "menuconfig": (menuconfig, 0)}
+            "menuconfig": (menuconfig, 0), "symbols": (symbols, 0)}
     if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
-        die("usage: kconfig.py {genconfig OUT_DIR|defconfig FILE|savedefconfig FILE|olddefconfig|menuconfig}")
+        die("usage: kconfig.py {genconfig OUT_DIR|defconfig FILE|savedefconfig FILE|olddefconfig|menuconfig|symbols}")
     fn, _ = cmds[argv[1]]
     try:
         fn(*argv[2:])
