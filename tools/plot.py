@@ -15,7 +15,10 @@ Writes into DIR (default build/plots), and prints the path of each file:
                       colour by the share of the true class, each class's
                       accuracy beside its row
 Train curves are solid, validation curves dotted (a run with a held-out split,
-CONFIG_TRAIN_VALIDATION_SIZE), test curves dashed, one colour and marker per run. A
+CONFIG_TRAIN_VALIDATION_SIZE), test curves dashed, one colour and marker per run
+(about 40 markers a curve). Where a run has 50 epochs or more, the accuracy
+axis starts just below every figure after the runs' first twentieth: the end
+of a long run, where runs differ by tenths of a point, stays readable. A
 run's label is the next --label (one per LOG, in order), else target, shape
 and precision from its config (with the file name where two runs would share
 a label, or where there is no config). A run that ended in an error or was
@@ -45,6 +48,8 @@ PROG = "plot"
 FASHION_CLASSES = ("T-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot")
 STYLES = {"train": "-", "valid": ":", "test": "--"}  # line styles of the sets
 MARKERS = "os^Dv<>P"  # one per run: where runs coincide, the markers still tell them apart
+MARKS = 40  # at most about this many markers a curve
+LONG_RUN = 50  # epochs: from here the accuracy axis leaves out each run's first twentieth
 DPI = 120
 
 
@@ -85,9 +90,21 @@ def draw_run(axes, run, x_key, look):
     epochs = [e for e in run.epochs if x_key in e]
     x = [e[x_key] for e in epochs]
     loss_ax, acc_ax = axes
+    look = dict(look, markevery=max(1, len(x) // MARKS))  # a long run's markers would hide its line
     for key in sets_of(run):
         loss_ax.plot(x, [e[f"{key}_loss"] for e in epochs], STYLES[key], **look)
         acc_ax.plot(x, [100 * e[f"{key}_acc"] for e in epochs], STYLES[key], **look)
+
+
+def accuracy_floor(runs):
+    """Where a long run's accuracy axis starts: below everything after its first twentieth, so that the end of
+    the run, where the runs differ by tenths of a point, is not flattened by its first epochs; None for runs
+    shorter than LONG_RUN epochs."""
+    if max(len(run.epochs) for run in runs) < LONG_RUN:
+        return None
+    low = min(100 * e[f"{key}_acc"] for run in runs for key in sets_of(run)
+              for e in run.epochs[max(1, len(run.epochs) // 20):])
+    return low - 0.1 * (100 - low)
 
 
 def curves_figure(path, runs, labels, rows, title):
@@ -108,6 +125,9 @@ def curves_figure(path, runs, labels, rows, title):
         log_scale(loss_ax, "y")
         loss_ax.set_ylabel("cross-entropy loss (log scale)")
         acc_ax.set_ylabel("accuracy (%)")
+        zoom = accuracy_floor(runs)
+        if zoom is not None:
+            acc_ax.set_ylim(bottom=zoom, top=100)
         acc_ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
         for ax in row:
             ax.set_xlabel(x_label + (" (log scale)" if log_time and x_key != "epoch" else ""))

@@ -107,6 +107,30 @@ def synthetic_events(classes=10):
     return events
 
 
+def test_long_run(tmp):
+    """A run of hundreds of epochs: its accuracy axis starts below everything after its first twentieth (else
+    its first epochs flatten the end, where runs differ by tenths of a point), and a short run keeps the whole
+    axis."""
+    import plot as plot_module
+    events = [train_log.event("config", target="cuda", shape="784-128-10", precision="bf16")]
+    for epoch in range(1, 201):
+        acc = 0.99 - 0.5 / epoch  # 49 % after the first epoch, 98.5 % at the twentieth of the run
+        events.append(train_log.epoch_event(epoch, 0.3 / epoch, acc, 0.25 / epoch, acc, 20.0, 0.02 * epoch,
+                                            0.03 * epoch, 59968))
+    path = os.path.join(tmp, "long.jsonl")
+    with open(path, "w") as f:
+        train_log.write(f, events)
+    long_run, short_run = train_log.read(path), train_log.read(os.path.join(tmp, "torch.jsonl"))
+    low = 100 * (0.99 - 0.5 / 11)  # the least accuracy from epoch 11 (index 10 = 200 // 20) on
+    floor = plot_module.accuracy_floor([long_run])
+    rc, stdout, stderr, _ = plot("--out", os.path.join(tmp, "out-long"), path)
+    bad = bad_pngs(stdout.split()[:2])
+    verdict(floor is not None and abs(floor - (low - 0.1 * (100 - low))) < 1e-9 and
+            plot_module.accuracy_floor([short_run]) is None and rc == 0 and not bad,
+            "a 200-epoch run's accuracy axis starts below its epochs after the first twentieth, a 3-epoch "
+            "run's does not move; the long run plots", f"{floor}, {low}, status {rc}, {bad} {stderr.strip()}")
+
+
 def test_writer_and_confusion(tmp):
     path = os.path.join(tmp, "torch.jsonl")
     with open(path, "w") as f:
@@ -200,6 +224,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="snn-plot.") as tmp:
         logs = test_training_logs(os.path.abspath(sys.argv[1]), tmp)
         test_writer_and_confusion(tmp)
+        test_long_run(tmp)
         test_validation_curve(tmp, logs)
         if logs:
             test_stopped_run(tmp, logs[0])
