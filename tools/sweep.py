@@ -9,7 +9,8 @@ built one instead), then runs every board with every seed 1..N, --seed S --log D
 options after "--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py). --set makes a grid, the
 search a recipe is chosen by: every board becomes one variant per combination of the values given, named
 BOARD+SYMBOL=V+..., built from the board's defconfig with those symbols set (CONFIG_ may be left off; a
-string symbol's value is quoted here; y or n for a bool, where n unsets it). Each run is a fixed-length
+string symbol's value is quoted here; y or n for a bool, where n unsets it; a variant's logs go to a folder
+named as it is, '=' made '-'). Each run is a fixed-length
 run; its last epoch's figures are the result. Prints a row per board: the seeds, the mean and the spread
 (sample standard deviation) of the validation accuracy (where the build holds a validation split out: choose
 recipes on it) and of the test accuracy (read once, at the end of each run), and the mean training time;

@@ -1,8 +1,8 @@
 """A board's app/mnist built under build/<tool>/BOARD, and the last epoch of a run's log: what the tools that
 run a board many times (tools/sweep.py, tools/committee.py) share."""
 import concurrent.futures
-import json
 import hashlib
+import json
 import os
 import subprocess
 

@@ -34,10 +34,12 @@ def parse_sets(texts, types):
             raise ValueError(f"--set {text}: Kconfig has no symbol {name}")
         if name in (s for s, _ in sets):
             raise ValueError(f"--set {name} given twice: give its values in one list")
+        kind = types[name]
+        if kind not in ("bool", "int", "string"):
+            raise ValueError(f"--set {text}: {name} is a {kind} symbol; --set writes bool, int and string ones")
         for v in vals:
-            kind = types[name]
             if (kind == "bool" and v not in ("y", "n")) or (kind == "int" and not re.fullmatch(r"-?\d+", v)) or \
-                    (kind == "string" and '"' in v) or kind not in ("bool", "int", "string"):
+                    (kind == "string" and '"' in v):
                 raise ValueError(f"--set {text}: {v} is not a value of {kind} symbol {name}")
         sets.append((name, vals))
     return sets
