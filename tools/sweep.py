@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Boards over seeds, the runs spread over the host's GPUs: a recipe's accuracy as a claim wants it.
 
-    tools/sweep.py BOARD[,BOARD...] [--set SYMBOL=V1[,V2...] ...] [--seeds 5] [--gpus all|N|IDS] [--out DIR]
-                   [--app BOARD=PATH ...] [-- MNIST-OPTIONS...]
+    tools/sweep.py BOARD[,BOARD...] [--set SYMBOL=V1[,V2...] ...] [--budget SECONDS] [--seeds 5]
+                   [--gpus all|N|IDS] [--out DIR] [--app BOARD=PATH ...] [-- MNIST-OPTIONS...]
 
 Builds each board (make O=build/sweep/BOARD BOARD_defconfig, then its app/mnist; --app BOARD=PATH takes a
 built one instead), then runs every board with every seed 1..N, --seed S --log DIR/BOARD/seed-S.jsonl and the
@@ -10,7 +10,9 @@ options after "--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py).
 search a recipe is chosen by: every board becomes one variant per combination of the values given, named
 BOARD+SYMBOL=V+..., built from the board's defconfig with those symbols set (CONFIG_ may be left off; a
 string symbol's value is quoted here; y or n for a bool, where n unsets it; a variant's logs go to a folder
-named as it is, '=' made '-'). Each run is a fixed-length
+named as it is, '=' made '-'). --budget SECONDS fits each board's epochs to that much training time: a 2-epoch
+timing run of seed 1 first, then every run with --epochs SECONDS over its second epoch's time (long runs slow
+down as they go: the fit is a little long). Each run is a fixed-length
 run; its last epoch's figures are the result. Prints a row per board: the seeds, the mean and the spread
 (sample standard deviation) of the validation accuracy (where the build holds a validation split out: choose
 recipes on it) and of the test accuracy (read once, at the end of each run), and the mean training time;
@@ -45,6 +47,26 @@ def cell(ms):
     return f"{100 * ms[0]:.2f} +- {100 * ms[1]:.2f} %" if ms else "-"
 
 
+def fit_epochs(boards, apps, budget, out, extra, gpus):
+    """{board: epochs} for about `budget` seconds of training each: the budget over the second epoch's time of
+    a 2-epoch run of seed 1 (the first epoch captures the step and warms up), logged as OUT/BOARD/timing.jsonl.
+    Long runs slow down as they go (docs/PERF.md v31: 8-15 % over 360-400 epochs), so the fit runs over."""
+    logs = {b: os.path.join(out, recipe_grid.folder(b), "timing.jsonl") for b in boards}
+    runs = gpu_pool.run_spread([[apps[b], "--seed", "1", "--log", logs[b], *extra, "--epochs", "2"] for b in boards],
+                               gpus)
+    epochs = {}
+    for board, run in zip(boards, runs):
+        if run.returncode != 0:
+            fail(f"{board} timing run: exited with status {run.returncode}: "
+                 + " ".join(run.output.strip().splitlines()[-2:]))
+        e = board_build.last_epoch(logs[board])
+        if not e or e["epoch"] != 2 or not e["ms"] > 0:
+            fail(f"{board} timing run: {logs[board]} has no second epoch with a time")
+        epochs[board] = max(1, int(budget * 1000 // e["ms"]))
+        print(f"{board}: {e['ms']:.2f} ms an epoch -> {epochs[board]} epochs for {budget:g} s of training")
+    return epochs
+
+
 def main():
     argv, extra = gpu_pool.split_run_options(sys.argv[1:])
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
@@ -55,6 +77,8 @@ def main():
     p.add_argument("--app", action="append", default=[], metavar="BOARD=PATH", help="a board's built app/mnist")
     p.add_argument("--set", action="append", default=[], metavar="SYMBOL=V1[,V2...]",
                    help="a grid over every board: one variant per combination of the symbols' values")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="fit each board's epochs to SECONDS of training, from a 2-epoch timing run of seed 1")
     p.add_argument("--json", help="write the runs and the rows here")
     args = p.parse_args(argv)
     boards = [b for b in args.boards.split(",") if b]
@@ -62,6 +86,10 @@ def main():
         fail(f"boards wants distinct names, not '{args.boards}'")
     if args.seeds < 1:
         fail(f"--seeds wants at least 1, not {args.seeds}")
+    if args.budget is not None and not args.budget > 0:
+        fail(f"--budget wants seconds above 0, not {args.budget:g}")
+    if args.budget is not None and "--epochs" in extra:
+        fail("--budget fits each board's epochs: --epochs does not go with it")
     try:
         gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())
     except ValueError as e:
@@ -95,12 +123,13 @@ def main():
                                           os.cpu_count() or 2))
     except ValueError as e:
         fail(str(e))
-    jobs = [(board, seed) for board in boards for seed in range(1, args.seeds + 1)]
-    logs = {}
-    for board, seed in jobs:
+    for board in boards:
         os.makedirs(os.path.join(args.out, recipe_grid.folder(board)), exist_ok=True)
-        logs[board, seed] = os.path.join(args.out, recipe_grid.folder(board), f"seed-{seed}.jsonl")
-    runs = gpu_pool.run_spread([[apps[b], "--seed", str(s), "--log", logs[b, s], *extra] for b, s in jobs], gpus)
+    epochs = fit_epochs(boards, apps, args.budget, args.out, extra, gpus) if args.budget is not None else {}
+    jobs = [(board, seed) for board in boards for seed in range(1, args.seeds + 1)]
+    logs = {(b, s): os.path.join(args.out, recipe_grid.folder(b), f"seed-{s}.jsonl") for b, s in jobs}
+    runs = gpu_pool.run_spread([[apps[b], "--seed", str(s), "--log", logs[b, s], *extra,
+                                 *(["--epochs", str(epochs[b])] if epochs else [])] for b, s in jobs], gpus)
     results = []
     for (board, seed), run in zip(jobs, runs):
         if run.returncode != 0:

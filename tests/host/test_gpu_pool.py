@@ -200,6 +200,51 @@ def check_sweep_grid(tmp):
             "--app beside it, an unknown board: one error line each, exit 1", str(got))
 
 
+EPOCHS_APP = r'''#!/usr/bin/env python3
+# a stand-in for ./app/mnist under sweep.py --budget: --epochs E (default 3) epochs, the first 500 ms, the
+# others 100 ms (the board's, 40 ms for "fast"), each an epoch event in its --log
+import json, sys
+a = sys.argv[1:]
+n = int(a[a.index("--epochs") + 1]) if "--epochs" in a else 3
+ms = 40.0 if "fast" in sys.argv[0] else 100.0
+with open(a[a.index("--log") + 1], "w") as f:
+    for i in range(1, n + 1):
+        f.write(json.dumps({"event": "epoch", "epoch": i, "ms": 500.0 if i == 1 else ms, "test_acc": 0.9,
+                            "train_s": 0.1 * i}) + "\n")
+'''
+
+
+def check_sweep_budget(tmp):
+    """--budget: each board's epochs fitted to the seconds given from its timing run's second epoch."""
+    apps = {}
+    for name in ("slow", "fast"):
+        apps[name] = os.path.join(tmp, f"{name}_mnist")
+        with open(apps[name], "w") as f:
+            f.write(EPOCHS_APP)
+        os.chmod(apps[name], 0o755)
+    tool = os.path.join(REPO, "tools", "sweep.py")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+    out = os.path.join(tmp, "budget.json")
+    p = subprocess.run([sys.executable, tool, "slow,fast", "--app", f"slow={apps['slow']}", "--app",
+                        f"fast={apps['fast']}", "--budget", "1.05", "--seeds", "2", "--out",
+                        os.path.join(tmp, "budget"), "--json", out], env=env, capture_output=True, text=True)
+    rows = {r["board"]: r for r in json.load(open(out))["rows"]} if p.returncode == 0 else {}
+    timed = all(os.path.exists(os.path.join(tmp, "budget", b, "timing.jsonl")) for b in ("slow", "fast"))
+    ok = (p.returncode == 0 and rows.get("slow", {}).get("epochs") == 10 and rows.get("fast", {}).get("epochs") == 26
+          and "slow: 100.00 ms an epoch -> 10 epochs for 1.05 s of training" in p.stdout and timed)
+    verdict(ok, "sweep.py --budget 1.05: 100 and 40 ms epochs (the timing runs' second) give 10 and 26 epochs",
+            p.stdout[-400:] + p.stderr[-300:])
+    cases = [(["slow", "--app", f"slow={apps['slow']}", "--budget", "1", "--", "--epochs", "3"],
+              "--epochs does not go with it"),
+             (["slow", "--app", f"slow={apps['slow']}", "--budget", "0"], "--budget wants seconds above 0")]
+    got = []
+    for args, want in cases:
+        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        got.append(p.returncode == 1 and len(lines) == 1 and want in lines[0])
+    verdict(all(got), "sweep.py --budget beside --epochs, or of 0 s: one error line each, exit 1", str(got))
+
+
 def check_committee(tmp, host):
     tool = os.path.join(REPO, "tools", "committee.py")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
@@ -237,6 +282,7 @@ def main():
         check_time_to_acc(tmp)
         check_sweep(tmp, sys.argv[1], sys.argv[2])
         check_sweep_grid(tmp)
+        check_sweep_budget(tmp)
         check_committee(tmp, sys.argv[1])
 
 
