@@ -16,7 +16,7 @@ Writes into DIR (default build/plots), and prints the path of each file:
                       accuracy beside its row
 Train curves are solid, validation curves dotted (a run with a held-out split,
 CONFIG_TRAIN_VALIDATION_SIZE), test curves dashed, one colour and marker per run
-(about 40 markers a curve). Where a run has 50 epochs or more, the accuracy
+(at most 40 markers a curve). Where a run has 50 epochs or more, the accuracy
 axis starts just below every figure after the runs' first twentieth: the end
 of a long run, where runs differ by tenths of a point, stays readable. A
 run's label is the next --label (one per LOG, in order), else target, shape
@@ -48,7 +48,7 @@ PROG = "plot"
 FASHION_CLASSES = ("T-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot")
 STYLES = {"train": "-", "valid": ":", "test": "--"}  # line styles of the sets
 MARKERS = "os^Dv<>P"  # one per run: where runs coincide, the markers still tell them apart
-MARKS = 40  # at most about this many markers a curve
+MARKS = 40  # at most this many markers a curve
 LONG_RUN = 50  # epochs: from here the accuracy axis leaves out each run's first twentieth
 DPI = 120
 
@@ -90,7 +90,7 @@ def draw_run(axes, run, x_key, look):
     epochs = [e for e in run.epochs if x_key in e]
     x = [e[x_key] for e in epochs]
     loss_ax, acc_ax = axes
-    look = dict(look, markevery=max(1, len(x) // MARKS))  # a long run's markers would hide its line
+    look = dict(look, markevery=max(1, -(-len(x) // MARKS)))  # a long run's markers would hide its line
     for key in sets_of(run):
         loss_ax.plot(x, [e[f"{key}_loss"] for e in epochs], STYLES[key], **look)
         acc_ax.plot(x, [100 * e[f"{key}_acc"] for e in epochs], STYLES[key], **look)
@@ -118,6 +118,7 @@ def curves_figure(path, runs, labels, rows, title):
     # a GPU run beside a host run: on a linear time axis the fast one would sit in a corner
     ends = [run.epochs[-1][x_key] for x_key, _ in rows if x_key != "epoch" for run in runs if x_key in run.epochs[-1]]
     log_time = bool(ends) and max(ends) > 10 * min(ends)
+    zoom = accuracy_floor(runs)
     for row, (x_key, x_label) in zip(axes, rows):
         for i, run in enumerate(runs):
             draw_run(row, run, x_key, looks[i])
@@ -125,7 +126,6 @@ def curves_figure(path, runs, labels, rows, title):
         log_scale(loss_ax, "y")
         loss_ax.set_ylabel("cross-entropy loss (log scale)")
         acc_ax.set_ylabel("accuracy (%)")
-        zoom = accuracy_floor(runs)
         if zoom is not None:
             acc_ax.set_ylim(bottom=zoom, top=100)
         acc_ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))

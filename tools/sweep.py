@@ -8,11 +8,12 @@ Builds each board (make O=build/sweep/BOARD BOARD_defconfig, then its app/mnist;
 built one instead), then runs every board with every seed 1..N, --seed S --log DIR/BOARD/seed-S.jsonl and the
 options after "--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py). --set makes a grid, the
 search a recipe is chosen by: every board becomes one variant per combination of the values given, named
-BOARD+SYMBOL=V+..., built from the board's defconfig with those symbols set (CONFIG_ may be left off; a
-string symbol's value is quoted here; y or n for a bool, where n unsets it; a variant's logs go to a folder
-named as it is, '=' made '-'). --budget SECONDS fits each board's epochs to that much training time: a 2-epoch
-timing run of seed 1 first, then every run with --epochs SECONDS over its second epoch's time (long runs slow
-down as they go: the fit is a little long). Each run is a fixed-length
+BOARD+SYMBOL=V+..., built from the board's defconfig with those symbols set (CONFIG_ may be left off; a string
+symbol's value is quoted here; y or n for a bool, where n unsets it; a choice's member is set to y, which
+drops its siblings) as build/sweep/B-HASH.defconfig, under build/sweep/B-HASH (B the board, HASH the
+config's); a variant's logs go to a folder named as it is, '=' made '-'. --budget SECONDS fits each board's
+epochs to that much training time: a 2-epoch timing run of seed 1 first, then every run with --epochs SECONDS
+over its second epoch's time (long runs slow down as they go: the fit is a little long). Each run is a fixed-length
 run; its last epoch's figures are the result. Prints a row per board: the seeds, the mean and the spread
 (sample standard deviation) of the validation accuracy (where the build holds a validation split out: choose
 recipes on it) and of the test accuracy (read once, at the end of each run), and the mean training time;
@@ -20,6 +21,7 @@ with --json, the runs too. Exits 1 when a build or a run fails.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -50,7 +52,7 @@ def cell(ms):
 def fit_epochs(boards, apps, budget, out, extra, gpus):
     """{board: epochs} for about `budget` seconds of training each: the budget over the second epoch's time of
     a 2-epoch run of seed 1 (the first epoch captures the step and warms up), logged as OUT/BOARD/timing.jsonl.
-    Long runs slow down as they go (docs/PERF.md v31: 8-15 % over 360-400 epochs), so the fit runs over."""
+    Long runs slow down as they go (docs/PERF.md v31: 6-16 % over 360-400 epochs), so the fit runs over."""
     logs = {b: os.path.join(out, recipe_grid.folder(b), "timing.jsonl") for b in boards}
     runs = gpu_pool.run_spread([[apps[b], "--seed", "1", "--log", logs[b], *extra, "--epochs", "2"] for b in boards],
                                gpus)
@@ -86,9 +88,9 @@ def main():
         fail(f"boards wants distinct names, not '{args.boards}'")
     if args.seeds < 1:
         fail(f"--seeds wants at least 1, not {args.seeds}")
-    if args.budget is not None and not args.budget > 0:
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
         fail(f"--budget wants seconds above 0, not {args.budget:g}")
-    if args.budget is not None and "--epochs" in extra:
+    if args.budget is not None and any(a == "--epochs" or a.startswith("--epochs=") for a in extra):
         fail("--budget fits each board's epochs: --epochs does not go with it")
     try:
         gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())

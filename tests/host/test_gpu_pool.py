@@ -161,6 +161,35 @@ def check_sweep(tmp, host, valid):
             str(got))
 
 
+def check_grid_configs(tmp):
+    """A variant's config from a board that sets the symbols already: the board's line replaced, a bool unset,
+    a choice switched (its other member's line dropped), and Kconfig takes each."""
+    types = recipe_grid.symbol_types()
+    base = open(os.path.join(REPO, "configs", "h100_speedrun99_defconfig")).read()
+    cases = {"lr": ({"TRAIN_LR": "5e-3", "TRAIN_AUGMENT_SHIFT": "2"},
+                    ['CONFIG_TRAIN_LR="5e-3"', "CONFIG_TRAIN_AUGMENT_SHIFT=2"],
+                    ['CONFIG_TRAIN_LR="3e-3"', "CONFIG_TRAIN_AUGMENT_SHIFT=1"]),
+             "sgd": ({"TRAIN_OPTIMIZER_SGD": "y"}, ["CONFIG_TRAIN_OPTIMIZER_SGD=y"],
+                     ["CONFIG_TRAIN_OPTIMIZER_ADAMW=y"]),
+             "unset": ({"TRAIN_AUGMENT_AFFINE": "n"}, ["# CONFIG_TRAIN_AUGMENT_AFFINE is not set"], [])}
+    got = {}
+    for name, (settings, want, gone) in cases.items():
+        text = recipe_grid.defconfig(base, settings, types)
+        lines = text.splitlines()
+        path, config = os.path.join(tmp, f"{name}.defconfig"), os.path.join(tmp, f"{name}.config")
+        with open(path, "w") as f:
+            f.write(text)
+        p = subprocess.run([sys.executable, os.path.join("tools", "make", "kconfig.py"), "defconfig", path],
+                           cwd=REPO, env=dict(os.environ, KCONFIG_CONFIG=config), capture_output=True, text=True)
+        full = open(config).read() if p.returncode == 0 else ""
+        got[name] = (all(lines.count(w) == 1 for w in want) and not any(g in lines for g in gone) and
+                     all(w in full.splitlines() for w in want if not w.startswith("#")) and p.returncode == 0)
+    variants = recipe_grid.variants("b", [("A", ["1", "2"]), ("B", ["x"]), ("C", ["3", "4"])])
+    got["names"] = [n for n, _ in variants] == ["b+A=1+C=3", "b+A=1+C=4", "b+A=2+C=3", "b+A=2+C=4"]
+    verdict(all(got.values()), "sweep.py --set's configs: the board's own line replaced, a bool unset, a choice "
+            "switched to SGD, each taken by Kconfig; variants named by the symbols that vary", str(got))
+
+
 def check_sweep_grid(tmp):
     """--set: a grid of variants of a board, each built from its own config; and what --set refuses."""
     tool = os.path.join(REPO, "tools", "sweep.py")
@@ -177,14 +206,18 @@ def check_sweep_grid(tmp):
         config = next((e for e in map(json.loads, open(log)) if e.get("event") == "config"), {}) \
             if os.path.exists(log) else {}
         shapes[x["board"]] = (config.get("shape"), str(config.get("recipe", "")))
-    ok = (p.returncode == 0 and [x["board"] for x in r["rows"]] == ["host+NN_HIDDEN_WIDTH=16", "host+NN_HIDDEN_WIDTH=24"]
+    named = [x["board"] for x in r["rows"]]
+    ok = (p.returncode == 0 and named == ["host+NN_HIDDEN_WIDTH=16", "host+NN_HIDDEN_WIDTH=24"]
           and "every variant sets TRAIN_LR=0.05" in p.stdout and len(r["runs"]) == 4 and
           shapes.get("host+NN_HIDDEN_WIDTH=16", ("",))[0] == "784-16-10" and
           shapes.get("host+NN_HIDDEN_WIDTH=24", ("",))[0] == "784-24-10" and
           all("lr 0.05" in recipe for _, recipe in shapes.values()))
     verdict(ok, "sweep.py --set: a grid of 2 variants x 2 seeds, each built from the board's config with its "
             "values (the runs' shapes and learning rate read back)", p.stdout[-400:] + p.stderr[-300:] + str(shapes))
+    check_grid_configs(tmp)
     cases = [(["host", "--set", "NO_SUCH_SYMBOL=1"], "Kconfig has no symbol NO_SUCH_SYMBOL"),
+             (["host", "--set", "TRAIN_LR=0.1,0.1"], "a value given twice"),
+             (["host", "--set", "TRAIN_OPTIMIZER_SGD=n"], "a choice's member: set the member wanted to y"),
              (["host", "--set", "TRAIN_AUGMENT_AFFINE=maybe"], "maybe is not a value of bool symbol"),
              (["host", "--set", "TRAIN_BATCH_SIZE=1.5"], "1.5 is not a value of int symbol"),
              (["host", "--set", "TRAIN_LR=0.1", "--set", "CONFIG_TRAIN_LR=0.2"], "--set TRAIN_LR given twice"),

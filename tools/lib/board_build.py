@@ -35,15 +35,23 @@ def build(board, tool, jobs, text=None):
 
 def build_all(boards, tool, cpus):
     """{board: app path} of [(board, text or None)], built side by side, four cores a build (the nvcc steps
-    of one build do not fill a large host). Raises ValueError with the first failure's reason."""
+    of one build do not fill a large host). Raises ValueError with the first failure's reason, once the
+    builds under way end; those not started are dropped."""
     jobs = max(1, min(4, cpus))
-    with concurrent.futures.ThreadPoolExecutor(max(1, cpus // jobs)) as pool:
-        done = {b: pool.submit(build, b, tool, jobs, text) for b, text in boards}
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, cpus // jobs))
+    done = {b: pool.submit(build, b, tool, jobs, text) for b, text in boards}
+    try:
+        for f in concurrent.futures.as_completed(done.values()):
+            f.result()
+    finally:
+        pool.shutdown(cancel_futures=True)
     return {b: f.result() for b, f in done.items()}
 
 
 def last_epoch(path):
-    """The last epoch event of a run's log, or None."""
+    """The last epoch event of a run's log, or None (also where the run wrote no log)."""
+    if not os.path.exists(path):
+        return None
     last = None
     with open(path) as f:
         for line in f:

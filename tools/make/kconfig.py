@@ -7,7 +7,7 @@
     kconfig.py savedefconfig FILE        .config -> FILE (minimal)
     kconfig.py olddefconfig              bring .config up to date with Kconfig
     kconfig.py menuconfig                the terminal UI
-    kconfig.py symbols                   every symbol's name and type, a line each
+    kconfig.py symbols                   every symbol's name and type (and a choice member's siblings)
 
 The .config path comes from KCONFIG_CONFIG (default: .config). Every kconfiglib
 warning is an error here: kconfiglib silently falls back to a default when a
@@ -383,10 +383,12 @@ def menuconfig():
 
 
 def symbols():
-    """Each symbol's name and type, a line each (tools/sweep.py --set writes values by them)."""
-    kconf = kconfiglib.Kconfig("Kconfig", warn_to_stderr=False)
+    """Each symbol's name and type, a line each, and for a choice's member the other members (tools/sweep.py
+    --set writes values by them, and drops a member's siblings where it sets the member)."""
+    kconf = load(None)
     for sym in sorted(kconf.unique_defined_syms, key=lambda s: s.name):
-        print(sym.name, kconfiglib.TYPE_TO_STR[sym.orig_type])
+        siblings = [s.name for s in sym.choice.syms if s is not sym] if sym.choice else []
+        print(sym.name, kconfiglib.TYPE_TO_STR[sym.orig_type], *([",".join(siblings)] if siblings else []))
 
 
 def main(argv):
