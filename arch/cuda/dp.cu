@@ -32,7 +32,8 @@ static void nccl_check(ncclResult_t r, const char *call, const char *file, int l
     if (r == ncclSuccess || r == ncclInProgress)
         return;
     const char *last = g_comm ? ncclGetLastError(g_comm) : NULL;
-    snn_die_at(file, line, "%s failed: %s%s%s\n  hint: NCCL_DEBUG=WARN says more; each rank needs a GPU of its "
+    snn_die_at(file, line, "%s failed: %s%s%s\n  hint: NCCL_DEBUG=WARN says more (NCCL_DEBUG_FILE=nccl.%%h.%%p keeps "
+               "the ranks' apart: the others' standard output is discarded); each rank needs a GPU of its "
                "own and a path to the others", call, ncclGetErrorString(r), last && *last ? ": " : "",
                last ? last : "");
 }
