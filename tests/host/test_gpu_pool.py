@@ -25,6 +25,16 @@ def verdict(ok, name, why=""):
     print(f"ok - gpu pool: {name}" if ok else f"not ok - gpu pool: {name}: {why}")
 
 
+def refusals(tool, cases, env):
+    """For each (arguments, words) case: whether the tool exits 1 with one line of output holding the words."""
+    got = []
+    for args, want in cases:
+        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        got.append(p.returncode == 1 and len(lines) == 1 and want in lines[0])
+    return got
+
+
 def fake_run(i):
     """A run that prints its index, its device and when it held it."""
     code = ("import os, sys, time; t = time.time(); time.sleep(%r); "
@@ -152,11 +162,7 @@ def check_sweep(tmp, host, valid):
     os.chmod(bad, 0o755)
     cases = [(["no_such_board"], "no board no_such_board"), (["host", "--app", f"other={host}"], "--app other="),
              (["host", "--app", f"host={bad}", "--seeds", "1"], "host seed 1: exited with status 2: mnist: error: planted")]
-    got = []
-    for args, want in cases:
-        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
-        lines = (p.stdout + p.stderr).strip().splitlines()
-        got.append(p.returncode == 1 and len(lines) == 1 and want in lines[0])
+    got = refusals(tool, cases, env)
     verdict(all(got), "sweep.py: an unknown board, a stray --app and a failing run: one error line each, exit 1",
             str(got))
 
@@ -224,11 +230,7 @@ def check_sweep_grid(tmp):
              (["host", "--set", "TRAIN_LR"], "wants SYMBOL=V1[,V2...]"),
              (["host", "--set", "TRAIN_LR=0.1", "--app", f"host={sys.executable}"], "--app takes a built board"),
              (["no_such_board", "--set", "TRAIN_LR=0.1"], "no board no_such_board")]
-    got = []
-    for args, want in cases:
-        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
-        lines = (p.stdout + p.stderr).strip().splitlines()
-        got.append(p.returncode == 1 and len(lines) == 1 and want in lines[0])
+    got = refusals(tool, cases, env)
     verdict(all(got), "sweep.py --set: an unknown symbol, a value its type cannot hold, a symbol twice, no value, "
             "--app beside it, an unknown board: one error line each, exit 1", str(got))
 
@@ -270,11 +272,7 @@ def check_sweep_budget(tmp):
     cases = [(["slow", "--app", f"slow={apps['slow']}", "--budget", "1", "--", "--epochs", "3"],
               "--epochs does not go with it"),
              (["slow", "--app", f"slow={apps['slow']}", "--budget", "0"], "--budget wants seconds above 0")]
-    got = []
-    for args, want in cases:
-        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
-        lines = (p.stdout + p.stderr).strip().splitlines()
-        got.append(p.returncode == 1 and len(lines) == 1 and want in lines[0])
+    got = refusals(tool, cases, env)
     verdict(all(got), "sweep.py --budget beside --epochs, or of 0 s: one error line each, exit 1", str(got))
 
 
@@ -298,11 +296,7 @@ def check_committee(tmp, host):
             p.stdout[-400:] + p.stderr[-300:])
     cases = [(["host", "--app", host, "--members", "1"], "--members wants 2 to 64, not 1"),
              (["no_such_board"], "no board no_such_board")]
-    got = []
-    for args, want in cases:
-        p = subprocess.run([sys.executable, tool, *args], env=env, capture_output=True, text=True)
-        lines = (p.stdout + p.stderr).strip().splitlines()
-        got.append(p.returncode != 0 and len(lines) == 1 and want in lines[-1])
+    got = refusals(tool, cases, env)
     verdict(all(got), "committee.py: one member, an unknown board: one error line each", str(got))
 
 
