@@ -187,9 +187,10 @@ ifeq ($(filter genconfig-ok,$(genconfig)),)
 $(error $(genconfig))
 endif
 $(if $(filter GEN,$(genconfig)),$(info $(strip)  GEN     $(CONFIG_H)))
-# A data-parallel build predicted not to pay (tools/make/kconfig.py's dp_warning), said at configure time.
-dp-warning := $(shell cat $(O)/include/generated/dp_warning.txt 2>/dev/null)
-$(if $(dp-warning),$(warning warning: $(dp-warning)))
+# Said at configure time (tools/make/kconfig.py): a data-parallel build predicted not to pay (dp_warning),
+# hidden widths that keep the GEMMs off the 16-bit twins (width_warning).
+$(foreach w,dp width,$(if $(shell cat $(O)/include/generated/$(w)_warning.txt 2>/dev/null),\
+    $(warning warning: $(shell cat $(O)/include/generated/$(w)_warning.txt))))
 endif
 include $(AUTOCONF)
 

@@ -386,3 +386,22 @@ if $M O="$d" olddefconfig >/dev/null 2>&1 && $M O="$d" "$d/include/generated/con
     $M O="$T/oneline" FETCH="$T/stub/fetch" DATASET=mnist data | tr '\n' ' ' | grep -q -- '--dataset mnist --dest data/mnist $'; then
     echo "ok - switching to Fashion-MNIST switches the data directory of the build and of make data"
 else echo "not ok - the Fashion-MNIST config still uses another directory: $($M O="$d" FETCH="$T/stub/fetch" data 2>&1)"; fi
+
+# Hidden widths that are not a multiple of 8 keep a layered 16-bit build's GEMMs off wgmma and the twins:
+# configuring one says so and names the widths that would not; the fused step and TF32 are not concerned.
+d=$T/widths; mkdir -p "$d"
+out=$($M O="$d/record" h100_record_defconfig 2>&1)
+if [[ $out == *"hidden widths not a multiple of 8 (2500, 1500, 500)"*"500 -> 504, 1500 -> 1504, 2500 -> 2504 would not"* ]] &&
+    [[ $($M O="$d/record" "$d/record/include/generated/config.h" 2>&1) == *"warning: "*"not a multiple of 8"* ]] &&
+    [[ $(cat "$d/record/include/generated/width_warning.txt") == *"(2500, 1500, 500)"* ]]; then
+    echo "ok - widths: h100_record's 2500, 1500 and 500 warned by defconfig and by make's genconfig, with the widths that would not"
+else echo "not ok - widths: h100_record configured without the warning: $(tail -n 1 <<<"$out")"; fi
+printf '%s\n' CONFIG_TARGET_SM90=y CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_WIDTH=100 >"$d/fused"
+printf '%s\n' CONFIG_TARGET_SM90=y CONFIG_STEP_LAYERED=y CONFIG_PRECISION_TF32=y CONFIG_NN_HIDDEN_WIDTH=100 >"$d/tf32"
+quiet=0
+for b in fused tf32; do
+    [[ $($M O="$d/$b" defconfig DEFCONFIG="$d/$b" 2>&1) != *warning* ]] && quiet=$((quiet + 1))
+done
+[[ $($M O="$d/s99" h100_speedrun99_defconfig 2>&1) != *warning* ]] && quiet=$((quiet + 1))
+if [ $quiet -eq 3 ]; then echo "ok - widths: no warning for width 100 on the fused step or in TF32, nor for h100_speedrun99"
+else echo "not ok - widths: $((3 - quiet)) of the fused, TF32 and h100_speedrun99 configs warned"; fi

@@ -294,6 +294,24 @@ def dp_warning(p, path):
             "about what the GPUs gain (docs/PERF.md v30); a larger batch on the same model pays more")
 
 
+def width_warning(kconf, path):
+    """The configure-time warning of a layered build with 16-bit twins (CONFIG_GEMM_TWINS) where a hidden width is not
+    a multiple of 8, or "": that layer's 16-bit rows are not whole 16-byte chunks, which TMA and the twins'
+    loads need (kernels/cuda/twin.cuh, snn_twin_rows_aligned), so every GEMM reading them (the layer's own
+    weight gradient, the next layer's three) runs on mma.sync from the FP32 operands, rounded as staged."""
+    twins, layered = kconf.syms.get("GEMM_TWINS"), kconf.syms.get("STEP_LAYERED")
+    if twins is None or twins.str_value != "y" or layered is None or layered.str_value != "y":
+        return ""  # the fused kernels stage their operands themselves
+    import step_floor
+    odd = [w for w in step_floor.board_dims(lambda s: kconf.syms[s].str_value)[1:-1] if w % 8]
+    if not odd:
+        return ""
+    near = ", ".join(sorted({f"{w} -> {w + 8 - w % 8}" for w in odd}, key=lambda t: int(t.split()[0])))
+    return (f"{path}: hidden widths not a multiple of 8 ({', '.join(map(str, odd))}): their 16-bit rows are not "
+            "whole 16-byte chunks, so every GEMM that reads them runs on mma.sync from the FP32 operands "
+            f"instead of wgmma or the 16-bit twins (docs/PERF.md v31); {near} would not")
+
+
 def write_if_changed(path, text):
     try:
         with open(path) as f:
@@ -333,6 +351,7 @@ def genconfig(out_dir):
                      f"#define SNN_DP_PREDICTION {c_string(p[1] if p else '')}\n")
     warning = dp_warning(p, path)
     write_if_changed(os.path.join(out_dir, "include/generated/dp_warning.txt"), warning)
+    write_if_changed(os.path.join(out_dir, "include/generated/width_warning.txt"), width_warning(kconf, path))
 
 
 def defconfig(src):
@@ -342,9 +361,9 @@ def defconfig(src):
     check_values(kconf, src)
     kconf.write_config(config_path(), save_old=False)
     print(f"  CONF    {config_path()} from {src}")
-    warning = dp_warning(dp_prediction(kconf), src)
-    if warning:
-        print(f"warning: {warning}")
+    for warning in (dp_warning(dp_prediction(kconf), src), width_warning(kconf, src)):
+        if warning:
+            print(f"warning: {warning}")
 
 
 def savedefconfig(dst):
