@@ -102,6 +102,27 @@ SNN_HD snn_rate snn_clock_rate_at(snn_clock c, int32_t step)
 }
 SNN_HD snn_rate snn_clock_rate(snn_clock c) { return snn_clock_rate_at(c, *c.step); }
 
+/* sqrtf(x), x >= 0, and m / d, d > 0, with the operands kept off the GPU's slow paths: sqrt.rn and div.rn
+ * hand subnormal operands, and numerators a few powers of two above them, to a software routine per element.
+ * AdamW's moments of unused weights decay into that range and stay (0.9 x 2^-149 rounds back to 2^-149), which
+ * slowed a step by a fifth over a run (docs/PERF.md v32). Scaling by a power of two is exact, so both are
+ * IEEE's to the bit, but for a subnormal quotient, rounded twice (once scaled, once scaled back): one unit of
+ * 2^-149 at most, which no weight update can show. */
+SNN_HD float snn_sqrtf_scaled(float x)
+{
+    const int sub = x < 0x1p-126f;
+    const float r = sqrtf(sub ? x * 0x1p64f : x);
+    return sub ? r * 0x1p-32f : r;
+}
+
+SNN_HD float snn_divf_scaled(float m, float d)
+{
+    const float a = fabsf(m);
+    const int zero = a == 0.0f, tiny = a < 0x1p-100f;
+    const float q = (zero ? 1.0f : tiny ? m * 0x1p64f : m) / d; /* 0 / d is m */
+    return zero ? m : tiny ? q * 0x1p-64f : q;
+}
+
 /* One parameter w with gradient g and its state s[SNN_OPTIM_MOMENTS] (read and rewritten): its new value.
  *   SGD:   v = mu v + g; d = g + mu v (Nesterov) or v; without momentum d = g;  w = keep w - lr d
  *   AdamW: m = b1 m + (1 - b1) g; q = b2 q + (1 - b2) g^2;  w = keep w - step m / (sqrt(q) rsq + eps)
@@ -113,7 +134,7 @@ SNN_HD float snn_update(float w, float g, float *s, snn_rate r)
 #if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
     s[0] = SNN_ADAM_BETA1 * s[0] + SNN_ADAM_BETA1C * g;
     s[1] = SNN_ADAM_BETA2 * s[1] + SNN_ADAM_BETA2C * g * g;
-    return w - r.step * (s[0] / (sqrtf(s[1]) * r.rsq + SNN_ADAM_EPS));
+    return w - r.step * snn_divf_scaled(s[0], snn_sqrtf_scaled(s[1]) * r.rsq + SNN_ADAM_EPS);
 #elif SNN_OPTIM_MOMENTS
     const float v = SNN_MOMENTUM * s[0] + g;
     s[0] = v;

@@ -30,6 +30,9 @@
 #include <string.h>
 
 #include <cuda_runtime.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
@@ -40,6 +43,7 @@
 #include "kernels/cuda/twin.cuh"
 #include "kernels/ops.h"
 #include "snn_check.h"
+#include "tests/scaled_math_cases.h"
 #include "tests/test_util.h"
 #include "snn_config.h"
 #include "tests/gpu/tolerance.h"
@@ -638,6 +642,49 @@ static void test_step_advance(void)
     snn_rt_free(d);
 }
 
+__global__ void scaled_math_kernel(float *r, float *q, const float *x, const float *m, const float *d, long n)
+{
+    const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) {
+        r[i] = snn_sqrtf_scaled(x[i]);
+        q[i] = snn_divf_scaled(m[i], d[i]);
+    }
+}
+
+/* The optimizer's square root and division on the device (kernels/optim.h), scaled off sqrt.rn's and div.rn's
+ * slow paths, against the host's IEEE sqrtf and '/' to the bit, subnormals kept (the host's flush turned off
+ * for the reference, as the GPU does not flush). */
+static void test_scaled_math(void)
+{
+    char why[256] = "";
+    const long n = SCALED_MATH_CASES;
+    float *h = host_floats(5 * n), *x = h, *m = h + n, *d = h + 2 * n, *r = h + 3 * n, *q = h + 4 * n;
+    scaled_math_cases(x, m, d);
+    float *dev = (float *)snn_rt_alloc(sizeof(float) * 5 * (size_t)n);
+    snn_rt_upload(dev, h, sizeof(float) * 3 * (size_t)n);
+    scaled_math_kernel<<<(unsigned)((n + 255) / 256), 256, 0, snn_stream()>>>(dev + 3 * n, dev + 4 * n, dev, dev + n,
+                                                                             dev + 2 * n, n);
+    CUDA_CHECK_LAUNCH();
+    snn_rt_download(r, dev + 3 * n, sizeof(float) * 2 * (size_t)n);
+#if defined(__x86_64__) || defined(__i386__)
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr & ~0x8040u); /* FTZ and DAZ off */
+#endif
+    for (long i = 0; i < n; i++) {
+        const float er = sqrtf(x[i]), eq = m[i] / d[i];
+        if (memcmp(&r[i], &er, sizeof er))
+            set_why(why, "sqrt(%a) = %a on the GPU, sqrtf gives %a", x[i], r[i], er);
+        if (!scaled_quotient_ok(q[i], eq))
+            set_why(why, "%a / %a = %a on the GPU, '/' gives %a", m[i], d[i], q[i], eq);
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(csr);
+#endif
+    report("optimizer's scaled sqrt and division on the GPU: IEEE's bits (a subnormal quotient within 2^-149)", why);
+    snn_rt_free(dev);
+    free(h);
+}
+
 /* schedule and clock_advance on the device against the host's, at every step of a short run that crosses
  * epochs (the factors within 1e-6: the GPU's cosf and powf are not the host's). */
 static void test_clock(void)
@@ -889,6 +936,7 @@ int main(int argc, char **argv)
         test_softmax_xent(1000, 0);
         test_step_advance();
         test_clock();
+        test_scaled_math();
         test_run_step();
     }
 #ifdef CONFIG_GEMM_TENSOR_CORES

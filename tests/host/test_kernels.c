@@ -3,6 +3,7 @@
 #include "kernels/ops.h"
 #include "snn_check.h"
 #include "tests/recipe_ref.h"
+#include "tests/scaled_math_cases.h"
 #include "tests/test_util.h"
 
 #include <math.h>
@@ -11,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
 #include <omp.h>
 #define HAVE_OPENMP 1
@@ -701,6 +705,37 @@ static void check_clock(void)
     report("schedule and clock_advance", why);
 }
 
+/* The optimizer's square root and division, scaled off the GPU's slow paths, against sqrtf and '/' (the bits,
+ * a subnormal quotient within 2^-149): in the host engine's arithmetic (subnormals flushed,
+ * kernels/host/subnormals.c) and, on x86, in the GPU's (IEEE, subnormals kept). */
+static void scaled_math_against_ieee(const char *where, char *why)
+{
+    float *x = snn_xmalloc(3 * SCALED_MATH_CASES * sizeof(float), "test operands");
+    float *m = x + SCALED_MATH_CASES, *d = m + SCALED_MATH_CASES;
+    scaled_math_cases(x, m, d);
+    for (long i = 0; i < SCALED_MATH_CASES; i++) {
+        const float r = snn_sqrtf_scaled(x[i]), q = snn_divf_scaled(m[i], d[i]), er = sqrtf(x[i]), eq = m[i] / d[i];
+        if (memcmp(&r, &er, sizeof r))
+            set_why(why, "%s: sqrt(%a) = %a, sqrtf gives %a", where, x[i], r, er);
+        if (!scaled_quotient_ok(q, eq))
+            set_why(why, "%s: %a / %a = %a, '/' gives %a", where, m[i], d[i], q, eq);
+    }
+    free(x);
+}
+
+static void check_scaled_math(void)
+{
+    char why[256] = "";
+    scaled_math_against_ieee("subnormals flushed", why);
+#if defined(__x86_64__) || defined(__i386__)
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr & ~0x8040u); /* FTZ and DAZ off */
+    scaled_math_against_ieee("subnormals kept", why);
+    _mm_setcsr(csr);
+#endif
+    report("optimizer's scaled sqrt and division: IEEE's bits (a subnormal quotient within 2^-149)", why);
+}
+
 int main(void)
 {
     check_gemms();
@@ -718,5 +753,6 @@ int main(void)
     check_step_advance();
     check_schedule();
     check_clock();
+    check_scaled_math();
     return 0;
 }

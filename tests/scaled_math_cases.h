@@ -1,0 +1,65 @@
+/* Operands for kernels/optim.h's snn_sqrtf_scaled and snn_divf_scaled, which must equal sqrtf and IEEE
+ * division (to the bit but for a subnormal quotient): zeros, subnormals, the numerators around 2^-100 where
+ * the division changes path, quotients about 2^-126, and random normals. For C and CUDA C++ alike. */
+#ifndef SNN_TEST_SCALED_MATH_CASES_H
+#define SNN_TEST_SCALED_MATH_CASES_H
+
+#include <math.h>
+#include <string.h>
+
+#include "tests/test_util.h"
+
+#define SCALED_MATH_CASES 40000
+
+static inline float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* snn_divf_scaled's result q against IEEE's e: the same bits, or for a subnormal quotient one unit apart. */
+static inline int scaled_quotient_ok(float q, float e)
+{
+    if (fabsf(e) < 0x1p-126f)
+        return fabsf(q - e) <= 0x1p-149f && signbit(q) == signbit(e);
+    return memcmp(&q, &e, sizeof q) == 0;
+}
+
+/* x[i] >= 0; m[i] of either sign, d[i] > 0; SCALED_MATH_CASES of each. */
+static inline void scaled_math_cases(float *x, float *m, float *d)
+{
+    for (long i = 0; i < SCALED_MATH_CASES; i++) {
+        const uint32_t r = (uint32_t)rng_next(), sign = (uint32_t)(i & 1) << 31;
+        const float unit = 1.0f + fabsf(rng_uniform()); /* [1, 2) */
+        switch (i % 8) {
+        case 0: /* subnormal, or zero */
+            x[i] = bits_float(r & 0x007fffffu);
+            m[i] = bits_float(sign | (r & 0x007fffffu));
+            d[i] = ldexpf(unit, (int)(r >> 24) % 60 - 30);
+            break;
+        case 1: /* a few ulps either side of 2^-100 and of FLT_MIN */
+            x[i] = bits_float(0x00800000u + (r % 64) - 32);
+            m[i] = bits_float(sign | (0x0d800000u + (r % 64) - 32));
+            d[i] = ldexpf(unit, (int)(r >> 24) % 60 - 30);
+            break;
+        case 2: /* quotients about 2^-126: m = 2^-126 d, d then nudged a few ulps */
+            x[i] = ldexpf(unit, -120 - (int)(r % 8));
+            m[i] = bits_float(sign | (0x00800000u + (r & 0x0fffffffu)));
+            d[i] = bits_float(0x3f800000u + (r & 0x0fffffffu) + (r >> 28) - 8);
+            break;
+        case 3: /* quotients about 2^-126 from the subnormal side: d just above |m| / 2^-126 */
+            x[i] = bits_float(r & 0x00ffffffu);
+            m[i] = bits_float(sign | (0x0c000000u + (r & 0x00ffffffu)));
+            d[i] = ldexpf(fabsf(m[i]), 126) * (1.0f + ldexpf((float)(r >> 24), -30));
+            break;
+        default: /* normal, across exponents */
+            x[i] = ldexpf(unit, (int)(r % 240) - 126);
+            m[i] = (i & 1 ? -1.0f : 1.0f) * ldexpf(unit, (int)(r % 240) - 126);
+            d[i] = ldexpf(1.0f + fabsf(rng_uniform()), (int)(r >> 24) % 100 - 50);
+        }
+    }
+    x[0] = 0.0f, m[0] = 0.0f, m[1] = -0.0f;
+}
+
+#endif
