@@ -52,7 +52,8 @@ def cell(ms):
 def fit_epochs(boards, apps, budget, out, extra, gpus):
     """{board: epochs} for about `budget` seconds of training each: the budget over the second epoch's time of
     a 2-epoch run of seed 1 (the first epoch captures the step and warms up), logged as OUT/BOARD/timing.jsonl.
-    Long runs slow down as they go (docs/PERF.md v31: 6-16 % over 360-400 epochs), so the fit runs over."""
+    Long runs slow down as they go (docs/PERF.md v32: 2-4 % over a run, 6-16 % before AdamW's slow paths were
+    removed), so the fit runs over."""
     logs = {b: os.path.join(out, recipe_grid.folder(b), "timing.jsonl") for b in boards}
     runs = gpu_pool.run_spread([[apps[b], "--seed", "1", "--log", logs[b], *extra, "--epochs", "2"] for b in boards],
                                gpus)
