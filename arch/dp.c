@@ -140,6 +140,17 @@ int snn_dp_rendezvous_read(const char *path, void *id, size_t n, double timeout_
     }
 }
 
+int snn_dp_nccl_env(char *note, size_t len)
+{
+    const char *was = getenv("NCCL_NVLS_ENABLE");
+    int replaced = was && strcmp(was, "0") != 0;
+    if (replaced)
+        snprintf(note, len, "NCCL_NVLS_ENABLE=%s replaced by 0: this engine keeps NVLink multicast off", was);
+    if (setenv("NCCL_NVLS_ENABLE", "0", 1) != 0)
+        snn_die("setenv NCCL_NVLS_ENABLE: %s", strerror(errno));
+    return replaced;
+}
+
 /* ---------------------------------------------------------------------------
  * a run started alone
  * ------------------------------------------------------------------------- */

@@ -45,6 +45,12 @@ int snn_dp_spawned_wait(void);
 /* What rank 0 does (async-signal-safe) before it ends a run for a rank that failed: the app's temporaries. */
 void snn_dp_on_abort(void (*fn)(void));
 
+/* NCCL's environment, set before this process's first NCCL call: NVLink multicast (NCCL_NVLS_ENABLE) off,
+ * whatever the environment said. The all-reduces here do not need it, and on a shared host a program using
+ * it can take every GPU out of service for days. Returns 1 with a note in note where it replaced another
+ * value, else 0. */
+int snn_dp_nccl_env(char *note, size_t len);
+
 /* This process's place once the app has set it (snn_dp_set), rank 0 of 1 before. */
 const snn_dp_place *snn_dp_self(void);
 void snn_dp_set(const snn_dp_place *p);

@@ -3,7 +3,7 @@
  * all-reduce may run beside the rest of the backward pass (on 2 and 4 H200s it was measured not to:
  * docs/PERF.md v30); the engine's stream joins it before the update. The fork and the join are events, so a
  * captured step holds them as graph edges. Every NCCL and CUDA call is checked. */
-#include <stdio.h> /* remove */
+#include <stdio.h> /* printf, remove */
 #include <string.h>
 
 #include <cuda_bf16.h>
@@ -42,6 +42,8 @@ void snn_dp_start(const snn_dp_place *p, const char *rendezvous)
 {
     ncclUniqueId id;
     char err[512];
+    if (snn_dp_nccl_env(err, sizeof(err)) && p->rank == 0)
+        printf("note: %s\n", err);
     if (!rendezvous || !*rendezvous)
         snn_die("rank %d of %d (started by %s): name the rendezvous file in SNN_DP_RENDEZVOUS, a path every "
                 "rank can read and none has written (on a shared filesystem across hosts)",

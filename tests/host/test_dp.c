@@ -1,7 +1,7 @@
 /* Data parallelism's host parts (arch/dp.h): each launcher's variables read into a place, the refusals of
  * a malformed or mismatched one, the rendezvous file (written once, read back, a stale or foreign file
  * refused, a missing one waited for and then refused), and a run that starts its own ranks: their exit
- * statuses, a failing rank ending the run. TAP lines on stdout. */
+ * statuses, a failing rank ending the run; NCCL's environment. TAP lines on stdout. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,8 +198,26 @@ static void check_spawn(void)
     report("a rank that fails ends the run at once with its status (rank 0 does not wait for ever)", why);
 }
 
+/* NCCL's environment: NVLink multicast off whatever was set, a replaced value named. */
+static void check_nccl_env(void)
+{
+    char why[256] = "", note[160] = "";
+    unsetenv("NCCL_NVLS_ENABLE");
+    if (snn_dp_nccl_env(note, sizeof(note)) != 0 || !getenv("NCCL_NVLS_ENABLE") ||
+        strcmp(getenv("NCCL_NVLS_ENABLE"), "0"))
+        set_why(why, "unset: NCCL_NVLS_ENABLE=%s afterwards", getenv("NCCL_NVLS_ENABLE"));
+    if (snn_dp_nccl_env(note, sizeof(note)) != 0)
+        set_why(why, "already 0: reported as replaced (%s)", note);
+    setenv("NCCL_NVLS_ENABLE", "1", 1);
+    if (snn_dp_nccl_env(note, sizeof(note)) != 1 || strcmp(getenv("NCCL_NVLS_ENABLE"), "0") ||
+        !strstr(note, "NCCL_NVLS_ENABLE=1"))
+        set_why(why, "1: NCCL_NVLS_ENABLE=%s afterwards, note '%s'", getenv("NCCL_NVLS_ENABLE"), note);
+    report("NVLink multicast off for NCCL, set or not, a replaced value named", why);
+}
+
 int main(void)
 {
+    check_nccl_env();
     check_places();
     check_rendezvous();
     check_spawn();
