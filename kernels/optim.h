@@ -103,7 +103,8 @@ SNN_HD snn_rate snn_clock_rate_at(snn_clock c, int32_t step)
 SNN_HD snn_rate snn_clock_rate(snn_clock c) { return snn_clock_rate_at(c, *c.step); }
 
 /* sqrtf(x), x >= 0, and m / d, d > 0, with the operands kept off the GPU's slow paths: sqrt.rn and div.rn
- * hand subnormal operands, and numerators a few powers of two above them, to a software routine per element.
+ * hand subnormal operands, and div.rn numerators near them (below 2^-100 here, with room to spare), to a
+ * software routine per element.
  * AdamW's moments of unused weights decay into that range and stay (0.9 x 2^-149 rounds back to 2^-149), which
  * slowed a step by a fifth over a run (docs/PERF.md v32). Scaling by a power of two is exact, so both are
  * IEEE's to the bit, but for a subnormal quotient, rounded twice (once scaled, once scaled back): one unit of
@@ -119,8 +120,8 @@ SNN_HD float snn_divf_scaled(float m, float d)
 {
     const float a = fabsf(m);
     const int zero = a == 0.0f, tiny = a < 0x1p-100f;
-    const float q = (zero ? 1.0f : tiny ? m * 0x1p64f : m) / d; /* 0 / d is m */
-    return zero ? m : tiny ? q * 0x1p-64f : q;
+    const float q = (zero ? 1.0f : tiny ? m * 0x1p64f : m) / d;
+    return zero ? copysignf(0.0f, m) : tiny ? q * 0x1p-64f : q; /* 0 / d; or a subnormal m flushed (host) */
 }
 
 /* One parameter w with gradient g and its state s[SNN_OPTIM_MOMENTS] (read and rewritten): its new value.

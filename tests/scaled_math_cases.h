@@ -18,12 +18,21 @@ static inline float bits_float(uint32_t u)
     return f;
 }
 
-/* snn_divf_scaled's result q against IEEE's e: the same bits, or for a subnormal quotient one unit apart. */
+static inline uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* snn_divf_scaled's result q against IEEE's e: the same bits, or for a subnormal quotient one unit apart
+ * with the same sign. Compared as bits: the host's flushed arithmetic would read subnormals as 0. */
 static inline int scaled_quotient_ok(float q, float e)
 {
-    if (fabsf(e) < 0x1p-126f)
-        return fabsf(q - e) <= 0x1p-149f && signbit(q) == signbit(e);
-    return memcmp(&q, &e, sizeof q) == 0;
+    const uint32_t a = float_bits(q), b = float_bits(e);
+    if ((b & 0x7f800000u) == 0) /* e subnormal or 0 */
+        return (a >> 31) == (b >> 31) && (a & 0x7fffffffu) - (b & 0x7fffffffu) + 1u <= 2u;
+    return a == b;
 }
 
 /* x[i] >= 0; m[i] of either sign, d[i] > 0; SCALED_MATH_CASES of each. */
@@ -59,7 +68,8 @@ static inline void scaled_math_cases(float *x, float *m, float *d)
             d[i] = ldexpf(1.0f + fabsf(rng_uniform()), (int)(r >> 24) % 100 - 50);
         }
     }
-    x[0] = 0.0f, m[0] = 0.0f, m[1] = -0.0f;
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = INFINITY;
+    m[0] = 0.0f, m[1] = -0.0f, d[2] = INFINITY, d[3] = INFINITY;
 }
 
 #endif

@@ -673,9 +673,11 @@ static void test_scaled_math(void)
     for (long i = 0; i < n; i++) {
         const float er = sqrtf(x[i]), eq = m[i] / d[i];
         if (memcmp(&r[i], &er, sizeof er))
-            set_why(why, "sqrt(%a) = %a on the GPU, sqrtf gives %a", x[i], r[i], er);
+            set_why(why, "sqrt of bits %08x = %08x on the GPU, sqrtf gives %08x", float_bits(x[i]), float_bits(r[i]),
+                    float_bits(er));
         if (!scaled_quotient_ok(q[i], eq))
-            set_why(why, "%a / %a = %a on the GPU, '/' gives %a", m[i], d[i], q[i], eq);
+            set_why(why, "bits %08x / %08x = %08x on the GPU, '/' gives %08x", float_bits(m[i]), float_bits(d[i]),
+                    float_bits(q[i]), float_bits(eq));
     }
 #if defined(__x86_64__) || defined(__i386__)
     _mm_setcsr(csr);

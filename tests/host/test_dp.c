@@ -199,19 +199,23 @@ static void check_spawn(void)
 }
 
 /* NCCL's environment: NVLink multicast off whatever was set, a replaced value named. */
+static const char *nvls(void)
+{
+    const char *v = getenv("NCCL_NVLS_ENABLE");
+    return v ? v : "(unset)";
+}
+
 static void check_nccl_env(void)
 {
     char why[256] = "", note[160] = "";
     unsetenv("NCCL_NVLS_ENABLE");
-    if (snn_dp_nccl_env(note, sizeof(note)) != 0 || !getenv("NCCL_NVLS_ENABLE") ||
-        strcmp(getenv("NCCL_NVLS_ENABLE"), "0"))
-        set_why(why, "unset: NCCL_NVLS_ENABLE=%s afterwards", getenv("NCCL_NVLS_ENABLE"));
+    if (snn_dp_nccl_env(note, sizeof(note)) != 0 || strcmp(nvls(), "0"))
+        set_why(why, "unset: NCCL_NVLS_ENABLE=%s afterwards", nvls());
     if (snn_dp_nccl_env(note, sizeof(note)) != 0)
         set_why(why, "already 0: reported as replaced (%s)", note);
     setenv("NCCL_NVLS_ENABLE", "1", 1);
-    if (snn_dp_nccl_env(note, sizeof(note)) != 1 || strcmp(getenv("NCCL_NVLS_ENABLE"), "0") ||
-        !strstr(note, "NCCL_NVLS_ENABLE=1"))
-        set_why(why, "1: NCCL_NVLS_ENABLE=%s afterwards, note '%s'", getenv("NCCL_NVLS_ENABLE"), note);
+    if (snn_dp_nccl_env(note, sizeof(note)) != 1 || strcmp(nvls(), "0") || !strstr(note, "NCCL_NVLS_ENABLE=1"))
+        set_why(why, "1: NCCL_NVLS_ENABLE=%s afterwards, note '%s'", nvls(), note);
     report("NVLink multicast off for NCCL, set or not, a replaced value named", why);
 }
 

@@ -716,9 +716,11 @@ static void scaled_math_against_ieee(const char *where, char *why)
     for (long i = 0; i < SCALED_MATH_CASES; i++) {
         const float r = snn_sqrtf_scaled(x[i]), q = snn_divf_scaled(m[i], d[i]), er = sqrtf(x[i]), eq = m[i] / d[i];
         if (memcmp(&r, &er, sizeof r))
-            set_why(why, "%s: sqrt(%a) = %a, sqrtf gives %a", where, x[i], r, er);
+            set_why(why, "%s: sqrt of bits %08x = %08x, sqrtf gives %08x", where, float_bits(x[i]), float_bits(r),
+                    float_bits(er));
         if (!scaled_quotient_ok(q, eq))
-            set_why(why, "%s: %a / %a = %a, '/' gives %a", where, m[i], d[i], q, eq);
+            set_why(why, "%s: bits %08x / %08x = %08x, '/' gives %08x", where, float_bits(m[i]), float_bits(d[i]),
+                    float_bits(q), float_bits(eq));
     }
     free(x);
 }
