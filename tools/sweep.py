@@ -107,9 +107,10 @@ def main():
         except ValueError as e:
             fail(str(e))
         for board in boards:
-            path = os.path.join(board_build.REPO, "configs", f"{board}_defconfig")
-            if not os.path.exists(path):
-                fail(f"no board {board} (configs/{board}_defconfig)")
+            try:
+                path = board_build.board_path(board)
+            except ValueError as e:
+                fail(str(e))
             with open(path) as f:
                 base = f.read()
             grid += [(name, recipe_grid.defconfig(base, settings, types))

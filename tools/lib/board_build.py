@@ -9,6 +9,14 @@ import subprocess
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def board_path(board):
+    """configs/BOARD_defconfig's path. Raises ValueError where there is no such board."""
+    path = os.path.join(REPO, "configs", f"{board}_defconfig")
+    if not os.path.exists(path):
+        raise ValueError(f"no board {board} (configs/{board}_defconfig)")
+    return path
+
+
 def build(board, tool, jobs, text=None):
     """configs/BOARD_defconfig's app/mnist, built under build/TOOL/BOARD; its path. With text (a minimal
     config, a variant of a board), that config instead, kept as build/TOOL/B-HASH.defconfig and built
@@ -17,8 +25,7 @@ def build(board, tool, jobs, text=None):
     obj = f"build/{tool}/" + (board if text is None else f"{board.partition('+')[0]}-"
                               + hashlib.sha1(text.encode()).hexdigest()[:12])
     if text is None:
-        if not os.path.exists(os.path.join(REPO, "configs", f"{board}_defconfig")):
-            raise ValueError(f"no board {board} (configs/{board}_defconfig)")
+        board_path(board)
         configure = [f"{board}_defconfig"]
     else:
         os.makedirs(os.path.join(REPO, "build", tool), exist_ok=True)
