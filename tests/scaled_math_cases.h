@@ -6,6 +6,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "tests/test_util.h"
 
@@ -34,6 +37,39 @@ static inline int scaled_quotient_ok(float q, float e)
         return (a >> 31) == (b >> 31) && (a & 0x7fffffffu) - (b & 0x7fffffffu) + 1u <= 2u;
     return a == b;
 }
+
+/* r and q, the cases' snn_sqrtf_scaled and snn_divf_scaled however computed, against sqrtf and '/' in the
+ * caller's arithmetic; the first mismatch into why, after `where`. */
+static inline void scaled_math_compare(const char *where, const float *x, const float *m, const float *d,
+                                       const float *r, const float *q, char *why)
+{
+    for (long i = 0; i < SCALED_MATH_CASES; i++) {
+        const float er = sqrtf(x[i]), eq = m[i] / d[i];
+        if (float_bits(r[i]) != float_bits(er))
+            set_why(why, "%s: sqrt of bits %08x = %08x, sqrtf gives %08x", where, float_bits(x[i]),
+                    float_bits(r[i]), float_bits(er));
+        if (!scaled_quotient_ok(q[i], eq))
+            set_why(why, "%s: bits %08x / %08x = %08x, '/' gives %08x", where, float_bits(m[i]), float_bits(d[i]),
+                    float_bits(q[i]), float_bits(eq));
+    }
+}
+
+/* IEEE's arithmetic, the GPU's, on the host until subnormals_restore: x86's FTZ and DAZ off (the host engine
+ * sets them, kernels/host/subnormals.c). Elsewhere the host's arithmetic stays as it is. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SUBNORMALS_SWITCH 1
+static inline unsigned subnormals_kept(void)
+{
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr & ~0x8040u);
+    return csr;
+}
+static inline void subnormals_restore(unsigned csr) { _mm_setcsr(csr); }
+#else
+#define SUBNORMALS_SWITCH 0
+static inline unsigned subnormals_kept(void) { return 0; }
+static inline void subnormals_restore(unsigned csr) { (void)csr; }
+#endif
 
 /* x[i] >= 0; m[i] of either sign, d[i] > 0; SCALED_MATH_CASES of each. */
 static inline void scaled_math_cases(float *x, float *m, float *d)

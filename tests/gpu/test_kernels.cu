@@ -30,9 +30,6 @@
 #include <string.h>
 
 #include <cuda_runtime.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#endif
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
@@ -652,8 +649,8 @@ __global__ void scaled_math_kernel(float *r, float *q, const float *x, const flo
 }
 
 /* The optimizer's square root and division on the device (kernels/optim.h), scaled off sqrt.rn's and div.rn's
- * slow paths, against the host's IEEE sqrtf and '/' to the bit, subnormals kept (the host's flush turned off
- * for the reference, as the GPU does not flush). */
+ * slow paths, against the host's IEEE sqrtf and '/' (the bits, a subnormal quotient within 2^-149), subnormals
+ * kept (the host's flush turned off for the reference, as the GPU does not flush). */
 static void test_scaled_math(void)
 {
     char why[256] = "";
@@ -666,22 +663,9 @@ static void test_scaled_math(void)
                                                                              dev + 2 * n, n);
     CUDA_CHECK_LAUNCH();
     snn_rt_download(r, dev + 3 * n, sizeof(float) * 2 * (size_t)n);
-#if defined(__x86_64__) || defined(__i386__)
-    const unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr & ~0x8040u); /* FTZ and DAZ off */
-#endif
-    for (long i = 0; i < n; i++) {
-        const float er = sqrtf(x[i]), eq = m[i] / d[i];
-        if (memcmp(&r[i], &er, sizeof er))
-            set_why(why, "sqrt of bits %08x = %08x on the GPU, sqrtf gives %08x", float_bits(x[i]), float_bits(r[i]),
-                    float_bits(er));
-        if (!scaled_quotient_ok(q[i], eq))
-            set_why(why, "bits %08x / %08x = %08x on the GPU, '/' gives %08x", float_bits(m[i]), float_bits(d[i]),
-                    float_bits(q[i]), float_bits(eq));
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_setcsr(csr);
-#endif
+    const unsigned env = subnormals_kept();
+    scaled_math_compare("on the GPU", x, m, d, r, q, why);
+    subnormals_restore(env);
     report("optimizer's scaled sqrt and division on the GPU: IEEE's bits (a subnormal quotient within 2^-149)", why);
     snn_rt_free(dev);
     free(h);

@@ -12,9 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#endif
 #if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
 #include <omp.h>
 #define HAVE_OPENMP 1
@@ -707,34 +704,23 @@ static void check_clock(void)
 
 /* The optimizer's square root and division, scaled off the GPU's slow paths, against sqrtf and '/' (the bits,
  * a subnormal quotient within 2^-149): in the host engine's arithmetic (subnormals flushed,
- * kernels/host/subnormals.c) and, on x86, in the GPU's (IEEE, subnormals kept). */
-static void scaled_math_against_ieee(const char *where, char *why)
-{
-    float *x = snn_xmalloc(3 * SCALED_MATH_CASES * sizeof(float), "test operands");
-    float *m = x + SCALED_MATH_CASES, *d = m + SCALED_MATH_CASES;
-    scaled_math_cases(x, m, d);
-    for (long i = 0; i < SCALED_MATH_CASES; i++) {
-        const float r = snn_sqrtf_scaled(x[i]), q = snn_divf_scaled(m[i], d[i]), er = sqrtf(x[i]), eq = m[i] / d[i];
-        if (memcmp(&r, &er, sizeof r))
-            set_why(why, "%s: sqrt of bits %08x = %08x, sqrtf gives %08x", where, float_bits(x[i]), float_bits(r),
-                    float_bits(er));
-        if (!scaled_quotient_ok(q, eq))
-            set_why(why, "%s: bits %08x / %08x = %08x, '/' gives %08x", where, float_bits(m[i]), float_bits(d[i]),
-                    float_bits(q), float_bits(eq));
-    }
-    free(x);
-}
-
+ * kernels/host/subnormals.c) and, where the host can switch, in the GPU's (IEEE, subnormals kept). */
 static void check_scaled_math(void)
 {
     char why[256] = "";
-    scaled_math_against_ieee("subnormals flushed", why);
-#if defined(__x86_64__) || defined(__i386__)
-    const unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr & ~0x8040u); /* FTZ and DAZ off */
-    scaled_math_against_ieee("subnormals kept", why);
-    _mm_setcsr(csr);
-#endif
+    const long n = SCALED_MATH_CASES;
+    float *x = snn_xmalloc(5 * n * sizeof(float), "test operands"), *m = x + n, *d = x + 2 * n, *r = x + 3 * n,
+          *q = x + 4 * n;
+    scaled_math_cases(x, m, d);
+    for (int kept = 0; kept <= SUBNORMALS_SWITCH; kept++) {
+        const unsigned env = kept ? subnormals_kept() : 0;
+        for (long i = 0; i < n; i++)
+            r[i] = snn_sqrtf_scaled(x[i]), q[i] = snn_divf_scaled(m[i], d[i]);
+        scaled_math_compare(kept ? "subnormals kept" : "subnormals flushed", x, m, d, r, q, why);
+        if (kept)
+            subnormals_restore(env);
+    }
+    free(x);
     report("optimizer's scaled sqrt and division: IEEE's bits (a subnormal quotient within 2^-149)", why);
 }
 
