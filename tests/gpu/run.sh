@@ -500,6 +500,15 @@ check_fused() {
         'CONFIG_TRAIN_DROPOUT="0.2"' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
     full && fused_variant sm90-bf16-24x1-b1-gridres 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n
     full && fused_variant sm90-bf16-10x8-b7-gridres 90 BF16 8 10 7 - CONFIG_FUSED_CLUSTER=n
+    # its units shared by blocks, a slice of layer 0's inputs each: the speedrun98 board's shape with AdamW;
+    # padding units and slices of 17, 17 and 15 k16 steps with dropout; an empty slice (49 steps over 8 slices
+    # of 7), batch 1
+    fused_variant sm90-bf16-256x1-b256-split4 90 BF16 1 256 256 sanitize CONFIG_FUSED_CLUSTER=n \
+        CONFIG_FUSED_GRID_RESIDENT_SPLIT=4 CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="6e-3"'
+    fused_variant sm90-fp16-100x1-b13-split3 90 FP16 1 100 13 sanitize CONFIG_FUSED_CLUSTER=n \
+        CONFIG_FUSED_GRID_RESIDENT_SPLIT=3 'CONFIG_TRAIN_DROPOUT="0.2"' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
+    full && fused_variant sm90-bf16-24x1-b1-split8 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n \
+        CONFIG_FUSED_GRID_RESIDENT_SPLIT=8
     # its least and most threads a block (the GEMMs' k slices and tile pairs, the softmax's rows a warp)
     full && fused_variant sm90-bf16-100x3-b13-gridres-t256 90 BF16 3 100 13 - CONFIG_FUSED_CLUSTER=n \
         CONFIG_FUSED_GRID_RESIDENT_THREADS=256

@@ -38,14 +38,16 @@ def check_enumeration():
         sm90 = name.startswith("h100")
         want = {"GEMM_WGMMA_BLOCK"} <= knobs if sm90 and not board.fused else "GEMM_WGMMA_BLOCK" not in knobs
         fused_knobs = {"FUSED_BLOCKS", "FUSED_SLICE_KTILES", "FUSED_CLUSTER_THREADS", "FUSED_GRID_RESIDENT_THREADS",
-                       "GEMM_STAGES", "STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT"}
+                       "FUSED_GRID_RESIDENT_SPLIT", "GEMM_STAGES", "STEP", "FUSED_CLUSTER", "FUSED_GRID_RESIDENT"}
         want = want and (knobs <= fused_knobs) == board.fused
         fused = ({"FUSED_BLOCKS", "FUSED_SLICE_KTILES"} <= knobs) == board.fused
         # the resident step's threads where the board builds it: Hopper, 16-bit operands, hidden layers
         fused = fused and ("FUSED_CLUSTER_THREADS" in knobs) == (board.fused and sm90)
         # the grid-resident step's threads where it is built: sm80 or sm90, 16-bit operands, hidden layers
-        fused = fused and ("FUSED_GRID_RESIDENT_THREADS" in knobs) == (board.fused and board.precision in ("BF16", "FP16")
-                                                                         and (sm90 or name.startswith("a100")))
+        gr = board.fused and board.precision in ("BF16", "FP16") and (sm90 or name.startswith("a100"))
+        fused = fused and ("FUSED_GRID_RESIDENT_THREADS" in knobs) == gr
+        # and its split of layer 0's inputs where the model has one hidden layer
+        fused = fused and ("FUSED_GRID_RESIDENT_SPLIT" in knobs) == (gr and board.value("NN_HIDDEN_LAYERS") == "1")
         verdict(want and fused, f"{name}: the knobs its target has", str(sorted(knobs)))
     precisions = {b: tune.Board(b).precision for b in ("a100", "h100_2048x3_b256", "rtx2060")}
     verdict(precisions == {"a100": "BF16", "h100_2048x3_b256": "BF16", "rtx2060": "FP16_ACC16"},
@@ -215,7 +217,8 @@ def check_step(work):
     reads = {k: sorted(c.name for c in cands[1:] if tune.reads(k, c) and c.kind != "tile")
              for k in tune.KERNEL_READS}
     tiles = {k: any(tune.reads(k, c) for c in cands if c.kind == "tile") for k in tune.KERNEL_READS}
-    verdict(reads["grid-resident"] == ["CONFIG_FUSED_GRID_RESIDENT=n", "CONFIG_FUSED_GRID_RESIDENT_THREADS=1024",
+    verdict(reads["grid-resident"] == ["CONFIG_FUSED_GRID_RESIDENT=n", "CONFIG_FUSED_GRID_RESIDENT_SPLIT=2",
+                                       "CONFIG_FUSED_GRID_RESIDENT_SPLIT=4", "CONFIG_FUSED_GRID_RESIDENT_THREADS=1024",
                                        "CONFIG_FUSED_GRID_RESIDENT_THREADS=256", "CONFIG_STEP_LAYERED=y"] and
             "CONFIG_FUSED_CLUSTER_THREADS=512" in reads["cluster"] and "CONFIG_FUSED_CLUSTER=n" in reads["cluster"]
             and "CONFIG_FUSED_BLOCKS=264" not in reads["cluster"] and

@@ -116,6 +116,7 @@ KNOBS = {
     "FUSED_SLICE_KTILES": ["4", "8", "16", "32"],
     "FUSED_CLUSTER_THREADS": ["128", "256", "384", "512", "1024"],
     "FUSED_GRID_RESIDENT_THREADS": ["256", "512", "1024"],
+    "FUSED_GRID_RESIDENT_SPLIT": ["1", "2", "4"],
     "GEMM_SPLIT_K_MAX": ["1", "4", "8", "16"],
     "GEMM_SPLIT_K_MIN_K": ["128", "256", "512"],
     "GEMM_STAGES": ["2", "3", "4", "6"],

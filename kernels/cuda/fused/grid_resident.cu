@@ -4,7 +4,11 @@
  * state on chip.
  *
  * Block c owns hidden units [8c, 8c + 8) of every hidden layer: their rows of each hidden layer's weights
- * (FP32, with moments) and their columns of the last layer's. What crosses blocks goes through L2 as 16-bit
+ * (FP32, with moments) and their columns of the last layer's. Where SPLIT blocks share them (a model with one
+ * hidden layer, CONFIG_FUSED_GRID_RESIDENT_SPLIT), block c x SPLIT + q owns slice q of layer 0's inputs: its
+ * columns of those rows, its pixels of the batch in F0 and B0; F0's partial sums cross through L2 and every
+ * block of the group adds them, in slice order, after one more grid barrier, then does the rest of the step
+ * for the units as one block would. What crosses blocks goes through L2 as 16-bit
  * operands (SNN_FUSED_GR_WS_BYTES): each hidden layer's output, by row and by unit; its output gradient by
  * row; the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed, so that a block reads
  * the columns of its units as rows. A step, for L linear layers:
@@ -21,12 +25,13 @@
  *               l - 1 from it; layer 0's update, local, ends the step
  *
  * so 2L - 2 grid barriers a step (one after each hidden forward layer and after the softmax, one before
- * each hidden-to-hidden input gradient). A layer's update writes the twin of the next step's parity: its
- * input gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync m16n8k16 with
- * FP32 accumulators on operands rounded as the host reference rounds them; fixed splits and orders of
- * summation: deterministic. */
+ * each hidden-to-hidden input gradient; one more in F0 where blocks share units). A layer's update writes the
+ * twin of the next step's parity: its input gradient, in the same or the next phase, reads this step's. The
+ * GEMMs are mma.sync m16n8k16 with FP32 accumulators on operands rounded as the host reference rounds them;
+ * fixed splits and orders of summation: deterministic. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -47,7 +52,9 @@ namespace resident_grid
 
 /* The schedule's extents (kernels/fused.h sizes the workspace from the same SNN_GR_* values):
  *
- *   BLOCKS          the grid: one block per UNITS hidden units, an even count (a 16-wide k extent)
+ *   BLOCKS          one block per UNITS hidden units, an even count (a 16-wide k extent)
+ *   SPLIT, GRID     blocks sharing each block's units, slices of layer 0's inputs; the grid: BLOCKS x SPLIT
+ *   SLICE_K         a slice's inputs, whole k16 steps (INPUTS_PAD: SPLIT slices)
  *   THREADS         a block's (CONFIG_FUSED_GRID_RESIDENT_THREADS)
  *   UNITS           8, the hidden units a block owns
  *   HIDDEN          the hidden width; HIDDEN_PAD: UNITS x BLOCKS
@@ -65,19 +72,25 @@ constexpr int LAYERS = SNN_LAYERS, HIDDENS = snn_imax(SNN_GR_NH, 1), MIDS = snn_
 constexpr int HIDDEN = RESIDENT_HIDDEN;
 constexpr int BATCH = SNN_BATCH, BATCH_PAD = SNN_GR_BP, INPUTS = SNN_INPUT_DIM, CLASSES_PAD = 16;
 constexpr int MOMENTS = snn_imax(SNN_OPTIM_MOMENTS, 1);
+constexpr int SPLIT = SNN_GR_SPLIT, GRID = BLOCKS * SPLIT, SLICE_K = 16 * SNN_GR_SLICE_KT,
+              INPUTS_PAD = SNN_GR_XP;
 static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k extents in whole k16 steps");
+static_assert(SPLIT == 1 || SNN_GR_MIDS == 0, "grid-resident kernel: the split is layer 0's (Kconfig)");
 static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in two n8 tiles");
-static_assert(BLOCKS <= SNN_FUSED_MAX_BLOCKS || SNN_FUSED_GR_WS_BYTES == 0,
+static_assert(GRID <= SNN_FUSED_MAX_BLOCKS || SNN_FUSED_GR_WS_BYTES == 0,
               "grid-resident kernel: blocks stamped");
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
  * no better than 8). */
 constexpr int L2_RUNS = 8;
 /* FP32 rows read four k a thread by a quarter warp's two rows: 16 mod 32 floats apart, conflict-free. */
 __host__ __device__ constexpr int float_ld(int k) { return snn_round_up(k - 16, 32) + 16; }
-constexpr int W0_LD = float_ld(INPUTS), W_LD = float_ld(SNN_GR_MIDS > 0 ? HIDDEN_PAD : 16);
+constexpr int W0_LD = float_ld(SLICE_K), W_LD = float_ld(SNN_GR_MIDS > 0 ? HIDDEN_PAD : 16);
 constexpr int DGRAD_LD = mma16_ld(BATCH_PAD); /* the block's output gradient as an operand, [unit][row] */
 /* The block's pixels of the normalised batch, transposed in F0: a multiple of 4 pixels each. */
-constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + BLOCKS - 1) / BLOCKS, 4);
+constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + GRID - 1) / GRID, 4);
+/* Row strides of the FP32 [row][unit] and [row][class] tiles: one more than their width, so that a column's
+ * 32 rows, which the bias and last-layer gradients read a lane each, fall in 32 banks. */
+constexpr int ACT_LD = UNITS + 1, DL_LD = CLASSES_PAD + 1;
 
 struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
     alignas(16) float w[UNITS][W_LD];
@@ -86,17 +99,17 @@ struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
 };
 
 struct alignas(128) Shared {
-    alignas(16) float w0[UNITS][W0_LD];
+    alignas(16) float w0[UNITS][W0_LD]; /* the block's slice of layer 0's inputs */
     float w0m[MOMENTS][UNITS][W0_LD];
     float b0[UNITS], b0m[MOMENTS][UNITS];
     Mid mid[MIDS];
     float wl[CLASSES_PAD][UNITS],
         wlm[MOMENTS][CLASSES_PAD][UNITS];             /* the last layer's columns of the units */
     float bl[CLASSES_PAD], blm[MOMENTS][CLASSES_PAD]; /* its bias: every block the same copy */
-    float act[HIDDENS][BATCH_PAD][UNITS];      /* hidden outputs of the block's units (the ReLU's mask) */
-    float dg[BATCH_PAD][UNITS];                /* a hidden output's gradient, the block's units */
+    float act[HIDDENS][BATCH_PAD][ACT_LD];     /* hidden outputs of the block's units (the ReLU's mask) */
+    float dg[BATCH_PAD][ACT_LD];               /* a hidden output's gradient, the block's units */
     alignas(16) snn_twin dgt[UNITS][DGRAD_LD]; /* the same as an operand */
-    float dl[BATCH_PAD][CLASSES_PAD];          /* the dlogits */
+    float dl[BATCH_PAD][DL_LD];                /* the dlogits */
     float z[WARPS][CLASSES_PAD];               /* a row's logits, a warp's */
     float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
     int32_t sample[BATCH_PAD];                 /* the step's samples (padding rows: the first's) */
@@ -115,28 +128,31 @@ constexpr size_t WS_PARTS[] = {
     (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer][row][unit] */
     (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
     (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
-    (size_t)2 * 2 * INPUTS * BATCH_PAD,                    /* the normalised batch [parity][pixel][row] */
+    (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* the normalised batch [parity][pixel][row] */
     (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
     (size_t)4 * (BLOCKS + 1) * BATCH_PAD * CLASSES_PAD,    /* logits' partials [block][row][class], dlogits */
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
-    (size_t)4 * BATCH_PAD};                                /* and hit */
+    (size_t)4 * BATCH_PAD,                                 /* and hit */
+    (size_t)(SPLIT > 1 ? 4 * GRID * BATCH_PAD * UNITS : 0)}; /* layer 0's partial sums [block][row][unit] */
 // clang-format on
 __host__ __device__ constexpr size_t ws_at(int part)
 {
     return part == 0 ? 0 : ws_at(part - 1) + (WS_PARTS[part - 1] + 255) / 256 * 256;
 }
-static_assert(!FITS || ws_at(8) <= SNN_FUSED_GR_WS_BYTES,
+static_assert(!FITS || ws_at(9) <= SNN_FUSED_GR_WS_BYTES,
               "grid-resident kernel: fused.h counts the workspace");
 
 struct Workspace {
     snn_twin *hact, *hactt, *dy, *xt, *wt;
     float *partial, *dlog, *rowloss;
     int32_t *rowright;
+    float *sums0;
     __device__ explicit Workspace(unsigned char *at)
         : hact((snn_twin *)(at + ws_at(0))), hactt((snn_twin *)(at + ws_at(1))),
           dy((snn_twin *)(at + ws_at(2))), xt((snn_twin *)(at + ws_at(3))), wt((snn_twin *)(at + ws_at(4))),
           partial((float *)(at + ws_at(5))), dlog(partial + (size_t)BLOCKS * BATCH_PAD * CLASSES_PAD),
-          rowloss((float *)(at + ws_at(6))), rowright((int32_t *)(at + ws_at(7)))
+          rowloss((float *)(at + ws_at(6))), rowright((int32_t *)(at + ws_at(7))),
+          sums0((float *)(at + ws_at(8)))
     {
     }
     /* hidden layer l's output of step parity p, [row][unit] and [unit][row] */
@@ -146,8 +162,10 @@ struct Workspace {
     __device__ snn_twin *grad(int l) const { return dy + (size_t)l * LAYER; } /* [row][unit] */
     __device__ snn_twin *batch_t(int p) const
     {
-        return xt + (size_t)p * INPUTS * BATCH_PAD;
+        return xt + (size_t)p * INPUTS_PAD * BATCH_PAD;
     } /* [pixel][row] */
+    /* block b's partial sums of layer 0 over its slice, [row][unit] */
+    __device__ float *slice_sums(int b) const { return sums0 + (size_t)b * BATCH_PAD * UNITS; }
     /* hidden-to-hidden layer l's twin for steps of parity p, transposed: [input unit][output unit] */
     __device__ snn_twin *twin_t(int p, int l) const
     {
@@ -159,15 +177,16 @@ struct Workspace {
  * operand views (mma16_gemm)
  * ------------------------------------------------------------------------- */
 
-/* The batch's images read in place, element (i, k) pixel k of row i's image, normalised and rounded as read.
- */
+/* The batch's images read in place, element (i, k) pixel k0 + k of row i's image, normalised and rounded as
+ * read. */
 struct Pixels : Mma16Pairs<Pixels> {
     const uint8_t *const *image;
-    __device__ explicit Pixels(const uint8_t *const *image) : image(image) {}
+    int k0;
+    __device__ Pixels(const uint8_t *const *image, int k0) : image(image), k0(k0) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
         static_assert(GAP == 2, "grid-resident kernel: image rows are read four k a thread");
-        return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(image[i] + k));
+        return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(image[i] + k0 + k));
     }
 };
 
@@ -175,16 +194,20 @@ struct Pixels : Mma16Pairs<Pixels> {
  * the block's share of the model in and out
  * ------------------------------------------------------------------------- */
 
-static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, bool in)
+/* Block c x SPLIT + q's share: out, what the group holds alike is written by its first block. */
+static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, int q, bool in)
 {
-    const int u0 = c * UNITS;
+    const int u0 = c * UNITS, k0 = q * SLICE_K;
     auto row = [u0](int n, int k, int width) -> long {
         return u0 + n < HIDDEN ? (long)(u0 + n) * width + k : -1;
     };
     auto bias = [u0](int, int n) -> long { return u0 + n < HIDDEN ? u0 + n : -1; };
     const snn_fused_layer &L0 = net.layer[0];
-    snn_param_copy<THREADS>(in, UNITS, INPUTS, &S.w0[0][0], W0_LD, &S.w0m[0][0][0], UNITS * W0_LD, nullptr, 0,
-                            L0.w, L0.sw, [&](int n, int k) { return row(n, k, INPUTS); });
+    snn_param_copy<THREADS>(in, UNITS, SLICE_K, &S.w0[0][0], W0_LD, &S.w0m[0][0][0], UNITS * W0_LD, nullptr,
+                            0, L0.w, L0.sw,
+                            [&](int n, int k) { return k0 + k < INPUTS ? row(n, k0 + k, INPUTS) : -1; });
+    if (!in && q > 0)
+        return;
     snn_param_copy<THREADS>(in, 1, UNITS, S.b0, UNITS, &S.b0m[0][0], UNITS, nullptr, 0, L0.b, L0.sb, bias);
     for (int l = 1; l + 1 < LAYERS; l++) {
         Mid &M = S.mid[l - 1];
@@ -197,7 +220,7 @@ static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, bo
     snn_param_copy<THREADS>(
         in, SNN_CLASSES, UNITS, &S.wl[0][0], UNITS, &S.wlm[0][0][0], CLASSES_PAD * UNITS, nullptr, 0, LL.w,
         LL.sw, [&](int j, int n) -> long { return u0 + n < HIDDEN ? (long)j * HIDDEN + u0 + n : -1; });
-    if (in || c == 0)
+    if (in || c == 0) /* q is 0 here */
         snn_param_copy<THREADS>(in, 1, SNN_CLASSES, S.bl, CLASSES_PAD, &S.blm[0][0], CLASSES_PAD, nullptr, 0,
                                 LL.b, LL.sb, [](int, int j) -> long { return j; });
 }
@@ -219,16 +242,19 @@ static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
  * ------------------------------------------------------------------------- */
 
 /* Hidden layer l's output at row m, the block's unit n, from its pre-activation v (bias added)
- * (resident_hidden_out): kept for the backward pass, and as every block's operand by row and by unit. */
+ * (resident_hidden_out): kept for the backward pass, and where a hidden-to-hidden layer reads it, as every
+ * block's operand by row and by unit. */
 static __device__ __forceinline__ void hidden_out(Shared &S, const Workspace &W, const snn_fused_net &net,
                                                   const SnnStepDraws &d, int p, int l, int u0, int m, int n,
                                                   float v)
 {
     v = resident_hidden_out(net, d, l, m, u0 + n, v);
     S.act[l][m][n] = v;
-    const snn_twin h = snn_twin_bits(v);
-    W.out(p, l)[m * HIDDEN_PAD + u0 + n] = h;
-    W.out_t(p, l)[(u0 + n) * BATCH_PAD + m] = h;
+    if (l + 2 < LAYERS) {
+        const snn_twin h = snn_twin_bits(v);
+        W.out(p, l)[m * HIDDEN_PAD + u0 + n] = h;
+        W.out_t(p, l)[(u0 + n) * BATCH_PAD + m] = h;
+    }
 }
 
 /* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v)
@@ -246,28 +272,56 @@ static __device__ __forceinline__ void hidden_grad(Shared &S, const Workspace &W
         W.grad(l)[m * HIDDEN_PAD + u0 + n] = h;
 }
 
-/* The logits' partial sums over the block's units, [row][class], from the last hidden layer's outputs. */
-static __device__ void logits_partial(const Shared &S, const Workspace &W, int c)
+/* The logits' partial sums over the block's units, [row][class], from the last hidden layer's outputs: rows
+ * q, q + SPLIT, ... of them, the group's others the rest. */
+static __device__ void logits_partial(const Shared &S, const Workspace &W, int c, int q)
 {
+    constexpr int ROWS = (BATCH_PAD + SPLIT - 1) / SPLIT;
     float *part = W.partial + (size_t)c * BATCH_PAD * CLASSES_PAD;
-    for (int e = threadIdx.x; e < BATCH_PAD * CLASSES_PAD; e += THREADS) {
-        const int m = e / CLASSES_PAD, j = e % CLASSES_PAD;
+    for (int e = threadIdx.x; e < ROWS * CLASSES_PAD; e += THREADS) {
+        const int m = e / CLASSES_PAD * SPLIT + q, j = e % CLASSES_PAD;
+        if (m >= BATCH_PAD)
+            continue;
         float v = 0.0f;
         if (j < SNN_CLASSES)
 #pragma unroll
             for (int n = 0; n < UNITS; n++)
                 v += snn_twin_rounded(S.act[HIDDENS - 1][m][n]) * snn_twin_rounded(S.wl[j][n]);
-        part[e] = v;
+        part[m * CLASSES_PAD + j] = v;
     }
 }
 
-/* Softmax and cross-entropy of the batch's rows c, c + BLOCKS, ..., a warp a row (class j on lane j): the
+/* Layer 0's outputs of every row from the group's partial sums (SPLIT > 1), added in slice order. */
+static __device__ void slices_added(Shared &S, const Workspace &W, const snn_fused_net &net,
+                                    const SnnStepDraws &d, int p, int c, int u0)
+{
+    for (int e = threadIdx.x; e < BATCH_PAD * UNITS / 4; e += THREADS) {
+        float4 part[SPLIT]; /* every load issued first */
+#pragma unroll
+        for (int q = 0; q < SPLIT; q++)
+            part[q] = reinterpret_cast<const float4 *>(W.slice_sums(c * SPLIT + q))[e];
+        float v[4] = {part[0].x, part[0].y, part[0].z, part[0].w};
+#pragma unroll
+        for (int q = 1; q < SPLIT; q++) {
+            v[0] += part[q].x;
+            v[1] += part[q].y;
+            v[2] += part[q].z;
+            v[3] += part[q].w;
+        }
+        const int m = 4 * e / UNITS, n = 4 * e % UNITS;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            hidden_out(S, W, net, d, p, 0, u0, m, n + i, v[i] + S.b0[n + i]);
+    }
+}
+
+/* Softmax and cross-entropy of the batch's rows b, b + GRID, ..., a warp a row (class j on lane j): the
  * logits summed over the blocks' partials in block order, the row's dlogits, loss and hit to the workspace;
  * padding rows' dlogits 0. Tracing, the logits and dlogits too. */
-static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fused_net &net, int c)
+static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fused_net &net, int b)
 {
     const int warp = threadIdx.x / 32, j = threadIdx.x % 32;
-    for (int r = c + warp * BLOCKS; r < BATCH_PAD; r += WARPS * BLOCKS) {
+    for (int r = b + warp * GRID; r < BATCH_PAD; r += WARPS * GRID) {
         const bool row = r < BATCH, cls = j < SNN_CLASSES;
         /* lane j adds the partials of blocks j, j + 32, ..., every load issued first; then a butterfly */
         constexpr int PER = (BLOCKS + 31) / 32;
@@ -334,7 +388,7 @@ static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, i
 static __device__ void bias_update(Shared &S, int l, int owned, const snn_rate &rate)
 {
     float *b = l == 0 ? S.b0 : S.mid[l - 1].b, *bm = l == 0 ? &S.b0m[0][0] : &S.mid[l - 1].bm[0][0];
-    snn_bias_update<THREADS>(b, bm, UNITS, &S.dg[0][0], UNITS, BATCH, owned, rate);
+    snn_bias_update<THREADS>(b, bm, UNITS, &S.dg[0][0], ACT_LD, BATCH, owned, rate);
 }
 
 /* ---------------------------------------------------------------------------
@@ -348,11 +402,18 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     Shared &S = resident_shared<Shared, THREADS>();
     cg::grid_group grid = cg::this_grid();
     const Workspace W(net.gr_ws);
-    const int c = blockIdx.x, u0 = c * UNITS, tid = threadIdx.x;
+    const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
+              tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
-    state_copy(S, net, c, true);
+    const int slice_kt = snn_imin(SLICE_K, INPUTS - k0) / 16;    /* its slice's k16 steps that are inputs */
+    state_copy(S, net, c, q, true);
     __syncthreads();
     write_twins(S, W, u0);
+    /* the batch's padding pixels, which the last slice's update reads (and drops): finite */
+    for (int e = b * THREADS + tid; e < 2 * (INPUTS_PAD - INPUTS) * BATCH_PAD; e += GRID * THREADS)
+        W.batch_t(e / ((INPUTS_PAD - INPUTS) *
+                       BATCH_PAD))[INPUTS * BATCH_PAD + e % ((INPUTS_PAD - INPUTS) * BATCH_PAD)] =
+            snn_twin_bits(0.0f);
     grid.sync(); /* every twin whole before the first input gradient reads it */
     const int32_t epoch = *net.clock.epoch;
 
@@ -371,18 +432,29 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         resident_trace_batch<THREADS>(
             net, p, [&](int r) { return S.image[r]; }, [&](int r) { return net.train_labels[S.sample[r]]; });
 
-        /* F0, and the block's pixels of the batch transposed for layer 0's update */
-        mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS, true, L2_RUNS>(
-            Pixels(S.image), Mma16FloatRows<Mma16RowsApart<W0_LD>>{&S.w0[0][0]}, S.scratch,
-            [&](int m, int n, float v) { hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]); });
+        /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier), and
+         * the block's pixels of the batch transposed for layer 0's update */
+        const Mma16FloatRows<Mma16RowsApart<W0_LD>> w0_rows{&S.w0[0][0]};
+        if constexpr (SPLIT == 1)
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS>(
+                Pixels(S.image, 0), w0_rows, S.scratch,
+                [&](int m, int n, float v) { hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]); });
+        else
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS>(
+                Pixels(S.image, k0), w0_rows, S.scratch,
+                [&](int m, int n, float v) { W.slice_sums(b)[m * UNITS + n] = v; }, slice_kt);
         for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
-            const int m = e % BATCH_PAD, k = c * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
+            const int m = e % BATCH_PAD, k = b * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
             if (k < INPUTS) {
                 const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
 #pragma unroll
                 for (int q = 0; q < 4; q++)
                     W.batch_t(p)[(k + q) * BATCH_PAD + m] = snn_twin_bits(snn_pixel_fma(four, q));
             }
+        }
+        if constexpr (SPLIT > 1) {
+            grid.sync(); /* every slice's partial sums written */
+            slices_added(S, W, net, draws, p, c, u0);
         }
         __syncthreads();
 
@@ -401,27 +473,48 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         }
 
         /* F(L-1): partial sums, then a block per row: softmax, dlogits */
-        logits_partial(S, W, c);
+        logits_partial(S, W, c, q);
         fused_stamp(net, s, LAYERS - 2, false);
         grid.sync();
         fused_stamp(net, s, LAYERS - 2, true);
-        softmax_rows(S, W, net, c);
+        softmax_rows(S, W, net, b);
         fused_stamp(net, s, LAYERS - 1, false);
         grid.sync();
         fused_stamp(net, s, LAYERS - 1, true);
 
-        /* B(L-1): the last layer, from the dlogits every block reads */
-        for (int e = tid; e < BATCH_PAD * CLASSES_PAD; e += THREADS)
-            S.dl[e / CLASSES_PAD][e % CLASSES_PAD] = W.dlog[e];
+        /* B(L-1): the last layer, from the dlogits every block reads (every load issued first) */
+        constexpr int DL_QUADS = BATCH_PAD * CLASSES_PAD / 4, DL_PER = (DL_QUADS + THREADS - 1) / THREADS;
+        float4 dl[DL_PER];
+#pragma unroll
+        for (int i = 0; i < DL_PER; i++)
+            if (tid + i * THREADS < DL_QUADS)
+                dl[i] = reinterpret_cast<const float4 *>(W.dlog)[tid + i * THREADS];
+#pragma unroll
+        for (int i = 0; i < DL_PER; i++)
+            if (tid + i * THREADS < DL_QUADS) {
+                float *row = &S.dl[(tid + i * THREADS) / (CLASSES_PAD / 4)]
+                                  [(tid + i * THREADS) % (CLASSES_PAD / 4) * 4];
+                row[0] = dl[i].x, row[1] = dl[i].y, row[2] = dl[i].z, row[3] = dl[i].w;
+            }
         __syncthreads();
-        snn_bias_update<THREADS>(S.bl, &S.blm[0][0], CLASSES_PAD, &S.dl[0][0], CLASSES_PAD, BATCH,
-                                 SNN_CLASSES, rate);
-        if (c == 0 && tid / 32 == WARPS - 1) { /* the step's loss and hits: a warp, lanes by rows */
+        snn_bias_update<THREADS>(S.bl, &S.blm[0][0], CLASSES_PAD, &S.dl[0][0], DL_LD, BATCH, SNN_CLASSES,
+                                 rate);
+        if (b == 0 && tid / 32 == WARPS - 1) { /* the step's loss and hits: a warp, lanes by rows */
+            constexpr int PER = (BATCH + 31) / 32;
+            float rl[PER];
+            int32_t rr[PER];
+#pragma unroll
+            for (int i = 0; i < PER; i++) { /* every load issued first */
+                const int r = tid % 32 + 32 * i;
+                rl[i] = r < BATCH ? W.rowloss[r] : 0.0f;
+                rr[i] = r < BATCH ? W.rowright[r] : 0;
+            }
             double loss = 0.0;
             int right = 0;
-            for (int r = tid % 32; r < BATCH; r += 32) {
-                loss += (double)W.rowloss[r];
-                right += W.rowright[r];
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                loss += (double)rl[i];
+                right += rr[i];
             }
             loss = snn_lanes_sum<32>(loss);
             right = snn_lanes_sum<32>(right);
@@ -470,19 +563,19 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         }
         fused_stamp(net, s, 2 * LAYERS - 2, true); /* no barrier after the last input gradient */
 
-        /* B0: layer 0's update, local */
-        mma16_gemm<THREADS, INPUTS, UNITS, BATCH_PAD>(
-            Mma16Mat<BATCH_PAD, 1>{W.batch_t(p)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
-            [&](int k, int n, float g) {
-                if (u0 + n < HIDDEN)
+        /* B0: layer 0's update, local: the block's slice of its inputs */
+        mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
+            Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD},
+            Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch, [&](int k, int n, float g) {
+                if (k0 + k < INPUTS && u0 + n < HIDDEN)
                     snn_param_update(&S.w0[n][k], &S.w0m[0][n][k], UNITS * W0_LD, nullptr, g, rate);
             });
         __syncthreads();
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
     }
-    state_copy(S, net, c, false);
-    if (c == 0 && tid == 0)
+    state_copy(S, net, c, q, false);
+    if (b == 0 && tid == 0)
         *net.train_step = last;
 }
 
@@ -510,10 +603,10 @@ static bool fits(char *why, int len)
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, train_kernel, THREADS, SMEM_BYTES));
         resident = coop ? per_sm * sms : 0;
     }
-    if (resident < BLOCKS)
+    if (resident < GRID)
         snprintf(why, len, "this GPU holds %d of its %d blocks at once (%d KB of shared memory each)",
-                 resident, BLOCKS, (SMEM_BYTES + 1023) / 1024);
-    return resident >= BLOCKS;
+                 resident, GRID, (SMEM_BYTES + 1023) / 1024);
+    return resident >= GRID;
 }
 
 static void train(const snn_fused_net &net, int first, int last)
@@ -522,14 +615,19 @@ static void train(const snn_fused_net &net, int first, int last)
         snn_die("grid-resident kernel: the workspace is not 256-byte aligned (internal error)");
     snn_fused_net n = net;
     void *args[] = {&n, &first, &last};
-    CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)train_kernel, dim3(BLOCKS), dim3(THREADS), args,
+    CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)train_kernel, dim3(GRID), dim3(THREADS), args,
                                            SMEM_BYTES, snn_stream()));
     CUDA_CHECK_LAUNCH();
 }
 
 static void describe(char *buf, int len)
 {
-    fused_describe_resident(buf, len, "", BLOCKS, THREADS, SMEM_BYTES, UNITS, 2 * LAYERS - 2, "grid");
+    fused_describe_resident(buf, len, "", GRID, THREADS, SMEM_BYTES, UNITS, 2 * LAYERS - 2 + (SPLIT > 1),
+                            "grid");
+    const int at = (int)strlen(buf);
+    if (SPLIT > 1 && at < len)
+        snprintf(buf + at, len - at,
+                 ", each block's units shared by %d blocks, a slice of layer 0's inputs each", SPLIT);
 }
 
 } // namespace resident_grid

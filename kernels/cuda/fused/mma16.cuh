@@ -110,10 +110,11 @@ __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
 /* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
  * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
  * order. The block's threads all call it. QUAD (the views above): each thread's four k contiguous; off where
- * a strided operand's rows 4 apart share banks, and for ldmatrix. */
+ * a strided operand's rows 4 apart share banks, and for ldmatrix. kt_end: where fewer, the k16 steps
+ * summed (A is read no further; B, loaded once, may be up to K). */
 template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, class A, class B, class Epi>
 static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
-                                                  const Epi &epi)
+                                                  const Epi &epi, int kt_end = K / 16)
 {
     constexpr int WARPS = THREADS / 32;
     static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "mma16 GEMM: whole m16n8k16 tiles");
@@ -137,7 +138,7 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
     }
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int item0 = threadIdx.x / 32; item0 < ITEMS; item0 += P * WARPS) {
-        const int ks = item0 % KS, k1 = snn_imin(KT, (ks + 1) * PER);
+        const int ks = item0 % KS, k1 = snn_imin(snn_imin(KT, kt_end), (ks + 1) * PER);
         int m0[P], n0[P];
         bool on[P];
 #pragma unroll
