@@ -369,6 +369,37 @@ static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fus
     }
 }
 
+/* The last layer's columns of the block's units, updated from the dlogits and the last hidden layer's
+ * outputs: weight e = (j, n) by warp e % WARPS, its lanes by rows and a butterfly. A warp's weights at once
+ * (their loads, then their butterflies), then lane i updates the warp's i-th: one AdamW chain a warp, not
+ * PER. */
+static __device__ void last_layer_update(Shared &S, int u0, const snn_rate &rate)
+{
+    constexpr int WEIGHTS = SNN_CLASSES * UNITS, PER = (WEIGHTS + WARPS - 1) / WARPS;
+    static_assert(PER <= 32, "grid-resident kernel: a lane per weight of a warp's");
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float g[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int e = warp + i * WARPS, j = e / UNITS, n = e % UNITS;
+        g[i] = 0.0f;
+        if (e < WEIGHTS)
+#pragma unroll
+            for (int m = lane; m < BATCH; m += 32)
+                g[i] += snn_twin_rounded(S.dl[m][j]) * snn_twin_rounded(S.act[HIDDENS - 1][m][n]);
+    }
+    float mine = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        g[i] = snn_lanes_sum<32>(g[i]);
+        if (lane == i)
+            mine = g[i];
+    }
+    const int e = warp + lane * WARPS, j = e / UNITS, n = e % UNITS;
+    if (lane < PER && e < WEIGHTS && u0 + n < HIDDEN)
+        snn_param_update(&S.wl[j][n], &S.wlm[0][j][n], CLASSES_PAD * UNITS, nullptr, mine, rate);
+}
+
 /* A hidden-to-hidden layer l's update of the block's rows from the gradient in S.dgt and the layer's inputs
  * of step parity p; the twin of parity p ^ 1 rewritten. */
 static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, int u0, const snn_rate &rate)
@@ -532,15 +563,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             hidden_grad(S, W, net, draws, HIDDENS - 1, u0, m, n, v);
         }
         __syncthreads(); /* the input gradient has read the last layer's columns before they change */
-        for (int e = tid / 32; e < SNN_CLASSES * UNITS; e += WARPS) { /* a warp a weight, lanes by rows */
-            const int j = e / UNITS, n = e % UNITS;
-            float g = 0.0f;
-            for (int m = tid % 32; m < BATCH; m += 32)
-                g += snn_twin_rounded(S.dl[m][j]) * snn_twin_rounded(S.act[HIDDENS - 1][m][n]);
-            g = snn_lanes_sum<32>(g);
-            if (tid % 32 == 0 && u0 + n < HIDDEN)
-                snn_param_update(&S.wl[j][n], &S.wlm[0][j][n], CLASSES_PAD * UNITS, nullptr, g, rate);
-        }
+        last_layer_update(S, u0, rate);
         bias_update(S, HIDDENS - 1, owned, rate);
         if constexpr (HIDDENS > 1)
             mid_update(S, W, p, HIDDENS - 1, u0, rate);
