@@ -38,13 +38,14 @@ extern "C" {
 /* The grid-resident step's workspace in L2 (kernels/cuda/fused/grid_resident.cu): the hidden layers' outputs
  * and output gradients as 16-bit operands, by row and by unit; the normalised batch by pixel; each
  * hidden-to-hidden layer's 16-bit twin transposed; the logits' partial sums, the dlogits, each row's loss
- * and hit; where blocks share units (SNN_GR_SPLIT), layer 0's partial sums by slice. Two of most, taken by step parity. Empty where the kernel is not built or where its first need,
- * each block's FP32 weights and moments of 8 units of every layer, cannot fit in shared memory: it never
- * runs there. */
+ * and hit; where blocks share units (SNN_GR_SPLIT), layer 0's partial sums by slice. Two of most, taken by
+ * step parity. Empty where the kernel is not built or where its first need, each block's FP32 weights and
+ * moments of 8 units of every layer (of layer 0, its slice of the inputs), cannot fit in shared memory: it
+ * never runs there. */
 /* The one hidden width the resident kernels split across blocks; where there is none (no hidden layer, or
  * layers of different widths: they never run there) a placeholder that keeps their extents whole. */
 #define SNN_RESIDENT_WIDTH (SNN_HIDDEN > 0 ? SNN_HIDDEN : 16)
-#define SNN_GR_UNITS 8                                            /* hidden units a block owns */
+#define SNN_GR_UNITS 8                                             /* hidden units a block owns */
 #define SNN_GR_BLOCKS (((SNN_RESIDENT_WIDTH + 7) / 8 + 1) / 2 * 2) /* even: a 16-wide k extent */
 #ifdef CONFIG_FUSED_GRID_RESIDENT_SPLIT
 #define SNN_GR_SPLIT CONFIG_FUSED_GRID_RESIDENT_SPLIT /* blocks sharing each block's units */
@@ -52,22 +53,24 @@ extern "C" {
 #define SNN_GR_SPLIT 1
 #endif
 #define SNN_GR_SLICE_KT ((SNN_INPUT_DIM / 16 + SNN_GR_SPLIT - 1) / SNN_GR_SPLIT) /* k16 steps of a slice */
-#define SNN_GR_XP (SNN_GR_SLICE_KT * 16 * SNN_GR_SPLIT) /* layer 0's inputs, padded to whole slices */
-#define SNN_GR_HP (SNN_GR_BLOCKS * SNN_GR_UNITS)                  /* the hidden width, padded */
-#define SNN_GR_BP ((SNN_BATCH + 15) / 16 * 16)                    /* the batch, padded */
-#define SNN_GR_NH (SNN_LAYERS - 1)                                /* hidden layers */
-#define SNN_GR_MIDS (SNN_LAYERS > 2 ? SNN_LAYERS - 2 : 0)         /* hidden-to-hidden layers */
+#define SNN_GR_XP (SNN_GR_SLICE_KT * 16 * SNN_GR_SPLIT)   /* layer 0's inputs, padded to whole slices */
+#define SNN_GR_HP (SNN_GR_BLOCKS * SNN_GR_UNITS)          /* the hidden width, padded */
+#define SNN_GR_BP ((SNN_BATCH + 15) / 16 * 16)            /* the batch, padded */
+#define SNN_GR_NH (SNN_LAYERS - 1)                        /* hidden layers */
+#define SNN_GR_MIDS (SNN_LAYERS > 2 ? SNN_LAYERS - 2 : 0) /* hidden-to-hidden layers */
 #define SNN_GR_R256(b) (((size_t)(b) + 255) / 256 * 256)
-#define SNN_GR_STATE_BYTES (SNN_GR_UNITS * (SNN_GR_SLICE_KT * 16 + SNN_GR_MIDS * SNN_GR_HP) * 4 * (1 + SNN_OPTIM_MOMENTS))
+#define SNN_GR_STATE_BYTES                                                                                   \
+    (SNN_GR_UNITS * (SNN_GR_SLICE_KT * 16 + SNN_GR_MIDS * SNN_GR_HP) * 4 * (1 + SNN_OPTIM_MOMENTS))
 /* A block's shared memory where the kernel may run: an H100's, opted in, also for an sm80 build (which the
  * tests run on one); the launch asks the GPU whether its blocks fit. */
 #define SNN_GR_SMEM_MAX (227 * 1024)
 #if defined(CONFIG_FUSED_GRID_RESIDENT) && SNN_HIDDEN > 0 && SNN_GR_STATE_BYTES <= SNN_GR_SMEM_MAX
 #define SNN_GR_HALFS(n) SNN_GR_R256(2 * (size_t)(n))
 #define SNN_FUSED_GR_WS_BYTES                                                                                \
-    (2 * SNN_GR_HALFS(2 * SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + SNN_GR_HALFS(SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + \
-     SNN_GR_HALFS(2 * SNN_GR_XP * SNN_GR_BP) + SNN_GR_HALFS(2 * SNN_GR_MIDS * SNN_GR_HP * SNN_GR_HP) +         \
-     SNN_GR_R256(4 * (SNN_GR_BLOCKS + 1) * SNN_GR_BP * 16) + 2 * SNN_GR_R256(4 * SNN_GR_BP) +                  \
+    (2 * SNN_GR_HALFS(2 * SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) +                                               \
+     SNN_GR_HALFS(SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + SNN_GR_HALFS(2 * SNN_GR_XP * SNN_GR_BP) +             \
+     SNN_GR_HALFS(2 * SNN_GR_MIDS * SNN_GR_HP * SNN_GR_HP) +                                                 \
+     SNN_GR_R256(4 * (SNN_GR_BLOCKS + 1) * SNN_GR_BP * 16) + 2 * SNN_GR_R256(4 * SNN_GR_BP) +                \
      SNN_GR_R256(SNN_GR_SPLIT > 1 ? 4 * SNN_GR_SPLIT * SNN_GR_BLOCKS * SNN_GR_BP * SNN_GR_UNITS : 0))
 #else
 #define SNN_FUSED_GR_WS_BYTES 0

@@ -1,7 +1,7 @@
 /* The grid-resident kernel of the fused step (CONFIG_FUSED_GRID_RESIDENT; fused/kernel.h): where a model is
  * too wide for one cluster (fused/cluster.cu) but each block's share of it fits in shared memory, a
- * cooperative grid of SNN_GR_BLOCKS blocks runs every step of a launch with the weights and their optimizer
- * state on chip.
+ * cooperative grid of SNN_GR_BLOCKS x SNN_GR_SPLIT blocks runs every step of a launch with the weights and
+ * their optimizer state on chip.
  *
  * Block c owns hidden units [8c, 8c + 8) of every hidden layer: their rows of each hidden layer's weights
  * (FP32, with moments) and their columns of the last layer's. Where SPLIT blocks share them (a model with one
@@ -77,8 +77,6 @@ constexpr int SPLIT = SNN_GR_SPLIT, GRID = BLOCKS * SPLIT, SLICE_K = 16 * SNN_GR
 static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k extents in whole k16 steps");
 static_assert(SPLIT == 1 || SNN_GR_MIDS == 0, "grid-resident kernel: the split is layer 0's (Kconfig)");
 static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in two n8 tiles");
-static_assert(GRID <= SNN_FUSED_MAX_BLOCKS || SNN_FUSED_GR_WS_BYTES == 0,
-              "grid-resident kernel: blocks stamped");
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
  * no better than 8). */
 constexpr int L2_RUNS = 8;
@@ -118,8 +116,9 @@ struct alignas(128) Shared {
 };
 constexpr int SMEM_BYTES = sizeof(Shared);
 /* a thread fetches each sample of the batch */
+constexpr bool GRID_FITS = GRID <= SNN_FUSED_MAX_BLOCKS; /* every block's clock stamps (bench_step) */
 constexpr bool FITS = SNN_FUSED_GR_WS_BYTES > 0 && SMEM_BYTES <= SNN_GR_SMEM_MAX &&
-                      !(SNN_AUGMENT_SHIFT > 0) && BATCH_PAD <= THREADS;
+                      !(SNN_AUGMENT_SHIFT > 0) && BATCH_PAD <= THREADS && GRID_FITS;
 
 /* The workspace's tensors (SNN_FUSED_GR_WS_BYTES), each 256-byte aligned, in the order fused.h counts them:
  * their bytes. */
@@ -298,15 +297,15 @@ static __device__ void slices_added(Shared &S, const Workspace &W, const snn_fus
     for (int e = threadIdx.x; e < BATCH_PAD * UNITS / 4; e += THREADS) {
         float4 part[SPLIT]; /* every load issued first */
 #pragma unroll
-        for (int q = 0; q < SPLIT; q++)
-            part[q] = reinterpret_cast<const float4 *>(W.slice_sums(c * SPLIT + q))[e];
+        for (int slice = 0; slice < SPLIT; slice++)
+            part[slice] = reinterpret_cast<const float4 *>(W.slice_sums(c * SPLIT + slice))[e];
         float v[4] = {part[0].x, part[0].y, part[0].z, part[0].w};
 #pragma unroll
-        for (int q = 1; q < SPLIT; q++) {
-            v[0] += part[q].x;
-            v[1] += part[q].y;
-            v[2] += part[q].z;
-            v[3] += part[q].w;
+        for (int slice = 1; slice < SPLIT; slice++) {
+            v[0] += part[slice].x;
+            v[1] += part[slice].y;
+            v[2] += part[slice].z;
+            v[3] += part[slice].w;
         }
         const int m = 4 * e / UNITS, n = 4 * e % UNITS;
 #pragma unroll
@@ -440,11 +439,10 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     state_copy(S, net, c, q, true);
     __syncthreads();
     write_twins(S, W, u0);
-    /* the batch's padding pixels, which the last slice's update reads (and drops): finite */
-    for (int e = b * THREADS + tid; e < 2 * (INPUTS_PAD - INPUTS) * BATCH_PAD; e += GRID * THREADS)
-        W.batch_t(e / ((INPUTS_PAD - INPUTS) *
-                       BATCH_PAD))[INPUTS * BATCH_PAD + e % ((INPUTS_PAD - INPUTS) * BATCH_PAD)] =
-            snn_twin_bits(0.0f);
+    /* the padding pixels of the batch, which the last slice's update reads and drops */
+    constexpr int PAD = (INPUTS_PAD - INPUTS) * BATCH_PAD; /* a parity's elements */
+    for (int e = b * THREADS + tid; e < 2 * PAD; e += GRID * THREADS)
+        W.batch_t(e >= PAD)[INPUTS * BATCH_PAD + e - (e >= PAD) * PAD] = snn_twin_bits(0.0f);
     grid.sync(); /* every twin whole before the first input gradient reads it */
     const int32_t epoch = *net.clock.epoch;
 
@@ -471,7 +469,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                 Pixels(S.image, 0), w0_rows, S.scratch,
                 [&](int m, int n, float v) { hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]); });
         else
-            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS>(
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, true>(
                 Pixels(S.image, k0), w0_rows, S.scratch,
                 [&](int m, int n, float v) { W.slice_sums(b)[m * UNITS + n] = v; }, slice_kt);
         for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
@@ -611,6 +609,11 @@ static bool fits(char *why, int len)
     static int resident = -1; /* blocks the GPU holds at once; -1: not asked yet */
     if (SNN_LAYERS >= 2 && SNN_AUGMENT_SHIFT > 0) {
         snprintf(why, len, "it reads the images in place and does not translate them (CONFIG_AUGMENT_SHIFT)");
+        return false;
+    }
+    if (!GRID_FITS) {
+        snprintf(why, len, "its grid, %d blocks (%d x CONFIG_FUSED_GRID_RESIDENT_SPLIT=%d), exceeds %d", GRID,
+                 BLOCKS, SPLIT, SNN_FUSED_MAX_BLOCKS);
         return false;
     }
     if (!resident_fits(why, len, FITS, BATCH_PAD, THREADS, "CONFIG_FUSED_GRID_RESIDENT_THREADS",

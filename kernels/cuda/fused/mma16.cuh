@@ -110,9 +110,10 @@ __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
 /* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
  * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
  * order. The block's threads all call it. QUAD (the views above): each thread's four k contiguous; off where
- * a strided operand's rows 4 apart share banks, and for ldmatrix. kt_end: where fewer, the k16 steps
- * summed (A is read no further; B, loaded once, may be up to K). */
-template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, class A, class B, class Epi>
+ * a strided operand's rows 4 apart share banks, and for ldmatrix. CUT: only the first kt_end k16 steps are
+ * summed, a count known at run time (neither operand is read past it). */
+template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, bool CUT = false, class A,
+          class B, class Epi>
 static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
                                                   const Epi &epi, int kt_end = K / 16)
 {
@@ -128,8 +129,9 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
      * keeps in program order, and two warps a scheduler cannot hide a load a step */
     constexpr int RUN = snn_imin(RUNS, PER);
     /* one n tile and k not split: every tile has the same B fragments, loaded once where they fit in a few
-     * registers (the updates' activations and output gradients) */
-    constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8;
+     * registers (the updates' activations and output gradients); not where k ends at run time, which would
+     * index them by a run-time step */
+    constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8 && !CUT;
     uint2 bonce[BONCE ? KT : 1];
     if constexpr (BONCE) {
 #pragma unroll
@@ -138,7 +140,7 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
     }
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int item0 = threadIdx.x / 32; item0 < ITEMS; item0 += P * WARPS) {
-        const int ks = item0 % KS, k1 = snn_imin(snn_imin(KT, kt_end), (ks + 1) * PER);
+        const int ks = item0 % KS, k1 = snn_imin(CUT ? snn_imin(KT, kt_end) : KT, (ks + 1) * PER);
         int m0[P], n0[P];
         bool on[P];
 #pragma unroll
