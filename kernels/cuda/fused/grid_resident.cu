@@ -219,7 +219,7 @@ static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, in
     snn_param_copy<THREADS>(
         in, SNN_CLASSES, UNITS, &S.wl[0][0], UNITS, &S.wlm[0][0][0], CLASSES_PAD * UNITS, nullptr, 0, LL.w,
         LL.sw, [&](int j, int n) -> long { return u0 + n < HIDDEN ? (long)j * HIDDEN + u0 + n : -1; });
-    if (in || c == 0) /* q is 0 here */
+    if (in || c == 0) /* every block reads the bias, block 0 writes it back */
         snn_param_copy<THREADS>(in, 1, SNN_CLASSES, S.bl, CLASSES_PAD, &S.blm[0][0], CLASSES_PAD, nullptr, 0,
                                 LL.b, LL.sb, [](int, int j) -> long { return j; });
 }
@@ -463,15 +463,15 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 
         /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier), and
          * the block's pixels of the batch transposed for layer 0's update */
-        const Mma16FloatRows<Mma16RowsApart<W0_LD>> w0_rows{&S.w0[0][0]};
-        if constexpr (SPLIT == 1)
-            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS>(
-                Pixels(S.image, 0), w0_rows, S.scratch,
-                [&](int m, int n, float v) { hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]); });
-        else
-            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, true>(
-                Pixels(S.image, k0), w0_rows, S.scratch,
-                [&](int m, int n, float v) { W.slice_sums(b)[m * UNITS + n] = v; }, slice_kt);
+        mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, (SPLIT > 1)>(
+            Pixels(S.image, k0), Mma16FloatRows<Mma16RowsApart<W0_LD>>{&S.w0[0][0]}, S.scratch,
+            [&](int m, int n, float v) {
+                if constexpr (SPLIT == 1)
+                    hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]);
+                else
+                    W.slice_sums(b)[m * UNITS + n] = v;
+            },
+            slice_kt);
         for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
             const int m = e % BATCH_PAD, k = b * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
             if (k < INPUTS) {
@@ -511,39 +511,18 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         grid.sync();
         fused_stamp(net, s, LAYERS - 1, true);
 
-        /* B(L-1): the last layer, from the dlogits every block reads (every load issued first) */
-        constexpr int DL_QUADS = BATCH_PAD * CLASSES_PAD / 4, DL_PER = (DL_QUADS + THREADS - 1) / THREADS;
-        float4 dl[DL_PER];
-#pragma unroll
-        for (int i = 0; i < DL_PER; i++)
-            if (tid + i * THREADS < DL_QUADS)
-                dl[i] = reinterpret_cast<const float4 *>(W.dlog)[tid + i * THREADS];
-#pragma unroll
-        for (int i = 0; i < DL_PER; i++)
-            if (tid + i * THREADS < DL_QUADS) {
-                float *row = &S.dl[(tid + i * THREADS) / (CLASSES_PAD / 4)]
-                                  [(tid + i * THREADS) % (CLASSES_PAD / 4) * 4];
-                row[0] = dl[i].x, row[1] = dl[i].y, row[2] = dl[i].z, row[3] = dl[i].w;
-            }
+        /* B(L-1): the last layer, from the dlogits every block reads */
+        for (int e = tid; e < BATCH_PAD * CLASSES_PAD; e += THREADS)
+            S.dl[e / CLASSES_PAD][e % CLASSES_PAD] = W.dlog[e];
         __syncthreads();
         snn_bias_update<THREADS>(S.bl, &S.blm[0][0], CLASSES_PAD, &S.dl[0][0], DL_LD, BATCH, SNN_CLASSES,
                                  rate);
         if (b == 0 && tid / 32 == WARPS - 1) { /* the step's loss and hits: a warp, lanes by rows */
-            constexpr int PER = (BATCH + 31) / 32;
-            float rl[PER];
-            int32_t rr[PER];
-#pragma unroll
-            for (int i = 0; i < PER; i++) { /* every load issued first */
-                const int r = tid % 32 + 32 * i;
-                rl[i] = r < BATCH ? W.rowloss[r] : 0.0f;
-                rr[i] = r < BATCH ? W.rowright[r] : 0;
-            }
             double loss = 0.0;
             int right = 0;
-#pragma unroll
-            for (int i = 0; i < PER; i++) {
-                loss += (double)rl[i];
-                right += rr[i];
+            for (int r = tid % 32; r < BATCH; r += 32) {
+                loss += (double)W.rowloss[r];
+                right += W.rowright[r];
             }
             loss = snn_lanes_sum<32>(loss);
             right = snn_lanes_sum<32>(right);
