@@ -20,9 +20,23 @@ static __device__ __forceinline__ void gemm_bias_columns(const float *__restrict
     __shared__ float part[SLICES][COLS];
     const int n = n0 + tx;
     float s = 0.0f;
-    if (n < N)
-        for (int m = ty; m < M; m += SLICES)
+    if (n < N) {
+        /* RUN rows' loads in flight before their additions, which keep their order: one L2 round trip a run
+         * instead of one a row */
+        constexpr int RUN = 16;
+        int m = ty;
+        for (; m + (RUN - 1) * SLICES < M; m += RUN * SLICES) {
+            float v[RUN];
+#pragma unroll
+            for (int i = 0; i < RUN; ++i)
+                v[i] = dy[(size_t)(m + i * SLICES) * ld + n];
+#pragma unroll
+            for (int i = 0; i < RUN; ++i)
+                s += v[i];
+        }
+        for (; m < M; m += SLICES)
             s += dy[(size_t)m * ld + n];
+    }
     part[ty][tx] = s;
     __syncthreads();
     if (ty == 0 && n < N) {
