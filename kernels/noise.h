@@ -92,15 +92,26 @@ SNN_HD uint8_t snn_shifted_pixel(const uint8_t *px, int p, snn_shift s)
     return y >= 0 && y < SNN_IMAGE_ROWS && x >= 0 && x < SNN_IMAGE_COLS ? px[y * SNN_IMAGE_COLS + x] : 0;
 }
 
-/* Dropout: whether element `index` (row-major in its [rows][width] activation) of hidden layer `layer`'s
- * output survives in step `step` of epoch `epoch`. Four elements share a Philox call, each taking its word's
- * top 24 bits, kept where they are at least the drop probability's 24-bit threshold. */
-SNN_HD int snn_dropout_keeps(const uint32_t key[2], int32_t epoch, int32_t step, int layer, uint32_t index)
+/* Dropout (snn_dropout_keeps below): the Philox call of element `index`'s four, and whether its word of r
+ * keeps the element. */
+SNN_HD snn_philox_out snn_dropout_draws(const uint32_t key[2], int32_t epoch, int32_t step, int layer,
+                                        uint32_t index)
 {
-    const snn_philox_out r = snn_philox(index / 4, (uint32_t)step, (uint32_t)epoch,
-                                        SNN_DRAW_DROPOUT + (uint32_t)layer, key[0], key[1]);
+    return snn_philox(index / 4, (uint32_t)step, (uint32_t)epoch, SNN_DRAW_DROPOUT + (uint32_t)layer, key[0],
+                      key[1]);
+}
+SNN_HD int snn_dropout_word_keeps(snn_philox_out r, uint32_t index)
+{
     const uint32_t q = index % 4, x = q == 0 ? r.v[0] : q == 1 ? r.v[1] : q == 2 ? r.v[2] : r.v[3];
     return (x >> 8) + 1u > SNN_DROPOUT_THRESHOLD; /* >= T, written so that T = 0 draws no "always true" warning */
+}
+
+/* Whether element `index` (row-major in its [rows][width] activation) of hidden layer `layer`'s output survives
+ * in step `step` of epoch `epoch`. Four elements share a Philox call, each taking its word's top 24 bits, kept
+ * where they are at least the drop probability's 24-bit threshold. */
+SNN_HD int snn_dropout_keeps(const uint32_t key[2], int32_t epoch, int32_t step, int layer, uint32_t index)
+{
+    return snn_dropout_word_keeps(snn_dropout_draws(key, epoch, step, layer, index), index);
 }
 
 /* Element `index` of hidden layer `layer`'s output, v, through dropout: scaled where it survives, else 0. */
@@ -108,6 +119,38 @@ SNN_HD float snn_dropout(const uint32_t key[2], int32_t epoch, int32_t step, int
 {
     return snn_dropout_keeps(key, epoch, step, layer, index) ? v * SNN_DROPOUT_SCALE : 0.0f;
 }
+
+/* Which of n <= 32 consecutive elements from `index` survive: bit e for element index + e, as
+ * snn_dropout_keeps says, with one Philox call for the elements that share one (a GEMM epilogue's run of 2 or
+ * 4 takes one where it is aligned). */
+SNN_HD uint32_t snn_dropout_keeps_run(const uint32_t key[2], int32_t epoch, int32_t step, int layer,
+                                      uint32_t index, int n)
+{
+    snn_philox_out r = {{0, 0, 0, 0}};
+    uint32_t keep = 0;
+    for (int e = 0; e < n; e++) {
+        const uint32_t i = index + (uint32_t)e;
+        if (e == 0 || i % 4 == 0)
+            r = snn_dropout_draws(key, epoch, step, layer, i);
+        keep |= (uint32_t)snn_dropout_word_keeps(r, i) << e;
+    }
+    return keep;
+}
+
+/* Element e of v (value v[e]) through dropout by the mask snn_dropout_keeps_run gave: as snn_dropout. */
+SNN_HD float snn_dropout_by(uint32_t keep, int e, float v)
+{
+    return keep >> e & 1 ? v * SNN_DROPOUT_SCALE : 0.0f;
+}
+
+/* A training step's dropout of hidden layer `layer`'s output, as a forward GEMM applies it after its ReLU
+ * (kernels/ops_proto.h): rows from row noise.row0 of the batch, element i of the [rows][width] output taking
+ * index noise.row0 x width + i, in step *step of epoch *noise.epoch (the backend's memory). */
+typedef struct {
+    snn_noise noise;
+    const int32_t *step;
+    int32_t layer;
+} snn_drop;
 
 #ifdef __cplusplus
 }

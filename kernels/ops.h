@@ -25,6 +25,9 @@ typedef uint16_t snn_twin;
 /* The bias half of host_linear_backward_weight_update (kernels/ops_proto.h),
  * alone: for a reference whose bias gradient reads another dY (tests). */
 void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate);
+/* The dropout half of host_linear_forward (kernels/ops_proto.h), alone, in place on t[rows][width]: for
+ * references of the fused step (tests). */
+void host_dropout(float *t, const snn_drop *drop, int rows, int width);
 
 #ifdef CONFIG_TARGET_CUDA
 #define OP(name) cuda_##name
@@ -45,7 +48,7 @@ typedef struct {
         .linear_backward_weight_update = prefix##_linear_backward_weight_update,               \
         .linear_backward_weight = prefix##_linear_backward_weight,                             \
         .apply_update = prefix##_apply_update,                                                 \
-        .gather_batch = prefix##_gather_batch, .dropout = prefix##_dropout,                     \
+        .gather_batch = prefix##_gather_batch,                                                 \
         .softmax_xent = prefix##_softmax_xent,                                                 \
         .step_advance = prefix##_step_advance, .schedule = prefix##_schedule,                  \
         .clock_advance = prefix##_clock_advance, .write_twin = prefix##_write_twin,            \

@@ -12,15 +12,19 @@
 #include <stdint.h>
 
 /* host_linear_forward, cuda_linear_forward: the forward role,
- * Y[M,N] = X[M,K] . W[N,K]^T + b[N], then ReLU if relu. b may be NULL (no bias). */
+ * Y[M,N] = X[M,K] . W[N,K]^T + b[N], then ReLU if relu, then, where drop is given (a training step's hidden
+ * layer), dropout: Y[i] = snn_dropout_keeps(..., drop->layer, drop->noise.row0 * N + i) ? Y[i] *
+ * SNN_DROPOUT_SCALE : 0 (kernels/noise.h). b may be NULL (no bias). */
 void OP(linear_forward)(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
-                        const snn_twin *w16, const float *b, int M, int N, int K, int relu);
+                        const snn_twin *w16, const float *b, int M, int N, int K, int relu, const snn_drop *drop);
 
 /* host_linear_backward_input, cuda_linear_backward_input: the input-gradient role,
- * dX[M,K] = (dY[M,N] . W[N,K]) * (act[M,K] > 0).
- * act is the layer's input activation (a ReLU output); NULL: no mask. */
+ * dX[M,K] = (dY[M,N] . W[N,K]) * (act[M,K] > 0) * scale.
+ * act is the layer's input activation (a ReLU output); NULL: no mask. Where that output went through
+ * dropout, scale is SNN_DROPOUT_SCALE: a dropped unit's activation is 0 and a kept one's scaled, so the mask
+ * and the scale are dropout's derivative too (else 1). */
 void OP(linear_backward_input)(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
-                               const snn_twin *w16, const float *act, int M, int N, int K);
+                               const snn_twin *w16, const float *act, float scale, int M, int N, int K);
 
 /* host_linear_backward_weight_update, cuda_linear_backward_weight_update: the weight-gradient role fused
  * with the optimizer's update (kernels/optim.h) at the step's factors *rate:
@@ -55,12 +59,6 @@ void OP(apply_update)(float *p, snn_twin *p16, snn_state s, const float *g, cons
  * by snn_shift_of(noise.key, *noise.epoch, *step, noise.row0 + i) instead (kernels/noise.h). */
 void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                       const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise);
-
-/* host_dropout, cuda_dropout: dropout of hidden layer `layer`'s output t[rows][width] in training step
- * *step of epoch *noise.epoch, in place with its twin:
- * t = snn_dropout_keeps(..., noise.row0 * width + i) ? t * SNN_DROPOUT_SCALE : 0 (kernels/noise.h). The same call on the
- * gradient of that output is its derivative. */
-void OP(dropout)(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width);
 
 /* host_softmax_xent, cuda_softmax_xent: numerically stable softmax + cross-entropy over
  * logits[rows][SNN_CLASSES]:

@@ -92,10 +92,10 @@ void snn_train_step(void *model)
                     m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
+        const snn_drop dropout = {m->noise, m->train_step, l};
+        const int hidden = l + 1 < SNN_LAYERS;
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
-                          L->w16, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
-        if (SNN_DROPOUT && l + 1 < SNN_LAYERS)
-            k->dropout(m->act[l + 1], m->act16[l + 1], m->train_step, m->noise, l, B, L->out);
+                          L->w16, L->b, B, L->out, L->in, hidden, SNN_DROPOUT && hidden ? &dropout : NULL);
     }
     k->softmax_xent(take(&m->grad[0], (long)B * SNN_CLASSES), m->grad16[0], m->train_loss, m->train_correct,
                     m->act[SNN_LAYERS], m->batch_labels, m->train_step, B);
@@ -105,12 +105,12 @@ void snn_train_step(void *model)
         /* Data parallel, the weight gradient first: its all-reduce may run beside the input gradient. */
         if (SNN_DP_WORLD > 1)
             weight_step(m, L, l, m->grad[g], m->grad16[g], B);
-        /* dX uses the weights before their update: it runs first. */
+        /* dX uses the weights before their update: it runs first. act[l] is hidden layer l - 1's output,
+         * dropped out: its mask and the kept units' scale are the dropout's derivative. */
         if (l > 0)
             k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
-                                     m->grad16[g], L->w, L->w16, m->act[l], B, L->out, L->in);
-        if (SNN_DROPOUT && l > 0) /* act[l] is hidden layer l - 1's output, dropped out */
-            k->dropout(m->grad[g ^ 1], m->grad16[g ^ 1], m->train_step, m->noise, l - 1, B, L->in);
+                                     m->grad16[g], L->w, L->w16, m->act[l], SNN_DROPOUT_SCALE, B, L->out,
+                                     L->in);
         if (SNN_DP_WORLD == 1)
             weight_step(m, L, l, m->grad[g], m->grad16[g], B);
         drop(&m->grad[g]);
@@ -135,7 +135,7 @@ static void eval_step(snn_model *m, const snn_eval_set *set, float *logits_host)
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
-                          L->w16, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS);
+                          L->w16, L->b, B, L->out, L->in, l + 1 < SNN_LAYERS, NULL);
         if (l > 0)
             drop(&m->act[l]);
     }

@@ -1,5 +1,5 @@
 /* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and
- * normalisation, dropout, softmax + cross-entropy, the step counter and schedule. All on the
+ * normalisation, softmax + cross-entropy, the step counter and schedule. All on the
  * engine's stream, all deterministic (no atomics). The gathered batch and
  * the logits' gradient are GEMM operands: their 16-bit twins, where bound
  * (kernels/cuda/twin.h), are written beside them. */
@@ -103,20 +103,6 @@ __global__ void __launch_bounds__(DISTORT_THREADS)
         y[i] = labels[r];
 }
 
-/* A thread per element. */
-constexpr int DROPOUT_THREADS = 256;
-__global__ void __launch_bounds__(DROPOUT_THREADS)
-    dropout_kernel(float *__restrict__ t, SnnTwin *__restrict__ t16, const int32_t *__restrict__ step, snn_noise noise,
-                   int layer, uint32_t n, uint32_t first)
-{
-    const uint32_t i = blockIdx.x * DROPOUT_THREADS + threadIdx.x;
-    if (i >= n)
-        return;
-    const float v = snn_dropout(noise.key, *noise.epoch, *step, layer, first + i, t[i]);
-    t[i] = v;
-    snn_twin_store(t16, i, v);
-}
-
 /* One block. Thread t takes rows t, t + blockDim, ...: softmax, loss, arg-max
  * and the gradient of each (step_common.cuh, one lane a row); the per-thread
  * sums are then added in a fixed tree order. */
@@ -213,17 +199,6 @@ extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uin
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
     gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, snn_twin_ptr(x16), y, images, labels, order,
                                                                    step, rows, mean, std, noise);
-    CUDA_CHECK_LAUNCH();
-}
-
-extern "C" void cuda_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows,
-                             int width)
-{
-    const uint32_t n = (uint32_t)rows * (uint32_t)width;
-    if (n == 0)
-        return;
-    dropout_kernel<<<(n + DROPOUT_THREADS - 1) / DROPOUT_THREADS, DROPOUT_THREADS, 0, snn_stream()>>>(
-        t, snn_twin_ptr(t16), step, noise, layer, n, (uint32_t)noise.row0 * (uint32_t)width);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -186,6 +186,11 @@ struct SnnStepDraws {
             return snn_dropout(key, epoch, step, layer, index, v);
         return v;
     }
+    /* which of n consecutive elements from index survive (snn_dropout_keeps_run) */
+    __device__ __forceinline__ uint32_t keeps_run(int layer, uint32_t index, int n) const
+    {
+        return snn_dropout_keeps_run(key, epoch, step, layer, index, n);
+    }
 };
 
 /* ---------------------------------------------------------------------------

@@ -48,6 +48,7 @@ struct epilogue {
     const float *bias; /* BIAS_RELU: [N] or NULL */
     int relu;          /* BIAS_RELU */
     const float *act;  /* MASK: [M][N], keep where > 0; NULL keeps all */
+    float scale;       /* MASK: what a kept element is multiplied by */
     float *w;          /* UPDATE: weights, row-major [M][N] */
     snn_state state;   /* UPDATE: their optimizer state, the same shape */
     snn_rate rate;     /* UPDATE: the step's factors */
@@ -181,7 +182,7 @@ static void epilogue_row(const struct gemm *g, int m, int n0, int nc, const floa
         break;
     case EPI_MASK:
         for (int j = 0; j < nc; j++)
-            e->out[row + j] = !e->act || e->act[row + j] > 0.0f ? t[j] : 0.0f;
+            e->out[row + j] = !e->act || e->act[row + j] > 0.0f ? t[j] * e->scale : 0.0f;
         break;
     case EPI_UPDATE:
         for (int j = 0; j < nc; j++)
@@ -241,7 +242,8 @@ static void gemm_run(const struct gemm *g)
 }
 
 void host_linear_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
-                         const snn_twin *w16, const float *b, int M, int N, int K, int relu)
+                         const snn_twin *w16, const float *b, int M, int N, int K, int relu,
+                         const snn_drop *drop)
 {
     (void)y16, (void)x16, (void)w16;
     struct gemm g = {
@@ -251,17 +253,19 @@ void host_linear_forward(float *y, snn_twin *y16, const float *x, const snn_twin
         .epi = {.kind = EPI_BIAS_RELU, .out = y, .bias = b, .relu = relu},
     };
     gemm_run(&g);
+    if (drop)
+        host_dropout(y, drop, M, N);
 }
 
 void host_linear_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
-                                const snn_twin *w16, const float *act, int M, int N, int K)
+                                const snn_twin *w16, const float *act, float scale, int M, int N, int K)
 {
     (void)dx16, (void)dy16, (void)w16;
     struct gemm g = {
         .M = M, .N = K, .K = N,
         .a = {dy, N, 1}, /* dY[m][n] */
         .b = {w, K, 1},  /* W[n][k] */
-        .epi = {.kind = EPI_MASK, .out = dx, .act = act},
+        .epi = {.kind = EPI_MASK, .out = dx, .act = act, .scale = scale},
     };
     gemm_run(&g);
 }

@@ -1,4 +1,5 @@
-/* Host elementwise kernels: batch gather, dropout, softmax + cross-entropy, step counter and schedule. */
+/* Host elementwise kernels: batch gather, dropout (host_linear_forward's), softmax + cross-entropy, step
+ * counter and schedule. */
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -38,13 +39,13 @@ void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *image
     }
 }
 
-void host_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width)
+void host_dropout(float *t, const snn_drop *drop, int rows, int width)
 {
-    (void)t16;
+    const snn_noise noise = drop->noise;
     const uint32_t n = (uint32_t)rows * (uint32_t)width, first = (uint32_t)noise.row0 * (uint32_t)width;
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
     for (uint32_t i = 0; i < n; i++)
-        t[i] = snn_dropout(noise.key, *noise.epoch, *step, layer, first + i, t[i]);
+        t[i] = snn_dropout(noise.key, *noise.epoch, *drop->step, drop->layer, first + i, t[i]);
 }
 
 /* First index of the largest logit, as torch.argmax. */

@@ -45,19 +45,19 @@ static inline float *rounded_copy(const float *src, long n)
 }
 
 static inline void rounded_forward(float *y, const float *x, const float *w, const float *b, int M, int N,
-                                   int K, int relu)
+                                   int K, int relu, const snn_drop *drop)
 {
     float *xr = rounded_copy(x, (long)M * K), *wr = rounded_copy(w, (long)N * K);
-    host_linear_forward(y, NULL, xr, NULL, wr, NULL, b, M, N, K, relu);
+    host_linear_forward(y, NULL, xr, NULL, wr, NULL, b, M, N, K, relu, drop);
     free(xr);
     free(wr);
 }
 
-static inline void rounded_backward_input(float *dx, const float *dy, const float *w, const float *act, int M,
-                                          int N, int K)
+static inline void rounded_backward_input(float *dx, const float *dy, const float *w, const float *act,
+                                          float scale, int M, int N, int K)
 {
     float *dyr = rounded_copy(dy, (long)M * N), *wr = rounded_copy(w, (long)N * K);
-    host_linear_backward_input(dx, NULL, dyr, NULL, wr, NULL, act, M, N, K);
+    host_linear_backward_input(dx, NULL, dyr, NULL, wr, NULL, act, scale, M, N, K);
     free(dyr);
     free(wr);
 }

@@ -87,9 +87,9 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
         const snn_layer *L = &gpu->layer[l];
         const float *w = old.params + (L->w - gpu->params), *b = old.params + (L->b - gpu->params);
         float *want = snn_xmalloc((size_t)B * L->out * 4, "forward");
-        rounded_forward(want, x[l], w, b, B, L->out, L->in, l + 1 < SNN_LAYERS);
-        if (SNN_DROPOUT && l + 1 < SNN_LAYERS)
-            host_dropout(want, NULL, &zero, host->noise, l, B, L->out);
+        const snn_drop dropout = {host->noise, &zero, l};
+        const int hidden = l + 1 < SNN_LAYERS;
+        rounded_forward(want, x[l], w, b, B, L->out, L->in, hidden, SNN_DROPOUT && hidden ? &dropout : NULL);
         snprintf(what, sizeof what, "layer %d forward %dx%dx%d on the GPU's inputs", l, B, L->out, L->in);
         check(what, n->act[l + 1], want, (long)B * L->out, SNN_TOL_STEP_OP);
         free(want);
@@ -109,9 +109,7 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
         const float *w = old.params + (L->w - gpu->params);
         if (l > 0) {
             float *want = snn_xmalloc((size_t)B * L->in * 4, "input gradient");
-            rounded_backward_input(want, dy[l], w, x[l], B, L->out, L->in);
-            if (SNN_DROPOUT)
-                host_dropout(want, NULL, &zero, host->noise, l - 1, B, L->in);
+            rounded_backward_input(want, dy[l], w, x[l], SNN_DROPOUT_SCALE, B, L->out, L->in);
             snprintf(what, sizeof what, "layer %d input gradient %dx%dx%d on the GPU's inputs", l, B, L->in,
                      L->out);
             check(what, n->grad[l - 1], want, (long)B * L->in, SNN_TOL_STEP_OP);

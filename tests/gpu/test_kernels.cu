@@ -223,15 +223,27 @@ typedef struct {
     int M, N, K;
 } shape;
 
-static void test_forward(shape s, int bias, int relu, int misalign)
+/* drop_layer >= 0: a training step's dropout of that hidden layer after the ReLU (layer 2: as data-parallel
+ * rank 1 of a batch of 2 x M draws its rows'), every dropped element exactly 0. */
+static void test_forward(shape s, int bias, int relu, int misalign, int drop_layer)
 {
     char name[256], why[256] = "";
     snprintf(name, sizeof name, "gemm_%s %s linear_forward M=%d N=%d K=%d%s%s%s", SNN_PRECISION_NAME, tile_fwd,
              s.M, s.N, s.K, bias ? " bias" : "", relu ? " relu" : "", misalign ? " misaligned" : "");
+    if (drop_layer >= 0)
+        snprintf(name + strlen(name), sizeof name - strlen(name), " dropout layer %d", drop_layer);
     long ny = (long)s.M * s.N;
     float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *b = random_floats(s.N, 1.0f), *ref = host_floats(ny), *y1 = host_floats(ny), *y2 = host_floats(ny);
-    host_linear_forward(ref, NULL, x, NULL, w, NULL, bias ? b : NULL, s.M, s.N, s.K, relu);
+    int32_t clock[2] = {7, 2}; /* the step, its epoch */
+    snn_drop hdrop = {snn_noise_of_seed(99, &clock[1]), &clock[0], drop_layer};
+    hdrop.noise.row0 = drop_layer == 2 ? s.M : 0;
+    int32_t *dclock = (int32_t *)snn_rt_alloc(sizeof clock);
+    snn_rt_upload(dclock, clock, sizeof clock);
+    snn_drop ddrop = hdrop;
+    ddrop.step = dclock, ddrop.noise.epoch = dclock + 1;
+    host_linear_forward(ref, NULL, x, NULL, w, NULL, bias ? b : NULL, s.M, s.N, s.K, relu,
+                        drop_layer >= 0 ? &hdrop : NULL);
 
     dbuf dx = dev_floats(x, (long)s.M * s.K, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
     dbuf db = dev_floats(b, s.N, 0), dy = dev_floats(NULL, ny, misalign);
@@ -239,28 +251,36 @@ static void test_forward(shape s, int bias, int relu, int misalign)
     path_start();
     for (int run = 0; run < 2; run++) {
         poison(dy.p, sizeof(float) * (size_t)ny);
-        cuda_linear_forward(dy.p, tw(dy), dx.p, tw(dx), dw.p, tw(dw), bias ? db.p : NULL, s.M, s.N, s.K, relu);
+        cuda_linear_forward(dy.p, tw(dy), dx.p, tw(dx), dw.p, tw(dw), bias ? db.p : NULL, s.M, s.N, s.K, relu,
+                            drop_layer >= 0 ? &ddrop : NULL);
         snn_rt_download(out[run], dy.p, sizeof(float) * (size_t)ny);
     }
     compare(why, "y", y1, ref, ny, SNN_TOL_GEMM);
+    for (long i = 0; i < ny && drop_layer >= 0 && !why[0]; i++)
+        if (!snn_dropout_keeps(hdrop.noise.key, clock[1], clock[0], drop_layer,
+                               (uint32_t)(hdrop.noise.row0 * s.N + i)) &&
+            y1[i] != 0.0f)
+            set_why(why, "y[%ld] = %g where dropout drops it", i, y1[i]);
     same_bits(why, "y", y1, y2, sizeof(float) * (size_t)ny);
     check_twin(why, "y", dy, y1);
     strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 
     dev_free(dx), dev_free(dw), dev_free(db), dev_free(dy);
+    snn_rt_free(dclock);
     free(x), free(w), free(b), free(ref), free(y1), free(y2);
 }
 
-static void test_backward_input(shape s, int mask, int misalign)
+/* scale: the kept units' of a dropout (1: none). */
+static void test_backward_input(shape s, int mask, int misalign, float scale)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "gemm_%s %s linear_backward_input M=%d N=%d K=%d%s%s", SNN_PRECISION_NAME,
-             tile_dgrad, s.M, s.N, s.K, mask ? " mask" : "", misalign ? " misaligned" : "");
+    snprintf(name, sizeof name, "gemm_%s %s linear_backward_input M=%d N=%d K=%d%s%s scale %g", SNN_PRECISION_NAME,
+             tile_dgrad, s.M, s.N, s.K, mask ? " mask" : "", misalign ? " misaligned" : "", scale);
     long nx = (long)s.M * s.K;
     float *dy = random_floats((long)s.M * s.N, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *act = random_floats(nx, 1.0f), *ref = host_floats(nx), *g1 = host_floats(nx), *g2 = host_floats(nx);
-    host_linear_backward_input(ref, NULL, dy, NULL, w, NULL, mask ? act : NULL, s.M, s.N, s.K);
+    host_linear_backward_input(ref, NULL, dy, NULL, w, NULL, mask ? act : NULL, scale, s.M, s.N, s.K);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
     dbuf dact = dev_floats(act, nx, 0), ddx = dev_floats(NULL, nx, misalign);
@@ -268,7 +288,8 @@ static void test_backward_input(shape s, int mask, int misalign)
     path_start();
     for (int run = 0; run < 2; run++) {
         poison(ddx.p, sizeof(float) * (size_t)nx);
-        cuda_linear_backward_input(ddx.p, tw(ddx), ddy.p, tw(ddy), dw.p, tw(dw), mask ? dact.p : NULL, s.M, s.N, s.K);
+        cuda_linear_backward_input(ddx.p, tw(ddx), ddy.p, tw(ddy), dw.p, tw(dw), mask ? dact.p : NULL, scale, s.M,
+                                   s.N, s.K);
         snn_rt_download(out[run], ddx.p, sizeof(float) * (size_t)nx);
     }
     compare(why, "dx", g1, ref, nx, SNN_TOL_GEMM);
@@ -394,7 +415,7 @@ static void test_weight_grad(shape s)
         for (int k = 0; k < s.K; k++)
             xt[(long)k * s.M + m] = x[(long)m * s.K + k];
     }
-    host_linear_forward(ref, NULL, dyt, NULL, xt, NULL, NULL, s.N, s.K, s.M, 0);
+    host_linear_forward(ref, NULL, dyt, NULL, xt, NULL, NULL, s.N, s.K, s.M, 0, NULL);
 
     dbuf ddy = dev_floats(dy, (long)s.M * s.N, 0), dxx = dev_floats(x, (long)s.M * s.K, 0);
     dbuf dg = dev_floats(NULL, nw + s.N, 0);
@@ -536,36 +557,6 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
     snn_rt_free(dimages), snn_rt_free(dlabels), snn_rt_free(dorder), snn_rt_free(dstep), snn_rt_free(depoch),
         snn_rt_free(dx), snn_rt_free(dy);
     free(images), free(labels), free(order), free(ref), free(x1), free(x2), free(yref), free(y1), free(y2);
-}
-
-/* Dropout of a [rows][width] tensor on the GPU: the host's mask and values, bit for bit, twice (layer 2: as
- * data-parallel rank 1 of a batch of 2 x rows draws its rows'). */
-static void test_dropout(int rows, int width, int layer)
-{
-    char name[256], why[256] = "";
-    snprintf(name, sizeof name, "dropout rows=%d width=%d layer %d", rows, width, layer);
-    const long n = (long)rows * width;
-    int32_t step = 7, epoch = 2;
-    float *t = random_floats(n, 1.0f), *ref = host_floats(n), *out[2] = {host_floats(n), host_floats(n)};
-    memcpy(ref, t, sizeof(float) * (size_t)n);
-    snn_noise hnoise = snn_noise_of_seed(99, &epoch);
-    hnoise.row0 = layer == 2 ? rows : 0; /* as data-parallel rank 1 draws its share */
-    host_dropout(ref, NULL, &step, hnoise, layer, rows, width);
-    float *dt = (float *)snn_rt_alloc(sizeof(float) * (size_t)n);
-    int32_t *dclock = (int32_t *)snn_rt_alloc(2 * sizeof(int32_t));
-    snn_rt_upload(dclock, &step, sizeof(step));
-    snn_rt_upload(dclock + 1, &epoch, sizeof(epoch));
-    snn_noise dnoise = hnoise;
-    dnoise.epoch = dclock + 1;
-    for (int run = 0; run < 2; run++) {
-        snn_rt_upload(dt, t, sizeof(float) * (size_t)n);
-        cuda_dropout(dt, NULL, dclock, dnoise, layer, rows, width);
-        snn_rt_download(out[run], dt, sizeof(float) * (size_t)n);
-        same_bits(why, "t", out[run], ref, sizeof(float) * (size_t)n);
-    }
-    report(name, why);
-    snn_rt_free(dt), snn_rt_free(dclock);
-    free(t), free(ref), free(out[0]), free(out[1]);
 }
 
 static void test_softmax_xent(int rows, int with_grad)
@@ -722,7 +713,7 @@ static void test_step_fn(void *p)
     const snn_noise none = {};
     cuda_gather_batch(c->x, NULL, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD,
                       none);
-    cuda_linear_forward(c->y, NULL, c->x, NULL, c->w, NULL, NULL, c->rows, c->N, SNN_INPUT_DIM, 1);
+    cuda_linear_forward(c->y, NULL, c->x, NULL, c->w, NULL, NULL, c->rows, c->N, SNN_INPUT_DIM, 1, NULL);
     cuda_step_advance(c->step);
 }
 
@@ -803,23 +794,29 @@ static void test_run_step(void)
 static void test_gemm_roles(const shape *shapes, int n)
 {
     for (int i = 0; i < n; i++)
-        test_forward(shapes[i], 1, 1, 0);
-    test_forward((shape){100, 129, 17}, 0, 1, 0);
-    test_forward((shape){100, 129, 17}, 1, 0, 0);
-    test_forward((shape){64, 256, 784}, 1, 1, 1);
+        test_forward(shapes[i], 1, 1, 0, -1);
+    test_forward((shape){100, 129, 17}, 0, 1, 0, -1);
+    test_forward((shape){100, 129, 17}, 1, 0, 0, -1);
+    test_forward((shape){64, 256, 784}, 1, 1, 1, -1);
+    if (SNN_DROPOUT) { /* the forward GEMM compiles its dropout where the build drops units */
+        test_forward((shape){37, 71, 50}, 1, 1, 0, 1);
+        test_forward((shape){256, 1024, 784}, 1, 1, 0, 2);
+        test_forward((shape){33, 100, 2600}, 1, 1, 1, 1);
+    }
     for (int i = 0; i < n; i++)
-        test_backward_input(shapes[i], 1, 0);
-    test_backward_input((shape){100, 129, 17}, 0, 0);
-    test_backward_input((shape){64, 10, 256}, 1, 1);
+        test_backward_input(shapes[i], 1, 0, 1.0f);
+    test_backward_input((shape){100, 129, 17}, 0, 0, 1.0f);
+    test_backward_input((shape){64, 10, 256}, 1, 1, 1.0f);
+    test_backward_input((shape){256, 10, 1024}, 1, 0, 1.25f);
     for (int i = 0; i < n; i++)
         test_backward_weight_update(shapes[i], 0);
     test_backward_weight_update((shape){64, 256, 784}, 1);
     /* a GEMM k long and M x N small, which splits k in tensor-core builds: (M, N, K) = (3, 10, 4100) and
      * (33, 100, 2600) in each role's GEMM, misaligned too */
-    test_forward((shape){3, 10, 4100}, 1, 1, 0);
-    test_forward((shape){33, 100, 2600}, 1, 1, 1);
-    test_backward_input((shape){3, 4100, 10}, 1, 0);
-    test_backward_input((shape){33, 2600, 100}, 1, 1);
+    test_forward((shape){3, 10, 4100}, 1, 1, 0, -1);
+    test_forward((shape){33, 100, 2600}, 1, 1, 1, -1);
+    test_backward_input((shape){3, 4100, 10}, 1, 0, 1.0f);
+    test_backward_input((shape){33, 2600, 100}, 1, 1, 1.25f);
     test_backward_weight_update((shape){4100, 3, 10}, 0);
     test_backward_weight_update((shape){2600, 33, 100}, 1);
     test_weight_grad(shapes[0]);
@@ -909,10 +906,6 @@ int main(int argc, char **argv)
             test_gather(300, 100, 2, 1, 1);
             test_gather(17, 1, 16, 1, 1);
             test_gather(300, 50, 1, 1, 2);
-        }
-        if (SNN_DROPOUT) {
-            test_dropout(37, 71, 1);
-            test_dropout(256, 1024, 2);
         }
         test_softmax_xent(1, 1);
         test_softmax_xent(3, 1);

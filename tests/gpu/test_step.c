@@ -54,24 +54,36 @@ static void op_verdict(const char *what, int M, int N, int K, double err)
 }
 
 static void checked_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
-                            const snn_twin *w16, const float *b, int M, int N, int K, int relu)
+                            const snn_twin *w16, const float *b, int M, int N, int K, int relu, const snn_drop *drop)
 {
     float *hx = fetch(x, (long)M * K), *hw = fetch(w, (long)N * K), *hb = fetch(b, N);
     float *want = snn_xmalloc((size_t)M * N * sizeof(float), "host result");
-    cuda_linear_forward(y, y16, x, x16, w, w16, b, M, N, K, relu);
-    rounded_forward(want, hx, hw, hb, M, N, K, relu);
-    op_verdict(relu ? "forward (bias, ReLU)" : "forward (bias)", M, N, K, worse(0, y, want, (long)M * N));
+    cuda_linear_forward(y, y16, x, x16, w, w16, b, M, N, K, relu, drop);
+    int32_t step = 0, epoch = 0; /* the dropout's, read where the GPU's are */
+    snn_drop hdrop = {.layer = 0};
+    if (drop) {
+        snn_rt_download(&step, drop->step, sizeof step);
+        snn_rt_download(&epoch, drop->noise.epoch, sizeof epoch);
+        hdrop = *drop;
+        hdrop.step = &step, hdrop.noise.epoch = &epoch;
+    }
+    rounded_forward(want, hx, hw, hb, M, N, K, relu, drop ? &hdrop : NULL);
+    op_verdict(drop ? "forward (bias, ReLU, dropout)" : relu ? "forward (bias, ReLU)" : "forward (bias)", M, N, K,
+               worse(0, y, want, (long)M * N));
     free(hx), free(hw), free(hb), free(want);
 }
 
 static void checked_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
-                                   const snn_twin *w16, const float *act, int M, int N, int K)
+                                   const snn_twin *w16, const float *act, float scale, int M, int N, int K)
 {
     float *hdy = fetch(dy, (long)M * N), *hw = fetch(w, (long)N * K), *hact = fetch(act, (long)M * K);
     float *want = snn_xmalloc((size_t)M * K * sizeof(float), "host result");
-    cuda_linear_backward_input(dx, dx16, dy, dy16, w, w16, act, M, N, K);
-    rounded_backward_input(want, hdy, hw, hact, M, N, K);
-    op_verdict(act ? "input gradient (ReLU mask)" : "input gradient", M, K, N, worse(0, dx, want, (long)M * K));
+    cuda_linear_backward_input(dx, dx16, dy, dy16, w, w16, act, scale, M, N, K);
+    rounded_backward_input(want, hdy, hw, hact, scale, M, N, K);
+    op_verdict(scale != 1.0f ? "input gradient (ReLU and dropout mask)"
+               : act         ? "input gradient (ReLU mask)"
+                             : "input gradient",
+               M, K, N, worse(0, dx, want, (long)M * K));
     free(hdy), free(hw), free(hact), free(want);
 }
 
@@ -106,7 +118,6 @@ static const snn_kernels checked_cuda_kernels = {
     .linear_backward_input = checked_backward_input,
     .linear_backward_weight_update = checked_backward_weight_update,
     .gather_batch = cuda_gather_batch,
-    .dropout = cuda_dropout,
     .softmax_xent = cuda_softmax_xent,
     .step_advance = cuda_step_advance,
     .schedule = cuda_schedule,

@@ -108,7 +108,8 @@ static void ref_forward(double *y, const float *x, const float *w, const float *
         }
 }
 
-static void ref_backward_input(double *dx, const float *dy, const float *w, const float *act, int M, int N, int K)
+static void ref_backward_input(double *dx, const float *dy, const float *w, const float *act, float scale, int M,
+                               int N, int K)
 {
     for (int m = 0; m < M; m++) {
         double *row = dx + (long)m * K;
@@ -118,8 +119,7 @@ static void ref_backward_input(double *dx, const float *dy, const float *w, cons
             for (int k = 0; k < K; k++)
                 row[k] += (double)dy[(long)m * N + n] * w[(long)n * K + k];
         for (int k = 0; k < K; k++)
-            if (act && !(act[(long)m * K + k] > 0.0f))
-                row[k] = 0.0;
+            row[k] = act && !(act[(long)m * K + k] > 0.0f) ? 0.0 : row[k] * scale;
     }
 }
 
@@ -202,22 +202,24 @@ static void check_forward(struct shape s, bool bias, bool relu)
     float *x = random_floats((long)s.M * s.K), *w = random_floats((long)s.N * s.K);
     float *b = bias ? random_floats(s.N) : NULL, *y = nan_floats((long)s.M * s.N);
     double *ref = new_doubles((long)s.M * s.N);
-    host_linear_forward(y, NULL, x, NULL, w, NULL, b, s.M, s.N, s.K, relu);
+    host_linear_forward(y, NULL, x, NULL, w, NULL, b, s.M, s.N, s.K, relu, NULL);
     ref_forward(ref, x, w, b, s.M, s.N, s.K, relu);
     compare("y", y, ref, (long)s.M * s.N, TOL_FP32, why);
     report(name, why);
     free(x), free(w), free(b), free(y), free(ref);
 }
 
-static void check_backward_input(struct shape s, bool mask)
+/* scale: the kept units' of a dropout (1: none). */
+static void check_backward_input(struct shape s, bool mask, float scale)
 {
-    char name[128], why[256] = "";
-    gemm_name(name, sizeof name, "backward_input", s, mask ? "mask" : "no mask");
+    char name[128], variant[64], why[256] = "";
+    snprintf(variant, sizeof variant, "%s, scale %g", mask ? "mask" : "no mask", scale);
+    gemm_name(name, sizeof name, "backward_input", s, variant);
     float *dy = random_floats((long)s.M * s.N), *w = random_floats((long)s.N * s.K);
     float *act = mask ? random_floats((long)s.M * s.K) : NULL, *dx = nan_floats((long)s.M * s.K);
     double *ref = new_doubles((long)s.M * s.K);
-    host_linear_backward_input(dx, NULL, dy, NULL, w, NULL, act, s.M, s.N, s.K);
-    ref_backward_input(ref, dy, w, act, s.M, s.N, s.K);
+    host_linear_backward_input(dx, NULL, dy, NULL, w, NULL, act, scale, s.M, s.N, s.K);
+    ref_backward_input(ref, dy, w, act, scale, s.M, s.N, s.K);
     compare("dx", dx, ref, (long)s.M * s.K, TOL_FP32, why);
     report(name, why);
     free(dy), free(w), free(act), free(dx), free(ref);
@@ -374,7 +376,7 @@ static void check_forward_fma_chain(struct shape s)
     gemm_name(name, sizeof name, "forward", s, "equals the in-order fmaf chain bitwise");
     float *x = random_floats((long)s.M * s.K), *w = random_floats((long)s.N * s.K);
     float *y = nan_floats((long)s.M * s.N), *chain = nan_floats((long)s.M * s.N);
-    host_linear_forward(y, NULL, x, NULL, w, NULL, NULL, s.M, s.N, s.K, 0);
+    host_linear_forward(y, NULL, x, NULL, w, NULL, NULL, s.M, s.N, s.K, 0, NULL);
     for (int m = 0; m < s.M; m++)
         for (int n = 0; n < s.N; n++) {
             float acc = 0.0f;
@@ -411,8 +413,8 @@ static void check_thread_determinism(struct shape s, int threads)
         o[2] = copy_floats(w, nw), o[3] = NULL, o[4] = copy_floats(b, s.N);
         state[run] = copy_state(sw, nw);
         snn_state sb_run = copy_state(sb, s.N);
-        host_linear_forward(o[0], NULL, x, NULL, w, NULL, b, s.M, s.N, s.K, 1);
-        host_linear_backward_input(o[1], NULL, dy, NULL, w, NULL, x, s.M, s.N, s.K);
+        host_linear_forward(o[0], NULL, x, NULL, w, NULL, b, s.M, s.N, s.K, 1, NULL);
+        host_linear_backward_input(o[1], NULL, dy, NULL, w, NULL, x, 1.0f, s.M, s.N, s.K);
         host_linear_backward_weight_update(o[2], NULL, state[run], o[4], sb_run, dy, NULL, x, NULL, s.M, s.N, s.K,
                                            &rate);
         free_state(sb_run);
@@ -449,8 +451,9 @@ static void check_gemms(void)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         check_forward(shapes[i], true, true);
         check_forward(shapes[i], false, false);
-        check_backward_input(shapes[i], true);
-        check_backward_input(shapes[i], false);
+        check_backward_input(shapes[i], true, 1.0f);
+        check_backward_input(shapes[i], false, 1.0f);
+        check_backward_input(shapes[i], true, 1.25f);
         check_weight_update(shapes[i]);
     }
     const struct shape few[] = {{7, 13, 1}, {129, 300, 13}, {257, 515, 333}};
@@ -531,14 +534,16 @@ static void check_batch_shares(int shares)
     float *x = nan_floats(n), *xs = nan_floats(n), *t = random_floats((long)rows * 5), *ts = copy_floats(t, rows * 5L);
     snn_noise whole = snn_noise_of_seed(77, &epoch);
     host_gather_batch(x, NULL, y, images, labels, order, &step, rows, 0.1f, 0.3f, whole);
-    host_dropout(t, NULL, &step, whole, 0, rows, 5);
+    const snn_drop whole_drop = {whole, &step, 0};
+    host_dropout(t, &whole_drop, rows, 5);
     for (int r = 0; r < shares; r++) {
         snn_noise mine = whole;
         mine.row0 = r * share;
         mine.batch = rows;
         host_gather_batch(xs + (long)r * share * SNN_INPUT_DIM, NULL, ys + r * share, images, labels, order, &step,
                           share, 0.1f, 0.3f, mine);
-        host_dropout(ts + r * share * 5L, NULL, &step, mine, 0, share, 5);
+        const snn_drop my_drop = {mine, &step, 0};
+        host_dropout(ts + r * share * 5L, &my_drop, share, 5);
     }
     compare_bits("x", xs, x, n, why);
     compare_bits("dropped", ts, t, rows * 5L, why);

@@ -144,7 +144,8 @@ static void check_shifted_gather(void)
 
 static void check_dropout(void)
 {
-    const char *name = "dropout: drops p of the units, scales the rest by 1 / (1 - p), a new mask each step";
+    const char *name = "dropout: drops p of the units, scales the rest by 1 / (1 - p), a new mask each step, "
+                       "runs as element by element";
     char why[256] = "";
     if (skipped(name, !SNN_DROPOUT, "CONFIG_TRAIN_DROPOUT"))
         return;
@@ -158,8 +159,9 @@ static void check_dropout(void)
         x[i] = 1.0f + (float)(rng_next() % 1000) / 1000.0f;
     memcpy(a, x, (size_t)n * sizeof(float));
     memcpy(b, x, (size_t)n * sizeof(float));
-    host_dropout(a, NULL, &step, noise, 0, ROWS, WIDTH);
-    host_dropout(b, NULL, &step, noise, 0, ROWS, WIDTH);
+    const snn_drop layer0 = {noise, &step, 0}, layer1 = {noise, &step, 1};
+    host_dropout(a, &layer0, ROWS, WIDTH);
+    host_dropout(b, &layer0, ROWS, WIDTH);
     if (memcmp(a, b, (size_t)n * sizeof(float)))
         set_why(why, "the same step's mask differs on a second call");
     long dropped = 0;
@@ -171,16 +173,29 @@ static void check_dropout(void)
         if ((a[i] == 0.0f) == snn_dropout_keeps(noise.key, epoch, step, 0, (uint32_t)i))
             set_why(why, "element %ld against snn_dropout_keeps", i);
     }
+    /* runs of 1 to 6 elements from every alignment, as a GEMM epilogue drops them: element by element's bits
+     */
+    for (uint32_t i0 = 0; i0 < 8; i0++)
+        for (int len = 1; len <= 6; len++) {
+            const uint32_t keep = snn_dropout_keeps_run(noise.key, epoch, step, 0, i0, len);
+            for (int e = 0; e < len; e++) {
+                const float run_e = snn_dropout_by(keep, e, x[i0 + e]);
+                if (run_e != a[i0 + e])
+                    set_why(why, "a run of %d from %u: element %d is %.9g, one by one %.9g", len, i0, e,
+                            run_e, a[i0 + e]);
+            }
+        }
     const double p = (double)SNN_DROPOUT_THRESHOLD / 16777216.0, sigma = sqrt(n * p * (1 - p));
     if (fabs(dropped - n * p) > 5 * sigma)
         set_why(why, "%ld of %ld dropped, expected %.0f +- %.0f", dropped, n, n * p, 5 * sigma);
     /* another step, another layer: other masks, agreeing as independent ones do */
     int32_t next = step + 1;
     memcpy(b, x, (size_t)n * sizeof(float));
-    host_dropout(b, NULL, &next, noise, 0, ROWS, WIDTH);
+    const snn_drop next_step = {noise, &next, 0};
+    host_dropout(b, &next_step, ROWS, WIDTH);
     float *c = snn_xmalloc((size_t)n * sizeof(float), "c");
     memcpy(c, x, (size_t)n * sizeof(float));
-    host_dropout(c, NULL, &step, noise, 1, ROWS, WIDTH);
+    host_dropout(c, &layer1, ROWS, WIDTH);
     long same_step = 0, same_layer = 0;
     for (long i = 0; i < n; i++) {
         same_step += (a[i] == 0.0f) == (b[i] == 0.0f);

@@ -458,7 +458,7 @@ int main(int argc, char **argv)
             if (s.wgrad) /* dY = A [K][M] (the batch by the outputs), X = B [K][N] */
                 cuda_linear_backward_weight(c_ours, NULL, a, a16, s.m, b, b16, s.k, s.m, s.n);
             else
-                cuda_linear_forward(c_ours, NULL, a, a16, b, b16, NULL, s.m, s.n, s.k, 0);
+                cuda_linear_forward(c_ours, NULL, a, a16, b, b16, NULL, s.m, s.n, s.k, 0, NULL);
         };
         cublas();
         to_float<<<(nc + 255) / 256, 256, 0, snn_stream()>>>(c_ref, c_in, nc);
@@ -483,7 +483,8 @@ int main(int argc, char **argv)
                 ha = transposed(ha, s.k, s.m);
                 hb = transposed(hb, s.k, s.n);
             }
-            host_linear_forward(ref.data(), NULL, ha.data(), NULL, hb.data(), NULL, NULL, s.m, s.n, s.k, 0);
+            host_linear_forward(ref.data(), NULL, ha.data(), NULL, hb.data(), NULL, NULL, s.m, s.n, s.k, 0,
+                                NULL);
             snprintf(vs_host[0], sizeof(vs_host[0]), "%.1e", rel_l2(got, ref));
             snprintf(vs_host[1], sizeof(vs_host[1]), "%.1e", rel_l2(theirs, ref));
         }

@@ -95,15 +95,16 @@ static std::string dims(int M, int N, int K)
 
 extern "C" {
 static void t_forward(float *y, snn_twin *y16, const float *x, const snn_twin *x16, const float *w,
-                      const snn_twin *w16, const float *b, int M, int N, int K, int relu)
+                      const snn_twin *w16, const float *b, int M, int N, int K, int relu, const snn_drop *drop)
 {
-    timed("linear_forward" + dims(M, N, K), [&] { cuda_linear_forward(y, y16, x, x16, w, w16, b, M, N, K, relu); });
+    timed("linear_forward" + dims(M, N, K) + (drop ? " dropout" : ""),
+          [&] { cuda_linear_forward(y, y16, x, x16, w, w16, b, M, N, K, relu, drop); });
 }
 static void t_backward_input(float *dx, snn_twin *dx16, const float *dy, const snn_twin *dy16, const float *w,
-                             const snn_twin *w16, const float *act, int M, int N, int K)
+                             const snn_twin *w16, const float *act, float scale, int M, int N, int K)
 {
     timed("linear_backward_input" + dims(M, K, N),
-          [&] { cuda_linear_backward_input(dx, dx16, dy, dy16, w, w16, act, M, N, K); });
+          [&] { cuda_linear_backward_input(dx, dx16, dy, dy16, w, w16, act, scale, M, N, K); });
 }
 static void t_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
                                      const float *dy, const snn_twin *dy16, const float *x, const snn_twin *x16,
@@ -128,10 +129,6 @@ static void t_gather(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images,
 {
     timed("gather_batch", [&] { cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std, noise); });
 }
-static void t_dropout(float *t, snn_twin *t16, const int32_t *step, snn_noise noise, int layer, int rows, int width)
-{
-    timed("dropout", [&] { cuda_dropout(t, t16, step, noise, layer, rows, width); });
-}
 static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                    const uint8_t *y, const int32_t *step, int rows)
 {
@@ -149,7 +146,6 @@ static const snn_kernels timed_kernels = {
     .linear_backward_weight = t_backward_weight,
     .apply_update = t_apply_update,
     .gather_batch = t_gather,
-    .dropout = t_dropout,
     .softmax_xent = t_xent,
     .step_advance = t_advance,
     .schedule = t_schedule,

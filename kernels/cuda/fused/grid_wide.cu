@@ -113,47 +113,6 @@ struct FusedEpiPartial {
     }
 };
 
-/* Base's epilogue (a forward layer's bias and ReLU, an input gradient's mask) followed by dropout of hidden
- * layer `layer`'s output with the draws d: a unit's activation and its gradient go through the same mask and
- * scale. Writes o[m][n] (row stride ld) itself, as Base would. */
-template <class Base> struct FusedEpiDropout {
-    Base base;
-    float *o;
-    int ld, layer;
-    SnnStepDraws d;
-    static constexpr SnnTwin *twin = nullptr;
-    typedef typename Base::In In;
-    __device__ __forceinline__ In load(int m, int n) const { return base.load(m, n); }
-    __device__ __forceinline__ float drop(int m, int n, float v) const
-    {
-        return d.drop(layer, (uint32_t)(m * ld + n), v);
-    }
-    __device__ __forceinline__ float apply(int m, int n, float v, In in) const
-    {
-        v = drop(m, n, base.out(v, in));
-        o[(size_t)m * ld + n] = v;
-        return v;
-    }
-    template <int V> using InV = typename Base::template InV<V>;
-    template <int V> __device__ __forceinline__ bool vec_aligned() const
-    {
-        return base.template vec_aligned<V>();
-    }
-    template <int V> __device__ __forceinline__ InV<V> loadv(int m, int n) const
-    {
-        return base.template loadv<V>(m, n);
-    }
-    template <int V>
-    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> in) const
-    {
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            v.f[i] = drop(m, n + i, base.out(v.f[i], in.f[i]));
-        gemm_stv(o + (size_t)m * ld + n, v);
-        return v;
-    }
-};
-
 /* epi, or epi followed by dropout of hidden layer `layer` where the build drops units and draws is given
  * (a training step): f called with the epilogue to use. */
 template <class Epi, class F>
@@ -162,7 +121,7 @@ static __device__ __forceinline__ auto fused_with_dropout(const Epi &epi, float 
 {
     if constexpr (SNN_DROPOUT) {
         if (draws)
-            return f(FusedEpiDropout<Epi>{epi, o, ld, layer, *draws});
+            return f(GemmEpiDropout<Epi, SnnStepDraws>{epi, o, ld, layer, 0, *draws, nullptr});
     }
     return f(epi);
 }
@@ -259,18 +218,16 @@ static __device__ __forceinline__ bool fused_forward_item(unsigned char *smem, c
     });
 }
 
-/* dX[rows][IN] = (dY . W) * (act > 0), then through the dropout of layer l's input: A = dY K-major, B = W
- * as [OUT][IN], MN-major. */
+/* dX[rows][IN] = (dY . W) * (act > 0), then through the dropout of layer l's input (act, dropped out, is its
+ * mask; the kept units' scale): A = dY K-major, B = W as [OUT][IN], MN-major. */
 template <int IN, int OUT>
 static __device__ __forceinline__ void fused_dgrad_item(unsigned char *smem, const snn_fused_net &net, int l,
-                                                        const SnnStepDraws *draws, int item)
+                                                        int item)
 {
-    const GemmEpiReluMask epi = {net.grad[l - 1], nullptr, net.act[l], IN};
-    fused_with_dropout(epi, net.grad[l - 1], IN, l - 1, draws, [&](const auto &e) {
-        return fused_gemm_item<GEMM_K_MAJOR, GEMM_MN_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, OUT>,
-                               FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BN, IN>>(
-            smem, net, 0, net.grad[l], OUT, net.layer[l].w, IN, SNN_BATCH, IN, OUT, item, e);
-    });
+    const GemmEpiReluMask epi = {net.grad[l - 1], nullptr, net.act[l], IN, SNN_DROPOUT_SCALE};
+    fused_gemm_item<GEMM_K_MAJOR, GEMM_MN_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, OUT>,
+                    FUSED_VEC<GEMM_MN_MAJOR, FusedTile::BN, IN>>(
+        smem, net, 0, net.grad[l], OUT, net.layer[l].w, IN, SNN_BATCH, IN, OUT, item, epi);
 }
 
 /* gW[OUT][IN] = dY^T . X -> the update at *rate: A = dY, B = X, both MN-major (k = the batch). */
@@ -483,8 +440,7 @@ static __device__ void fused_update_item(unsigned char *smem, const snn_fused_ne
 /* Backward phase B(l) of a step whose input is x0 (see the file's opening comment); split slots: 0 the
  * input gradient, 1 the upper layer's update, 2 layer 0's. */
 static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused_net &net,
-                                            const snn_rate *rate, const SnnStepDraws *draws, int l,
-                                            const float *x0)
+                                            const snn_rate *rate, int l, const float *x0)
 {
     const int dgrad = l > 0 ? fused_items(SNN_BATCH, SNN_DIM(l), SNN_DIM(l + 1)) : 0;
     const int upper = l + 1 < SNN_LAYERS ? fused_update_items(l + 1) : 0;
@@ -492,7 +448,7 @@ static __device__ void fused_backward_phase(unsigned char *smem, const snn_fused
     for (int i = blockIdx.x; i < dgrad + upper + lower; i += gridDim.x) {
         if (i < dgrad)
             fused_with_shape(l, [&](auto in, auto out) {
-                fused_dgrad_item<decltype(in)::value, decltype(out)::value>(smem, net, l, draws, i);
+                fused_dgrad_item<decltype(in)::value, decltype(out)::value>(smem, net, l, i);
             });
         else if (i < dgrad + upper)
             fused_update_item(smem, net, rate, 1, l + 1, net.act[l + 1], i - dgrad);
@@ -536,7 +492,7 @@ __global__ void __launch_bounds__(FT_THREADS, 1) fused_train_kernel(snn_fused_ne
         for (int l = SNN_LAYERS - 1; l >= 0; --l) {
             if (l == SNN_LAYERS - 1 && blockIdx.x == gridDim.x - 1)
                 fused_step_figures(part_loss, part_correct, SNN_BATCH, net.train_loss, net.train_correct, s);
-            fused_backward_phase(fused_smem, net, &rate, &draws, l, net.input[p]);
+            fused_backward_phase(fused_smem, net, &rate, l, net.input[p]);
             fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, false);
             grid.sync();
             fused_stamp(net, s, 2 * SNN_LAYERS - 1 - l, true);

@@ -152,15 +152,17 @@ struct GemmEpiBiasRelu {
     }
 };
 
-/* Input gradient: dx = v where the layer's input was positive (all if no act). */
+/* Input gradient: dx = v x scale where the layer's input was positive (all if no act); scale: the kept units'
+ * of the dropout that input went through (kernels/ops_proto.h). */
 struct GemmEpiReluMask {
     float *dx;
     SnnTwin *twin; /* of dx */
     const float *act;
     int ld;
+    float scale = 1.0f;
     typedef float In; /* the activation, 1 where there is no mask */
     __device__ __forceinline__ In load(int m, int n) const { return act ? act[(size_t)m * ld + n] : 1.0f; }
-    static __device__ __forceinline__ float out(float v, float a) { return a > 0.0f ? v : 0.0f; }
+    __device__ __forceinline__ float out(float v, float a) const { return a > 0.0f ? v * scale : 0.0f; }
     __device__ __forceinline__ float apply(int m, int n, float v, In a) const
     {
         return gemm_epi_map(*this, dx, m, n, v, a);
@@ -187,6 +189,56 @@ struct GemmEpiReluMask {
     __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> a) const
     {
         return gemm_epi_mapv<V>(*this, dx, m, n, v, a);
+    }
+};
+
+/* Which of n elements from `index` of hidden layer `layer`'s output the draws d keep (Draws::keeps_run, bit e
+ * for element index + e): one copy of the Philox rounds in a kernel, called from each of its epilogue's
+ * unrolled runs (inlined there, they grew a forward GEMM's code to three times its size). */
+template <class Draws>
+static __device__ __noinline__ uint32_t gemm_dropout_keeps(const Draws d, int layer, uint32_t index, int n)
+{
+    return d.keeps_run(layer, index, n);
+}
+
+/* Base's epilogue (a forward layer's bias and ReLU) followed by dropout of hidden layer `layer`'s output:
+ * element (m, n), index first + m x ld + n of the layer's output, kept as the draws d say (Draws: the step's
+ * draws, as values or where a replayed graph reads them; a run of V elements shares its Philox calls).
+ * Writes o (row stride ld) as Base would, and Base's twin. */
+template <class Base, class Draws> struct GemmEpiDropout {
+    Base base;
+    float *o;
+    int ld, layer;
+    uint32_t first;
+    Draws d;
+    SnnTwin *twin; /* Base's */
+    typedef typename Base::In In;
+    __device__ __forceinline__ In load(int m, int n) const { return base.load(m, n); }
+    __device__ __forceinline__ float apply(int m, int n, float v, In in) const
+    {
+        const uint32_t keep = gemm_dropout_keeps(d, layer, first + (uint32_t)(m * ld + n), 1);
+        v = snn_dropout_by(keep, 0, base.out(v, in));
+        o[(size_t)m * ld + n] = v;
+        return v;
+    }
+    template <int V> using InV = typename Base::template InV<V>;
+    template <int V> __device__ __forceinline__ bool vec_aligned() const
+    {
+        return base.template vec_aligned<V>();
+    }
+    template <int V> __device__ __forceinline__ InV<V> loadv(int m, int n) const
+    {
+        return base.template loadv<V>(m, n);
+    }
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> in) const
+    {
+        const uint32_t keep = gemm_dropout_keeps(d, layer, first + (uint32_t)(m * ld + n), V);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            v.f[i] = snn_dropout_by(keep, i, base.out(v.f[i], in.f[i]));
+        gemm_stv(o + (size_t)m * ld + n, v);
+        return v;
     }
 };
 
