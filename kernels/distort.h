@@ -136,16 +136,15 @@ SNN_HD float snn_gauss_sum(const float *w)
 
 /* One pass of the smoothing at pixel p of a field f (SNN_PIXELS floats, row-major): the sum of the pixels
  * k = -R .. R away along x (along_x) or y, in that order, each times w[k + R] = snn_gauss(k), 0 beyond the
- * image; over S. */
+ * image (the loop runs over the k inside it alone: R = 16 on a 28-pixel side leaves a third out); over S. */
 SNN_HD float snn_smooth(const float *f, int p, int along_x, const float *w, float sum)
 {
-    const int x = p % SNN_IMAGE_COLS, y = p / SNN_IMAGE_COLS;
+    const int R = SNN_ELASTIC_RADIUS, at = along_x ? p % SNN_IMAGE_COLS : p / SNN_IMAGE_COLS;
+    const int side = along_x ? SNN_IMAGE_COLS : SNN_IMAGE_ROWS, stride = along_x ? 1 : SNN_IMAGE_COLS;
+    const int lo = at < R ? -at : -R, hi = at + R >= side ? side - 1 - at : R;
     float acc = 0.0f;
-    for (int k = -SNN_ELASTIC_RADIUS; k <= SNN_ELASTIC_RADIUS; k++) {
-        const int xx = along_x ? x + k : x, yy = along_x ? y : y + k;
-        if (xx >= 0 && xx < SNN_IMAGE_COLS && yy >= 0 && yy < SNN_IMAGE_ROWS)
-            acc = fmaf(w[k + SNN_ELASTIC_RADIUS], f[yy * SNN_IMAGE_COLS + xx], acc);
-    }
+    for (int k = lo; k <= hi; k++)
+        acc = fmaf(w[k + R], f[p + k * stride], acc);
     return acc / sum;
 }
 

@@ -44,12 +44,13 @@ __global__ void __launch_bounds__(GATHER_THREADS)
     }
 }
 
-/* A training step's gather where the build distorts its images (kernels/distort.h): a block a row. The
- * row's image, translated, into shared memory, and its elastic field drawn; the field smoothed along x, then
- * along y, a pixel a thread each pass; then each pixel resampled, normalised and stored. Each value is the
- * same function of the same inputs as in snn_distort_image, the host's: the same bits. */
-constexpr int DISTORT_THREADS = 256;
-__global__ void __launch_bounds__(DISTORT_THREADS)
+/* A training step's gather where the build distorts its images (kernels/distort.h): a block a row, two pixels
+ * a thread, two blocks an SM (a batch of 256 rows in one wave on 132 SMs). The row's image, translated, into
+ * shared memory, and its elastic field drawn; the field smoothed along x, then along y; then each pixel
+ * resampled, normalised and stored. Each value is the same function of the same inputs as in
+ * snn_distort_image, the host's: the same bits. */
+constexpr int DISTORT_THREADS = (SNN_PIXELS / 2 + 31) / 32 * 32;
+__global__ void __launch_bounds__(DISTORT_THREADS, 2)
     gather_distort_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y,
                           const uint8_t *__restrict__ images, const uint8_t *__restrict__ labels,
                           const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows, float mean,
