@@ -136,7 +136,7 @@ SNN_HD float snn_gauss_sum(const float *w)
 
 /* One pass of the smoothing at pixel p of a field f (SNN_PIXELS floats, row-major): the sum of the pixels
  * k = -R .. R away along x (along_x) or y, in that order, each times w[k + R] = snn_gauss(k), 0 beyond the
- * image (the loop runs over the k inside it alone: R = 16 on a 28-pixel side leaves a third out); over S. */
+ * image (the loop runs over the k inside it alone: R = 16 on a 28-pixel side leaves 3 taps in 10 out); over S. */
 SNN_HD float snn_smooth(const float *f, int p, int along_x, const float *w, float sum)
 {
     const int R = SNN_ELASTIC_RADIUS, at = along_x ? p % SNN_IMAGE_COLS : p / SNN_IMAGE_COLS;

@@ -114,10 +114,17 @@ SNN_HD int snn_dropout_keeps(const uint32_t key[2], int32_t epoch, int32_t step,
     return snn_dropout_word_keeps(snn_dropout_draws(key, epoch, step, layer, index), index);
 }
 
-/* Element `index` of hidden layer `layer`'s output, v, through dropout: scaled where it survives, else 0. */
+/* Element e of a run through dropout by the mask snn_dropout_keeps_run (below) gave: v scaled where it
+ * survives, else 0. */
+SNN_HD float snn_dropout_by(uint32_t keep, int e, float v)
+{
+    return keep >> e & 1 ? v * SNN_DROPOUT_SCALE : 0.0f;
+}
+
+/* Element `index` of hidden layer `layer`'s output, v, through dropout. */
 SNN_HD float snn_dropout(const uint32_t key[2], int32_t epoch, int32_t step, int layer, uint32_t index, float v)
 {
-    return snn_dropout_keeps(key, epoch, step, layer, index) ? v * SNN_DROPOUT_SCALE : 0.0f;
+    return snn_dropout_by((uint32_t)snn_dropout_keeps(key, epoch, step, layer, index), 0, v);
 }
 
 /* Which of n <= 32 consecutive elements from `index` survive: bit e for element index + e, as
@@ -135,12 +142,6 @@ SNN_HD uint32_t snn_dropout_keeps_run(const uint32_t key[2], int32_t epoch, int3
         keep |= (uint32_t)snn_dropout_word_keeps(r, i) << e;
     }
     return keep;
-}
-
-/* Element e of v (value v[e]) through dropout by the mask snn_dropout_keeps_run gave: as snn_dropout. */
-SNN_HD float snn_dropout_by(uint32_t keep, int e, float v)
-{
-    return keep >> e & 1 ? v * SNN_DROPOUT_SCALE : 0.0f;
 }
 
 /* A training step's dropout of hidden layer `layer`'s output, as a forward GEMM applies it after its ReLU

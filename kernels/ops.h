@@ -25,8 +25,8 @@ typedef uint16_t snn_twin;
 /* The bias half of host_linear_backward_weight_update (kernels/ops_proto.h),
  * alone: for a reference whose bias gradient reads another dY (tests). */
 void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate);
-/* The dropout half of host_linear_forward (kernels/ops_proto.h), alone, in place on t[rows][width]: for
- * references of the fused step (tests). */
+/* The dropout half of host_linear_forward (kernels/ops_proto.h), alone, in place on t[rows][width]: for the
+ * tests of the draws. */
 void host_dropout(float *t, const snn_drop *drop, int rows, int width);
 
 #ifdef CONFIG_TARGET_CUDA

@@ -145,7 +145,7 @@ static void check_shifted_gather(void)
 static void check_dropout(void)
 {
     const char *name = "dropout: drops p of the units, scales the rest by 1 / (1 - p), a new mask each step, "
-                       "runs as element by element";
+                       "runs as one at a time";
     char why[256] = "";
     if (skipped(name, !SNN_DROPOUT, "CONFIG_TRAIN_DROPOUT"))
         return;
@@ -173,8 +173,7 @@ static void check_dropout(void)
         if ((a[i] == 0.0f) == snn_dropout_keeps(noise.key, epoch, step, 0, (uint32_t)i))
             set_why(why, "element %ld against snn_dropout_keeps", i);
     }
-    /* runs of 1 to 6 elements from every alignment, as a GEMM epilogue drops them: element by element's bits
-     */
+    /* runs of 1 to 6 from every alignment, as a GEMM epilogue drops them: the bits of one at a time */
     for (uint32_t i0 = 0; i0 < 8; i0++)
         for (int len = 1; len <= 6; len++) {
             const uint32_t keep = snn_dropout_keeps_run(noise.key, epoch, step, 0, i0, len);

@@ -115,13 +115,13 @@ struct FusedEpiPartial {
 
 /* epi, or epi followed by dropout of hidden layer `layer` where the build drops units and draws is given
  * (a training step): f called with the epilogue to use. */
-template <class Epi, class F>
-static __device__ __forceinline__ auto fused_with_dropout(const Epi &epi, float *o, int ld, int layer,
+template <class F>
+static __device__ __forceinline__ auto fused_with_dropout(const GemmEpiBiasRelu &epi, int layer,
                                                           const SnnStepDraws *draws, F &&f)
 {
     if constexpr (SNN_DROPOUT) {
         if (draws)
-            return f(GemmEpiDropout<Epi, SnnStepDraws>{epi, o, ld, layer, 0, *draws, nullptr});
+            return f(gemm_epi_dropout(epi, layer, 0, *draws));
     }
     return f(epi);
 }
@@ -211,7 +211,7 @@ static __device__ __forceinline__ bool fused_forward_item(unsigned char *smem, c
     const snn_fused_layer &L = net.layer[l];
     const bool hidden = l + 1 < SNN_LAYERS;
     const GemmEpiBiasRelu epi = {net.act[l + 1], nullptr, L.b, OUT, hidden};
-    return fused_with_dropout(epi, net.act[l + 1], OUT, l, hidden ? draws : nullptr, [&](const auto &e) {
+    return fused_with_dropout(epi, l, hidden ? draws : nullptr, [&](const auto &e) {
         return fused_gemm_item<GEMM_K_MAJOR, GEMM_K_MAJOR, FUSED_VEC<GEMM_K_MAJOR, FusedTile::BM, IN>,
                                FUSED_VEC<GEMM_K_MAJOR, FusedTile::BN, IN>>(smem, net, 0, x, IN, L.w, IN, rows,
                                                                            OUT, IN, item, e);

@@ -201,46 +201,59 @@ static __device__ __noinline__ uint32_t gemm_dropout_keeps(const Draws d, int la
     return d.keeps_run(layer, index, n);
 }
 
-/* Base's epilogue (a forward layer's bias and ReLU) followed by dropout of hidden layer `layer`'s output:
+/* A forward layer's epilogue (bias and ReLU, `base`) followed by dropout of hidden layer `layer`'s output:
  * element (m, n), index first + m x ld + n of the layer's output, kept as the draws d say (Draws: the step's
  * draws, as values or where a replayed graph reads them; a run of V elements shares its Philox calls).
- * Writes o (row stride ld) as Base would, and Base's twin. */
-template <class Base, class Draws> struct GemmEpiDropout {
-    Base base;
-    float *o;
+ * Writes base.y and its twin; ld and twin are base's, which the kernels read as the epilogue's
+ * (gemm_epi_dropout sets them). */
+template <class Draws>
+struct GemmEpiDropout {
+    GemmEpiBiasRelu base;
     int ld, layer;
     uint32_t first;
     Draws d;
-    SnnTwin *twin; /* Base's */
-    typedef typename Base::In In;
+    SnnTwin *twin;
+    typedef GemmEpiBiasRelu::In In;
+    __device__ __forceinline__ uint32_t index(int m, int n) const
+    {
+        return first + (uint32_t)m * (uint32_t)ld + (uint32_t)n;
+    }
     __device__ __forceinline__ In load(int m, int n) const { return base.load(m, n); }
     __device__ __forceinline__ float apply(int m, int n, float v, In in) const
     {
-        const uint32_t keep = gemm_dropout_keeps(d, layer, first + (uint32_t)(m * ld + n), 1);
-        v = snn_dropout_by(keep, 0, base.out(v, in));
-        o[(size_t)m * ld + n] = v;
+        v = snn_dropout_by(gemm_dropout_keeps(d, layer, index(m, n), 1), 0, base.out(v, in));
+        base.y[(size_t)m * ld + n] = v;
         return v;
     }
-    template <int V> using InV = typename Base::template InV<V>;
-    template <int V> __device__ __forceinline__ bool vec_aligned() const
+    template <int V>
+    using InV = GemmEpiBiasRelu::InV<V>;
+    template <int V>
+    __device__ __forceinline__ bool vec_aligned() const
     {
-        return base.template vec_aligned<V>();
+        return base.vec_aligned<V>();
     }
-    template <int V> __device__ __forceinline__ InV<V> loadv(int m, int n) const
+    template <int V>
+    __device__ __forceinline__ InV<V> loadv(int m, int n) const
     {
-        return base.template loadv<V>(m, n);
+        return base.loadv<V>(m, n);
     }
     template <int V>
     __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> in) const
     {
-        const uint32_t keep = gemm_dropout_keeps(d, layer, first + (uint32_t)(m * ld + n), V);
+        const uint32_t keep = gemm_dropout_keeps(d, layer, index(m, n), V);
 #pragma unroll
         for (int i = 0; i < V; i++)
             v.f[i] = snn_dropout_by(keep, i, base.out(v.f[i], in.f[i]));
-        gemm_stv(o + (size_t)m * ld + n, v);
+        gemm_stv(base.y + (size_t)m * ld + n, v);
         return v;
     }
 };
+template <class Draws>
+static __host__ __device__ GemmEpiDropout<Draws> gemm_epi_dropout(const GemmEpiBiasRelu &base, int layer,
+                                                                  uint32_t first, const Draws &d)
+{
+    return {base, base.ld, layer, first, d, base.twin};
+}
 
 /* Weight gradient g = gW[m][n] -> the optimizer's update of w[m][n] (kernels/optim.h), its state in
  * state.m[0 .. SNN_OPTIM_MOMENTS - 1] at the same index, the step's factors at *rate. */

@@ -24,8 +24,8 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
         if (drop) {
             const snn_noise &n = drop->noise;
             const DropoutDrawsAt at = {{n.key[0], n.key[1]}, n.epoch, drop->step};
-            const GemmEpiDropout<GemmEpiBiasRelu, DropoutDrawsAt> dropped = {
-                epi, y, N, drop->layer, (uint32_t)n.row0 * (uint32_t)N, at, epi.twin};
+            const GemmEpiDropout<DropoutDrawsAt> dropped =
+                gemm_epi_dropout(epi, drop->layer, (uint32_t)n.row0 * (uint32_t)N, at);
             gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16),
                                                               K, M, N, K, dropped);
             return;
