@@ -477,8 +477,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             if (k < INPUTS) {
                 const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
 #pragma unroll
-                for (int q = 0; q < 4; q++)
-                    W.batch_t(p)[(k + q) * BATCH_PAD + m] = snn_twin_bits(snn_pixel_fma(four, q));
+                for (int i = 0; i < 4; i++)
+                    W.batch_t(p)[(k + i) * BATCH_PAD + m] = snn_twin_bits(snn_pixel_fma(four, i));
             }
         }
         if constexpr (SPLIT > 1) {
