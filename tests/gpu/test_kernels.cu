@@ -448,26 +448,35 @@ static void test_weight_grad(shape s)
     free(parts);
 }
 
-/* The optimizer's update from stored gradients (data parallelism's), against the host's. */
-static void test_apply_update(long n)
+/* The optimizer's update from stored gradients (data parallelism's), against the host's: from FP32 or BF16
+ * gradients, on arrays that allow 16-byte loads (four elements a thread, a tail of n % 4 one at a time) and
+ * on arrays one float past that (one at a time throughout). */
+static void test_apply_update(long n, int misalign, int from_bf16)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "apply_update n=%ld", n);
+    snprintf(name, sizeof name, "apply_update n=%ld%s%s", n, misalign ? " misaligned" : "",
+             from_bf16 ? " from BF16 gradients" : "");
     const snn_rate rate = snn_rate_at(3, 10, 100);
     float *p = random_floats(n, 1.0f), *g = random_floats(n, 1.0f), *hp = host_floats(n), *out = host_floats(n);
     float *s0[2] = {random_floats(n, 1.0f), random_floats(n, 1.0f)}, *hs[2] = {host_floats(n), host_floats(n)};
-    for (long i = 0; i < n; i++)
+    uint16_t *g16 = (uint16_t *)snn_xmalloc(sizeof(uint16_t) * (size_t)n, "BF16 gradients");
+    for (long i = 0; i < n; i++) {
         s0[1][i] = fabsf(s0[1][i]) * 0.01f; /* AdamW's second moment */
-    dbuf dp = dev_floats(p, n, 0), dg = dev_floats(g, n, 0), ds[2] = {dev_floats(s0[0], n, 0), dev_floats(s0[1], n, 0)};
+        g16[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g[i]));
+    }
+    dbuf dp = dev_floats(p, n, misalign), dg = dev_floats(g, n, misalign);
+    dbuf ds[2] = {dev_floats(s0[0], n, misalign), dev_floats(s0[1], n, misalign)};
+    uint16_t *dg16 = (uint16_t *)snn_rt_alloc(sizeof(uint16_t) * (size_t)(n + 1)) + misalign;
+    snn_rt_upload(dg16, g16, sizeof(uint16_t) * (size_t)n);
     snn_rate *drate = (snn_rate *)snn_rt_alloc(sizeof(snn_rate));
     snn_rt_upload(drate, &rate, sizeof(rate));
     memcpy(hp, p, sizeof(float) * (size_t)n);
     for (int k = 0; k < 2; k++)
         memcpy(hs[k], s0[k], sizeof(float) * (size_t)n);
     host_apply_update(hp, NULL, (snn_state){{SNN_OPTIM_MOMENTS > 0 ? hs[0] : NULL, SNN_OPTIM_MOMENTS > 1 ? hs[1] : NULL}},
-                      g, NULL, n, &rate);
+                      from_bf16 ? NULL : g, from_bf16 ? g16 : NULL, n, &rate);
     cuda_apply_update(dp.p, tw(dp), (snn_state){{SNN_OPTIM_MOMENTS > 0 ? ds[0].p : NULL, SNN_OPTIM_MOMENTS > 1 ? ds[1].p : NULL}},
-                      dg.p, NULL, n, drate);
+                      from_bf16 ? NULL : dg.p, from_bf16 ? dg16 : NULL, n, drate);
     snn_rt_download(out, dp.p, sizeof(float) * (size_t)n);
     compare(why, "p", out, hp, n, 1e-5);
     check_twin(why, "p", dp, out);
@@ -477,8 +486,9 @@ static void test_apply_update(long n)
     }
     report(name, why);
     dev_free(dp), dev_free(dg), dev_free(ds[0]), dev_free(ds[1]);
+    snn_rt_free(dg16 - misalign);
     snn_rt_free(drate);
-    free(p), free(g), free(hp), free(out), free(s0[0]), free(s0[1]), free(hs[0]), free(hs[1]);
+    free(p), free(g), free(g16), free(hp), free(out), free(s0[0]), free(s0[1]), free(hs[0]), free(hs[1]);
 }
 
 /* ---- elementwise kernels -------------------------------------------------------- */
@@ -823,8 +833,10 @@ static void test_gemm_roles(const shape *shapes, int n)
     test_weight_grad((shape){64, 256, 784});
     test_weight_grad((shape){3, 4100, 10});
     test_weight_grad((shape){37, 300, 129});
-    test_apply_update(1);
-    test_apply_update(100003);
+    test_apply_update(1, 0, 0);
+    test_apply_update(100003, 0, 0);
+    test_apply_update(100003, 0, 1);
+    test_apply_update(4099, 1, 1);
 
 }
 
