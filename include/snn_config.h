@@ -31,6 +31,11 @@
 #ifdef CONFIG_DP
 #define SNN_DP_BUCKET_FLOATS ((long)CONFIG_DP_BUCKET_MB << 18) /* MiB of FP32 */
 #endif
+#ifdef CONFIG_DP_COMM_SMS
+#define SNN_DP_COMM_SMS CONFIG_DP_COMM_SMS /* left to NCCL by the persistent GEMMs */
+#else
+#define SNN_DP_COMM_SMS 0
+#endif
 #ifdef CONFIG_DP_REDUCE_BF16
 #define SNN_DP_REDUCE_NAME "BF16"
 #else

@@ -45,15 +45,33 @@ static void drop(float **slot)
     }
 }
 
-/* Layer L's weight gradient and update: fused (one GEMM's epilogue), or, data parallel, the gradients
- * stored and their all-reduce started: the update waits for every layer's (update_all). */
+#ifdef CONFIG_DP
+/* The parameters [at, at + n) updated from their all-reduced gradients (their BF16 copy, where that was
+ * sent), the twins rewritten beside them (layer 0's open the parameters', as its state the state's), on the
+ * update stream once their all-reduce is done. */
+static void update_range(snn_model *m, long at, long n)
+{
+    const snn_layer *first = &m->layer[0];
+    snn_state s = first->sw;
+    for (int j = 0; j < SNN_OPTIM_MOMENTS; j++)
+        s.m[j] += at;
+    snn_dp_update_begin();
+    m->kernels->apply_update(m->params + at, first->w16 ? first->w16 + at : NULL, s,
+                             m->grads16 ? NULL : m->grads + at, m->grads16 ? m->grads16 + at : NULL, n,
+                             m->clock.rate);
+    snn_dp_update_end();
+}
+#endif
+
+/* Layer L's weight gradient and update, after its input gradient (which reads the weights before it): fused
+ * (one GEMM's epilogue), or, data parallel, in buckets, each all-reduced and then updated while the next is
+ * computed. */
 static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy, const snn_twin *dy16, int B)
 {
     const snn_kernels *k = m->kernels;
 #ifdef CONFIG_DP
     /* A bucket at a time: the output rows whose gradients fill SNN_DP_BUCKET_FLOATS (whole 64-row groups, so
-     * every range keeps TMA's alignment), each all-reduced once written; the biases (after
-     * the weights in memory) go with the last. */
+     * every range keeps TMA's alignment); the biases (after the weights in memory) go with the last. */
     const long at = (long)(L->w - m->params), in = L->in;
     float *gw = m->grads + at, *gb = gw + (long)L->out * in;
     long rows = SNN_DP_BUCKET_FLOATS / in / 64 * 64;
@@ -61,27 +79,17 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
         rows = 64;
     for (long r0 = 0; r0 < L->out; r0 += rows) {
         const int n = (int)(L->out - r0 < rows ? L->out - r0 : rows), last = r0 + n == L->out;
+        const long count = (long)n * in + (last ? L->out : 0);
         k->linear_backward_weight(gw + r0 * in, gb + r0, dy + r0, dy16 ? dy16 + r0 : NULL, L->out, m->act[l],
                                   m->act16[l], B, n, L->in);
-        snn_dp_reduce(at + r0 * in, (long)n * in + (last ? L->out : 0));
+        snn_dp_reduce(at + r0 * in, count);
+        update_range(m, at + r0 * in, count);
     }
 #else
     k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, dy, dy16, m->act[l], m->act16[l], B, L->out,
                                      L->in, m->clock.rate);
 #endif
 }
-
-#ifdef CONFIG_DP
-/* Every parameter updated from the all-reduced gradients (their BF16 copy, where that was sent), the twins
- * rewritten beside them (layer 0's open the parameters', as its state the state's). */
-static void update_all(snn_model *m)
-{
-    const snn_kernels *k = m->kernels;
-    snn_dp_join();
-    k->apply_update(m->params, m->layer[0].w16, m->layer[0].sw, m->grads16 ? NULL : m->grads, m->grads16, SNN_PARAMS,
-                    m->clock.rate);
-}
-#endif
 
 void snn_train_step(void *model)
 {
@@ -102,23 +110,19 @@ void snn_train_step(void *model)
     drop(&m->act[SNN_LAYERS]);
     for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
-        /* Data parallel, the weight gradient first: its all-reduce may run beside the input gradient. */
-        if (SNN_DP_WORLD > 1)
-            weight_step(m, L, l, m->grad[g], m->grad16[g], B);
         /* dX uses the weights before their update: it runs first. act[l] is hidden layer l - 1's output,
          * dropped out: its mask and the kept units' scale are the dropout's derivative. */
         if (l > 0)
             k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
                                      m->grad16[g], L->w, L->w16, m->act[l], SNN_DROPOUT_SCALE, B, L->out,
                                      L->in);
-        if (SNN_DP_WORLD == 1)
-            weight_step(m, L, l, m->grad[g], m->grad16[g], B);
+        weight_step(m, L, l, m->grad[g], m->grad16[g], B);
         drop(&m->grad[g]);
         if (l > 0)
             drop(&m->act[l]);
     }
 #ifdef CONFIG_DP
-    update_all(m);
+    snn_dp_join(); /* every bucket's update done before the schedule moves on */
 #endif
     k->clock_advance(m->clock);
 }

@@ -20,8 +20,9 @@ The last two columns predict data parallelism's speed-up on --gpus GPUs (default
 the step (the measured one where --ms or --log gives it, else the floor: then an upper bound) split over
 the GPUs, plus the all-reduce of its gradients (--reduce bf16 or fp32) from a measured table, without
 overlap and overlapped by the backward pass; tools/lib/allreduce.py says how. The second is the
-engine's data-parallel step as built today (CONFIG_DP: nothing overlapped, and an update pass over every
-parameter, its momentum counted; docs/PERF.md v30), what make predicts at configure time.
+engine's data-parallel step with its all-reduce and an update pass over every parameter counted whole
+(CONFIG_DP; its momentum counted; docs/PERF.md v30; off by up to 14 % since the update runs beside the weight
+gradients, v35), what make predicts at configure time.
 """
 import argparse
 import json

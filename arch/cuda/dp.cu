@@ -1,8 +1,9 @@
 /* Data parallelism's collectives over NCCL (arch/cuda/dp.h). Each bucket of gradients is all-reduced on a
- * stream of its own, forked from the engine's stream by an event when the bucket is written, so that the
- * all-reduce may run beside the rest of the backward pass (on 2 and 4 H200s it was measured not to:
- * docs/PERF.md v30); the engine's stream joins it before the update. The fork and the join are events, so a
- * captured step holds them as graph edges. Every NCCL and CUDA call is checked. */
+ * stream of its own, forked from the engine's stream by an event when the bucket is written, and updated on
+ * a third once its all-reduce is done: the engine's stream computes the next bucket's gradients meanwhile,
+ * the communication stream sends them next, and the engine's stream joins both at the end of the step
+ * (docs/PERF.md v35). The persistent GEMMs can leave NCCL SMs of its own (DP_COMM_SMS). The forks and joins
+ * are events, so a captured step holds them as graph edges. Every NCCL and CUDA call is checked. */
 #include <stdio.h> /* printf, remove */
 #include <string.h>
 
@@ -19,8 +20,8 @@
 #define NCCL_CHECK(call) nccl_check((call), #call, __FILE__, __LINE__)
 
 static ncclComm_t g_comm;
-static cudaStream_t g_comm_stream;
-static cudaEvent_t g_ready, g_done; /* the fork to the communication stream, the join */
+static cudaStream_t g_comm_stream, g_update_stream;
+static cudaEvent_t g_ready, g_reduced, g_done; /* the fork to each stream, and the join */
 static float *g_grads, *g_figures;
 #ifdef CONFIG_DP_REDUCE_BF16
 static __nv_bfloat16 *g_grads16; /* the BF16 copy sent */
@@ -55,11 +56,16 @@ void snn_dp_start(const snn_dp_place *p, const char *rendezvous)
     } else if (snn_dp_rendezvous_read(rendezvous, &id, sizeof(id), 120.0, err, sizeof(err))) {
         snn_die("%s", err);
     }
-    NCCL_CHECK(ncclCommInitRank(&g_comm, p->world, id, p->rank));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    if (SNN_DP_COMM_SMS > 0)
+        config.maxCTAs = SNN_DP_COMM_SMS; /* the SMs the persistent GEMMs leave free */
+    NCCL_CHECK(ncclCommInitRankConfig(&g_comm, p->world, id, p->rank, &config));
     if (p->rank == 0 && strcmp(p->launcher, "alone") != 0)
         remove(rendezvous); /* every rank has joined: the id is spent */
     CUDA_CHECK(cudaStreamCreateWithFlags(&g_comm_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g_update_stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreateWithFlags(&g_ready, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g_reduced, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&g_done, cudaEventDisableTiming));
 }
 
@@ -73,8 +79,10 @@ void snn_dp_stop(void)
     NCCL_CHECK(ncclCommDestroy(g_comm));
     g_comm = NULL;
     CUDA_CHECK(cudaEventDestroy(g_ready));
+    CUDA_CHECK(cudaEventDestroy(g_reduced));
     CUDA_CHECK(cudaEventDestroy(g_done));
     CUDA_CHECK(cudaStreamDestroy(g_comm_stream));
+    CUDA_CHECK(cudaStreamDestroy(g_update_stream));
 }
 
 void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures)
@@ -122,11 +130,25 @@ void snn_dp_reduce(long offset, long count)
     g_pending++;
 }
 
+void snn_dp_update_begin(void)
+{
+    CUDA_CHECK(cudaEventRecord(g_reduced, g_comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(g_update_stream, g_reduced, 0));
+    snn_stream_redirect(g_update_stream);
+}
+
+void snn_dp_update_end(void)
+{
+    snn_stream_redirect(0);
+}
+
 void snn_dp_join(void)
 {
     if (!g_pending)
         return;
     CUDA_CHECK(cudaEventRecord(g_done, g_comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(snn_stream(), g_done, 0));
+    CUDA_CHECK(cudaEventRecord(g_done, g_update_stream));
     CUDA_CHECK(cudaStreamWaitEvent(snn_stream(), g_done, 0));
     g_pending = 0;
 }

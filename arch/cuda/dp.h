@@ -1,6 +1,6 @@
 /* Data parallelism's collectives over NCCL (CONFIG_DP; arch/cuda/dp.cu): the communicator, each layer's
- * gradients all-reduced on a stream of their own as they are written, and the host's figures
- * summed over the ranks. Every rank makes the same calls in the same order. */
+ * gradients all-reduced on a stream of their own as they are written and updated on a third, and the host's
+ * figures summed over the ranks. Every rank makes the same calls in the same order. */
 #ifndef SNN_CUDA_DP_H
 #define SNN_CUDA_DP_H
 
@@ -28,7 +28,11 @@ void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures);
  * reduce it (the ranks' sum) on the communication stream, after what is enqueued so far; under
  * DP_REDUCE_BF16 its BF16 copy is made and summed in place, the FP32 gradients left as they are. */
 void snn_dp_reduce(long offset, long count);
-/* The engine's stream waits for every all-reduce enqueued since the last join. */
+/* The update of the bucket snn_dp_reduce last sent: what is launched between snn_dp_update_begin and
+ * snn_dp_update_end runs on the update stream once that all-reduce is done, beside the engine's stream. */
+void snn_dp_update_begin(void);
+void snn_dp_update_end(void);
+/* The engine's stream waits for every all-reduce and update enqueued since the last join. */
 void snn_dp_join(void);
 
 /* The host arrays' sums over the ranks (a synchronisation): the steps' losses (each rank's share of the

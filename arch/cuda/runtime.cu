@@ -1,5 +1,6 @@
 /* The CUDA runtime of the engine (arch/runtime.h): device selection and
- * checks, the one allocation, copies and launches on one stream, the
+ * checks, the one allocation, copies and launches on one stream (data
+ * parallelism's update redirected to its own, arch/cuda/dp.cu), the
  * captured step, timing marks. Every CUDA call is checked. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,19 +21,25 @@
 #define SNN_RT_GRAPHS 4
 
 static cudaStream_t g_stream;
+static cudaStream_t g_redirect; /* where launches go instead, while data parallelism's update sets it */
 static int g_device = -1;
 
 cudaStream_t snn_stream(void)
 {
-    return g_stream;
+    return g_redirect ? g_redirect : g_stream;
+}
+
+void snn_stream_redirect(cudaStream_t s)
+{
+    g_redirect = s;
 }
 
 void snn_cuda_sync_check(const char *file, int line)
 {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-    cudaError_t e = cudaStreamIsCapturing(g_stream, &st);
+    cudaError_t e = cudaStreamIsCapturing(snn_stream(), &st); /* the stream the launch went on */
     if (e == cudaSuccess && st == cudaStreamCaptureStatusNone)
-        e = cudaStreamSynchronize(g_stream);
+        e = cudaStreamSynchronize(snn_stream());
     if (e != cudaSuccess)
         snn_die_at(file, line, "kernel failed (found by the SNN_SYNC_CHECK synchronisation after its launch): %s (%s)\n  hint: %s",
                    cudaGetErrorString(e), cudaGetErrorName(e), snn_cuda_hint(e));

@@ -14,10 +14,13 @@ with the all-reduce overlapped by the backward pass (about 2/3 of a step: the in
 against the forward's one GEMM a layer), only what exceeds the backward's time shows:
 T1 / N + max(0, AR - 2/3 T1 / N).
 
-The engine's own data-parallel step (arch/cuda/dp.cu) as built today is slower than either: on 4 x H200 its
-all-reduce did not overlap the backward pass, and every rank updates every parameter in a pass of its own
-(the one-GPU step fuses the update into the weight gradient's epilogue). engine_speedup models that,
-T1 / (T1 / N + AR + the update pass), within 11 % of the measured steps (docs/PERF.md v30)."""
+The engine's own data-parallel step (arch/cuda/dp.cu) was slower than either: on 4 x H200 its all-reduce did
+not overlap the backward pass, and every rank updated every parameter in a pass of its own after the last
+all-reduce (the one-GPU step fuses the update into the weight gradient's epilogue). engine_speedup models
+that, T1 / (T1 / N + AR + the update pass), within 11 % of the measured steps (docs/PERF.md v30). Each
+bucket's update now runs beside the next bucket's gradients; the model, not refitted, still counts it whole:
+it predicts 0.84x and 0.78x where 0.98x and 0.69x were measured on 2 H200s (v35), low on a model of two
+large layers, high on one of four smaller ones."""
 
 # (bytes, us) of one BF16 all-reduce on 2 x H200
 MEASURED_2GPU = [(4096, 39.0), (1 << 20, 55.0), (16 << 20, 75.0), (64 << 20, 249.0), (256 << 20, 893.0)]
@@ -55,5 +58,5 @@ def update_us(params, reduce, moments, hbm_tbps=3.0):
 
 
 def engine_speedup(step_us, grad_bytes, gpus, update):
-    """The speed-up of the engine's data-parallel step as built: nothing overlapped."""
+    """The speed-up of the engine's data-parallel step, its all-reduce and update pass counted whole."""
     return step_us / (step_us / gpus + allreduce_us(grad_bytes, gpus) + update)

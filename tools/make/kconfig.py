@@ -258,8 +258,8 @@ def dp_prediction(kconf):
     """(speed-up, one line) of a data-parallel build (CONFIG_DP), or None. The step on one GPU as 'make tune'
     measured it where a tuned board has this model, batch and precision, else at its floor (then a lower
     bound: a slower step gains more); split over the world; then its gradients all-reduced (the measured
-    table) and the update pass, neither overlapped, as the engine's step runs today
-    (tools/lib/allreduce.py's engine_speedup)."""
+    table) and the update pass, both counted whole (tools/lib/allreduce.py's engine_speedup, not refitted
+    since the update runs beside the weight gradients: off by up to 14 % on 2 H200s, docs/PERF.md v35)."""
     if kconf.syms["DP"].str_value != "y":
         return None
     import allreduce
@@ -282,7 +282,7 @@ def dp_prediction(kconf):
     speedup = allreduce.engine_speedup(step_us, grad, world, update)
     return speedup, (f"{bound}{speedup:.2f}x on {world} GPUs ({step}, split; {grad / 1e6:.1f} MB of "
                      f"{reduce.upper()} gradients all-reduced in {allreduce.allreduce_us(grad, world):.0f} us and "
-                     f"an update pass of {update:.0f} us after it, not overlapped: tools/lib/allreduce.py)")
+                     f"an update pass of {update:.0f} us, both counted whole: tools/lib/allreduce.py)")
 
 
 def dp_warning(p, path):

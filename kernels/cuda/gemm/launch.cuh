@@ -16,6 +16,7 @@
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/gemm/tile.cuh"
 #include "snn_check.h"
+#include "snn_config.h"
 
 /* Whether an operand of layout L can be loaded 4 floats at a time: MN-major when the tile's rows come in
  * fours, K-major when BK does, unless the kernel transposes it with cp.async (which cannot transpose 16
@@ -41,6 +42,13 @@ static inline int gemm_sm_count(void)
         CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     }
     return n;
+}
+
+/* The SMs a persistent GEMM grid spans: all but those data parallelism leaves to NCCL (DP_COMM_SMS). */
+static inline int gemm_persistent_sms(void)
+{
+    const int n = gemm_sm_count() - SNN_DP_COMM_SMS;
+    return n > 0 ? n : 1;
 }
 
 /* Blocks of `threads` threads with a ring of ring_bytes that one SM holds, by threads and shared memory.

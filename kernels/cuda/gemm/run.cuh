@@ -93,7 +93,7 @@ static void gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B,
             const GemmWgmmaElem *a = gemm_wgmma_operand(A, tA, lda), *b = gemm_wgmma_operand(B, tB, ldb);
             if (a && b) {
                 typedef std::conditional_t<WGRAD, GemmWgmmaWgradTile, GemmWgmmaConfigTile> W;
-                if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_sm_count())
+                if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_persistent_sms())
                     gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallTile>(a, lda, b, ldb, M, N, K, epi);
                 else
                     gemm_wgmma_run<LA, LB, Epi, W>(a, lda, b, ldb, M, N, K, epi);

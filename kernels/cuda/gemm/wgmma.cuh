@@ -376,7 +376,7 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
         if (resident < 1)
             snn_die("wgmma GEMM block %dx%d (%d threads, %d bytes of shared memory) does not fit on this GPU",
                     Tile::BM, Tile::BN, Tile::THREADS, smem);
-        resident *= gemm_sm_count();
+        resident *= gemm_persistent_sms();
     }
     const long tiles = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
     if (tiles > 0x7fffffffL)
