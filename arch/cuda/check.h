@@ -55,7 +55,8 @@ static inline const char *snn_cuda_hint(cudaError_t e)
     }
 }
 
-/* Synchronises the stream launches go on (snn_stream()) unless it is being captured (SNN_SYNC_CHECK builds). */
+/* Synchronises the stream launches go on (snn_stream()) unless it is being captured (SNN_SYNC_CHECK
+ * builds). */
 void snn_cuda_sync_check(const char *file, int line);
 
 #ifdef __cplusplus

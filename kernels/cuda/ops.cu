@@ -167,7 +167,8 @@ __global__ void apply_update_kernel(float *__restrict__ p, SnnTwin *__restrict__
     typedef std::conditional_t<V == 4, float4, float> FloatV;
     typedef std::conditional_t<V == 4, uint2, uint16_t> HalfV;
     const snn_rate r = *rate;
-    for (long i = V * (blockIdx.x * (long)blockDim.x + threadIdx.x); i < n; i += V * (long)gridDim.x * blockDim.x) {
+    const long stride = V * (long)gridDim.x * blockDim.x;
+    for (long i = V * (blockIdx.x * (long)blockDim.x + threadIdx.x); i < n; i += stride) {
         alignas(16) float pv[V], gv[V], mv[2][V] = {};
         *reinterpret_cast<FloatV *>(pv) = *reinterpret_cast<const FloatV *>(p + i);
         if (g_bf16) {
@@ -248,12 +249,12 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 template <int V>
-static void apply_update_launch(float *p, SnnTwin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
-                                const snn_rate *rate)
+static void apply_update_launch(float *p, SnnTwin *p16, snn_state s, const float *g, const uint16_t *g_bf16,
+                                long n, const snn_rate *rate)
 {
     const long blocks = (n / V + 255) / 256;
-    apply_update_kernel<V><<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, snn_stream()>>>(p, p16, s, g, g_bf16,
-                                                                                              n, rate);
+    const unsigned grid = (unsigned)(blocks < 4096 ? blocks : 4096);
+    apply_update_kernel<V><<<grid, 256, 0, snn_stream()>>>(p, p16, s, g, g_bf16, n, rate);
     CUDA_CHECK_LAUNCH();
 }
 
