@@ -124,26 +124,38 @@ SNN_HD float snn_divf_scaled(float m, float d)
     return zero ? copysignf(0.0f, m) : tiny ? q * 0x1p-64f : q; /* 0 / d; or a subnormal m flushed (host) */
 }
 
+/* a x b + c and a x b as the update computes them: on the GPU each as written, fused where an FMA is written
+ * and rounded where a product is, so that every kernel computes the same bits (left to it, the compiler fused
+ * a product into a sum where it liked, which differed between kernels); on the host, as ISO C rounds them,
+ * which fuses nothing. */
+#ifdef __CUDA_ARCH__
+#define SNN_FMA(a, b, c) __fmaf_rn(a, b, c)
+#define SNN_MUL(a, b) __fmul_rn(a, b)
+#else
+#define SNN_FMA(a, b, c) ((a) * (b) + (c))
+#define SNN_MUL(a, b) ((a) * (b))
+#endif
+
 /* One parameter w with gradient g and its state s[SNN_OPTIM_MOMENTS] (read and rewritten): its new value.
  *   SGD:   v = mu v + g; d = g + mu v (Nesterov) or v; without momentum d = g;  w = keep w - lr d
  *   AdamW: m = b1 m + (1 - b1) g; q = b2 q + (1 - b2) g^2;  w = keep w - step m / (sqrt(q) rsq + eps)
- * as PyTorch's SGD (dampening 0) and AdamW compute them, weight decay decoupled in both. */
+ * as PyTorch's SGD (dampening 0) and AdamW compute them, weight decay decoupled in both. On the GPU, the
+ * fused forms its kernels had compiled to. */
 SNN_HD float snn_update(float w, float g, float *s, snn_rate r)
 {
-    if (SNN_WEIGHT_DECAY > 0.0f)
-        w *= r.keep;
 #if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
-    s[0] = SNN_ADAM_BETA1 * s[0] + SNN_ADAM_BETA1C * g;
-    s[1] = SNN_ADAM_BETA2 * s[1] + SNN_ADAM_BETA2C * g * g;
-    return w - r.step * snn_divf_scaled(s[0], snn_sqrtf_scaled(s[1]) * r.rsq + SNN_ADAM_EPS);
+    s[0] = SNN_FMA(g, SNN_ADAM_BETA1C, SNN_MUL(SNN_ADAM_BETA1, s[0]));
+    s[1] = SNN_FMA(g, SNN_MUL(SNN_ADAM_BETA2C, g), SNN_MUL(SNN_ADAM_BETA2, s[1]));
+    const float lr = r.step, d = snn_divf_scaled(s[0], SNN_FMA(snn_sqrtf_scaled(s[1]), r.rsq, SNN_ADAM_EPS));
 #elif SNN_OPTIM_MOMENTS
-    const float v = SNN_MOMENTUM * s[0] + g;
+    const float v = SNN_FMA(SNN_MOMENTUM, s[0], g);
     s[0] = v;
-    return w - r.lr * (SNN_NESTEROV ? g + SNN_MOMENTUM * v : v);
+    const float lr = r.lr, d = SNN_NESTEROV ? SNN_FMA(SNN_MOMENTUM, v, g) : v;
 #else
     (void)s;
-    return w - r.lr * g;
+    const float lr = r.lr, d = g;
 #endif
+    return SNN_WEIGHT_DECAY > 0.0f ? SNN_FMA(w, r.keep, -SNN_MUL(lr, d)) : SNN_FMA(-lr, d, w);
 }
 
 /* p[i] = snn_update(p[i], g, its state at i), the state read from st and written back: the update of
