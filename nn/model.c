@@ -57,9 +57,15 @@
 #else
 #define DP_GRADS16 0
 #endif
-#define DP_BYTES (DP_GRADS + DP_GRADS16 + 2 * (size_t)SNN_DP_FIGURES * 4)
+#define GRADS_BYTES (DP_GRADS + DP_GRADS16 + 2 * (size_t)SNN_DP_FIGURES * 4)
+#define GRADS_NAME "data-parallel gradients"
+#elif defined(CONFIG_STEP_UPDATE_PASS)
+/* A layer's weight and bias gradients, the largest layer's, between its GEMM and its update pass. */
+#define GRADS_BYTES ((size_t)SNN_LAYER_PARAMS_MAX * F)
+#define GRADS_NAME "a layer's gradients (update pass)"
 #else
-#define DP_BYTES 0
+#define GRADS_BYTES 0
+#define GRADS_NAME "gradients"
 #endif
 
 /* The optimizer state's arrays, each in the parameters' layout, 256-byte aligned as the parameters. */
@@ -87,7 +93,7 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
     [SNN_T_GEMM_WORKSPACE] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
     [SNN_T_FUSED] = {"fused step buffers", FUSED_BYTES, 0},
-    [SNN_T_DP] = {"data-parallel gradients", DP_BYTES, 0},
+    [SNN_T_GRADS] = {GRADS_NAME, GRADS_BYTES, 0},
 };
 
 void snn_model_plan(snn_plan *plan) { snn_plan_make(plan, tensor_table, SNN_T_COUNT); }
@@ -297,8 +303,11 @@ void snn_model_init(snn_model *m, const snn_plan *plan, void *arena, snn_place p
     if (!on_host)
         bind_fused(m);
 #endif
+#ifdef CONFIG_STEP_UPDATE_PASS
+    m->grads = (float *)snn_plan_at(plan, arena, SNN_T_GRADS);
+#endif
 #ifdef CONFIG_DP
-    unsigned char *dp = snn_plan_at(plan, arena, SNN_T_DP);
+    unsigned char *dp = snn_plan_at(plan, arena, SNN_T_GRADS);
     m->grads = (float *)dp;
     m->grads16 = DP_GRADS16 ? (uint16_t *)(dp + DP_GRADS) : NULL;
     if (!on_host)

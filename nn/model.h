@@ -32,8 +32,9 @@ enum snn_tensor {
     SNN_T_TWINS,         /* 16-bit twins of params, activations, act grads (CONFIG_GEMM_TWINS) */
     SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs float */
     SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
-    SNN_T_DP,            /* data parallel (CONFIG_DP): the gradients all-reduced, in the params' layout
-                          * float; their BF16 copy (DP_REDUCE_BF16); the epoch's figures summed */
+    SNN_T_GRADS,         /* gradients before their update, float: data parallel (CONFIG_DP), all of them
+                          * in the params' layout, their BF16 copy (DP_REDUCE_BF16), the epoch's figures
+                          * summed; under CONFIG_STEP_UPDATE_PASS the largest layer's */
     SNN_T_COUNT
 };
 
@@ -73,8 +74,10 @@ typedef struct {
 #ifdef CONFIG_STEP_FUSED
     snn_fused_net fused;              /* the same tensors, and the fused step's own, for its kernels */
 #endif
+#if defined(CONFIG_DP) || defined(CONFIG_STEP_UPDATE_PASS)
+    float *grads;                     /* gradients before their update: all, all-reduced (DP); or a layer's */
+#endif
 #ifdef CONFIG_DP
-    float *grads;                     /* the gradients all-reduced before the update, in the params' layout */
     uint16_t *grads16;                /* their BF16 copy, all-reduced in its place (DP_REDUCE_BF16), or NULL */
 #endif
 } snn_model;

@@ -45,26 +45,23 @@ static void drop(float **slot)
     }
 }
 
-#ifdef CONFIG_DP
-/* The parameters [at, at + n) updated from their all-reduced gradients (their BF16 copy, where that was
- * sent), the twins rewritten beside them (layer 0's open the parameters', as its state the state's), on the
- * update stream once their all-reduce is done. */
-static void update_range(snn_model *m, long at, long n)
+#if defined(CONFIG_DP) || defined(CONFIG_STEP_UPDATE_PASS)
+/* The parameters [at, at + n) updated from their gradients g (or the BF16 copy g16 that was all-reduced),
+ * the twins rewritten beside them (layer 0's open the parameters', as its state the state's). */
+static void update_range(snn_model *m, long at, long n, const float *g, const uint16_t *g16)
 {
     const snn_layer *first = &m->layer[0];
     snn_state s = first->sw;
     for (int j = 0; j < SNN_OPTIM_MOMENTS; j++)
         s.m[j] += at;
-    snn_dp_update_begin();
-    m->kernels->apply_update(m->params + at, first->w16 ? first->w16 + at : NULL, s,
-                             m->grads16 ? NULL : m->grads + at, m->grads16 ? m->grads16 + at : NULL, n,
+    m->kernels->apply_update(m->params + at, first->w16 ? first->w16 + at : NULL, s, g, g16, n,
                              m->clock.rate);
-    snn_dp_update_end();
 }
 #endif
 
 /* Layer L's weight gradient and update, after its input gradient (which reads the weights before it): fused
- * (one GEMM's epilogue), or, data parallel, in buckets, each all-reduced and then updated while the next is
+ * (one GEMM's epilogue); the gradients written, then a pass of their own (CONFIG_STEP_UPDATE_PASS); or, data
+ * parallel, in buckets, each all-reduced and then updated, on a stream of its own, while the next is
  * computed. */
 static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy, const snn_twin *dy16, int B)
 {
@@ -83,8 +80,17 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
         k->linear_backward_weight(gw + r0 * in, gb + r0, dy + r0, dy16 ? dy16 + r0 : NULL, L->out, m->act[l],
                                   m->act16[l], B, n, L->in);
         snn_dp_reduce(at + r0 * in, count);
-        update_range(m, at + r0 * in, count);
+        snn_dp_update_begin();
+        update_range(m, at + r0 * in, count, m->grads16 ? NULL : m->grads + at + r0 * in,
+                     m->grads16 ? m->grads16 + at + r0 * in : NULL);
+        snn_dp_update_end();
     }
+#elif defined(CONFIG_STEP_UPDATE_PASS)
+    /* the biases' gradients after the weights', as the parameters lie */
+    const long weights = (long)L->out * L->in;
+    k->linear_backward_weight(m->grads, m->grads + weights, dy, dy16, L->out, m->act[l], m->act16[l], B,
+                              L->out, L->in);
+    update_range(m, (long)(L->w - m->params), weights + L->out, m->grads, NULL);
 #else
     k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, dy, dy16, m->act[l], m->act16[l], B, L->out,
                                      L->in, m->clock.rate);

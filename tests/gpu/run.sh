@@ -286,6 +286,25 @@ check_other() { # BOARD
     return 0
 }
 
+# The update pass (STEP_UPDATE_PASS, on by default in h100_speedrun99) against the GEMM epilogue's update on
+# the same board: 40 steps of each, the same parameters bit for bit (kernels/optim.h pins the arithmetic).
+update_pass_bits() { # BOARD
+    local board=$1 d=$OUT/gpu-$1-epilogue a
+    build_board "$board" >/dev/null
+    [ $? -eq 0 ] || [ "$MODE" = plan ] || return
+    mkdir -p "$d"
+    { cat "$OUT/gpu-$board/def"; echo "# CONFIG_STEP_UPDATE_PASS is not set"; } >"$d/def"
+    planned "$board-epilogue" "$d" || return
+    build_variant "$board with the update in the GEMM epilogue" "$d" || return
+    a="--data $DATA --epochs 1 --max-steps 40 --seed 3"
+    rm -f "$d/pass.st" "$d/epilogue.st"
+    if grep -q '^CONFIG_STEP_UPDATE_PASS=y' "$OUT/gpu-$board/.config" &&
+        "$OUT/gpu-$board/app/mnist" $a --save "$d/pass.st" >/dev/null 2>&1 &&
+        "$d/app/mnist" $a --save "$d/epilogue.st" >/dev/null 2>&1 && cmp -s "$d/pass.st" "$d/epilogue.st"; then
+        echo "ok - $board: the update pass and the GEMM epilogue's update give the same parameters, bit for bit"
+    else echo "not ok - $board: the update pass and the GEMM epilogue's update differ (or the pass is off)"; fi
+}
+
 # The precisions the boards' defconfigs do not select: the h100 board's
 # shapes on the Ampere path (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the
 # a100 board in FP32 (the SIMT kernel; BF16 is its default) and the rtx2060
@@ -554,6 +573,7 @@ run_all() {
                 check_other "$b"
             done
         else for b in $OTHER_REPRESENTATIVES; do check_other "$b"; done; fi
+        update_pass_bits h100_speedrun99
     fi
     # The precisions the boards' defconfigs do not select: the h100 board's shapes on the Ampere path
     # (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the a100 board in FP32 (the SIMT kernel; BF16 is its

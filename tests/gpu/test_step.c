@@ -3,7 +3,8 @@
  *
  * Op by op: the schedule (nn/train.c) runs on the CUDA kernels through a
  * table that checks every GEMM op it calls (forward, input gradient, weight
- * gradient with the SGD update) against the host op on the same inputs,
+ * gradient with the update, or the weight gradient and then the update
+ * pass) against the host op on the same inputs,
  * the GPU's own, with the GEMM operands rounded as the GPU's kernels read
  * them (the 16-bit twins, or TF32 by cvt.rna): both sum the same products
  * in FP32 and differ by summation order alone. Why on the GPU's inputs:
@@ -113,10 +114,63 @@ static void checked_backward_weight_update(float *w, snn_twin *w16, snn_state sw
     free(hw), free(hb), free(hdy), free(hx);
 }
 
+/* The weight and bias gradients alone (CONFIG_STEP_UPDATE_PASS; data parallelism's buckets): the weights'
+ * against the host's GEMM on the operands as rounded, the biases' against sums of the FP32 dY. */
+static void checked_backward_weight(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy,
+                                    const float *x, const snn_twin *x16, int M, int N, int K)
+{
+    const long nw = (long)N * K;
+    float *hdy = fetch(dy, (long)M * ldy), *hx = fetch(x, (long)M * K);
+    float *dyr = rounded_copy(hdy, (long)M * ldy), *xr = rounded_copy(hx, (long)M * K);
+    float *want = snn_xmalloc((size_t)(nw + N) * sizeof(float), "host result"), *want_b = want + nw;
+    cuda_linear_backward_weight(gw, gb, dy, dy16, ldy, x, x16, M, N, K);
+    host_linear_backward_weight(want, NULL, dyr, NULL, ldy, xr, NULL, M, N, K);
+    double err = worse(0, gw, want, nw);
+    if (gb) {
+        for (int j = 0; j < N; j++) {
+            double sum = 0.0;
+            for (int m = 0; m < M; m++)
+                sum += hdy[(long)m * ldy + j];
+            want_b[j] = (float)sum;
+        }
+        err = worse(err, gb, want_b, N);
+    }
+    op_verdict("weight gradient", N, K, M, err);
+    free(hdy), free(hx), free(dyr), free(xr), free(want);
+}
+
+/* The update pass on the GPU's gradients: the parameters and their state against the host's update. */
+static void checked_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16,
+                                 long n, const snn_rate *rate)
+{
+    float *hp = fetch(p, n), *hg = fetch(g, n);
+    uint16_t *hg16 = NULL;
+    if (g_bf16) {
+        hg16 = snn_xmalloc((size_t)n * sizeof(uint16_t), "host copy of BF16 gradients");
+        snn_rt_download(hg16, g_bf16, (size_t)n * sizeof(uint16_t));
+    }
+    snn_state hs = {{NULL, NULL}};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        hs.m[k] = fetch(s.m[k], n);
+    snn_rate hrate;
+    snn_rt_download(&hrate, rate, sizeof hrate);
+    cuda_apply_update(p, p16, s, g, g_bf16, n, rate);
+    host_apply_update(hp, NULL, hs, hg, hg16, n, &hrate);
+    double err = worse(0, p, hp, n);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        err = worse(err, s.m[k], hs.m[k], n);
+        free(hs.m[k]);
+    }
+    op_verdict("update pass", 1, (int)n, 1, err);
+    free(hp), free(hg), free(hg16);
+}
+
 static const snn_kernels checked_cuda_kernels = {
     .linear_forward = checked_forward,
     .linear_backward_input = checked_backward_input,
     .linear_backward_weight_update = checked_backward_weight_update,
+    .linear_backward_weight = checked_backward_weight,
+    .apply_update = checked_apply_update,
     .gather_batch = cuda_gather_batch,
     .softmax_xent = cuda_softmax_xent,
     .step_advance = cuda_step_advance,

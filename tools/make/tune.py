@@ -80,7 +80,8 @@ from run_logged import run_logged  # noqa: E402
 
 kconfiglib = kconfig.kconfiglib
 ROLES = ("FWD", "DGRAD", "WGRAD")
-CALL_ROLES = {"linear_forward": "FWD", "linear_backward_input": "DGRAD", "linear_backward_weight_update": "WGRAD"}
+CALL_ROLES = {"linear_forward": "FWD", "linear_backward_input": "DGRAD", "linear_backward_weight_update": "WGRAD",
+              "linear_backward_weight": "WGRAD"}
 STEP_UNIT = "us per step as ./app/mnist runs it"  # what a candidate's step time counts
 GAIN = 0.98  # a change must bring a time to at most this fraction of the baseline's
 BUILD_SHARE = 0.4  # of the budget left after the baseline: no build starts after it
@@ -103,6 +104,7 @@ KNOBS = {
     "GEMM_WGMMA_WGRAD_PINGPONG": [{"GEMM_WGMMA_WGRAD_PINGPONG": "y", "GEMM_WGMMA_EPI_STAGES": str(d)}
                                   for d in (0, 1, 2)],
     "GEMM_WGMMA_EPI_STAGES": ["1", "2"],
+    "STEP_UPDATE_PASS": ["y", "n"],  # or the update apart from the GEMM (docs/PERF.md v36)
     "GEMM_WGMMA_BLOCK": [{"GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)} for m, n in WGMMA_BLOCKS],
     "GEMM_WGMMA_PINGPONG": [{"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)}
                             for m, n in [(128, 128), (64, 256)]],
