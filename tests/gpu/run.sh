@@ -291,7 +291,9 @@ check_other() { # BOARD
 update_pass_bits() { # BOARD
     local board=$1 d=$OUT/gpu-$1-epilogue a
     build_board "$board" >/dev/null
-    [ $? -eq 0 ] || [ "$MODE" = plan ] || return
+    local rc=$?
+    [ $rc -eq 2 ] && return # another card's board: check_other says so
+    [ $rc -eq 0 ] || [ "$MODE" = plan ] || return # in the plan, its def is there
     mkdir -p "$d"
     { cat "$OUT/gpu-$board/def"; echo "# CONFIG_STEP_UPDATE_PASS is not set"; } >"$d/def"
     planned "$board-epilogue" "$d" || return

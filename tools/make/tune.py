@@ -81,7 +81,7 @@ from run_logged import run_logged  # noqa: E402
 kconfiglib = kconfig.kconfiglib
 ROLES = ("FWD", "DGRAD", "WGRAD")
 CALL_ROLES = {"linear_forward": "FWD", "linear_backward_input": "DGRAD", "linear_backward_weight_update": "WGRAD",
-              "linear_backward_weight": "WGRAD"}
+              "linear_backward_weight": "WGRAD"}  # the update pass (apply_update) is no tile's: counted in the step
 STEP_UNIT = "us per step as ./app/mnist runs it"  # what a candidate's step time counts
 GAIN = 0.98  # a change must bring a time to at most this fraction of the baseline's
 BUILD_SHARE = 0.4  # of the budget left after the baseline: no build starts after it
