@@ -140,7 +140,8 @@ SNN_HD float snn_divf_scaled(float m, float d)
  *   SGD:   v = mu v + g; d = g + mu v (Nesterov) or v; without momentum d = g;  w = keep w - lr d
  *   AdamW: m = b1 m + (1 - b1) g; q = b2 q + (1 - b2) g^2;  w = keep w - step m / (sqrt(q) rsq + eps)
  * as PyTorch's SGD (dampening 0) and AdamW compute them, weight decay decoupled in both. On the GPU, the
- * fused forms its kernels had compiled to. */
+ * fused forms the wgmma epilogue had compiled to, and with decay the grid-wide fused kernel's (docs/PERF.md
+ * v36). */
 SNN_HD float snn_update(float w, float g, float *s, snn_rate r)
 {
 #if defined(CONFIG_TRAIN_OPTIMIZER_ADAMW)
