@@ -157,48 +157,60 @@ __global__ void __launch_bounds__(XENT_THREADS)
     }
 }
 
-/* A grid-stride loop, V elements a thread at a time: V = 4 where every array allows 16-byte loads (the
- * update is bound by HBM bandwidth), else 1. The same arithmetic, element for element, either way. */
+/* Parameters i .. i + V - 1 updated: V = 4 with 16-byte accesses, 1 one at a time. The same arithmetic,
+ * element for element, either way. */
 template <int V>
-__global__ void apply_update_kernel(float *__restrict__ p, SnnTwin *__restrict__ p16, snn_state s,
-                                    const float *__restrict__ g, const uint16_t *__restrict__ g_bf16, long n,
-                                    const snn_rate *__restrict__ rate)
+static __device__ __forceinline__ void update_run(float *__restrict__ p, SnnTwin *__restrict__ p16, snn_state s,
+                                                  const float *__restrict__ g, const uint16_t *__restrict__ g_bf16,
+                                                  long i, const snn_rate &r)
 {
     typedef std::conditional_t<V == 4, float4, float> FloatV;
     typedef std::conditional_t<V == 4, uint2, uint16_t> HalfV;
+    alignas(16) float pv[V], gv[V], mv[2][V] = {};
+    *reinterpret_cast<FloatV *>(pv) = *reinterpret_cast<const FloatV *>(p + i);
+    if (g_bf16) {
+        alignas(8) uint16_t h[V];
+        *reinterpret_cast<HalfV *>(h) = *reinterpret_cast<const HalfV *>(g_bf16 + i);
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            gv[j] = __uint_as_float((uint32_t)h[j] << 16);
+    } else {
+        *reinterpret_cast<FloatV *>(gv) = *reinterpret_cast<const FloatV *>(g + i);
+    }
+#pragma unroll
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        *reinterpret_cast<FloatV *>(mv[k]) = *reinterpret_cast<const FloatV *>(s.m[k] + i);
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        float st[2] = {mv[0][j], mv[1][j]};
+        pv[j] = snn_update(pv[j], gv[j], st, r);
+        mv[0][j] = st[0];
+        mv[1][j] = st[1];
+    }
+    *reinterpret_cast<FloatV *>(p + i) = *reinterpret_cast<const FloatV *>(pv);
+#pragma unroll
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        *reinterpret_cast<FloatV *>(s.m[k] + i) = *reinterpret_cast<const FloatV *>(mv[k]);
+    if constexpr (V == 4)
+        snn_twin_storev<4>(p16, (size_t)i, pv);
+    else
+        snn_twin_store(p16, (size_t)i, pv[0]);
+}
+
+/* A grid-stride loop, V elements a thread at a time over the first `whole` (V = 4 where every array allows
+ * 16-byte accesses: the update is bound by HBM bandwidth; else 1), then the last n - whole (fewer than V)
+ * one a thread: one launch, whatever n. */
+template <int V>
+__global__ void apply_update_kernel(float *__restrict__ p, SnnTwin *__restrict__ p16, snn_state s,
+                                    const float *__restrict__ g, const uint16_t *__restrict__ g_bf16, long whole,
+                                    long n, const snn_rate *__restrict__ rate)
+{
     const snn_rate r = *rate;
     const long stride = V * (long)gridDim.x * blockDim.x;
-    for (long i = V * (blockIdx.x * (long)blockDim.x + threadIdx.x); i < n; i += stride) {
-        alignas(16) float pv[V], gv[V], mv[2][V] = {};
-        *reinterpret_cast<FloatV *>(pv) = *reinterpret_cast<const FloatV *>(p + i);
-        if (g_bf16) {
-            alignas(8) uint16_t h[V];
-            *reinterpret_cast<HalfV *>(h) = *reinterpret_cast<const HalfV *>(g_bf16 + i);
-#pragma unroll
-            for (int j = 0; j < V; j++)
-                gv[j] = __uint_as_float((uint32_t)h[j] << 16);
-        } else {
-            *reinterpret_cast<FloatV *>(gv) = *reinterpret_cast<const FloatV *>(g + i);
-        }
-#pragma unroll
-        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-            *reinterpret_cast<FloatV *>(mv[k]) = *reinterpret_cast<const FloatV *>(s.m[k] + i);
-#pragma unroll
-        for (int j = 0; j < V; j++) {
-            float st[2] = {mv[0][j], mv[1][j]};
-            pv[j] = snn_update(pv[j], gv[j], st, r);
-            mv[0][j] = st[0];
-            mv[1][j] = st[1];
-        }
-        *reinterpret_cast<FloatV *>(p + i) = *reinterpret_cast<const FloatV *>(pv);
-#pragma unroll
-        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-            *reinterpret_cast<FloatV *>(s.m[k] + i) = *reinterpret_cast<const FloatV *>(mv[k]);
-        if constexpr (V == 4)
-            snn_twin_storev<4>(p16, (size_t)i, pv);
-        else
-            snn_twin_store(p16, (size_t)i, pv[0]);
-    }
+    for (long i = V * (blockIdx.x * (long)blockDim.x + threadIdx.x); i < whole; i += stride)
+        update_run<V>(p, p16, s, g, g_bf16, i, r);
+    if (blockIdx.x == 0 && whole + threadIdx.x < n)
+        update_run<1>(p, p16, s, g, g_bf16, whole + threadIdx.x, r);
 }
 
 __global__ void step_advance_kernel(int32_t *step)
@@ -248,16 +260,6 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-template <int V>
-static void apply_update_launch(float *p, SnnTwin *p16, snn_state s, const float *g, const uint16_t *g_bf16,
-                                long n, const snn_rate *rate)
-{
-    const long blocks = (n / V + 255) / 256;
-    const unsigned grid = (unsigned)(blocks < 4096 ? blocks : 4096);
-    apply_update_kernel<V><<<grid, 256, 0, snn_stream()>>>(p, p16, s, g, g_bf16, n, rate);
-    CUDA_CHECK_LAUNCH();
-}
-
 extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
                                   const snn_rate *rate)
 {
@@ -267,16 +269,14 @@ extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const fl
     bool vec = aligned16(p) && (g_bf16 ? ((uintptr_t)g_bf16 & 7) == 0 : aligned16(g));
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
         vec = vec && aligned16(s.m[k]);
-    const long whole = vec ? n / 4 * 4 : 0; /* the elements taken four at a time */
-    if (whole)
-        apply_update_launch<4>(p, t, s, g, g_bf16, whole, rate);
-    if (whole == n)
-        return;
-    snn_state rest = s;
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        rest.m[k] += whole;
-    apply_update_launch<1>(p + whole, t ? t + whole : NULL, rest, g ? g + whole : NULL,
-                           g_bf16 ? g_bf16 + whole : NULL, n - whole, rate);
+    const int V = vec ? 4 : 1;
+    const long whole = n / V * V, blocks = (whole / V + 255) / 256; /* at least one: the tail's */
+    const unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks < 4096 ? blocks : 4096);
+    if (vec)
+        apply_update_kernel<4><<<grid, 256, 0, snn_stream()>>>(p, t, s, g, g_bf16, whole, n, rate);
+    else
+        apply_update_kernel<1><<<grid, 256, 0, snn_stream()>>>(p, t, s, g, g_bf16, whole, n, rate);
+    CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void cuda_step_advance(int32_t *step)
