@@ -448,47 +448,73 @@ static void test_weight_grad(shape s)
     free(parts);
 }
 
-/* The optimizer's update from stored gradients (data parallelism's), against the host's: from FP32 or BF16
- * gradients, on arrays that allow 16-byte loads (four elements a thread, a tail of n % 4 one at a time) and
- * on arrays one float past that (one at a time throughout). */
-static void test_apply_update(long n, int misalign, int from_bf16)
+/* cuda_apply_update on n parameters p, state s0 and gradients g (FP32) or g16 (BF16), on device copies one
+ * float past 16-byte alignment where misalign is set: the parameters into out_p, the state into out_s. */
+static void device_update(long n, int misalign, const float *p, float *const s0[2], const float *g,
+                          const uint16_t *g16, const snn_rate *drate, float *out_p, float *out_s[2],
+                          char *why)
+{
+    dbuf dp = dev_floats(p, n, misalign), dg = dev_floats(g, n, misalign);
+    dbuf ds[2] = {dev_floats(s0[0], n, misalign), dev_floats(s0[1], n, misalign)};
+    uint16_t *dg16 = NULL;
+    if (g16) {
+        dg16 = (uint16_t *)snn_rt_alloc(sizeof(uint16_t) * (size_t)(n + 1)) + misalign;
+        snn_rt_upload(dg16, g16, sizeof(uint16_t) * (size_t)n);
+    }
+    cuda_apply_update(
+        dp.p, tw(dp),
+        (snn_state){{SNN_OPTIM_MOMENTS > 0 ? ds[0].p : NULL, SNN_OPTIM_MOMENTS > 1 ? ds[1].p : NULL}},
+        g16 ? NULL : dg.p, dg16, n, drate);
+    snn_rt_download(out_p, dp.p, sizeof(float) * (size_t)n);
+    check_twin(why, "p", dp, out_p);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        snn_rt_download(out_s[k], ds[k].p, sizeof(float) * (size_t)n);
+    dev_free(dp), dev_free(dg), dev_free(ds[0]), dev_free(ds[1]);
+    if (dg16)
+        snn_rt_free(dg16 - misalign);
+}
+
+/* The optimizer's update from stored gradients (the update pass's, data parallelism's), against the host's:
+ * from FP32 or BF16 gradients, on arrays that allow 16-byte loads (four elements a thread, a tail of n % 4
+ * one a thread in the same launch) and on arrays one float past that (one at a time throughout), which must
+ * give the same bits. */
+static void test_apply_update(long n, int from_bf16)
 {
     char name[256], why[256] = "";
-    snprintf(name, sizeof name, "apply_update n=%ld%s%s", n, misalign ? " misaligned" : "",
+    snprintf(name, sizeof name, "apply_update n=%ld (tail %ld)%s, aligned and misaligned", n, n % 4,
              from_bf16 ? " from BF16 gradients" : "");
     const snn_rate rate = snn_rate_at(3, 10, 100);
-    float *p = random_floats(n, 1.0f), *g = random_floats(n, 1.0f), *hp = host_floats(n), *out = host_floats(n);
+    float *p = random_floats(n, 1.0f), *g = random_floats(n, 1.0f), *hp = host_floats(n);
     float *s0[2] = {random_floats(n, 1.0f), random_floats(n, 1.0f)}, *hs[2] = {host_floats(n), host_floats(n)};
+    float *out_p[2] = {host_floats(n), host_floats(n)};
+    float *out_s[2][2] = {{host_floats(n), host_floats(n)}, {host_floats(n), host_floats(n)}};
     uint16_t *g16 = (uint16_t *)snn_xmalloc(sizeof(uint16_t) * (size_t)n, "BF16 gradients");
     for (long i = 0; i < n; i++) {
         s0[1][i] = fabsf(s0[1][i]) * 0.01f; /* AdamW's second moment */
         g16[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g[i]));
     }
-    dbuf dp = dev_floats(p, n, misalign), dg = dev_floats(g, n, misalign);
-    dbuf ds[2] = {dev_floats(s0[0], n, misalign), dev_floats(s0[1], n, misalign)};
-    uint16_t *dg16 = (uint16_t *)snn_rt_alloc(sizeof(uint16_t) * (size_t)(n + 1)) + misalign;
-    snn_rt_upload(dg16, g16, sizeof(uint16_t) * (size_t)n);
     snn_rate *drate = (snn_rate *)snn_rt_alloc(sizeof(snn_rate));
     snn_rt_upload(drate, &rate, sizeof(rate));
     memcpy(hp, p, sizeof(float) * (size_t)n);
     for (int k = 0; k < 2; k++)
         memcpy(hs[k], s0[k], sizeof(float) * (size_t)n);
-    host_apply_update(hp, NULL, (snn_state){{SNN_OPTIM_MOMENTS > 0 ? hs[0] : NULL, SNN_OPTIM_MOMENTS > 1 ? hs[1] : NULL}},
-                      from_bf16 ? NULL : g, from_bf16 ? g16 : NULL, n, &rate);
-    cuda_apply_update(dp.p, tw(dp), (snn_state){{SNN_OPTIM_MOMENTS > 0 ? ds[0].p : NULL, SNN_OPTIM_MOMENTS > 1 ? ds[1].p : NULL}},
-                      from_bf16 ? NULL : dg.p, from_bf16 ? dg16 : NULL, n, drate);
-    snn_rt_download(out, dp.p, sizeof(float) * (size_t)n);
-    compare(why, "p", out, hp, n, 1e-5);
-    check_twin(why, "p", dp, out);
+    host_apply_update(
+        hp, NULL, (snn_state){{SNN_OPTIM_MOMENTS > 0 ? hs[0] : NULL, SNN_OPTIM_MOMENTS > 1 ? hs[1] : NULL}},
+        from_bf16 ? NULL : g, from_bf16 ? g16 : NULL, n, &rate);
+    for (int misalign = 0; misalign < 2; misalign++)
+        device_update(n, misalign, p, s0, g, from_bf16 ? g16 : NULL, drate, out_p[misalign], out_s[misalign],
+                      why);
+    compare(why, "p", out_p[0], hp, n, 1e-5);
+    same_bits(why, "p, aligned and misaligned", out_p[0], out_p[1], sizeof(float) * (size_t)n);
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
-        snn_rt_download(out, ds[k].p, sizeof(float) * (size_t)n);
-        compare(why, k ? "state 1" : "state 0", out, hs[k], n, 1e-5);
+        compare(why, k ? "state 1" : "state 0", out_s[0][k], hs[k], n, 1e-5);
+        same_bits(why, "state, aligned and misaligned", out_s[0][k], out_s[1][k], sizeof(float) * (size_t)n);
     }
     report(name, why);
-    dev_free(dp), dev_free(dg), dev_free(ds[0]), dev_free(ds[1]);
-    snn_rt_free(dg16 - misalign);
     snn_rt_free(drate);
-    free(p), free(g), free(g16), free(hp), free(out), free(s0[0]), free(s0[1]), free(hs[0]), free(hs[1]);
+    free(p), free(g), free(g16), free(hp), free(s0[0]), free(s0[1]), free(hs[0]), free(hs[1]);
+    for (int a = 0; a < 2; a++)
+        free(out_p[a]), free(out_s[a][0]), free(out_s[a][1]);
 }
 
 /* ---- elementwise kernels -------------------------------------------------------- */
@@ -833,11 +859,18 @@ static void test_gemm_roles(const shape *shapes, int n)
     test_weight_grad((shape){64, 256, 784});
     test_weight_grad((shape){3, 4100, 10});
     test_weight_grad((shape){37, 300, 129});
-    test_apply_update(1, 0, 0);
-    test_apply_update(100003, 0, 0);
-    test_apply_update(100003, 0, 1);
-    test_apply_update(4099, 1, 1);
-
+    /* tails of 0-3 after a four-wide part (10250: the 99 % boards' last layer), alone (2, 3), past the grid's
+     * 4096-block cap; from BF16 gradients with a tail */
+    test_apply_update(1, 0);
+    test_apply_update(2, 0);
+    test_apply_update(3, 0);
+    test_apply_update(4096, 0);
+    test_apply_update(4097, 0);
+    test_apply_update(10250, 0);
+    test_apply_update(100003, 0);
+    test_apply_update(4 * 256 * 4096 + 4 * 1000 + 3, 0);
+    test_apply_update(4099, 1);
+    test_apply_update(100003, 1);
 }
 
 /* ---- main ------------------------------------------------------------------------ */
