@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arch/runtime.h"
+#include "kernels/cuda/gemm_dropout.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "mm/mm.h"
 #include "snn_check.h"
@@ -91,7 +92,7 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_STEP_CORRECT] = {"step correct counts", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS_MAX) * sizeof(int32_t), 0},
     [SNN_T_CLOCK] = {"step counters, rate", CLOCK_COUNTERS * sizeof(int32_t) + sizeof(snn_rate), 0},
     [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
-    [SNN_T_GEMM_WORKSPACE] = {"split-K partial sums", SNN_SPLIT_K_FLOATS * F, 0},
+    [SNN_T_GEMM_WORKSPACE] = {"split-K sums, dropout mask", (SNN_SPLIT_K_FLOATS + SNN_DROPOUT_MASK_FLOATS) * F, 0},
     [SNN_T_FUSED] = {"fused step buffers", FUSED_BYTES, 0},
     [SNN_T_GRADS] = {GRADS_NAME, GRADS_BYTES, 0},
 };

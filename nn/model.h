@@ -30,7 +30,7 @@ enum snn_tensor {
     SNN_T_STEP_CORRECT,  /* [S] then [V] correct predictions              int32 */
     SNN_T_CLOCK,         /* the training step, the evaluation step, the epoch: int32; the step's rate */
     SNN_T_TWINS,         /* 16-bit twins of params, activations, act grads (CONFIG_GEMM_TWINS) */
-    SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs float */
+    SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs, float; dropout's mask, bits */
     SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
     SNN_T_GRADS,         /* gradients before their update, float: data parallel (CONFIG_DP), all of them
                           * in the params' layout, their BF16 copy (DP_REDUCE_BF16), the epoch's figures

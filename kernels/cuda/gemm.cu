@@ -7,17 +7,21 @@
  *   cuda_linear_backward_weight_update,
  *   cuda_linear_backward_weight                  gemm/weight.cu
  *
- * and here what the roles share at run time: the split-K workspace and the numerics' name. */
+ * and here what the roles share at run time: the workspace (split-K sums, dropout's mask) and the numerics'
+ * name. */
+#include "kernels/cuda/gemm_dropout.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/ops.h"
 
+/* The workspace (nn/model.c): the split-K partial sums, then dropout's mask. */
 extern "C" void cuda_bind_workspace(float *workspace, long floats)
 {
+    const long split_k = workspace ? (long)SNN_SPLIT_K_FLOATS : 0;
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    cuda_gemm_split_k_bind(workspace, floats);
-#else
-    (void)workspace, (void)floats;
+    cuda_gemm_split_k_bind(split_k ? workspace : NULL, split_k);
 #endif
+    cuda_gemm_dropout_bind(workspace && floats > split_k ? (uint8_t *)(workspace + split_k) : NULL,
+                           (floats - split_k) * (long)sizeof(float));
 }
 
 /* A TF32 build on wgmma truncates the operands of the forward GEMMs that gemm_run gives wgmma and rounds the

@@ -175,6 +175,16 @@ template <int G, int PER, bool HALVING = true> struct SnnRowSoftmax {
  * dropout (kernels/noise.h)
  * ------------------------------------------------------------------------- */
 
+/* Which of n consecutive elements from index survive (snn_dropout_keeps_run), for SnnStepDraws: one copy of
+ * the Philox rounds in a kernel, called from each of a GEMM epilogue's unrolled runs (inlined there, they
+ * grew a GEMM's code to three times its size); by value, so that no draws object needs an address. */
+static __device__ __noinline__ uint32_t snn_step_keeps_run(uint32_t key0, uint32_t key1, int32_t epoch,
+                                                           int32_t step, int layer, uint32_t index, int n)
+{
+    const uint32_t key[2] = {key0, key1};
+    return snn_dropout_keeps_run(key, epoch, step, layer, index, n);
+}
+
 /* A training step's draws: the run's key, the step's epoch and step. drop() is the identity in a build
  * without dropout; its condition depends on I so that such a build compiles no draw. */
 struct SnnStepDraws {
@@ -186,10 +196,11 @@ struct SnnStepDraws {
             return snn_dropout(key, epoch, step, layer, index, v);
         return v;
     }
-    /* which of n consecutive elements from index survive (snn_dropout_keeps_run) */
+    static constexpr bool READS = false; /* drawn, not read (GemmEpiDropout) */
+    /* which of n consecutive elements from index survive */
     __device__ __forceinline__ uint32_t keeps_run(int layer, uint32_t index, int n) const
     {
-        return snn_dropout_keeps_run(key, epoch, step, layer, index, n);
+        return snn_step_keeps_run(key[0], key[1], epoch, step, layer, index, n);
     }
 };
 

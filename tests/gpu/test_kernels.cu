@@ -35,6 +35,7 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm/tile.cuh"
+#include "kernels/cuda/gemm_dropout.h"
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.cuh"
@@ -905,6 +906,11 @@ int main(int argc, char **argv)
     float *ws = (float *)snn_rt_alloc(sizeof(float) * (size_t)ws_floats);
     cuda_gemm_split_k_bind(ws, ws_floats);
 #endif
+    /* dropout's mask, as the engine binds one, for 8 Mi elements (a forward GEMM of these shapes has at most
+     * about 1 Mi) */
+    const long mask_bytes = 1L << 20;
+    uint8_t *mask = (uint8_t *)snn_rt_alloc((size_t)mask_bytes);
+    cuda_gemm_dropout_bind(mask, mask_bytes);
 
     /* Shapes: every size cubed; each dimension swept with the others awkward;
      * the MLP's own (batch 64 and 1000, 784 -> 256 -> 10). */
@@ -963,6 +969,8 @@ int main(int argc, char **argv)
         test_scaled_math();
         test_run_step();
     }
+    cuda_gemm_dropout_bind(NULL, 0);
+    snn_rt_free(mask);
 #ifdef CONFIG_GEMM_TENSOR_CORES
     cuda_gemm_split_k_bind(NULL, 0);
     snn_rt_free(ws);

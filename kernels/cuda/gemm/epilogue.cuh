@@ -192,18 +192,11 @@ struct GemmEpiReluMask {
     }
 };
 
-/* Which of n elements from `index` of hidden layer `layer`'s output the draws d keep (Draws::keeps_run, bit e
- * for element index + e): one copy of the Philox rounds in a kernel, called from each of its epilogue's
- * unrolled runs (inlined there, they grew a forward GEMM's code to three times its size). */
-template <class Draws>
-static __device__ __noinline__ uint32_t gemm_dropout_keeps(const Draws d, int layer, uint32_t index, int n)
-{
-    return d.keeps_run(layer, index, n);
-}
-
 /* A forward layer's epilogue (bias and ReLU, `base`) followed by dropout of hidden layer `layer`'s output:
- * element (m, n), index first + m x ld + n of the layer's output, kept as the draws d say (Draws: the step's
- * draws, as values or where a replayed graph reads them; a run of V elements shares its Philox calls).
+ * element (m, n), index first + m x ld + n of the layer's output, kept as the draws d say (Draws::keeps_run,
+ * bit e for element index + e of a run). Draws::READS: the bits are read from memory (a mask drawn ahead),
+ * in the load phase with the bias, a batch of runs in one round trip; else they are drawn (Philox) in the
+ * store phase, where no loaded value waits in a register across the draws' call.
  * Writes base.y and its twin; ld and twin are base's, which the kernels read as the epilogue's
  * (gemm_epi_dropout sets them). */
 template <class Draws>
@@ -213,20 +206,29 @@ struct GemmEpiDropout {
     uint32_t first;
     Draws d;
     SnnTwin *twin;
-    typedef GemmEpiBiasRelu::In In;
+    struct In {
+        GemmEpiBiasRelu::In bias;
+        uint32_t keep;
+    };
     __device__ __forceinline__ uint32_t index(int m, int n) const
     {
         return first + (uint32_t)m * (uint32_t)ld + (uint32_t)n;
     }
-    __device__ __forceinline__ In load(int m, int n) const { return base.load(m, n); }
+    __device__ __forceinline__ In load(int m, int n) const
+    {
+        return {base.load(m, n), Draws::READS ? d.keeps_run(layer, index(m, n), 1) : 0u};
+    }
     __device__ __forceinline__ float apply(int m, int n, float v, In in) const
     {
-        v = snn_dropout_by(gemm_dropout_keeps(d, layer, index(m, n), 1), 0, base.out(v, in));
+        const uint32_t keep = Draws::READS ? in.keep : d.keeps_run(layer, index(m, n), 1);
+        v = snn_dropout_by(keep, 0, base.out(v, in.bias));
         base.y[(size_t)m * ld + n] = v;
         return v;
     }
-    template <int V>
-    using InV = GemmEpiBiasRelu::InV<V>;
+    template <int V> struct InV {
+        GemmEpiBiasRelu::InV<V> bias;
+        uint32_t keep;
+    };
     template <int V>
     __device__ __forceinline__ bool vec_aligned() const
     {
@@ -235,15 +237,15 @@ struct GemmEpiDropout {
     template <int V>
     __device__ __forceinline__ InV<V> loadv(int m, int n) const
     {
-        return base.loadv<V>(m, n);
+        return {base.loadv<V>(m, n), Draws::READS ? d.keeps_run(layer, index(m, n), V) : 0u};
     }
     template <int V>
     __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V> in) const
     {
-        const uint32_t keep = gemm_dropout_keeps(d, layer, index(m, n), V);
+        const uint32_t keep = Draws::READS ? in.keep : d.keeps_run(layer, index(m, n), V);
 #pragma unroll
         for (int i = 0; i < V; i++)
-            v.f[i] = snn_dropout_by(keep, i, base.out(v.f[i], in.f[i]));
+            v.f[i] = snn_dropout_by(keep, i, base.out(v.f[i], in.bias.f[i]));
         gemm_stv(base.y + (size_t)m * ld + n, v);
         return v;
     }

@@ -1,0 +1,26 @@
+/* Dropout's keep mask for the forward GEMMs (kernels/cuda/gemm/forward.cu): a training step's hidden layer
+ * draws its mask, a bit an element, in a kernel of its own over every SM, and the GEMM's epilogue reads the
+ * bits instead of drawing the Philox numbers itself on the few blocks a batch-sized GEMM has. The mask is
+ * the GEMM workspace's region after the split-K partial sums, bound once at start-up. */
+#ifndef SNN_GEMM_DROPOUT_H
+#define SNN_GEMM_DROPOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snn_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The widest hidden layer's mask at the training batch, rounded up to whole floats (the workspace's unit). */
+#define SNN_DROPOUT_MASK_FLOATS (SNN_DROPOUT ? ((size_t)SNN_BATCH * SNN_HIDDEN_MAX + 31) / 32 : (size_t)0)
+
+/* Binds bytes of device memory as the mask; NULL unbinds (a forward GEMM with dropout is refused then). */
+void cuda_gemm_dropout_bind(uint8_t *mask, long bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
