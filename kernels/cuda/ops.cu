@@ -106,22 +106,29 @@ __global__ void __launch_bounds__(DISTORT_THREADS, 2)
         y[i] = labels[r];
 }
 
-/* One block. Thread t takes rows t, t + blockDim, ...: softmax, loss, arg-max
- * and the gradient of each (step_common.cuh, one lane a row); the per-thread
- * sums are then added in a fixed tree order. */
+/* Thread t of block b takes rows b x T + t, then a grid's rows further, ...: softmax, loss, arg-max and the
+ * gradient of each (step_common.cuh, one lane a row), on as many SMs as the rows fill blocks of T threads, up
+ * to XENT_BLOCKS. Each block adds its threads' sums in a fixed tree order; the last block to finish adds the
+ * blocks' sums in block order. The same order for the same rows, whichever block ends last. */
 #define XENT_THREADS CONFIG_CUDA_XENT_THREADS
+#define XENT_BLOCKS 32
 static_assert((XENT_THREADS & (XENT_THREADS - 1)) == 0, "CONFIG_CUDA_XENT_THREADS must be a power of two");
+static __device__ double xent_block_loss[XENT_BLOCKS];
+static __device__ int xent_block_correct[XENT_BLOCKS];
+static __device__ unsigned xent_blocks_done; /* 0 between launches: the last block resets it */
+
 __global__ void __launch_bounds__(XENT_THREADS)
-    softmax_xent_kernel(float *__restrict__ dlogits, SnnTwin *__restrict__ dlogits16, float *__restrict__ loss, int32_t *__restrict__ correct,
-                        const float *__restrict__ logits, const uint8_t *__restrict__ y,
-                        const int32_t *__restrict__ step, int rows)
+    softmax_xent_kernel(float *__restrict__ dlogits, SnnTwin *__restrict__ dlogits16, float *__restrict__ loss,
+                        int32_t *__restrict__ correct, const float *__restrict__ logits,
+                        const uint8_t *__restrict__ y, const int32_t *__restrict__ step, int rows)
 {
     __shared__ double s_loss[XENT_THREADS];
     __shared__ int s_correct[XENT_THREADS];
+    __shared__ bool s_last;
     const int t = threadIdx.x, whole = rows * (dlogits ? SNN_DP_WORLD : 1); /* training: its batch share */
     double my_loss = 0.0;
     int my_correct = 0;
-    for (int r = t; r < rows; r += XENT_THREADS) {
+    for (int r = blockIdx.x * XENT_THREADS + t; r < rows; r += gridDim.x * XENT_THREADS) {
         const float *z = logits + (size_t)r * SNN_CLASSES;
         const int label = y[r];
         float row[SNN_CLASSES];
@@ -152,8 +159,23 @@ __global__ void __launch_bounds__(XENT_THREADS)
         __syncthreads();
     }
     if (t == 0) {
-        loss[*step] = (float)(s_loss[0] / whole);
-        correct[*step] = s_correct[0];
+        xent_block_loss[blockIdx.x] = s_loss[0];
+        xent_block_correct[blockIdx.x] = s_correct[0];
+        __threadfence(); /* the sums visible before the count that announces them */
+        s_last = atomicAdd(&xent_blocks_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (s_last && t == 0) {
+        __threadfence();
+        double sum = 0.0;
+        int right = 0;
+        for (unsigned b = 0; b < gridDim.x; b++) {
+            sum += *(volatile double *)&xent_block_loss[b];
+            right += *(volatile int *)&xent_block_correct[b];
+        }
+        loss[*step] = (float)(sum / whole);
+        correct[*step] = right;
+        xent_blocks_done = 0;
     }
 }
 
@@ -253,8 +275,9 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
 {
     if (rows <= 0)
         return;
-    softmax_xent_kernel<<<1, XENT_THREADS, 0, snn_stream()>>>(dlogits, snn_twin_ptr(dlogits16), loss,
-                                                               correct, logits, y, step, rows);
+    const int blocks = (rows + XENT_THREADS - 1) / XENT_THREADS;
+    softmax_xent_kernel<<<blocks < XENT_BLOCKS ? blocks : XENT_BLOCKS, XENT_THREADS, 0, snn_stream()>>>(
+        dlogits, snn_twin_ptr(dlogits16), loss, correct, logits, y, step, rows);
     CUDA_CHECK_LAUNCH();
 }
 
