@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "arch/cuda/check.h"
+#include "arch/cuda/launch.cuh"
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/cuda/twin.cuh"
@@ -31,6 +32,7 @@ __global__ void __launch_bounds__(GATHER_THREADS)
                         const uint8_t *__restrict__ labels, const int32_t *__restrict__ order,
                         const int32_t *__restrict__ step, int rows, float mean, float std, snn_noise noise)
 {
+    snn_grid_wait();
     const int j = blockIdx.x * GATHER_THREADS + threadIdx.x;
     const long base = snn_batch_first(noise, *step, rows);
     for (int i = blockIdx.y; i < rows; i += gridDim.y) {
@@ -58,6 +60,7 @@ __global__ void __launch_bounds__(DISTORT_THREADS, 2)
                           const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows, float mean,
                           float std, snn_noise noise)
 {
+    snn_grid_wait();
     constexpr int R = SNN_ELASTIC_RADIUS;
     __shared__ uint8_t img[SNN_PIXELS];
     __shared__ float field[4][SNN_ELASTIC ? SNN_PIXELS : 1]; /* u along x and y, then their first pass */
@@ -122,6 +125,7 @@ __global__ void __launch_bounds__(XENT_THREADS)
                         int32_t *__restrict__ correct, const float *__restrict__ logits,
                         const uint8_t *__restrict__ y, const int32_t *__restrict__ step, int rows)
 {
+    snn_grid_wait();
     __shared__ double s_loss[XENT_THREADS];
     __shared__ int s_correct[XENT_THREADS];
     __shared__ bool s_last;
@@ -227,6 +231,7 @@ __global__ void apply_update_kernel(float *__restrict__ p, SnnTwin *__restrict__
                                     const float *__restrict__ g, const uint16_t *__restrict__ g_bf16, long whole,
                                     long n, const snn_rate *__restrict__ rate)
 {
+    snn_grid_wait();
     const snn_rate r = *rate;
     const long stride = V * (long)gridDim.x * blockDim.x;
     for (long i = V * (blockIdx.x * (long)blockDim.x + threadIdx.x); i < whole; i += stride)
@@ -237,12 +242,14 @@ __global__ void apply_update_kernel(float *__restrict__ p, SnnTwin *__restrict__
 
 __global__ void step_advance_kernel(int32_t *step)
 {
+    snn_grid_wait();
     *step += 1;
 }
 
 /* With advance, the clock's step moves on first. */
 __global__ void schedule_kernel(snn_clock c, bool advance)
 {
+    snn_grid_wait();
     if (advance)
         *c.step += 1;
     *c.rate = snn_clock_rate(c);
@@ -259,15 +266,13 @@ extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uin
     if (rows <= 0)
         return;
     if (snn_noise_distorts(noise)) {
-        gather_distort_kernel<<<rows, DISTORT_THREADS, 0, snn_stream()>>>(x, snn_twin_ptr(x16), y, images, labels,
-                                                                         order, step, rows, mean, std, noise);
-        CUDA_CHECK_LAUNCH();
+        snn_launch(gather_distort_kernel, rows, DISTORT_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels,
+                   order, step, rows, mean, std, noise);
         return;
     }
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
-    gather_batch_kernel<<<grid, GATHER_THREADS, 0, snn_stream()>>>(x, snn_twin_ptr(x16), y, images, labels, order,
-                                                                   step, rows, mean, std, noise);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(gather_batch_kernel, grid, GATHER_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels, order,
+               step, rows, mean, std, noise);
 }
 
 extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
@@ -276,9 +281,8 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
     if (rows <= 0)
         return;
     const int blocks = (rows + XENT_THREADS - 1) / XENT_THREADS;
-    softmax_xent_kernel<<<blocks < XENT_BLOCKS ? blocks : XENT_BLOCKS, XENT_THREADS, 0, snn_stream()>>>(
-        dlogits, snn_twin_ptr(dlogits16), loss, correct, logits, y, step, rows);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(softmax_xent_kernel, blocks < XENT_BLOCKS ? blocks : XENT_BLOCKS, XENT_THREADS, 0, dlogits,
+               snn_twin_ptr(dlogits16), loss, correct, logits, y, step, rows);
 }
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
@@ -295,27 +299,12 @@ extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const fl
     const int V = vec ? 4 : 1;
     const long whole = n / V * V, blocks = (whole / V + 255) / 256; /* at least one: the tail's */
     const unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks < 4096 ? blocks : 4096);
-    if (vec)
-        apply_update_kernel<4><<<grid, 256, 0, snn_stream()>>>(p, t, s, g, g_bf16, whole, n, rate);
-    else
-        apply_update_kernel<1><<<grid, 256, 0, snn_stream()>>>(p, t, s, g, g_bf16, whole, n, rate);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(vec ? apply_update_kernel<4> : apply_update_kernel<1>, grid, 256, 0, p, t, s, g, g_bf16, whole,
+               n, rate);
 }
 
-extern "C" void cuda_step_advance(int32_t *step)
-{
-    step_advance_kernel<<<1, 1, 0, snn_stream()>>>(step);
-    CUDA_CHECK_LAUNCH();
-}
+extern "C" void cuda_step_advance(int32_t *step) { snn_launch(step_advance_kernel, 1, 1, 0, step); }
 
-extern "C" void cuda_schedule(snn_clock c)
-{
-    schedule_kernel<<<1, 1, 0, snn_stream()>>>(c, false);
-    CUDA_CHECK_LAUNCH();
-}
+extern "C" void cuda_schedule(snn_clock c) { snn_launch(schedule_kernel, 1, 1, 0, c, false); }
 
-extern "C" void cuda_clock_advance(snn_clock c)
-{
-    schedule_kernel<<<1, 1, 0, snn_stream()>>>(c, true);
-    CUDA_CHECK_LAUNCH();
-}
+extern "C" void cuda_clock_advance(snn_clock c) { snn_launch(schedule_kernel, 1, 1, 0, c, true); }

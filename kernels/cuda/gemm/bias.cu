@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "arch/cuda/check.h"
+#include "arch/cuda/launch.cuh"
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/gemm/bias.cuh"
 #include "kernels/cuda/gemm/bias.h"
@@ -20,12 +21,14 @@ static_assert(BIAS_THREADS <= 1024,
 __global__ void __launch_bounds__(BIAS_THREADS)
     bias_update_kernel(float *b, snn_state sb, const float *__restrict__ dy, int M, int N, const snn_rate *rate)
 {
+    snn_grid_wait();
     gemm_bias_update_columns<BIAS_COLS, BIAS_SLICES>(b, sb, dy, M, N, rate, blockIdx.x * BIAS_COLS, threadIdx.x,
                                                      threadIdx.y);
 }
 
 __global__ void __launch_bounds__(BIAS_THREADS) bias_grad_kernel(float *gb, const float *__restrict__ dy, int ld, int M, int N)
 {
+    snn_grid_wait();
     gemm_bias_columns<BIAS_COLS, BIAS_SLICES>(dy, ld, M, N, blockIdx.x * BIAS_COLS, threadIdx.x, threadIdx.y,
                                               [&](int n, float g) { gb[n] = g; });
 }
@@ -36,14 +39,12 @@ __global__ void __launch_bounds__(BIAS_THREADS) bias_grad_kernel(float *gb, cons
 
 extern "C" void gemm_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate)
 {
-    bias_update_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(
-        b, sb, dy, M, N, rate);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(bias_update_kernel, (N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, b, sb,
+               dy, M, N, rate);
 }
 
 extern "C" void gemm_bias_grad(float *gb, const float *dy, int ldy, int M, int N)
 {
-    bias_grad_kernel<<<(N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, snn_stream()>>>(gb, dy, ldy,
-                                                                                                        M, N);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(bias_grad_kernel, (N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, gb, dy,
+               ldy, M, N);
 }

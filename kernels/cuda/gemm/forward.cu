@@ -1,5 +1,6 @@
 /* The forward GEMM of a linear layer, y = relu?(x . W^T + b), then a training step's dropout: one translation
  * unit per role, so that a board's GEMM kernels compile side by side (make -j). */
+#include "arch/cuda/launch.cuh"
 #include "kernels/cuda/gemm/run.cuh"
 #include "kernels/cuda/gemm_dropout.h"
 #include "kernels/noise.h"
@@ -30,6 +31,7 @@ extern "C" void cuda_gemm_dropout_bind(uint8_t *mask, long bytes)
 static __global__ void dropout_mask_kernel(uint8_t *mask, long n, uint32_t first, int layer,
                                            DropoutDrawsAt at)
 {
+    snn_grid_wait();
     const long byte = blockIdx.x * (long)blockDim.x + threadIdx.x, e = 8 * byte;
     if (e < n)
         mask[byte] = (uint8_t)at.keeps_run(layer, first + (uint32_t)e, (int)(n - e < 8 ? n - e : 8));
@@ -67,11 +69,9 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
             if (bytes > dropout_mask_bytes)
                 snn_die("dropout's mask holds %ld elements; a forward GEMM of %d x %d needs more",
                         8 * dropout_mask_bytes, M, N);
-            if (bytes > 0) {
-                dropout_mask_kernel<<<(unsigned)((bytes + 255) / 256), 256, 0, snn_stream()>>>(
-                    dropout_mask, elems, first, drop->layer, at);
-                CUDA_CHECK_LAUNCH();
-            }
+            if (bytes > 0)
+                snn_launch(dropout_mask_kernel, (unsigned)((bytes + 255) / 256), 256, 0, dropout_mask, elems,
+                           first, (int)drop->layer, at);
             const GemmEpiDropout<DropoutMaskAt> dropped =
                 gemm_epi_dropout(epi, drop->layer, first, DropoutMaskAt{dropout_mask, first});
             gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16),

@@ -17,6 +17,7 @@
 
 #include <cuda_runtime.h>
 
+#include "arch/cuda/launch.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
 #include "kernels/cuda/gemm/mma_inst.cuh"
@@ -279,6 +280,7 @@ __global__ void __launch_bounds__(T::THREADS)
     gemm_mma_kernel(const G *__restrict__ A, int lda, const G *__restrict__ B, int ldb, int M, int N, int K, int per,
                     Epi epi)
 {
+    snn_grid_wait();
     extern __shared__ __align__(16) unsigned char gemm_mma_smem[];
     const int kt_begin = blockIdx.z * per, kt_end = min(kt_begin + per, (K + T::BK - 1) / T::BK);
     gemm_mma_tile<T, G, LA, LB, VA, VB, KW>(gemm_mma_smem, A, lda, B, ldb, M, N, K, blockIdx.y * T::BM,

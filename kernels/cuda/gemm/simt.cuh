@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include "arch/cuda/launch.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
 #include "kernels/cuda/gemm/pipeline.cuh"
@@ -119,6 +120,7 @@ __global__ void __launch_bounds__(T::THREADS)
     gemm_f32_kernel(const float *__restrict__ A, int lda, const float *__restrict__ B, int ldb, int M, int N, int K,
                     Epi epi)
 {
+    snn_grid_wait();
     extern __shared__ __align__(16) float gemm_smem[];
     gemm_f32_tile<T, LA, LB, VA, VB>(gemm_smem, A, lda, B, ldb, M, N, K, blockIdx.y * T::BM, blockIdx.x * T::BN, 0,
                                      (K + T::BK - 1) / T::BK, epi);
@@ -154,8 +156,7 @@ static void gemm_f32_launch(const float *A, int lda, const float *B, int ldb, in
 {
     const auto kernel = gemm_f32_instance<T, LA, LB, Epi>(A, lda, B, ldb);
     const GemmGrid g = gemm_grid<T, T::stage_bytes(LA, LB), GEMM_SMEM_STAGES>(M, N, 1, (K + T::BK - 1) / T::BK);
-    kernel<<<g.blocks, T::THREADS, g.smem, snn_stream()>>>(A, lda, B, ldb, M, N, K, epi);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, epi);
 }
 
 #endif

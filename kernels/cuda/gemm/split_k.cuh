@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "arch/cuda/check.h"
+#include "arch/cuda/launch.cuh"
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm_split_k.h"
@@ -54,6 +55,7 @@ static GemmSplit gemm_split_k_plan(int M, int N, int K, long slots)
 template <class Epi>
 __global__ void gemm_split_k_reduce(const float *__restrict__ ws, int slices, int M, int N, Epi epi)
 {
+    snn_grid_wait();
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, mn = (size_t)M * N;
     if (i >= mn)
         return;
@@ -74,8 +76,8 @@ template <class Epi>
 static void gemm_split_k_reduce_launch(int slices, int M, int N, const Epi &epi)
 {
     const size_t mn = (size_t)M * N;
-    gemm_split_k_reduce<<<(unsigned)((mn + 255) / 256), 256, 0, snn_stream()>>>(gemm_split_k.ws, slices, M, N, epi);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(gemm_split_k_reduce<Epi>, (unsigned)((mn + 255) / 256), 256, 0, (const float *)gemm_split_k.ws,
+               slices, M, N, epi);
 }
 
 #endif

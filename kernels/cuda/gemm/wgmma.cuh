@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include "arch/cuda/check.h"
+#include "arch/cuda/launch.cuh"
 #include "arch/cuda/stream.h"
 #include "arch/sm80/cp_async.cuh"
 #include "arch/sm90/tma.cuh"
@@ -255,6 +256,7 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M,
                       int N, int K, Epi epi)
 {
+    snn_grid_wait();
     static_assert(!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_MAJOR && LB == GEMM_K_MAJOR),
                   "wgmma in TF32 reads both operands K-major (gemm/wgmma_shape.cuh)");
     extern __shared__ unsigned char gemm_wgmma_smem[];
@@ -385,8 +387,7 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
         blocks = GEMM_WG_PERSISTENT ? GEMM_WG_GRID_RESIDENT : GEMM_WG_GRID_PER_TILE;
     long grid = blocks > 0 ? blocks : blocks == GEMM_WG_GRID_RESIDENT ? resident : tiles;
     grid = grid < tiles ? grid : tiles;
-    kernel<<<(unsigned)grid, Tile::THREADS, smem, snn_stream()>>>(map_a, map_b, M, N, K, epi);
-    CUDA_CHECK_LAUNCH();
+    snn_launch(kernel, (unsigned)grid, Tile::THREADS, smem, map_a, map_b, M, N, K, epi);
 }
 
 #endif
