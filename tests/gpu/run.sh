@@ -286,25 +286,26 @@ check_other() { # BOARD
     return 0
 }
 
-# The update pass (STEP_UPDATE_PASS, on by default in h100_speedrun99) against the GEMM epilogue's update on
-# the same board: 40 steps of each, the same parameters bit for bit (kernels/optim.h pins the arithmetic).
-update_pass_bits() { # BOARD
-    local board=$1 d=$OUT/gpu-$1-epilogue a
+# A symbol on by default in BOARD against the same board without it: 40 steps of each, the same parameters
+# bit for bit. The update pass (STEP_UPDATE_PASS) against the GEMM epilogue's update (kernels/optim.h pins
+# the arithmetic); programmatic dependent launch (CUDA_PDL) against launches that wait for the grid before.
+bits_without() { # BOARD SYMBOL WHAT
+    local board=$1 sym=$2 what=$3 d=$OUT/gpu-$1-no-$2 a
     build_board "$board" >/dev/null
     local rc=$?
     [ $rc -eq 2 ] && return # another card's board: check_other says so
     [ $rc -eq 0 ] || [ "$MODE" = plan ] || return # in the plan, its def is there
     mkdir -p "$d"
-    { cat "$OUT/gpu-$board/def"; echo "# CONFIG_STEP_UPDATE_PASS is not set"; } >"$d/def"
-    planned "$board-epilogue" "$d" || return
-    build_variant "$board with the update in the GEMM epilogue" "$d" || return
+    { cat "$OUT/gpu-$board/def"; echo "# CONFIG_$sym is not set"; } >"$d/def"
+    planned "$board-no-$sym" "$d" || return
+    build_variant "$board without $sym" "$d" || return
     a="--data $DATA --epochs 1 --max-steps 40 --seed 3"
-    rm -f "$d/pass.st" "$d/epilogue.st"
-    if grep -q '^CONFIG_STEP_UPDATE_PASS=y' "$OUT/gpu-$board/.config" &&
-        "$OUT/gpu-$board/app/mnist" $a --save "$d/pass.st" >/dev/null 2>&1 &&
-        "$d/app/mnist" $a --save "$d/epilogue.st" >/dev/null 2>&1 && cmp -s "$d/pass.st" "$d/epilogue.st"; then
-        echo "ok - $board: the update pass and the GEMM epilogue's update give the same parameters, bit for bit"
-    else echo "not ok - $board: the update pass and the GEMM epilogue's update differ (or the pass is off)"; fi
+    rm -f "$d/on.st" "$d/off.st"
+    if grep -q "^CONFIG_$sym=y" "$OUT/gpu-$board/.config" && ! grep -q "^CONFIG_$sym=y" "$d/.config" &&
+        "$OUT/gpu-$board/app/mnist" $a --save "$d/on.st" >/dev/null 2>&1 &&
+        "$d/app/mnist" $a --save "$d/off.st" >/dev/null 2>&1 && cmp -s "$d/on.st" "$d/off.st"; then
+        echo "ok - $board: $what, on and off, give the same parameters, bit for bit"
+    else echo "not ok - $board: $what, on and off, differ (or $sym is not on in the board)"; fi
 }
 
 # The precisions the boards' defconfigs do not select: the h100 board's
@@ -575,7 +576,8 @@ run_all() {
                 check_other "$b"
             done
         else for b in $OTHER_REPRESENTATIVES; do check_other "$b"; done; fi
-        update_pass_bits h100_speedrun99
+        bits_without h100_speedrun99 STEP_UPDATE_PASS "the update pass (against the GEMM epilogue's update)"
+        bits_without h100_speedrun99 CUDA_PDL "programmatic dependent launch"
     fi
     # The precisions the boards' defconfigs do not select: the h100 board's shapes on the Ampere path
     # (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the a100 board in FP32 (the SIMT kernel; BF16 is its
