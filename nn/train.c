@@ -5,7 +5,7 @@
  *   snn_train_step (nn/train.c)                          the schedule, through the table m->kernels
  *   cuda_linear_forward (kernels/cuda/gemm/forward.cu)   the forward role's epilogue
  *   gemm_run (kernels/cuda/gemm/run.cuh)                 which kernel, as run.cuh's tree shows
- *   gemm_mma (kernels/cuda/gemm/run.cuh)                 split-K or not; gemm_mma_kernel<<<...>>>
+ *   gemm_mma (kernels/cuda/gemm/run.cuh)                 split-K or not; SNN_LAUNCH(gemm_mma_kernel...)
  * The fused step (CONFIG_STEP_FUSED), a stretch of steps in one launch:
  *   main, then train_epoch (app/mnist.c)
  *   snn_train_fused (nn/train.c)

@@ -6,6 +6,8 @@
  *   kernel<<<grid, block, smem, snn_stream()>>>(...);
  *   CUDA_CHECK_LAUNCH();
  *
+ * (the layered step's kernels go through SNN_LAUNCH, arch/cuda/launch.cuh, which checks the same way)
+ *
  * Build with EXTRA_NVCCFLAGS=-DSNN_SYNC_CHECK to also synchronise after
  * every launch (outside a graph capture), so an asynchronous fault is
  * reported at the launch that caused it. */

@@ -1,4 +1,4 @@
-/* Every launch of the layered step's kernels, through snn_launch, on the engine's stream (snn_stream()).
+/* Every launch of the layered step's kernels, through SNN_LAUNCH, on the engine's stream (snn_stream()).
  * Under CONFIG_CUDA_PDL (sm90) each is a programmatic dependent launch: the next kernel is launched as this
  * one's last blocks exit, before the grid's completion is processed, and its blocks wait at snn_grid_wait()
  * until this one's writes are visible. So every kernel launched here starts with snn_grid_wait(), before it
@@ -16,7 +16,7 @@
 #include "arch/cuda/stream.h"
 #include "snn_config.h"
 
-/* The first statement of a kernel that snn_launch launches. */
+/* The first statement of a kernel that SNN_LAUNCH launches. */
 static __device__ __forceinline__ void snn_grid_wait()
 {
 #if defined(CONFIG_CUDA_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -24,9 +24,11 @@ static __device__ __forceinline__ void snn_grid_wait()
 #endif
 }
 
-/* kernel<<<grid, block, smem, snn_stream()>>>(args...), checked. */
+/* kernel<<<grid, block, smem, snn_stream()>>>(args...), checked, a failure reported at the caller's file and
+ * line with the kernel's name (SNN_LAUNCH). */
 template <class... Params, class... Args>
-static void snn_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args &&...args)
+static void snn_launch_at(const char *file, int line, const char *name, void (*kernel)(Params...), dim3 grid,
+                          dim3 block, size_t smem, Args &&...args)
 {
     cudaLaunchConfig_t config = {};
     config.gridDim = grid;
@@ -40,8 +42,16 @@ static void snn_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t 
     config.attrs = &pdl;
     config.numAttrs = 1;
 #endif
-    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
-    CUDA_CHECK_LAUNCH();
+    cudaError_t e = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    if (e != cudaSuccess)
+        snn_die_at(file, line, "launching %s failed: %s (%s)\n  hint: %s", name, cudaGetErrorString(e),
+                   cudaGetErrorName(e), snn_cuda_hint(e));
+#ifdef SNN_SYNC_CHECK
+    snn_cuda_sync_check(file, line);
+#endif
 }
+#define SNN_LAUNCH(kernel, ...) snn_launch_at(__FILE__, __LINE__, #kernel, kernel, __VA_ARGS__)
 
 #endif

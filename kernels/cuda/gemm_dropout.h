@@ -14,8 +14,13 @@
 extern "C" {
 #endif
 
-/* The widest hidden layer's mask at the training batch, rounded up to whole floats (the workspace's unit). */
+/* The widest hidden layer's mask at the training batch, rounded up to whole floats (the workspace's unit);
+ * none on the host, whose forward draws as it goes. */
+#if defined(CONFIG_TARGET_CUDA)
 #define SNN_DROPOUT_MASK_FLOATS (SNN_DROPOUT ? ((size_t)SNN_BATCH * SNN_HIDDEN_MAX + 31) / 32 : (size_t)0)
+#else
+#define SNN_DROPOUT_MASK_FLOATS ((size_t)0)
+#endif
 
 /* Binds bytes of device memory as the mask; NULL unbinds (a forward GEMM with dropout is refused then). */
 void cuda_gemm_dropout_bind(uint8_t *mask, long bytes);

@@ -1,6 +1,7 @@
 /* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and
  * normalisation, softmax + cross-entropy, the step counter and schedule. All on the
- * engine's stream, all deterministic (no atomics). The gathered batch and
+ * engine's stream, all deterministic (softmax's one atomic, a ticket, only finds its last block). The
+ * gathered batch and
  * the logits' gradient are GEMM operands: their 16-bit twins, where bound
  * (kernels/cuda/twin.h), are written beside them. */
 #include <stdint.h>
@@ -266,12 +267,12 @@ extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uin
     if (rows <= 0)
         return;
     if (snn_noise_distorts(noise)) {
-        snn_launch(gather_distort_kernel, rows, DISTORT_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels,
+        SNN_LAUNCH(gather_distort_kernel, rows, DISTORT_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels,
                    order, step, rows, mean, std, noise);
         return;
     }
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
-    snn_launch(gather_batch_kernel, grid, GATHER_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels, order,
+    SNN_LAUNCH(gather_batch_kernel, grid, GATHER_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels, order,
                step, rows, mean, std, noise);
 }
 
@@ -281,7 +282,7 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
     if (rows <= 0)
         return;
     const int blocks = (rows + XENT_THREADS - 1) / XENT_THREADS;
-    snn_launch(softmax_xent_kernel, blocks < XENT_BLOCKS ? blocks : XENT_BLOCKS, XENT_THREADS, 0, dlogits,
+    SNN_LAUNCH(softmax_xent_kernel, blocks < XENT_BLOCKS ? blocks : XENT_BLOCKS, XENT_THREADS, 0, dlogits,
                snn_twin_ptr(dlogits16), loss, correct, logits, y, step, rows);
 }
 
@@ -299,12 +300,12 @@ extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const fl
     const int V = vec ? 4 : 1;
     const long whole = n / V * V, blocks = (whole / V + 255) / 256; /* at least one: the tail's */
     const unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks < 4096 ? blocks : 4096);
-    snn_launch(vec ? apply_update_kernel<4> : apply_update_kernel<1>, grid, 256, 0, p, t, s, g, g_bf16, whole,
+    SNN_LAUNCH(vec ? apply_update_kernel<4> : apply_update_kernel<1>, grid, 256, 0, p, t, s, g, g_bf16, whole,
                n, rate);
 }
 
-extern "C" void cuda_step_advance(int32_t *step) { snn_launch(step_advance_kernel, 1, 1, 0, step); }
+extern "C" void cuda_step_advance(int32_t *step) { SNN_LAUNCH(step_advance_kernel, 1, 1, 0, step); }
 
-extern "C" void cuda_schedule(snn_clock c) { snn_launch(schedule_kernel, 1, 1, 0, c, false); }
+extern "C" void cuda_schedule(snn_clock c) { SNN_LAUNCH(schedule_kernel, 1, 1, 0, c, false); }
 
-extern "C" void cuda_clock_advance(snn_clock c) { snn_launch(schedule_kernel, 1, 1, 0, c, true); }
+extern "C" void cuda_clock_advance(snn_clock c) { SNN_LAUNCH(schedule_kernel, 1, 1, 0, c, true); }

@@ -16,5 +16,5 @@ extern "C" void cuda_write_twin(snn_twin *t, const float *x, long n)
     if (!t || n <= 0)
         return;
     const long blocks = (n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096;
-    snn_launch(twin_write_kernel, (unsigned)blocks, 256, 0, snn_twin_ptr(t), x, n);
+    SNN_LAUNCH(twin_write_kernel, (unsigned)blocks, 256, 0, snn_twin_ptr(t), x, n);
 }

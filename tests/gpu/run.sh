@@ -305,7 +305,7 @@ bits_without() { # BOARD SYMBOL WHAT
         "$OUT/gpu-$board/app/mnist" $a --save "$d/on.st" >/dev/null 2>&1 &&
         "$d/app/mnist" $a --save "$d/off.st" >/dev/null 2>&1 && cmp -s "$d/on.st" "$d/off.st"; then
         echo "ok - $board: $what, on and off, give the same parameters, bit for bit"
-    else echo "not ok - $board: $what, on and off, differ (or $sym is not on in the board)"; fi
+    else echo "not ok - $board: $what, on and off, differ (or $sym is not on in the board, or on without it)"; fi
 }
 
 # The precisions the boards' defconfigs do not select: the h100 board's

@@ -39,12 +39,12 @@ __global__ void __launch_bounds__(BIAS_THREADS) bias_grad_kernel(float *gb, cons
 
 extern "C" void gemm_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate)
 {
-    snn_launch(bias_update_kernel, (N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, b, sb,
+    SNN_LAUNCH(bias_update_kernel, (N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, b, sb,
                dy, M, N, rate);
 }
 
 extern "C" void gemm_bias_grad(float *gb, const float *dy, int ldy, int M, int N)
 {
-    snn_launch(bias_grad_kernel, (N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, gb, dy,
+    SNN_LAUNCH(bias_grad_kernel, (N + BIAS_COLS - 1) / BIAS_COLS, dim3(BIAS_COLS, BIAS_SLICES), 0, gb, dy,
                ldy, M, N);
 }

@@ -42,15 +42,15 @@ struct DropoutMaskAt {
     static constexpr bool READS = true;
     const uint8_t *mask;
     uint32_t first;
-    /* n <= 25: the bits of a run lie within four bytes */
+    /* n <= 32, as snn_dropout_keeps_run: the run's bits lie within five bytes, read no further than it */
     __device__ __forceinline__ uint32_t keeps_run(int, uint32_t index, int n) const
     {
         const uint32_t e = index - first, shift = e % 8;
         const uint8_t *p = mask + e / 8;
-        uint32_t bits = p[0];
+        uint64_t bits = p[0];
         for (int k = 1; 8 * k < (int)shift + n; k++)
-            bits |= (uint32_t)p[k] << 8 * k;
-        return bits >> shift & ((1u << n) - 1);
+            bits |= (uint64_t)p[k] << 8 * k;
+        return (uint32_t)(bits >> shift & ((1ull << n) - 1));
     }
 };
 
@@ -70,7 +70,7 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
                 snn_die("dropout's mask holds %ld elements; a forward GEMM of %d x %d needs more",
                         8 * dropout_mask_bytes, M, N);
             if (bytes > 0)
-                snn_launch(dropout_mask_kernel, (unsigned)((bytes + 255) / 256), 256, 0, dropout_mask, elems,
+                SNN_LAUNCH(dropout_mask_kernel, (unsigned)((bytes + 255) / 256), 256, 0, dropout_mask, elems,
                            first, (int)drop->layer, at);
             const GemmEpiDropout<DropoutMaskAt> dropped =
                 gemm_epi_dropout(epi, drop->layer, first, DropoutMaskAt{dropout_mask, first});

@@ -62,12 +62,12 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
     const GemmGrid g = gemm_grid<T, Ring::STAGE_BYTES, Ring::STAGES>(M, N, split.slices, split.per);
     if (split.slices == 1) {
         const auto kernel = gemm_mma_instance<T, LA, LB, Epi>(A, lda, B, ldb, K);
-        snn_launch(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, split.per, epi);
+        SNN_LAUNCH(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, split.per, epi);
         return;
     }
     const GemmEpiStore part = {gemm_split_k.ws, N, (size_t)M * N};
     const auto kernel = gemm_mma_instance<T, LA, LB, GemmEpiStore>(A, lda, B, ldb, K);
-    snn_launch(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, split.per, part);
+    SNN_LAUNCH(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, split.per, part);
     gemm_split_k_reduce_launch(split.slices, M, N, epi);
     gemm_runs.split_k++;
     gemm_split_last = split.slices;

@@ -156,7 +156,7 @@ static void gemm_f32_launch(const float *A, int lda, const float *B, int ldb, in
 {
     const auto kernel = gemm_f32_instance<T, LA, LB, Epi>(A, lda, B, ldb);
     const GemmGrid g = gemm_grid<T, T::stage_bytes(LA, LB), GEMM_SMEM_STAGES>(M, N, 1, (K + T::BK - 1) / T::BK);
-    snn_launch(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, epi);
+    SNN_LAUNCH(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, epi);
 }
 
 #endif

@@ -76,7 +76,7 @@ template <class Epi>
 static void gemm_split_k_reduce_launch(int slices, int M, int N, const Epi &epi)
 {
     const size_t mn = (size_t)M * N;
-    snn_launch(gemm_split_k_reduce<Epi>, (unsigned)((mn + 255) / 256), 256, 0, (const float *)gemm_split_k.ws,
+    SNN_LAUNCH(gemm_split_k_reduce<Epi>, (unsigned)((mn + 255) / 256), 256, 0, (const float *)gemm_split_k.ws,
                slices, M, N, epi);
 }
 

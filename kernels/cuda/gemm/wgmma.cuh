@@ -387,7 +387,7 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
         blocks = GEMM_WG_PERSISTENT ? GEMM_WG_GRID_RESIDENT : GEMM_WG_GRID_PER_TILE;
     long grid = blocks > 0 ? blocks : blocks == GEMM_WG_GRID_RESIDENT ? resident : tiles;
     grid = grid < tiles ? grid : tiles;
-    snn_launch(kernel, (unsigned)grid, Tile::THREADS, smem, map_a, map_b, M, N, K, epi);
+    SNN_LAUNCH(kernel, (unsigned)grid, Tile::THREADS, smem, map_a, map_b, M, N, K, epi);
 }
 
 #endif
