@@ -1,9 +1,7 @@
-/* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and
- * normalisation, softmax + cross-entropy, the step counter and schedule. All on the
- * engine's stream, all deterministic (softmax's one atomic, a ticket, only finds its last block). The
- * gathered batch and
- * the logits' gradient are GEMM operands: their 16-bit twins, where bound
- * (kernels/cuda/twin.h), are written beside them. */
+/* The CUDA kernels around the GEMMs (kernels/ops_proto.h): batch gather and normalisation, softmax +
+ * cross-entropy, the step counter and schedule. All on the engine's stream, all deterministic (softmax's one
+ * atomic, a ticket, only finds its last block). The gathered batch and the logits' gradient are GEMM
+ * operands: their 16-bit twins, where bound (kernels/cuda/twin.h), are written beside them. */
 #include <stdint.h>
 
 #include <type_traits>
