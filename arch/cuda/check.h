@@ -57,6 +57,14 @@ static inline const char *snn_cuda_hint(cudaError_t e)
     }
 }
 
+/* Dies for a failed CUDA call: its text, CUDA's name and text for e, and the hint, at file:line. */
+__attribute__((noreturn)) static inline void snn_cuda_fail_at(const char *file, int line, const char *call,
+                                                              cudaError_t e)
+{
+    snn_die_at(file, line, "%s failed: %s (%s)\n  hint: %s", call, cudaGetErrorString(e), cudaGetErrorName(e),
+               snn_cuda_hint(e));
+}
+
 /* Synchronises the stream launches go on (snn_stream()) unless it is being captured (SNN_SYNC_CHECK
  * builds). */
 void snn_cuda_sync_check(const char *file, int line);
@@ -69,9 +77,7 @@ void snn_cuda_sync_check(const char *file, int line);
     do {                                                                                  \
         cudaError_t snn_err_ = (call);                                                    \
         if (snn_err_ != cudaSuccess)                                                      \
-            snn_die_at(__FILE__, __LINE__, "%s failed: %s (%s)\n  hint: %s", #call,       \
-                       cudaGetErrorString(snn_err_), cudaGetErrorName(snn_err_),          \
-                       snn_cuda_hint(snn_err_));                                          \
+            snn_cuda_fail_at(__FILE__, __LINE__, #call, snn_err_);                        \
     } while (0)
 
 #ifdef SNN_SYNC_CHECK

@@ -24,10 +24,10 @@ static __device__ __forceinline__ void snn_grid_wait()
 #endif
 }
 
-/* kernel<<<grid, block, smem, snn_stream()>>>(args...), checked, a failure reported at the caller's file and
- * line with the kernel's name (SNN_LAUNCH). */
+/* kernel<<<grid, block, smem, snn_stream()>>>(args...), checked as CUDA_CHECK checks a call: a failure
+ * reported at the caller's file and line, `call` naming the launch (SNN_LAUNCH). */
 template <class... Params, class... Args>
-static void snn_launch_at(const char *file, int line, const char *name, void (*kernel)(Params...), dim3 grid,
+static void snn_launch_at(const char *file, int line, const char *call, void (*kernel)(Params...), dim3 grid,
                           dim3 block, size_t smem, Args &&...args)
 {
     cudaLaunchConfig_t config = {};
@@ -46,12 +46,12 @@ static void snn_launch_at(const char *file, int line, const char *name, void (*k
     if (e == cudaSuccess)
         e = cudaGetLastError();
     if (e != cudaSuccess)
-        snn_die_at(file, line, "launching %s failed: %s (%s)\n  hint: %s", name, cudaGetErrorString(e),
-                   cudaGetErrorName(e), snn_cuda_hint(e));
+        snn_cuda_fail_at(file, line, call, e);
 #ifdef SNN_SYNC_CHECK
     snn_cuda_sync_check(file, line);
 #endif
 }
-#define SNN_LAUNCH(kernel, ...) snn_launch_at(__FILE__, __LINE__, #kernel, kernel, __VA_ARGS__)
+#define SNN_LAUNCH(kernel, ...)                                                                            \
+    snn_launch_at(__FILE__, __LINE__, "SNN_LAUNCH(" #kernel ", ...)", kernel, __VA_ARGS__)
 
 #endif
