@@ -49,7 +49,7 @@ typedef struct {
         .linear_backward_weight = prefix##_linear_backward_weight,                             \
         .apply_update = prefix##_apply_update,                                                 \
         .gather_batch = prefix##_gather_batch,                                                 \
-        .softmax_xent = prefix##_softmax_xent,                                                 \
+        .softmax_xent = prefix##_softmax_xent, .output_step = prefix##_output_step,            \
         .step_advance = prefix##_step_advance, .schedule = prefix##_schedule,                  \
         .clock_advance = prefix##_clock_advance, .write_twin = prefix##_write_twin,            \
         .bind_workspace = prefix##_bind_workspace, .gemm_numerics = prefix##_gemm_numerics,    \

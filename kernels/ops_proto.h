@@ -71,6 +71,18 @@ void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images
 void OP(softmax_xent)(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                       const uint8_t *y, const int32_t *step, int rows);
 
+/* host_output_step, cuda_output_step: the output layer's training step, K inputs to SNN_CLASSES outputs,
+ * in one op, as these ops compute it (up to the order of the sums):
+ *   linear_forward(logits, x, w, b, M, SNN_CLASSES, K, no ReLU, no dropout);
+ *   softmax_xent(dlogits, loss, correct, logits, y, step, M);
+ *   linear_backward_input(dx, dlogits, w, act = x, scale, M, SNN_CLASSES, K), unless dx is NULL;
+ *   linear_backward_weight_update(w, sw, b, sb, dlogits, x, M, SNN_CLASSES, K, rate).
+ * The GPU's (CONFIG_CUDA_OUTPUT_STEP) needs the twins of x and w. */
+void OP(output_step)(float *logits, float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
+                     float *dx, snn_twin *dx16, const float *x, const snn_twin *x16, float *w, snn_twin *w16,
+                     snn_state sw, float *b, snn_state sb, const uint8_t *y, const int32_t *step, float scale,
+                     int M, int K, const snn_rate *rate);
+
 /* host_step_advance, cuda_step_advance: *step += 1, in the backend's memory (so a captured step can be
  * replayed). */
 void OP(step_advance)(int32_t *step);

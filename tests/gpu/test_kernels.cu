@@ -518,6 +518,158 @@ static void test_apply_update(long n, int from_bf16)
         free(out_p[a]), free(out_s[a][0]), free(out_s[a][1]);
 }
 
+#ifdef CONFIG_GEMM_TWINS
+/* v as a twin holds it (round to nearest even), as a float. */
+static float twin_rounded(float v)
+{
+#if defined(CONFIG_PRECISION_BF16)
+    return __bfloat162float(__float2bfloat16_rn(v));
+#else
+    return __half2float(__float2half_rn(v));
+#endif
+}
+
+static float *twin_rounded_copy(const float *src, long n)
+{
+    float *r = host_floats(n);
+    for (long i = 0; i < n; i++)
+        r[i] = twin_rounded(src[i]);
+    return r;
+}
+
+/* The output layer's step (kernels/cuda/output.cu) on M rows of K inputs, as its four ops, each against the
+ * host's op on the GPU's inputs (the twins' roundings, the GPU's logits and their gradients): the same
+ * products summed in another order. Twice from the same state, the same bits; misaligned: the one-element
+ * loads. with_dx 0: an output layer that is the model's only layer (no input gradient). */
+static void test_output_step(int M, int K, int misalign, int with_dx)
+{
+    enum { STEP = 2 };
+    const int N = SNN_CLASSES, S = SNN_OPTIM_MOMENTS;
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "output_step M=%d K=%d%s%s", M, K, misalign ? " misaligned" : "",
+             with_dx ? "" : " without input gradient");
+    const long nx = (long)M * K, nw = (long)N * K, nz = (long)M * N;
+    float *x = random_floats(nx, 1.0f), *w0 = random_floats(nw, 1.0f), *b0 = random_floats(N, 1.0f);
+    float *sw0[2], *sb0[2];
+    random_state(sw0, nw);
+    random_state(sb0, N);
+    uint8_t *y = (uint8_t *)snn_xmalloc((size_t)M, "labels");
+    for (int i = 0; i < M; i++)
+        y[i] = (uint8_t)(rng_next() % N);
+    const float scale = 1.25f;
+    const int32_t hstep = STEP;
+
+    dbuf dx_in = dev_floats(x, nx, misalign), dw = dev_floats(NULL, nw, misalign),
+         db = dev_floats(NULL, N, 0);
+    dbuf dz = dev_floats(NULL, nz, 0), ddz = dev_floats(NULL, nz, 0), ddx = dev_floats(NULL, nx, misalign);
+    dbuf dloss = dev_floats(NULL, STEP + 1, 0), dsw[2], dsb[2];
+    snn_state sw = {{NULL, NULL}}, sb = {{NULL, NULL}};
+    for (int k = 0; k < S; k++) {
+        dsw[k] = dev_floats(NULL, nw, misalign), dsb[k] = dev_floats(NULL, N, 0);
+        sw.m[k] = dsw[k].p, sb.m[k] = dsb[k].p;
+    }
+    int32_t *dcorrect = (int32_t *)snn_rt_alloc(sizeof(int32_t) * (STEP + 1));
+    int32_t *dstep = (int32_t *)snn_rt_alloc(sizeof(int32_t));
+    uint8_t *dy = (uint8_t *)snn_rt_alloc((size_t)M);
+    snn_rt_upload(dy, y, (size_t)M);
+    snn_rt_upload(dstep, &hstep, sizeof hstep);
+
+    float *z[2], *g[2], *gx[2], *gw[2], *gb[2], *gsw[2][2] = {}, *gsb[2][2] = {}, loss[2];
+    int32_t correct[2];
+    for (int run = 0; run < 2; run++) {
+        dev_upload(dw, w0);
+        snn_rt_upload(db.p, b0, sizeof(float) * N);
+        for (int k = 0; k < S; k++) {
+            snn_rt_upload(sw.m[k], sw0[k], sizeof(float) * (size_t)nw);
+            snn_rt_upload(sb.m[k], sb0[k], sizeof(float) * N);
+        }
+        poison(dz.p, sizeof(float) * (size_t)nz), poison(ddz.p, sizeof(float) * (size_t)nz);
+        poison(ddx.p, sizeof(float) * (size_t)nx), poison(dloss.p, sizeof(float) * (STEP + 1));
+        poison(dcorrect, sizeof(int32_t) * (STEP + 1));
+        cuda_output_step(dz.p, ddz.p, tw(ddz), dloss.p, dcorrect, with_dx ? ddx.p : NULL,
+                         with_dx ? tw(ddx) : NULL, dx_in.p, tw(dx_in), dw.p, tw(dw), sw, db.p, sb, dy, dstep,
+                         scale, M, K, rate_dev);
+        z[run] = host_floats(nz), g[run] = host_floats(nz), gx[run] = host_floats(nx);
+        gw[run] = host_floats(nw), gb[run] = host_floats(N);
+        snn_rt_download(z[run], dz.p, sizeof(float) * (size_t)nz);
+        snn_rt_download(g[run], ddz.p, sizeof(float) * (size_t)nz);
+        snn_rt_download(gx[run], ddx.p, sizeof(float) * (size_t)nx);
+        snn_rt_download(gw[run], dw.p, sizeof(float) * (size_t)nw);
+        snn_rt_download(gb[run], db.p, sizeof(float) * N);
+        snn_rt_download(&loss[run], dloss.p + STEP, sizeof(float));
+        snn_rt_download(&correct[run], dcorrect + STEP, sizeof(int32_t));
+        for (int k = 0; k < S; k++) {
+            gsw[run][k] = host_floats(nw), gsb[run][k] = host_floats(N);
+            snn_rt_download(gsw[run][k], sw.m[k], sizeof(float) * (size_t)nw);
+            snn_rt_download(gsb[run][k], sb.m[k], sizeof(float) * N);
+        }
+    }
+    /* each op on the GPU's inputs */
+    float *xr = twin_rounded_copy(x, nx), *wr = twin_rounded_copy(w0, nw), *gr = twin_rounded_copy(g[0], nz);
+    float *want_z = host_floats(nz), *want_g = host_floats(nz), *want_x = host_floats(nx);
+    float hloss[STEP + 1];
+    int32_t hcorrect[STEP + 1];
+    host_linear_forward(want_z, NULL, xr, NULL, wr, NULL, b0, M, N, K, 0, NULL);
+    compare(why, "logits", z[0], want_z, nz, SNN_TOL_STEP_OP);
+    host_softmax_xent(want_g, NULL, hloss, hcorrect, z[0], y, &hstep, M);
+    compare(why, "dlogits", g[0], want_g, nz, TOL_FP32);
+    compare(why, "loss", &loss[0], &hloss[STEP], 1, TOL_FP32);
+    if (correct[0] != hcorrect[STEP])
+        set_why(why, "correct = %d, host %d on the GPU's logits", correct[0], hcorrect[STEP]);
+    check_twin(why, "dlogits", ddz, g[0]);
+    if (with_dx) {
+        host_linear_backward_input(want_x, NULL, gr, NULL, wr, NULL, x, scale, M, N, K);
+        compare(why, "dx", gx[0], want_x, nx, SNN_TOL_STEP_OP);
+        check_twin(why, "dx", ddx, gx[0]);
+    } else {
+        for (long i = 0; i < nx; i++)
+            if (!isnan(gx[0][i])) {
+                set_why(why, "dx written although NULL was passed");
+                break;
+            }
+    }
+    float *hw = copy_floats(w0, nw), *hb = copy_floats(b0, N);
+    snn_state hsw = {{copy_floats(sw0[0], nw), copy_floats(sw0[1], nw)}};
+    snn_state hsb = {{copy_floats(sb0[0], N), copy_floats(sb0[1], N)}};
+    const snn_state none = {{NULL, NULL}};
+    host_linear_backward_weight_update(hw, NULL, hsw, NULL, none, gr, NULL, xr, NULL, M, N, K, &rate_host);
+    host_bias_update(hb, hsb, g[0], M, N, &rate_host); /* from the FP32 gradients, as the GPU's */
+    compare(why, "w", gw[0], hw, nw, SNN_TOL_STEP_OP);
+    compare(why, "b", gb[0], hb, N, TOL_FP32);
+    for (int k = 0; k < S; k++) {
+        compare(why, k ? "state 1" : "state 0", gsw[0][k], hsw.m[k], nw, SNN_TOL_STEP_OP);
+        compare(why, k ? "bias state 1" : "bias state 0", gsb[0][k], hsb.m[k], N, TOL_FP32);
+        same_bits(why, "state", gsw[0][k], gsw[1][k], sizeof(float) * (size_t)nw);
+        same_bits(why, "bias state", gsb[0][k], gsb[1][k], sizeof(float) * N);
+    }
+    check_twin(why, "w", dw, gw[1]);
+    same_bits(why, "logits", z[0], z[1], sizeof(float) * (size_t)nz);
+    same_bits(why, "dlogits", g[0], g[1], sizeof(float) * (size_t)nz);
+    same_bits(why, "dx", gx[0], gx[1], sizeof(float) * (size_t)nx);
+    same_bits(why, "w", gw[0], gw[1], sizeof(float) * (size_t)nw);
+    same_bits(why, "b", gb[0], gb[1], sizeof(float) * N);
+    same_bits(why, "loss", &loss[0], &loss[1], sizeof(float));
+    if (correct[0] != correct[1])
+        set_why(why, "correct: second run differs from the first (not deterministic)");
+    report(name, why);
+
+    dev_free(dx_in), dev_free(dw), dev_free(db), dev_free(dz), dev_free(ddz), dev_free(ddx), dev_free(dloss);
+    for (int k = 0; k < S; k++)
+        dev_free(dsw[k]), dev_free(dsb[k]);
+    snn_rt_free(dcorrect), snn_rt_free(dstep), snn_rt_free(dy);
+    for (int run = 0; run < 2; run++) {
+        free(z[run]), free(g[run]), free(gx[run]), free(gw[run]), free(gb[run]);
+        for (int k = 0; k < S; k++)
+            free(gsw[run][k]), free(gsb[run][k]);
+    }
+    for (int k = 0; k < 2; k++)
+        free(sw0[k]), free(sb0[k]), free(hsw.m[k]), free(hsb.m[k]);
+    free(x), free(w0), free(b0), free(y), free(xr), free(wr), free(gr), free(want_z), free(want_g),
+        free(want_x);
+    free(hw), free(hb);
+}
+#endif
+
 /* ---- elementwise kernels -------------------------------------------------------- */
 
 /* augment: a training step's gather of epoch 3 (translated under CONFIG_TRAIN_AUGMENT_SHIFT, distorted under
@@ -947,6 +1099,15 @@ int main(int argc, char **argv)
         test_gemm_roles(quick_tma_shapes, (int)(sizeof quick_tma_shapes / sizeof quick_tma_shapes[0]));
     else
         test_gemm_roles(tma_shapes, (int)(sizeof tma_shapes / sizeof tma_shapes[0]));
+    /* the output step: rows from one to past its grid (1024 rows a launch) and its staging (512), K from 8 to
+     * 2500, a multiple of 8 (16-byte loads) or not */
+    static const int output_shapes[][2] = {{1, 8},     {3, 100},   {37, 1000}, {256, 1024},
+                                           {515, 136}, {1025, 72}, {64, 2500}, {17, 1}};
+    for (size_t i = 0; i < sizeof output_shapes / sizeof output_shapes[0]; i++)
+        if (!quick || i == 3)
+            test_output_step(output_shapes[i][0], output_shapes[i][1], 0, 1);
+    test_output_step(100, 520, 1, 1);
+    test_output_step(64, 784, 0, 0);
     twin_mode = 0;
 #endif
     if (!quick) {

@@ -166,6 +166,65 @@ static void checked_apply_update(float *p, snn_twin *p16, snn_state s, const flo
     free(hp), free(hg), free(hg16);
 }
 
+/* The output layer's step (CONFIG_CUDA_OUTPUT_STEP) as its four ops, each on the GPU's inputs: the logits
+ * against the host's forward, the logits' gradients and loss against the host's softmax of the GPU's logits,
+ * the input gradient and the update against the host's from the GPU's logits' gradients. */
+static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float *loss,
+                                int32_t *correct, float *dx, snn_twin *dx16, const float *x,
+                                const snn_twin *x16, float *w, snn_twin *w16, snn_state sw, float *b,
+                                snn_state sb, const uint8_t *y, const int32_t *step, float scale, int M,
+                                int K, const snn_rate *rate)
+{
+    const int N = SNN_CLASSES;
+    const long nw = (long)N * K;
+    float *hx = fetch(x, (long)M * K), *hw = fetch(w, nw), *hb = fetch(b, N), *w0 = fetch(w, nw);
+    snn_state hsw = {{NULL, NULL}}, hsb = {{NULL, NULL}};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        hsw.m[k] = fetch(sw.m[k], nw), hsb.m[k] = fetch(sb.m[k], N);
+    uint8_t *hy = snn_xmalloc((size_t)M, "host copy of the labels");
+    snn_rt_download(hy, y, (size_t)M);
+    int32_t hstep;
+    snn_rt_download(&hstep, step, sizeof hstep);
+    snn_rate hrate;
+    snn_rt_download(&hrate, rate, sizeof hrate);
+    cuda_output_step(logits, dlogits, dlogits16, loss, correct, dx, dx16, x, x16, w, w16, sw, b, sb, y, step,
+                     scale, M, K, rate);
+
+    float *z = fetch(logits, (long)M * N), *dz = fetch(dlogits, (long)M * N);
+    float *want = snn_xmalloc((size_t)M * (K > N ? K : N) * sizeof(float), "host result");
+    rounded_forward(want, hx, w0, hb, M, N, K, 0, NULL);
+    op_verdict("output step: forward (bias)", M, N, K, worse(0, logits, want, (long)M * N));
+
+    float *hloss = snn_xmalloc((size_t)(hstep + 1) * sizeof(float), "host loss");
+    int32_t *hcorrect = snn_xmalloc((size_t)(hstep + 1) * sizeof(int32_t), "host correct");
+    host_softmax_xent(want, NULL, hloss, hcorrect, z, hy, &hstep, M);
+    int32_t got_correct;
+    snn_rt_download(&got_correct, correct + hstep, sizeof got_correct);
+    double err = worse(0, dlogits, want, (long)M * N);
+    err = worse(err, loss + hstep, hloss + hstep, 1);
+    op_verdict(got_correct == hcorrect[hstep]
+                   ? "output step: softmax and cross-entropy"
+                   : "output step: softmax and cross-entropy (a wrong count correct)",
+               M, N, 1, got_correct == hcorrect[hstep] ? err : INFINITY);
+
+    if (dx) {
+        rounded_backward_input(want, dz, w0, hx, scale, M, N, K);
+        op_verdict("output step: input gradient (ReLU and dropout mask)", M, K, N,
+                   worse(0, dx, want, (long)M * K));
+    }
+    rounded_backward_weight_update(hw, hsw, hb, hsb, dz, hx, M, N, K, &hrate);
+    err = worse(0, w, hw, nw);
+    err = worse(err, b, hb, N);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        err = worse(err, sw.m[k], hsw.m[k], nw);
+        err = worse(err, sb.m[k], hsb.m[k], N);
+        free(hsw.m[k]), free(hsb.m[k]);
+    }
+    op_verdict("output step: weight gradient and update", N, K, M, err);
+    free(hx), free(hw), free(hb), free(w0), free(hy), free(z), free(dz), free(want), free(hloss),
+        free(hcorrect);
+}
+
 static const snn_kernels checked_cuda_kernels = {
     .linear_forward = checked_forward,
     .linear_backward_input = checked_backward_input,
@@ -174,6 +233,7 @@ static const snn_kernels checked_cuda_kernels = {
     .apply_update = checked_apply_update,
     .gather_batch = cuda_gather_batch,
     .softmax_xent = cuda_softmax_xent,
+    .output_step = checked_output_step,
     .step_advance = cuda_step_advance,
     .schedule = cuda_schedule,
     .clock_advance = cuda_clock_advance,

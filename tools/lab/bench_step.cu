@@ -134,6 +134,16 @@ static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *co
 {
     timed("softmax_xent", [&] { cuda_softmax_xent(dlogits, dlogits16, loss, correct, logits, y, step, rows); });
 }
+static void t_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
+                          float *dx, snn_twin *dx16, const float *x, const snn_twin *x16, float *w,
+                          snn_twin *w16, snn_state sw, float *b, snn_state sb, const uint8_t *y,
+                          const int32_t *step, float scale, int M, int K, const snn_rate *rate)
+{
+    timed("output_step" + dims(M, SNN_CLASSES, K), [&] {
+        cuda_output_step(logits, dlogits, dlogits16, loss, correct, dx, dx16, x, x16, w, w16, sw, b, sb, y,
+                         step, scale, M, K, rate);
+    });
+}
 static void t_advance(int32_t *step) { timed("step_advance", [&] { cuda_step_advance(step); }); }
 static void t_schedule(snn_clock c) { timed("schedule", [&] { cuda_schedule(c); }); }
 static void t_clock_advance(snn_clock c) { timed("clock_advance", [&] { cuda_clock_advance(c); }); }
@@ -147,6 +157,7 @@ static const snn_kernels timed_kernels = {
     .apply_update = t_apply_update,
     .gather_batch = t_gather,
     .softmax_xent = t_xent,
+    .output_step = t_output_step,
     .step_advance = t_advance,
     .schedule = t_schedule,
     .clock_advance = t_clock_advance,
