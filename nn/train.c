@@ -97,6 +97,13 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
 #endif
 }
 
+/* The output layer's forward, loss and backward in one op (kernels/ops_proto.h, output_step). */
+#ifdef CONFIG_CUDA_OUTPUT_STEP
+#define OUTPUT_STEP 1
+#else
+#define OUTPUT_STEP 0
+#endif
+
 void snn_train_step(void *model)
 {
     snn_model *m = model;
@@ -104,17 +111,33 @@ void snn_train_step(void *model)
     const int B = SNN_LOCAL_BATCH; /* this process's rows: the batch, or its share of it */
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->train_images, m->train_labels, m->order,
                     m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise);
-    for (int l = 0; l < SNN_LAYERS; l++) {
+    for (int l = 0; l < SNN_LAYERS - OUTPUT_STEP; l++) {
         const snn_layer *L = &m->layer[l];
         const snn_drop dropout = {m->noise, m->train_step, l};
         const int hidden = l + 1 < SNN_LAYERS;
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
                           L->w16, L->b, B, L->out, L->in, hidden, SNN_DROPOUT && hidden ? &dropout : NULL);
     }
-    k->softmax_xent(take(&m->grad[0], (long)B * SNN_CLASSES), m->grad16[0], m->train_loss, m->train_correct,
-                    m->act[SNN_LAYERS], m->batch_labels, m->train_step, B);
-    drop(&m->act[SNN_LAYERS]);
-    for (int l = SNN_LAYERS - 1, g = 0; l >= 0; l--, g ^= 1) {
+    /* the layer the backward pass is at; grad[g] holds its output's gradient */
+    int l = SNN_LAYERS - 1, g = 0;
+    if (OUTPUT_STEP) {
+        const snn_layer *L = &m->layer[l];
+        k->output_step(take(&m->act[SNN_LAYERS], (long)B * SNN_CLASSES),
+                       take(&m->grad[0], (long)B * SNN_CLASSES), m->grad16[0], m->train_loss,
+                       m->train_correct, l > 0 ? take(&m->grad[1], (long)B * L->in) : NULL, m->grad16[1],
+                       m->act[l], m->act16[l], L->w, L->w16, L->sw, L->b, L->sb, m->batch_labels,
+                       m->train_step, SNN_DROPOUT_SCALE, B, L->in, m->clock.rate);
+        drop(&m->act[SNN_LAYERS]);
+        drop(&m->grad[0]);
+        if (l > 0)
+            drop(&m->act[l]);
+        l--, g = 1;
+    } else {
+        k->softmax_xent(take(&m->grad[0], (long)B * SNN_CLASSES), m->grad16[0], m->train_loss,
+                        m->train_correct, m->act[SNN_LAYERS], m->batch_labels, m->train_step, B);
+        drop(&m->act[SNN_LAYERS]);
+    }
+    for (; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
         /* dX uses the weights before their update: it runs first. act[l] is hidden layer l - 1's output,
          * dropped out: its mask and the kept units' scale are the dropout's derivative. */
