@@ -125,8 +125,6 @@ __global__ void __launch_bounds__(XENT_THREADS)
                         const uint8_t *__restrict__ y, const int32_t *__restrict__ step, int rows)
 {
     snn_grid_wait();
-    __shared__ double s_loss[XENT_THREADS];
-    __shared__ int s_correct[XENT_THREADS];
     __shared__ bool s_last;
     const int t = threadIdx.x, whole = rows * (dlogits ? SNN_DP_WORLD : 1); /* training: its batch share */
     double my_loss = 0.0;
@@ -151,19 +149,10 @@ __global__ void __launch_bounds__(XENT_THREADS)
             }
         }
     }
-    s_loss[t] = my_loss;
-    s_correct[t] = my_correct;
-    __syncthreads();
-    for (int half = XENT_THREADS / 2; half > 0; half /= 2) {
-        if (t < half) {
-            s_loss[t] += s_loss[t + half];
-            s_correct[t] += s_correct[t + half];
-        }
-        __syncthreads();
-    }
+    snn_block_sums<XENT_THREADS>(my_loss, my_correct);
     if (t == 0) {
-        xent_block_loss[blockIdx.x] = s_loss[0];
-        xent_block_correct[blockIdx.x] = s_correct[0];
+        xent_block_loss[blockIdx.x] = my_loss;
+        xent_block_correct[blockIdx.x] = my_correct;
         __threadfence(); /* the sums visible before the count that announces them */
         s_last = atomicAdd(&xent_blocks_done, 1u) == gridDim.x - 1;
     }

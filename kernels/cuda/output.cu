@@ -1,15 +1,17 @@
 /* The output layer's training step in two kernels (kernels/ops_proto.h, output_step;
- * CONFIG_CUDA_OUTPUT_STEP), where the layered ops take seven: its forward GEMM and the split's reduction,
- * softmax, the input-gradient GEMM, the weight-gradient GEMM, the bias sums, the update pass. The layer has
- * SNN_CLASSES outputs: its GEMMs are too thin for a tile and each of those launches costs more than its work.
+ * CONFIG_CUDA_OUTPUT_STEP), where the layered ops take up to seven: its forward GEMM and the split's
+ * reduction, softmax, the input-gradient GEMM, the weight-gradient GEMM, the bias sums, the update pass
+ * (STEP_UPDATE_PASS). The layer has SNN_CLASSES outputs: its GEMMs are too thin for a tile and each of
+ * those launches costs more than its work.
  *
  *   rows      a block a row: the row's logits (each thread a strided share of the k range, then a warp's
  *             butterflies, then the warps' sums in order), its softmax, loss and gradients (a class a lane,
  *             summed by butterflies), then its input gradient (each thread its share of the row's K elements,
  *             the classes summed in order as the host's GEMM sums); each block's loss kept for the columns.
  *   columns   OUT_COLS input columns a block: the weight gradients of those columns for every class (the
- *             batch in OUT_GROUPS strided shares, then the shares in order), and their update; one more
- *             block the biases' gradients and update, and the step's loss from the rows' blocks' (a tree).
+ *             batch in OUT_GROUPS strided shares, a warp's four by butterflies, then the warps' in order),
+ *             and their update; one more block the biases' gradients and update, and the step's loss from
+ *             the rows' blocks' (a tree).
  *
  * The GEMM operands are the twins (CONFIG_GEMM_TWINS), read as the GEMMs read them; every sum has a fixed
  * order, so both kernels are deterministic. */
@@ -65,27 +67,16 @@ static __device__ int out_block_correct[ROW_BLOCKS];
  * mean loss and count into loss[*step], correct[*step]. */
 static __device__ void add_losses(int blocks, float *loss, int32_t *correct, const int32_t *step, int rows)
 {
-    __shared__ double s_loss[COL_THREADS];
-    __shared__ int s_correct[COL_THREADS];
     double sum = 0.0;
     int right = 0;
     for (int i = threadIdx.x; i < blocks; i += COL_THREADS) {
         sum += out_block_loss[i];
         right += out_block_correct[i];
     }
-    s_loss[threadIdx.x] = sum;
-    s_correct[threadIdx.x] = right;
-    __syncthreads();
-    for (int half = COL_THREADS / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) {
-            s_loss[threadIdx.x] += s_loss[threadIdx.x + half];
-            s_correct[threadIdx.x] += s_correct[threadIdx.x + half];
-        }
-        __syncthreads();
-    }
+    snn_block_sums<COL_THREADS>(sum, right);
     if (threadIdx.x == 0) {
-        loss[*step] = (float)(s_loss[0] / rows);
-        correct[*step] = s_correct[0];
+        loss[*step] = (float)(sum / rows);
+        correct[*step] = right;
     }
 }
 
@@ -104,7 +95,7 @@ __global__ void __launch_bounds__(ROW_THREADS, 4)
     __shared__ float s_d[C];               /* the row's logit gradients, rounded as the GEMM's operand */
     static_assert(C <= 16, "a class a lane of 16");
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const float bias = b && lane % 16 < C ? b[lane % 16] : 0.0f; /* loaded ahead, as the label below */
+    const float bias = b && lane % 16 < C ? b[lane % 16] : 0.0f; /* loaded once, before the rows */
     double my_loss = 0.0;                                        /* warp 0's */
     int my_correct = 0;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -131,7 +122,7 @@ __global__ void __launch_bounds__(ROW_THREADS, 4)
                 s_part[warp][c] = acc[c];
         }
         __syncthreads();
-        if (warp == 0) { /* the row's softmax: lane q (and q + 16) class q, as softmax_xent's G lanes a row */
+        if (warp == 0) { /* the row's softmax: lane q (and q + 16) class q, SnnRowSoftmax over 16 lanes */
             const int q = lane % 16;
             float z[1] = {-INFINITY};
             if (q < C) {
@@ -296,8 +287,9 @@ extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogit
     if (M <= 0 || K <= 0)
         return;
     if (SNN_DP_WORLD > 1)
-        snn_die("cuda_output_step: the output step updates from its own gradients, which data parallelism must "
-                "all-reduce first");
+        snn_die(
+            "cuda_output_step: the output step updates from its own gradients, which data parallelism must "
+            "all-reduce first");
     if (!x16 || !w16)
         snn_die(
             "cuda_output_step: the layer's input and weights need their 16-bit twins (CONFIG_GEMM_TWINS)");

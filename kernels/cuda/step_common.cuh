@@ -3,7 +3,7 @@
  * in what a step computes; what it computes is here, once:
  *
  *   shapes          integer helpers for compile-time extents
- *   reductions      sums and the first arg-max over G adjacent lanes
+ *   reductions      sums and the first arg-max over G adjacent lanes; a block's loss and count
  *   the batch       a row's sample, its pixels translated and normalised (also 4 at a time to 16 bits)
  *   softmax         a row's softmax, cross-entropy and logit gradients, one tie rule
  *   dropout         a training step's draws
@@ -60,6 +60,28 @@ template <int G> static __device__ __forceinline__ void snn_lanes_argmax(float &
         v = take ? vo : v;
         arg = take ? ao : arg;
     }
+}
+
+/* A loss and a count summed over the block's THREADS threads (a power of two) in a tree of fixed order:
+ * thread 0 gets the sums. Every thread of the block calls it. */
+template <int THREADS> static __device__ __forceinline__ void snn_block_sums(double &loss, int &count)
+{
+    static_assert((THREADS & (THREADS - 1)) == 0, "snn_block_sums: a power of two threads");
+    __shared__ double s_loss[THREADS];
+    __shared__ int s_count[THREADS];
+    const int t = threadIdx.x;
+    s_loss[t] = loss;
+    s_count[t] = count;
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        if (t < half) {
+            s_loss[t] += s_loss[t + half];
+            s_count[t] += s_count[t + half];
+        }
+        __syncthreads();
+    }
+    loss = s_loss[0];
+    count = s_count[0];
 }
 
 /* ---------------------------------------------------------------------------

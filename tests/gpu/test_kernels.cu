@@ -550,9 +550,13 @@ static void test_output_step(int M, int K, int misalign, int with_dx)
              with_dx ? "" : " without input gradient");
     const long nx = (long)M * K, nw = (long)N * K, nz = (long)M * N;
     float *x = random_floats(nx, 1.0f), *w0 = random_floats(nw, 1.0f), *b0 = random_floats(N, 1.0f);
-    float *sw0[2], *sb0[2];
-    random_state(sw0, nw);
-    random_state(sb0, N);
+    /* moments from 0, as a run's first step: the first then holds the gradient (SGD's momentum) or
+     * (1 - beta1) times it (AdamW's), so a gradient off by one row in a thousand shows */
+    float *sw0[2] = {host_floats(nw), host_floats(nw)}, *sb0[2] = {host_floats(N), host_floats(N)};
+    for (int k = 0; k < 2; k++) {
+        memset(sw0[k], 0, sizeof(float) * (size_t)nw);
+        memset(sb0[k], 0, sizeof(float) * N);
+    }
     uint8_t *y = (uint8_t *)snn_xmalloc((size_t)M, "labels");
     for (int i = 0; i < M; i++)
         y[i] = (uint8_t)(rng_next() % N);
@@ -636,6 +640,11 @@ static void test_output_step(int M, int K, int misalign, int with_dx)
     host_bias_update(hb, hsb, g[0], M, N, &rate_host); /* from the FP32 gradients, as the GPU's */
     compare(why, "w", gw[0], hw, nw, SNN_TOL_STEP_OP);
     compare(why, "b", gb[0], hb, N, TOL_FP32);
+    float *step_gpu = host_floats(nw), *step_host = host_floats(nw); /* the updates (plain SGD's: lr x g) */
+    for (long i = 0; i < nw; i++)
+        step_gpu[i] = gw[0][i] - w0[i], step_host[i] = hw[i] - w0[i];
+    compare(why, "w's update", step_gpu, step_host, nw, SNN_TOL_STEP_OP);
+    free(step_gpu), free(step_host);
     for (int k = 0; k < S; k++) {
         compare(why, k ? "state 1" : "state 0", gsw[0][k], hsw.m[k], nw, SNN_TOL_STEP_OP);
         compare(why, k ? "bias state 1" : "bias state 0", gsb[0][k], hsb.m[k], N, TOL_FP32);
@@ -1099,8 +1108,8 @@ int main(int argc, char **argv)
         test_gemm_roles(quick_tma_shapes, (int)(sizeof quick_tma_shapes / sizeof quick_tma_shapes[0]));
     else
         test_gemm_roles(tma_shapes, (int)(sizeof tma_shapes / sizeof tma_shapes[0]));
-    /* the output step: rows from one to past its grid (1024 rows a launch) and its staging (512), K from 8 to
-     * 2500, a multiple of 8 (16-byte loads) or not */
+    /* the output step: rows from one to past its grid (1024 rows a launch) and its staging (512); K from 1
+     * (K % 4 == 0: 8- and 16-byte loads, else one element at a time, as misaligned) */
     static const int output_shapes[][2] = {{1, 8},     {3, 100},   {37, 1000}, {256, 1024},
                                            {515, 136}, {1025, 72}, {64, 2500}, {17, 1}};
     for (size_t i = 0; i < sizeof output_shapes / sizeof output_shapes[0]; i++)
