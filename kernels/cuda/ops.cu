@@ -273,17 +273,15 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
                snn_twin_ptr(dlogits16), loss, correct, logits, y, step, rows);
 }
 
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-
 extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
                                   const snn_rate *rate)
 {
     if (n <= 0)
         return;
     SnnTwin *t = snn_twin_ptr(p16);
-    bool vec = aligned16(p) && (g_bf16 ? ((uintptr_t)g_bf16 & 7) == 0 : aligned16(g));
+    bool vec = snn_aligned(p, 16) && (g_bf16 ? snn_aligned(g_bf16, 8) : snn_aligned(g, 16));
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        vec = vec && aligned16(s.m[k]);
+        vec = vec && snn_aligned(s.m[k], 16);
     const int V = vec ? 4 : 1;
     const long whole = n / V * V, blocks = (whole / V + 255) / 256; /* at least one: the tail's */
     const unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks < 4096 ? blocks : 4096);

@@ -212,18 +212,18 @@ __global__ void __launch_bounds__(COL_THREADS, 1)
         add_losses(row_blocks, loss, correct, step, rows);
         return;
     }
-    /* thread e < C x OUT_COLS updates weight (c, kk): its operands loaded while the sums are made */
-    const int e = threadIdx.x, uc = e / OUT_COLS, kk = blockIdx.x * OUT_COLS + e % OUT_COLS;
-    const bool updates = e < C * OUT_COLS && kk < K;
-    const size_t ui = (size_t)uc * K + kk;
+    const int col = threadIdx.x % OUT_COLS, group = threadIdx.x / OUT_COLS, k = blockIdx.x * OUT_COLS + col;
+    /* the threads of groups 0 .. C - 1 update weight (group, k) at the end: its operands loaded while the
+     * sums are made */
+    const bool updates = group < C && k < K;
+    const size_t ui = (size_t)group * K + k;
     float p = 0.0f, st[2] = {0.0f, 0.0f};
     if (updates) {
         p = w[ui];
 #pragma unroll
-        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-            st[k] = sw.m[k][ui];
+        for (int m = 0; m < SNN_OPTIM_MOMENTS; m++)
+            st[m] = sw.m[m][ui];
     }
-    const int col = threadIdx.x % OUT_COLS, group = threadIdx.x / OUT_COLS, k = blockIdx.x * OUT_COLS + col;
     const snn_twin *xt = reinterpret_cast<const snn_twin *>(x16);
     float acc[C] = {};
     for (int r0 = 0; r0 < rows; r0 += COL_CHUNK) {
@@ -264,19 +264,16 @@ __global__ void __launch_bounds__(COL_THREADS, 1)
     __syncthreads();
     if (!updates)
         return;
-    float g = part[0][uc][e % OUT_COLS];
+    float g = part[0][group][col];
     for (int i = 1; i < COL_THREADS / 32; i++)
-        g += part[i][uc][e % OUT_COLS];
+        g += part[i][group][col];
     p = snn_update(p, g, st, r);
     w[ui] = p;
 #pragma unroll
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        sw.m[k][ui] = st[k];
+    for (int m = 0; m < SNN_OPTIM_MOMENTS; m++)
+        sw.m[m][ui] = st[m];
     snn_twin_store(w16, ui, p);
 }
-
-static bool aligned8(const void *p) { return ((uintptr_t)p & 7) == 0; }
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float *loss,
                                  int32_t *correct, float *dx, snn_twin *dx16, const float *x,
@@ -293,7 +290,8 @@ extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogit
     if (!x16 || !w16)
         snn_die(
             "cuda_output_step: the layer's input and weights need their 16-bit twins (CONFIG_GEMM_TWINS)");
-    const bool vec = K % 4 == 0 && aligned8(x16) && aligned8(w16) && aligned16(x) && aligned16(dx);
+    const bool vec =
+        K % 4 == 0 && snn_aligned(x16, 8) && snn_aligned(w16, 8) && snn_aligned(x, 16) && snn_aligned(dx, 16);
     const unsigned grid = (unsigned)(M < ROW_BLOCKS ? M : ROW_BLOCKS);
     SNN_LAUNCH(vec ? output_rows_kernel<4> : output_rows_kernel<1>, grid, ROW_THREADS, 0, logits, dlogits,
                snn_twin_ptr(dlogits16), dx, snn_twin_ptr(dx16), x, snn_twin_ptr(x16),

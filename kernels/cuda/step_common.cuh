@@ -32,6 +32,8 @@
 __host__ __device__ constexpr int snn_round_up(int a, int b) { return (a + b - 1) / b * b; }
 __host__ __device__ constexpr int snn_imax(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int snn_imin(int a, int b) { return a < b ? a : b; }
+/* Whether p allows accesses of `bytes` (a power of two) at once: a launcher's choice of vector width. */
+static inline bool snn_aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
 
 /* ---------------------------------------------------------------------------
  * reductions over G adjacent lanes (G a power of two, at most 32; every lane of the warp calls)
