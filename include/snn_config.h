@@ -195,12 +195,6 @@
     (SNN_LAYER_PARAMS(0) + SNN_LAYER_PARAMS(1) + SNN_LAYER_PARAMS(2) + SNN_LAYER_PARAMS(3) +                \
      SNN_LAYER_PARAMS(4) + SNN_LAYER_PARAMS(5) + SNN_LAYER_PARAMS(6) + SNN_LAYER_PARAMS(7) +                \
      SNN_LAYER_PARAMS(8))
-/* The largest layer's parameters. */
-#define SNN_LAYER_PARAMS_MAX                                                                                 \
-    SNN_MAX2(SNN_MAX2(SNN_MAX2(SNN_LAYER_PARAMS(0), SNN_LAYER_PARAMS(1)),                                    \
-                      SNN_MAX2(SNN_LAYER_PARAMS(2), SNN_LAYER_PARAMS(3))),                                   \
-             SNN_MAX2(SNN_MAX2(SNN_LAYER_PARAMS(4), SNN_LAYER_PARAMS(5)),                                    \
-                      SNN_MAX2(SNN_MAX2(SNN_LAYER_PARAMS(6), SNN_LAYER_PARAMS(7)), SNN_LAYER_PARAMS(8))))
 /* Activation floats: the input batch and every layer's output. */
 #define SNN_ACT_WIDTHS                                                                                     \
     ((long)SNN_INPUT_DIM + SNN_WIDTH_1 + SNN_WIDTH_2 + SNN_WIDTH_3 + SNN_WIDTH_4 + SNN_WIDTH_5 + SNN_WIDTH_6 + \

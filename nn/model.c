@@ -61,9 +61,9 @@
 #define GRADS_BYTES (DP_GRADS + DP_GRADS16 + 2 * (size_t)SNN_DP_FIGURES * 4)
 #define GRADS_NAME "data-parallel gradients"
 #elif defined(CONFIG_STEP_UPDATE_PASS)
-/* A layer's weight and bias gradients, the largest layer's, between its GEMM and its update pass. */
-#define GRADS_BYTES ((size_t)SNN_LAYER_PARAMS_MAX * F)
-#define GRADS_NAME "a layer's gradients (update pass)"
+/* Every layer's weight and bias gradients, in the parameters' layout, from their GEMMs to the update pass. */
+#define GRADS_BYTES ((size_t)SNN_PARAMS * F)
+#define GRADS_NAME "the gradients (update pass)"
 #else
 #define GRADS_BYTES 0
 #define GRADS_NAME "gradients"

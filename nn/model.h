@@ -34,7 +34,7 @@ enum snn_tensor {
     SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
     SNN_T_GRADS,         /* gradients before their update, float: data parallel (CONFIG_DP), all of them
                           * in the params' layout, their BF16 copy (DP_REDUCE_BF16), the epoch's figures
-                          * summed; under CONFIG_STEP_UPDATE_PASS the largest layer's */
+                          * summed; under CONFIG_STEP_UPDATE_PASS all of them, in the params' layout */
     SNN_T_COUNT
 };
 

@@ -60,9 +60,9 @@ static void update_range(snn_model *m, long at, long n, const float *g, const ui
 #endif
 
 /* Layer L's weight gradient and update, after its input gradient (which reads the weights before it): fused
- * (one GEMM's epilogue); the gradients written, then a pass of their own (CONFIG_STEP_UPDATE_PASS); or, data
- * parallel, in buckets, each all-reduced and then updated, on a stream of its own, while the next is
- * computed. */
+ * (one GEMM's epilogue); the gradients written, for one pass over every layer after the last of them
+ * (CONFIG_STEP_UPDATE_PASS); or, data parallel, in buckets, each all-reduced and then updated, on a stream of
+ * its own, while the next is computed. */
 static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy, const snn_twin *dy16, int B)
 {
     const snn_kernels *k = m->kernels;
@@ -86,11 +86,10 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
         snn_dp_update_end();
     }
 #elif defined(CONFIG_STEP_UPDATE_PASS)
-    /* the biases' gradients after the weights', as the parameters lie */
-    const long weights = (long)L->out * L->in;
-    k->linear_backward_weight(m->grads, m->grads + weights, dy, dy16, L->out, m->act[l], m->act16[l], B,
+    /* in the parameters' layout, biases after weights: one pass updates every layer (hidden_update) */
+    float *gw = m->grads + (L->w - m->params);
+    k->linear_backward_weight(gw, gw + (long)L->out * L->in, dy, dy16, L->out, m->act[l], m->act16[l], B,
                               L->out, L->in);
-    update_range(m, (long)(L->w - m->params), weights + L->out, m->grads, NULL);
 #else
     k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, dy, dy16, m->act[l], m->act16[l], B, L->out,
                                      L->in, m->clock.rate);
@@ -102,6 +101,16 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
 #define OUTPUT_STEP 1
 #else
 #define OUTPUT_STEP 0
+#endif
+
+#ifdef CONFIG_STEP_UPDATE_PASS
+/* The update pass of every layer weight_step wrote gradients for, after the last of them: one kernel, not
+ * one a layer, as those layers lie one after another from the parameters' start. */
+static void hidden_update(snn_model *m)
+{
+    update_range(m, 0, OUTPUT_STEP ? (long)(m->layer[SNN_LAYERS - 1].w - m->params) : SNN_PARAMS, m->grads,
+                 NULL);
+}
 #endif
 
 void snn_train_step(void *model)
@@ -152,6 +161,8 @@ void snn_train_step(void *model)
     }
 #ifdef CONFIG_DP
     snn_dp_join(); /* every bucket's update done before the schedule moves on */
+#elif defined(CONFIG_STEP_UPDATE_PASS)
+    hidden_update(m);
 #endif
     k->clock_advance(m->clock);
 }
