@@ -178,10 +178,10 @@ static __device__ __forceinline__ void update_run(float *__restrict__ p, SnnTwin
                                                   const float *__restrict__ g, const uint16_t *__restrict__ g_bf16,
                                                   long i, const snn_rate &r)
 {
-    typedef std::conditional_t<V == 4, float4, float> FloatV;
     typedef std::conditional_t<V == 4, uint2, uint16_t> HalfV;
+    const SnnL2Hint<true> last;
     alignas(16) float pv[V], gv[V], mv[2][V] = {};
-    *reinterpret_cast<FloatV *>(pv) = *reinterpret_cast<const FloatV *>(p + i);
+    last.load<V>(p + i, pv);
     if (g_bf16) {
         alignas(8) uint16_t h[V];
         *reinterpret_cast<HalfV *>(h) = *reinterpret_cast<const HalfV *>(g_bf16 + i);
@@ -189,11 +189,11 @@ static __device__ __forceinline__ void update_run(float *__restrict__ p, SnnTwin
         for (int j = 0; j < V; j++)
             gv[j] = __uint_as_float((uint32_t)h[j] << 16);
     } else {
-        *reinterpret_cast<FloatV *>(gv) = *reinterpret_cast<const FloatV *>(g + i);
+        SnnL2Hint<false>().load<V>(g + i, gv);
     }
 #pragma unroll
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        *reinterpret_cast<FloatV *>(mv[k]) = *reinterpret_cast<const FloatV *>(s.m[k] + i);
+        last.load<V>(s.m[k] + i, mv[k]);
 #pragma unroll
     for (int j = 0; j < V; j++) {
         float st[2] = {mv[0][j], mv[1][j]};
@@ -201,10 +201,10 @@ static __device__ __forceinline__ void update_run(float *__restrict__ p, SnnTwin
         mv[0][j] = st[0];
         mv[1][j] = st[1];
     }
-    *reinterpret_cast<FloatV *>(p + i) = *reinterpret_cast<const FloatV *>(pv);
+    last.store<V>(p + i, pv);
 #pragma unroll
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        *reinterpret_cast<FloatV *>(s.m[k] + i) = *reinterpret_cast<const FloatV *>(mv[k]);
+        last.store<V>(s.m[k] + i, mv[k]);
     if constexpr (V == 4)
         snn_twin_storev<4>(p16, (size_t)i, pv);
     else

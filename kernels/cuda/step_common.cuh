@@ -232,6 +232,53 @@ struct SnnStepDraws {
  * parameters (kernels/optim.h)
  * ------------------------------------------------------------------------- */
 
+/* V floats (1 or 4, 16-byte aligned) at f, loaded or stored with an L2 eviction priority: LAST for what every
+ * step reads and writes again (the parameters and their optimizer state), kept in L2 ahead of what streams
+ * through it once; FIRST for what is read once (a stored gradient). A hint (sm80 and later; elsewhere plain
+ * accesses): the same values either way. */
+template <bool LAST> struct SnnL2Hint {
+    uint64_t policy;
+    __device__ __forceinline__ SnnL2Hint()
+    {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        if constexpr (LAST)
+            asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+        else
+            asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#else
+        policy = 0;
+#endif
+    }
+    template <int V> __device__ __forceinline__ void load(const float *f, float (&v)[V]) const
+    {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        if constexpr (V == 4)
+            asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                         : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                         : "l"(f), "l"(policy));
+        else
+            asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v[0]) : "l"(f), "l"(policy));
+#else
+        for (int j = 0; j < V; j++)
+            v[j] = f[j];
+#endif
+    }
+    template <int V> __device__ __forceinline__ void store(float *f, const float (&v)[V]) const
+    {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        if constexpr (V == 4)
+            asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(f), "f"(v[0]),
+                         "f"(v[1]), "f"(v[2]), "f"(v[3]), "l"(policy)
+                         : "memory");
+        else
+            asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(f), "f"(v[0]), "l"(policy) : "memory");
+#else
+        for (int j = 0; j < V; j++)
+            f[j] = v[j];
+#endif
+    }
+};
+
 /* Parameter *w with gradient g and its moments at m[0], m[stride]: updated, its twin (if any) rewritten. */
 static __device__ __forceinline__ void snn_param_update(float *w, float *m, int stride, snn_twin *twin,
                                                         float g, const snn_rate &r)
