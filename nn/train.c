@@ -86,7 +86,7 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
         snn_dp_update_end();
     }
 #elif defined(CONFIG_STEP_UPDATE_PASS)
-    /* in the parameters' layout, biases after weights: one pass updates every layer (hidden_update) */
+    /* in the parameters' layout, biases after weights: one pass updates every layer (update_pass) */
     float *gw = m->grads + (L->w - m->params);
     k->linear_backward_weight(gw, gw + (long)L->out * L->in, dy, dy16, L->out, m->act[l], m->act16[l], B,
                               L->out, L->in);
@@ -104,9 +104,10 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
 #endif
 
 #ifdef CONFIG_STEP_UPDATE_PASS
-/* The update pass of every layer weight_step wrote gradients for, after the last of them: one kernel, not
- * one a layer, as those layers lie one after another from the parameters' start. */
-static void hidden_update(snn_model *m)
+/* The update of every layer weight_step wrote gradients for (all but the output layer under
+ * CONFIG_CUDA_OUTPUT_STEP), after the last of them: one kernel, not one a layer, as those layers lie one
+ * after another from the parameters' start. */
+static void update_pass(snn_model *m)
 {
     update_range(m, 0, OUTPUT_STEP ? (long)(m->layer[SNN_LAYERS - 1].w - m->params) : SNN_PARAMS, m->grads,
                  NULL);
@@ -162,7 +163,7 @@ void snn_train_step(void *model)
 #ifdef CONFIG_DP
     snn_dp_join(); /* every bucket's update done before the schedule moves on */
 #elif defined(CONFIG_STEP_UPDATE_PASS)
-    hidden_update(m);
+    update_pass(m);
 #endif
     k->clock_advance(m->clock);
 }

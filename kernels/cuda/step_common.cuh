@@ -232,19 +232,19 @@ struct SnnStepDraws {
  * parameters (kernels/optim.h)
  * ------------------------------------------------------------------------- */
 
-/* V floats (1 or 4, 16-byte aligned) at f, loaded or stored with an L2 eviction priority: LAST for what every
- * step reads and writes again (the parameters and their optimizer state), kept in L2 ahead of what streams
- * through it once; FIRST for what is read once (a stored gradient). A hint (sm80 and later; elsewhere plain
- * accesses): the same values either way. */
+/* V floats at f (V = 4: 16-byte aligned, one access), loaded or stored with an L2 eviction priority: LAST
+ * for what every step reads and writes again (the parameters and their optimizer state), kept in L2 ahead of
+ * what streams through it once; FIRST for what is read once (a stored gradient). A hint (sm80 and later;
+ * elsewhere plain accesses): the same values either way. */
 template <bool LAST> struct SnnL2Hint {
     uint64_t policy;
     __device__ __forceinline__ SnnL2Hint()
     {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
         if constexpr (LAST)
-            asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+            asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
         else
-            asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+            asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
 #else
         policy = 0;
 #endif
@@ -255,12 +255,18 @@ template <bool LAST> struct SnnL2Hint {
         if constexpr (V == 4)
             asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
                          : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
-                         : "l"(f), "l"(policy));
+                         : "l"(f), "l"(policy)
+                         : "memory");
         else
-            asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v[0]) : "l"(f), "l"(policy));
+            asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;"
+                         : "=f"(v[0])
+                         : "l"(f), "l"(policy)
+                         : "memory");
 #else
-        for (int j = 0; j < V; j++)
-            v[j] = f[j];
+        if constexpr (V == 4)
+            *reinterpret_cast<float4 *>(v) = *reinterpret_cast<const float4 *>(f);
+        else
+            v[0] = *f;
 #endif
     }
     template <int V> __device__ __forceinline__ void store(float *f, const float (&v)[V]) const
@@ -271,10 +277,13 @@ template <bool LAST> struct SnnL2Hint {
                          "f"(v[1]), "f"(v[2]), "f"(v[3]), "l"(policy)
                          : "memory");
         else
-            asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(f), "f"(v[0]), "l"(policy) : "memory");
+            asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(f), "f"(v[0]), "l"(policy)
+                         : "memory");
 #else
-        for (int j = 0; j < V; j++)
-            f[j] = v[j];
+        if constexpr (V == 4)
+            *reinterpret_cast<float4 *>(f) = *reinterpret_cast<const float4 *>(v);
+        else
+            *f = v[0];
 #endif
     }
 };
