@@ -50,15 +50,6 @@ template <int V> static __device__ __forceinline__ void load_twins(const SnnTwin
     }
 }
 
-/* V consecutive floats from f: one 16-byte load (V = 4) or one. */
-template <int V> static __device__ __forceinline__ void load_floats(const float *f, float (&v)[V])
-{
-    if constexpr (V == 4)
-        *reinterpret_cast<float4 *>(v) = *reinterpret_cast<const float4 *>(f);
-    else
-        v[0] = f[0];
-}
-
 /* The rows kernel's blocks' losses and counts of right answers, which the columns kernel adds. */
 static __device__ double out_block_loss[ROW_BLOCKS];
 static __device__ int out_block_correct[ROW_BLOCKS];
@@ -165,18 +156,16 @@ __global__ void __launch_bounds__(ROW_THREADS, 4)
                     s[j] = fmaf(d[c], wv[j], s[j]);
             }
             alignas(16) float a[V];
-            load_floats<V>(ar + k, a);
+            snn_floats_load<V>(ar + k, a);
 #pragma unroll
             for (int j = 0; j < V; j++)
                 s[j] = a[j] > 0.0f ? s[j] * scale : 0.0f;
             const size_t i = (size_t)r * K + k;
-            if constexpr (V == 4) {
-                *reinterpret_cast<float4 *>(dx + i) = *reinterpret_cast<const float4 *>(s);
+            snn_floats_store<V>(dx + i, s);
+            if constexpr (V == 4)
                 snn_twin_storev<4>(dx16, i, s);
-            } else {
-                dx[i] = s[0];
+            else
                 snn_twin_store(dx16, i, s[0]);
-            }
         }
     }
     if (threadIdx.x == 0) {

@@ -232,6 +232,24 @@ struct SnnStepDraws {
  * parameters (kernels/optim.h)
  * ------------------------------------------------------------------------- */
 
+/* V floats (1 or 4; 4: 16-byte aligned) at f loaded into v, or stored from it, in one access. */
+template <int V> static __device__ __forceinline__ void snn_floats_load(const float *f, float (&v)[V])
+{
+    static_assert(V == 1 || V == 4, "one float or four");
+    if constexpr (V == 4)
+        *reinterpret_cast<float4 *>(v) = *reinterpret_cast<const float4 *>(f);
+    else
+        v[0] = *f;
+}
+template <int V> static __device__ __forceinline__ void snn_floats_store(float *f, const float (&v)[V])
+{
+    static_assert(V == 1 || V == 4, "one float or four");
+    if constexpr (V == 4)
+        *reinterpret_cast<float4 *>(f) = *reinterpret_cast<const float4 *>(v);
+    else
+        *f = v[0];
+}
+
 /* V floats at f (V = 4: 16-byte aligned, one access), loaded or stored with an L2 eviction priority: LAST
  * for what every step reads and writes again (the parameters and their optimizer state), kept in L2 ahead of
  * what streams through it once; FIRST for what is read once (a stored gradient). A hint (sm80 and later;
@@ -263,10 +281,7 @@ template <bool LAST> struct SnnL2Hint {
                          : "l"(f), "l"(policy)
                          : "memory");
 #else
-        if constexpr (V == 4)
-            *reinterpret_cast<float4 *>(v) = *reinterpret_cast<const float4 *>(f);
-        else
-            v[0] = *f;
+        snn_floats_load<V>(f, v);
 #endif
     }
     template <int V> __device__ __forceinline__ void store(float *f, const float (&v)[V]) const
@@ -280,10 +295,7 @@ template <bool LAST> struct SnnL2Hint {
             asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(f), "f"(v[0]), "l"(policy)
                          : "memory");
 #else
-        if constexpr (V == 4)
-            *reinterpret_cast<float4 *>(f) = *reinterpret_cast<const float4 *>(v);
-        else
-            *f = v[0];
+        snn_floats_store<V>(f, v);
 #endif
     }
 };

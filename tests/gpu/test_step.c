@@ -46,6 +46,29 @@ static double worse(double so_far, const float *dev, const float *want, long n)
     return e > so_far || isnan(e) ? e : so_far;
 }
 
+/* Host copies of a layer's optimizer state: its nw weights' moments and its N biases'. */
+static void fetch_state(snn_state sw, snn_state sb, long nw, int N, snn_state *hsw, snn_state *hsb)
+{
+    *hsw = *hsb = (snn_state){{NULL, NULL}};
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+        hsw->m[k] = fetch(sw.m[k], nw), hsb->m[k] = fetch(sb.m[k], N);
+}
+
+/* The largest error of a layer's updated weights, biases and moments against the host's, whose moments
+ * (fetch_state's) it frees. */
+static double updated_error(const float *w, const float *hw, const float *b, const float *hb, snn_state sw,
+                            snn_state hsw, snn_state sb, snn_state hsb, long nw, int N)
+{
+    double err = worse(0, w, hw, nw);
+    err = worse(err, b, hb, N);
+    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
+        err = worse(err, sw.m[k], hsw.m[k], nw);
+        err = worse(err, sb.m[k], hsb.m[k], N);
+        free(hsw.m[k]), free(hsb.m[k]);
+    }
+    return err;
+}
+
 static void op_verdict(const char *what, int M, int N, int K, double err)
 {
     printf("%s - training step %d (%s GEMMs), op %d: %s %dx%dx%d on the GPU's inputs (relative error %.2e, "
@@ -95,22 +118,14 @@ static void checked_backward_weight_update(float *w, snn_twin *w16, snn_state sw
 {
     const long nw = (long)N * K;
     float *hw = fetch(w, nw), *hb = fetch(b, N);
-    snn_state hsw = {{NULL, NULL}}, hsb = {{NULL, NULL}};
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        hsw.m[k] = fetch(sw.m[k], nw), hsb.m[k] = fetch(sb.m[k], N);
+    snn_state hsw, hsb;
+    fetch_state(sw, sb, nw, N, &hsw, &hsb);
     float *hdy = fetch(dy, (long)M * N), *hx = fetch(x, (long)M * K);
     snn_rate hrate;
     snn_rt_download(&hrate, rate, sizeof hrate);
     cuda_linear_backward_weight_update(w, w16, sw, b, sb, dy, dy16, x, x16, M, N, K, rate);
     rounded_backward_weight_update(hw, hsw, hb, hsb, hdy, hx, M, N, K, &hrate);
-    double err = worse(0, w, hw, nw);
-    err = worse(err, b, hb, N);
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
-        err = worse(err, sw.m[k], hsw.m[k], nw);
-        err = worse(err, sb.m[k], hsb.m[k], N);
-        free(hsw.m[k]), free(hsb.m[k]);
-    }
-    op_verdict("weight gradient and update", N, K, M, err);
+    op_verdict("weight gradient and update", N, K, M, updated_error(w, hw, b, hb, sw, hsw, sb, hsb, nw, N));
     free(hw), free(hb), free(hdy), free(hx);
 }
 
@@ -178,9 +193,8 @@ static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits
     const int N = SNN_CLASSES;
     const long nw = (long)N * K;
     float *hx = fetch(x, (long)M * K), *hw = fetch(w, nw), *hb = fetch(b, N), *w0 = fetch(w, nw);
-    snn_state hsw = {{NULL, NULL}}, hsb = {{NULL, NULL}};
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        hsw.m[k] = fetch(sw.m[k], nw), hsb.m[k] = fetch(sb.m[k], N);
+    snn_state hsw, hsb;
+    fetch_state(sw, sb, nw, N, &hsw, &hsb);
     uint8_t *hy = snn_xmalloc((size_t)M, "host copy of the labels");
     snn_rt_download(hy, y, (size_t)M);
     int32_t hstep;
@@ -213,14 +227,8 @@ static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits
                    worse(0, dx, want, (long)M * K));
     }
     rounded_backward_weight_update(hw, hsw, hb, hsb, dz, hx, M, N, K, &hrate);
-    err = worse(0, w, hw, nw);
-    err = worse(err, b, hb, N);
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
-        err = worse(err, sw.m[k], hsw.m[k], nw);
-        err = worse(err, sb.m[k], hsb.m[k], N);
-        free(hsw.m[k]), free(hsb.m[k]);
-    }
-    op_verdict("output step: weight gradient and update", N, K, M, err);
+    op_verdict("output step: weight gradient and update", N, K, M,
+               updated_error(w, hw, b, hb, sw, hsw, sb, hsb, nw, N));
     free(hx), free(hw), free(hb), free(w0), free(hy), free(z), free(dz), free(want), free(hloss),
         free(hcorrect);
 }
