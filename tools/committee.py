@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A committee of K members of one board, trained from K seeds, the runs spread over the host's GPUs.
 
-    tools/committee.py BOARD [--members K] [--gpus all|N|IDS] [--out DIR] [--app PATH] [--json FILE]
-                       [-- MNIST-OPTIONS...]
+    tools/committee.py BOARD [--members K] [--sizes K1,K2,...] [--gpus all|N|IDS] [--out DIR] [--app PATH]
+                       [--json FILE] [-- MNIST-OPTIONS...]
 
 Builds the board (make O=build/committee/BOARD BOARD_defconfig, then its app/mnist; --app PATH takes a built
 one), trains members 1..K with --seed S --save DIR/member-S.st --log DIR/member-S.jsonl and the options after
@@ -10,7 +10,8 @@ one), trains members 1..K with --seed S --save DIR/member-S.st --log DIR/member-
 --load DIR/member-1.st ... --eval (the mean of the members' probabilities, app/committee.c), with --data where
 the options give it. Prints a row per member (its validation accuracy where the build holds a validation
 split out, its test accuracy, both at the end of its fixed-length run) and the committee's test loss and
-accuracy; --json writes them. Exits 1 when a build or a run fails.
+accuracy; --sizes scores the committees of the first K1, K2, ... members too (declared before the members
+train, so that no size is picked on the test set). --json writes them. Exits 1 when a build or a run fails.
 """
 import argparse
 import json
@@ -46,11 +47,42 @@ def data_option(options):
     return []
 
 
+def committee_sizes(text, members):
+    """--sizes: ascending committee sizes from 2 to members, ending with members (the whole committee)."""
+    if text is None:
+        return [members]
+    try:
+        sizes = sorted({int(v) for v in text.split(",")})
+    except ValueError:
+        fail(f"--sizes wants sizes separated by commas, not {text!r}")
+    if sizes[0] < 2 or sizes[-1] > members:
+        fail(f"--sizes wants sizes from 2 to --members ({members}), not {text}")
+    return sizes if sizes[-1] == members else [*sizes, members]
+
+
+def score(app, files, out, data, env):
+    """The committee of the files: app --load ... --eval, its loss and accuracy from its --log."""
+    k = len(files)
+    log = os.path.join(out, f"committee-{k}.jsonl")
+    cmd = [app, *[a for f in files for a in ("--load", f)], "--eval", "--log", log, *data]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if done.returncode != 0:
+        fail(f"the committee's --eval exited with status {done.returncode}: {last_lines(done.stdout)}")
+    with open(log) as f:
+        evaluation = next((e for e in map(json.loads, f) if e.get("event") == "evaluation"), None)
+    if not evaluation or evaluation.get("members") != k:
+        fail(f"{log}: no evaluation of {k} members")
+    if not re.search(r"^test set: .*the committee of \d+$", done.stdout, re.M):
+        fail("the committee's --eval printed no committee line")
+    return {"members": k, "test_loss": evaluation["loss"], "test_acc": evaluation["accuracy"]}
+
+
 def main():
     argv, extra = gpu_pool.split_run_options(sys.argv[1:])
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("board", help="the board (configs/NAME_defconfig)")
     p.add_argument("--members", type=int, default=5, help=f"members, seeds 1..K (default 5, at most {MAX_MEMBERS})")
+    p.add_argument("--sizes", help="also score the committees of the first K1,K2,... members (default: all K)")
     p.add_argument("--gpus", help="the GPUs to spread the runs over: all (default), a count, or ids (0,2)")
     p.add_argument("--out", help="the members' files and logs (default build/committee/BOARD/members)")
     p.add_argument("--app", help="the board's built app/mnist")
@@ -58,6 +90,7 @@ def main():
     args = p.parse_args(argv)
     if not 2 <= args.members <= MAX_MEMBERS:
         fail(f"--members wants 2 to {MAX_MEMBERS}, not {args.members}")
+    sizes = committee_sizes(args.sizes, args.members)
     try:
         gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())
     except ValueError as e:
@@ -87,19 +120,9 @@ def main():
             fail(f"member {s}: {logs[s]} has no epoch event")
         members.append({"seed": s, "gpu": run.gpu, "file": files[s], "epoch": e["epoch"],
                         "valid_acc": e.get("valid_acc"), "test_acc": e["test_acc"], "train_s": e["train_s"]})
-    log = os.path.join(out, "committee.jsonl")
-    cmd = [app, *[a for s in seeds for a in ("--load", files[s])], "--eval", "--log", log, *data_option(extra)]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[0]) if gpus else None
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    if done.returncode != 0:
-        fail(f"the committee's --eval exited with status {done.returncode}: {last_lines(done.stdout)}")
-    with open(log) as f:
-        evaluation = next((e for e in map(json.loads, f) if e.get("event") == "evaluation"), None)
-    if not evaluation or evaluation.get("members") != args.members:
-        fail(f"{log}: no evaluation of {args.members} members")
-    if not re.search(r"^test set: .*the committee of \d+$", done.stdout, re.M):
-        fail("the committee's --eval printed no committee line")
-    committee = {"members": args.members, "test_loss": evaluation["loss"], "test_acc": evaluation["accuracy"]}
+    committees = [score(app, [files[s] for s in seeds][:k], out, data_option(extra), env) for k in sizes]
+    committee = committees[-1]
     print(f"{args.board}: {args.members} members on {len(gpus) or 'no'} GPU(s) {','.join(gpus)}".rstrip())
     print("| member | seed | epochs | validation accuracy | test accuracy | training s |")
     print("|---|---|---|---|---|---|")
@@ -107,11 +130,16 @@ def main():
         valid = f"{100 * m['valid_acc']:.2f} %" if m["valid_acc"] is not None else "-"
         print(f"| {i} | {m['seed']} | {m['epoch']} | {valid} | {100 * m['test_acc']:.2f} % | {m['train_s']:.3f} |")
     mean = statistics.mean(m["test_acc"] for m in members)
+    for c in committees[:-1]:
+        first = statistics.mean(m["test_acc"] for m in members[:c["members"]])
+        print(f"committee of the first {c['members']}: test accuracy {100 * c['test_acc']:.2f} % (their mean "
+              f"{100 * first:.2f} %), loss {c['test_loss']:.4f}")
     print(f"committee: test accuracy {100 * committee['test_acc']:.2f} % (the members' mean {100 * mean:.2f} %), "
           f"loss {committee['test_loss']:.4f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"board": args.board, "members": members, "committee": committee}, f, indent=1)
+            json.dump({"board": args.board, "members": members, "committee": committee, "committees": committees}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":

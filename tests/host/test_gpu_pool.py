@@ -281,23 +281,37 @@ def check_committee(tmp, host):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
     data = os.environ.get("SNN_DATA", os.path.join(REPO, "data", "mnist"))
     out, js = os.path.join(tmp, "committee"), os.path.join(tmp, "committee.json")
-    p = subprocess.run([sys.executable, tool, "host", "--app", host, "--members", "3", "--out", out, "--json", js,
-                        "--", "--data", data, "--max-steps", "30", "--epochs", "1"], env=env, capture_output=True,
-                       text=True)
-    r = json.load(open(js)) if p.returncode == 0 else {"members": [], "committee": {}}
+    p = subprocess.run([sys.executable, tool, "host", "--app", host, "--members", "3", "--sizes", "2", "--out", out,
+                        "--json", js, "--", "--data", data, "--max-steps", "30", "--epochs", "1"], env=env,
+                       capture_output=True, text=True)
+    r = json.load(open(js)) if p.returncode == 0 else {"members": [], "committee": {}, "committees": []}
     files = [m["file"] for m in r["members"]]
-    alone = subprocess.run([host, "--data", data, *[a for f in files for a in ("--load", f)], "--eval"],
-                           capture_output=True, text=True).stdout
+
+    def evaluated(k):
+        return subprocess.run([host, "--data", data, *[a for f in files[:k] for a in ("--load", f)], "--eval"],
+                              capture_output=True, text=True).stdout
+
     acc = r["committee"].get("test_acc", -1)
     ok = (p.returncode == 0 and [m["seed"] for m in r["members"]] == [1, 2, 3] and
-          {m["gpu"] for m in r["members"]} == {"0", "1"} and f"accuracy {100 * acc:.2f}%" in alone and
-          "the committee of 3" in alone and f"committee: test accuracy {100 * acc:.2f} %" in p.stdout)
+          {m["gpu"] for m in r["members"]} == {"0", "1"} and f"accuracy {100 * acc:.2f}%" in evaluated(3) and
+          "the committee of 3" in evaluated(3) and f"committee: test accuracy {100 * acc:.2f} %" in p.stdout)
     verdict(ok, "committee.py: 3 members from seeds 1-3 on 2 GPUs, then their committee's --eval",
             p.stdout[-400:] + p.stderr[-300:])
+    two = next((c for c in r["committees"] if c["members"] == 2), {})
+    acc2 = two.get("test_acc", -1)
+    ok = ([c["members"] for c in r["committees"]] == [2, 3] and r["committees"][-1] == r["committee"] and
+          f"accuracy {100 * acc2:.2f}%" in evaluated(2) and "the committee of 2" in evaluated(2) and
+          f"committee of the first 2: test accuracy {100 * acc2:.2f} %" in p.stdout)
+    verdict(ok, "committee.py --sizes 2: the committee of members 1-2 beside all 3's, as --eval of those two",
+            p.stdout[-400:] + str(r.get("committees")))
     cases = [(["host", "--app", host, "--members", "1"], "--members wants 2 to 64, not 1"),
+             (["host", "--app", host, "--members", "3", "--sizes", "1,3"], "--sizes wants sizes from 2 to"),
+             (["host", "--app", host, "--members", "3", "--sizes", "4"], "--members (3), not 4"),
+             (["host", "--app", host, "--sizes", "two"], "--sizes wants sizes separated by commas"),
              (["no_such_board"], "no board no_such_board")]
     got = refusals(tool, cases, env)
-    verdict(all(got), "committee.py: one member, an unknown board: one error line each", str(got))
+    verdict(all(got), "committee.py: one member, --sizes out of range or not numbers, an unknown board: one error "
+            "line each", str(got))
 
 
 def main():
