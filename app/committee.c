@@ -23,23 +23,24 @@ static void add_probabilities(double *sum, const float *logits, int rows)
     }
 }
 
-snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count, float *logits,
+snn_score snn_committee_logits(snn_model *m, snn_set set, const char *const *paths, int count, float *logits,
                                const uint8_t *labels, snn_score *scores)
 {
-    const size_t n = (size_t)SNN_TEST_COUNT * SNN_CLASSES;
+    const int rows = snn_set_count(set);
+    const size_t n = (size_t)rows * SNN_CLASSES;
     double *sum = calloc(n, sizeof(double));
     SNN_CHECK_SYS(sum, "allocating the committee's probabilities");
     for (int i = 0; i < count; i++) {
         snn_model_file_load(paths[i], m, NULL, SNN_FILE_WEIGHTS);
-        const snn_score s = snn_evaluate_logits(m, logits);
+        const snn_score s = snn_evaluate_logits(m, set, logits);
         if (scores)
             scores[i] = s;
-        add_probabilities(sum, logits, SNN_TEST_COUNT);
+        add_probabilities(sum, logits, rows);
     }
     const int members = count;
     snn_score committee = {0.0, 0.0};
     int right = 0;
-    for (int i = 0; i < SNN_TEST_COUNT; i++) {
+    for (int i = 0; i < rows; i++) {
         for (int c = 0; c < SNN_CLASSES; c++) /* the mean; a class no member gives any chance is -inf */
             logits[(size_t)i * SNN_CLASSES + c] = (float)log(sum[(size_t)i * SNN_CLASSES + c] / members);
         if (labels) {
@@ -48,7 +49,7 @@ snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count
         }
     }
     free(sum);
-    committee.loss /= SNN_TEST_COUNT;
-    committee.accuracy = (double)right / SNN_TEST_COUNT;
+    committee.loss /= rows;
+    committee.accuracy = (double)right / rows;
     return committee;
 }

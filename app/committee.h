@@ -8,13 +8,15 @@
 
 #include "nn/train.h"
 
-/* The members given in paths (count of them) loaded one after another into m, each scoring the images in
- * m->test_images; into logits (SNN_TEST_COUNT x SNN_CLASSES) the committee's: the log of the members' mean
+/* The members given in paths (count of them) loaded one after another into m, each scoring the images of
+ * set (the test set: those in m->test_images); into logits (snn_set_count(set) x SNN_CLASSES) the
+ * committee's: the log of the members' mean
  * probability, whose arg-max is the committee's class and whose softmax gives the mean back. With labels,
  * member i's score into scores[i] (the device's, as --eval of it alone) and the committee's returned: the
  * mean over the images of -log(mean probability of the label), and its accuracy. Every member is scored: a
- * stop signal is the caller's to check after (--predict classifies what it has read with the whole committee). */
-snn_score snn_committee_logits(snn_model *m, const char *const *paths, int count, float *logits,
+ * stop signal is the caller's to check after (--predict classifies what it has read with the whole
+ * committee). */
+snn_score snn_committee_logits(snn_model *m, snn_set set, const char *const *paths, int count, float *logits,
                                const uint8_t *labels, snn_score *scores);
 
 #endif

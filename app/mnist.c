@@ -213,8 +213,8 @@ static void print_summary(const snn_device_info *dev, const options *o)
         printf("\n");
 }
 
-/* Uploads the dataset; test_labels_host, where given, keeps the test labels. */
-static void load_dataset(snn_model *m, const char *dir, uint8_t *test_labels_host)
+/* Uploads the dataset; test_labels_host and valid_labels_host, where given, keep those sets' labels. */
+static void load_dataset(snn_model *m, const char *dir, uint8_t *test_labels_host, uint8_t *valid_labels_host)
 {
     char err[512];
     size_t train = (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM, test = (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM;
@@ -229,6 +229,8 @@ static void load_dataset(snn_model *m, const char *dir, uint8_t *test_labels_hos
     snn_rt_sync();
     if (test_labels_host)
         memcpy(test_labels_host, vl, SNN_TEST_COUNT);
+    if (valid_labels_host && SNN_VALID_COUNT)
+        memcpy(valid_labels_host, tl + SNN_FIT_COUNT, SNN_VALID_COUNT);
     free(host);
 }
 
@@ -669,7 +671,8 @@ static snn_score evaluate_committee(const options *o, snn_model *m, float *logit
                                     snn_out *log)
 {
     snn_score scores[SNN_MAX_MEMBERS];
-    const snn_score committee = snn_committee_logits(m, o->loads, o->load_count, logits, labels, scores);
+    const snn_score committee =
+        snn_committee_logits(m, SNN_SET_TEST, o->loads, o->load_count, logits, labels, scores);
     if (snn_stop_signal())
         stop_inference(log);
     for (int i = 0; i < o->load_count; i++) {
@@ -685,6 +688,38 @@ static snn_score evaluate_committee(const options *o, snn_model *m, float *logit
         }
     }
     return committee;
+}
+
+/* --eval of a committee in a build that holds a validation split out: each
+ * member's and the committee's figures on it, printed and logged (a
+ * "validation" event) before the test set's, so that a committee's recipe
+ * can be chosen without reading the test set. */
+static void validate_committee(const options *o, snn_model *m, float *logits, const uint8_t *labels,
+                               snn_out *log)
+{
+    snn_score scores[SNN_MAX_MEMBERS];
+    const snn_score committee =
+        snn_committee_logits(m, SNN_SET_VALID, o->loads, o->load_count, logits, labels, scores);
+    if (snn_stop_signal())
+        stop_inference(log);
+    float accuracy[SNN_MAX_MEMBERS];
+    for (int i = 0; i < o->load_count; i++) {
+        printf("member %d, validation set: loss %.4f, accuracy %.2f%%\n", i + 1, scores[i].loss,
+               100 * scores[i].accuracy);
+        accuracy[i] = (float)scores[i].accuracy;
+    }
+    printf("validation set: loss %.4f, accuracy %.2f%% (%ld of %d), the committee of %d\n", committee.loss,
+           100 * committee.accuracy, lround(committee.accuracy * SNN_VALID_COUNT), SNN_VALID_COUNT,
+           o->load_count);
+    if (log) {
+        cJSON *e = snn_json_event("validation");
+        snn_json_float(e, "loss", (float)committee.loss);
+        snn_json_float(e, "accuracy", (float)committee.accuracy);
+        snn_json_number(e, "samples", SNN_VALID_COUNT);
+        snn_json_number(e, "members", o->load_count);
+        snn_json_add(e, "member_accuracy", snn_json_floats(accuracy, o->load_count));
+        snn_json_put(snn_out_stream(log), e);
+    }
 }
 
 /* --load FILE --eval and/or --predict: no training; with several --load
@@ -704,18 +739,23 @@ static int infer(const options *o)
         printf("  committee of %d models, the mean of their probabilities\n", o->load_count);
     }
     if (o->eval) {
+        const int rows = SNN_VALID_COUNT > SNN_TEST_COUNT ? SNN_VALID_COUNT : SNN_TEST_COUNT;
         uint8_t *labels = snn_xmalloc(SNN_TEST_COUNT, "test labels");
-        float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * sizeof(float), "test logits");
-        load_dataset(&m, o->data_dir, labels);
+        uint8_t *valid_labels = snn_xmalloc(SNN_VALID_COUNT + 1, "validation labels");
+        float *logits = snn_xmalloc((size_t)rows * SNN_CLASSES * sizeof(float), "the images' logits");
+        load_dataset(&m, o->data_dir, labels, valid_labels);
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
+        if (o->load_count > 1 && SNN_VALID_COUNT)
+            validate_committee(o, &m, logits, valid_labels, log);
         snn_score score = o->load_count > 1 ? evaluate_committee(o, &m, logits, labels, log)
-                                            : snn_evaluate_logits(&m, logits);
+                                            : snn_evaluate_logits(&m, SNN_SET_TEST, logits);
         if (snn_stop_signal())
             stop_inference(log);
         snn_report_evaluation(logits, labels, SNN_TEST_COUNT, score, o->load_count, stdout,
                               log ? snn_out_stream(log) : NULL);
         free(labels);
+        free(valid_labels);
         free(logits);
     }
     int failed = 0;
@@ -851,7 +891,7 @@ int main(int argc, char **argv)
                           .correct = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(int32_t), "step counts")};
     start_from_files(&o, &r);
     snn_model_set_run(&r.m, o.epochs, o.max_steps, (uint64_t)r.at.seed); /* a checkpoint's seed, resumed */
-    load_dataset(&r.m, o.data_dir, NULL);
+    load_dataset(&r.m, o.data_dir, NULL, NULL);
     start_outputs(&out, &o, &r, &dev, plan.total);
     snn_target_init(&r.target, o.target_acc, target_set(), o.keep_going);
 

@@ -68,9 +68,9 @@ int snn_predict_images(snn_model *m, const char *const *models, int members, con
         stopped = stopped || snn_stop_signal(); /* one that came during the last file's read */
         snn_rt_upload(m->test_images, images, image_bytes);
         if (members > 1)
-            snn_committee_logits(m, models, members, logits, NULL, NULL);
+            snn_committee_logits(m, SNN_SET_TEST, models, members, logits, NULL, NULL);
         else
-            snn_evaluate_logits(m, logits);
+            snn_evaluate_logits(m, SNN_SET_TEST, logits);
         for (int i = 0; i < read; i++)
             if (ok[i])
                 print_prediction(out, paths[from + i], logits + (size_t)i * SNN_CLASSES);

@@ -395,4 +395,9 @@ static snn_score evaluate(snn_model *m, snn_set which, float *logits_host)
 
 snn_score snn_evaluate(snn_model *m, snn_set set) { return evaluate(m, set, NULL); }
 
-snn_score snn_evaluate_logits(snn_model *m, float *logits_host) { return evaluate(m, SNN_SET_TEST, logits_host); }
+snn_score snn_evaluate_logits(snn_model *m, snn_set set, float *logits_host)
+{
+    return evaluate(m, set, logits_host);
+}
+
+int snn_set_count(snn_set set) { return set == SNN_SET_VALID ? SNN_VALID_COUNT : SNN_TEST_COUNT; }

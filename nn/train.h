@@ -53,8 +53,11 @@ typedef enum { SNN_SET_TEST, SNN_SET_VALID } snn_set;
 const char *snn_set_name(snn_set set);
 /* Runs the whole set and scores it (a synchronisation). */
 snn_score snn_evaluate(snn_model *m, snn_set set);
-/* The test set step by step without a graph, keeping every image's logits
- * (SNN_TEST_COUNT x SNN_CLASSES floats, whatever test_images holds). */
-snn_score snn_evaluate_logits(snn_model *m, float *logits_host);
+/* A set step by step without a graph, keeping every image's logits (its
+ * snn_set_count x SNN_CLASSES floats; the test set: whatever test_images
+ * holds). */
+snn_score snn_evaluate_logits(snn_model *m, snn_set set, float *logits_host);
+/* The images of a set: SNN_TEST_COUNT or SNN_VALID_COUNT. */
+int snn_set_count(snn_set set);
 
 #endif

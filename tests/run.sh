@@ -255,7 +255,7 @@ python_with() {
 }
 
 suite_torch_parity() { run "torch_parity numerics" "$(python_with numpy)" tests/host/test_torch_parity.py "$H/app/mnist"; }
-suite_committee() { run "committee" "$(python_with numpy)" tests/host/test_committee.py "$H/app/mnist"; }
+suite_committee() { run "committee" "$(python_with numpy)" tests/host/test_committee.py "$H/app/mnist" "$V/app/mnist"; }
 suite_plot() { run "plot" "$(python_with matplotlib)" tests/host/test_plot.py "$H/app/mnist"; }
 suite_tune() { run "tune" "$(python_with kconfiglib)" tests/host/test_tune.py "$SNN_TEST_OUT/tune"; }
 

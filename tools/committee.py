@@ -10,7 +10,7 @@ one), trains members 1..K with --seed S --save DIR/member-S.st --log DIR/member-
 --load DIR/member-1.st ... --eval (the mean of the members' probabilities, app/committee.c), with --data where
 the options give it. Prints a row per member (its validation accuracy where the build holds a validation
 split out, its test accuracy, both at the end of its fixed-length run) and the committee's test loss and
-accuracy; --sizes scores the committees of the first K1, K2, ... members too (declared before the members
+accuracy, with its validation accuracy where the build holds the split out (choose committees on it); --sizes scores the committees of the first K1, K2, ... members too (declared before the members
 train, so that no size is picked on the test set). --json writes them. Exits 1 when a build or a run fails.
 """
 import argparse
@@ -61,7 +61,8 @@ def committee_sizes(text, members):
 
 
 def score(app, files, out, data, env):
-    """The committee of the files: app --load ... --eval, its loss and accuracy from its --log."""
+    """The committee of the files: app --load ... --eval, its test loss and accuracy from its --log, and its
+    validation figures where the build holds the split out."""
     k = len(files)
     log = os.path.join(out, f"committee-{k}.jsonl")
     cmd = [app, *[a for f in files for a in ("--load", f)], "--eval", "--log", log, *data]
@@ -69,12 +70,15 @@ def score(app, files, out, data, env):
     if done.returncode != 0:
         fail(f"the committee's --eval exited with status {done.returncode}: {last_lines(done.stdout)}")
     with open(log) as f:
-        evaluation = next((e for e in map(json.loads, f) if e.get("event") == "evaluation"), None)
+        events = [json.loads(line) for line in f]
+    evaluation = next((e for e in events if e.get("event") == "evaluation"), None)
+    validation = next((e for e in events if e.get("event") == "validation"), {})
     if not evaluation or evaluation.get("members") != k:
         fail(f"{log}: no evaluation of {k} members")
     if not re.search(r"^test set: .*the committee of \d+$", done.stdout, re.M):
         fail("the committee's --eval printed no committee line")
-    return {"members": k, "test_loss": evaluation["loss"], "test_acc": evaluation["accuracy"]}
+    return {"members": k, "valid_loss": validation.get("loss"), "valid_acc": validation.get("accuracy"),
+            "test_loss": evaluation["loss"], "test_acc": evaluation["accuracy"]}
 
 
 def main():
@@ -129,13 +133,13 @@ def main():
     for i, m in enumerate(members, 1):
         valid = f"{100 * m['valid_acc']:.2f} %" if m["valid_acc"] is not None else "-"
         print(f"| {i} | {m['seed']} | {m['epoch']} | {valid} | {100 * m['test_acc']:.2f} % | {m['train_s']:.3f} |")
-    mean = statistics.mean(m["test_acc"] for m in members)
-    for c in committees[:-1]:
+    for c in committees:
         first = statistics.mean(m["test_acc"] for m in members[:c["members"]])
-        print(f"committee of the first {c['members']}: test accuracy {100 * c['test_acc']:.2f} % (their mean "
-              f"{100 * first:.2f} %), loss {c['test_loss']:.4f}")
-    print(f"committee: test accuracy {100 * committee['test_acc']:.2f} % (the members' mean {100 * mean:.2f} %), "
-          f"loss {committee['test_loss']:.4f}")
+        whole = c is committee
+        name, of = ("committee", "the members'") if whole else (f"committee of the first {c['members']}", "their")
+        valid = f"validation accuracy {100 * c['valid_acc']:.2f} %, " if c["valid_acc"] is not None else ""
+        print(f"{name}: {valid}test accuracy {100 * c['test_acc']:.2f} % ({of} mean {100 * first:.2f} %), "
+              f"loss {c['test_loss']:.4f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"board": args.board, "members": members, "committee": committee, "committees": committees}, f,

@@ -204,7 +204,7 @@ int main(void)
     snn_score fused = snn_evaluate(&gpu, SNN_SET_TEST);
     float *fused_losses = fetch(gpu.eval_loss, SNN_EVAL_STEPS);
     float *logits = snn_xmalloc((size_t)SNN_TEST_COUNT * SNN_CLASSES * 4, "logits");
-    snn_score layered = snn_evaluate_logits(&gpu, logits);
+    snn_score layered = snn_evaluate_logits(&gpu, SNN_SET_TEST, logits);
     check("evaluation losses of each test batch against the layered step's", gpu.eval_loss, fused_losses,
           SNN_EVAL_STEPS, SNN_TOL_GEMM);
     const double images = fabs(fused.accuracy - layered.accuracy) * SNN_TEST_COUNT;

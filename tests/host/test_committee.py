@@ -2,9 +2,12 @@
 """mnist --load A --load B ... --eval | --predict, a committee (app/committee.c), on the host engine: its
 figures against numpy's forward pass of the saved files (the mean of the members' softmax, its arg-max and
 mean -log of the label's mean probability), each member's line as --eval of it alone, a committee of one
-model twice as that model, --predict by the mean probability, and the refusals (one line, exit 1).
+model twice as that model, --predict by the mean probability, and the refusals (one line, exit 1); in a build
+that holds a validation split out, the committee's figures on it too, before the test set's.
 
-    tests/host/test_committee.py PATH/TO/mnist   (a host build of 784-256-10, the data in data/mnist)
+    tests/host/test_committee.py PATH/TO/mnist [VALIDATION/mnist]   (a host build of 784-256-10; one that holds
+                                                                    the last 5000 training images out; the
+                                                                    data in data/mnist)
 """
 import json
 import os
@@ -18,7 +21,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-from torch_parity import load_test_set, normalise  # noqa: E402
+from torch_parity import load_test_set, load_train_set, normalise  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "..", "data", "mnist")
 
@@ -63,6 +66,37 @@ def figures(out, tag="test set"):
     return (float(m.group(1)), int(m.group(3))) if m else None
 
 
+def committee_figures(files, images, labels):
+    """numpy's committee of the files on the images: how many it gets right, and its loss."""
+    x = normalise(images, 0.1307, 0.3081).reshape(len(labels), -1).astype(np.float32)
+    mean = sum(probabilities(f, x) for f in files) / len(files)
+    return int((mean.argmax(axis=1) == labels).sum()), float(-np.log(mean[np.arange(len(labels)), labels]).mean())
+
+
+def check_validation(app, d):
+    """A validation build's committee: the held-out images scored first, as numpy's mean of the softmax."""
+    files = [os.path.join(d, f"v{s}.st") for s in (1, 2)]
+    for s, f in zip((1, 2), files):
+        rc, _, err = mnist(app, "--epochs", "1", "--max-steps", "100", "--seed", str(s), "--save", f)
+        if rc:
+            verdict(False, "training the validation build's members", err.strip().splitlines()[-1:])
+            return
+    images, labels = load_train_set(DATA)
+    want_right, want_loss = committee_figures(files, images[-5000:], labels[-5000:])
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as log:
+        rc, out, err = mnist(app, *[a for f in files for a in ("--load", f)], "--eval", "--log", log.name)
+        events = [json.loads(line) for line in open(log.name)]
+    got = figures(out, "validation set")
+    members = re.findall(r"^member (\d), validation set: loss ([0-9.]+), accuracy ([0-9.]+)%$", out, re.M)
+    event = next((e for e in events if e.get("event") == "validation"), {})
+    ok = (rc == 0 and got and got[1] == want_right and abs(got[0] - want_loss) < 5e-5 and len(members) == 2 and
+          out.index("validation set:") < out.index("test set:") and event.get("members") == 2 and
+          event.get("samples") == 5000 and abs(event.get("accuracy", -1) - want_right / 5000) < 1e-6 and
+          [round(a, 4) for a in event.get("member_accuracy", [])] == [float(m[2]) / 100 for m in members])
+    verdict(ok, f"a validation build's 2 members: the held-out 5000 first, {want_right} right, loss "
+            f"{want_loss:.4f}, as numpy's; each member's line and the log's validation event", got or out + err)
+
+
 def main():
     app = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
@@ -73,14 +107,11 @@ def main():
                 verdict(False, "training the members", err.strip().splitlines()[-1:])
                 return
         images, labels = load_test_set(DATA)
-        x = normalise(images, 0.1307, 0.3081).reshape(len(labels), -1).astype(np.float32)
-        mean = sum(probabilities(f, x) for f in files) / len(files)
-        want_right = int((mean.argmax(axis=1) == labels).sum())
-        want_loss = float(-np.log(mean[np.arange(len(labels)), labels]).mean())
+        want_right, want_loss = committee_figures(files, images, labels)
         rc, out, err = mnist(app, *[a for f in files for a in ("--load", f)], "--eval")
         got = figures(out)
         ok = rc == 0 and got and got[1] == want_right and abs(got[0] - want_loss) < 5e-5 and \
-            "the committee of 3" in out
+            "the committee of 3" in out and "validation set" not in out
         verdict(ok, f"3 members' --eval: {want_right} of 10000 right, loss {want_loss:.4f}, as numpy's mean of "
                 "their softmax", got or out + err)
         alone = [figures(mnist(app, "--load", f, "--eval")[1]) for f in files]
@@ -112,6 +143,8 @@ def main():
             lines = err.strip().splitlines()
             ok = rc == 1 and len(lines) == 1 and want in lines[0] and lines[0].startswith("mnist: error:")
             verdict(ok, f"refused in one line: {name}", err.strip())
+        if len(sys.argv) > 2:
+            check_validation(sys.argv[2], d)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ scripts that report the device they were given and the time they held it, or the
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -276,7 +277,7 @@ def check_sweep_budget(tmp):
     verdict(all(got), "sweep.py --budget beside --epochs, or of 0 s: one error line each, exit 1", str(got))
 
 
-def check_committee(tmp, host):
+def check_committee(tmp, host, validation):
     tool = os.path.join(REPO, "tools", "committee.py")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
     data = os.environ.get("SNN_DATA", os.path.join(REPO, "data", "mnist"))
@@ -304,6 +305,19 @@ def check_committee(tmp, host):
           f"committee of the first 2: test accuracy {100 * acc2:.2f} %" in p.stdout)
     verdict(ok, "committee.py --sizes 2: the committee of members 1-2 beside all 3's, as --eval of those two",
             p.stdout[-400:] + str(r.get("committees")))
+    js = os.path.join(tmp, "committee-valid.json")
+    p = subprocess.run([sys.executable, tool, "host", "--app", validation, "--members", "2", "--out",
+                        os.path.join(tmp, "committee-valid"), "--json", js, "--", "--data", data, "--max-steps", "30",
+                        "--epochs", "1"], env=env, capture_output=True, text=True)
+    r = json.load(open(js)) if p.returncode == 0 else {"members": [], "committee": {}}
+    m = re.search(r"^validation set: loss [0-9.]+, accuracy ([0-9.]+)% \(\d+ of 5000\), the committee of 2$",
+                  subprocess.run([validation, "--data", data, *[a for x in r["members"] for a in ("--load", x["file"])],
+                                  "--eval"], capture_output=True, text=True).stdout, re.M)
+    acc = r["committee"].get("valid_acc")
+    ok = (p.returncode == 0 and m and acc is not None and f"{100 * acc:.2f}" == m.group(1) and
+          f"committee: validation accuracy {100 * acc:.2f} %, test accuracy" in p.stdout)
+    verdict(ok, "committee.py on a build that holds a validation split out: the committee's validation accuracy "
+            "beside its test accuracy, as --eval's", p.stdout[-400:] + p.stderr[-300:])
     cases = [(["host", "--app", host, "--members", "1"], "--members wants 2 to 64, not 1"),
              (["host", "--app", host, "--members", "3", "--sizes", "1,3"], "--sizes wants sizes from 2 to"),
              (["host", "--app", host, "--members", "3", "--sizes", "4"], "--members (3), not 4"),
@@ -324,7 +338,7 @@ def main():
         check_sweep(tmp, sys.argv[1], sys.argv[2])
         check_sweep_grid(tmp)
         check_sweep_budget(tmp)
-        check_committee(tmp, sys.argv[1])
+        check_committee(tmp, sys.argv[1], sys.argv[2])
 
 
 if __name__ == "__main__":
