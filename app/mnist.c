@@ -665,20 +665,25 @@ __attribute__((noreturn)) static void stop_inference(snn_out *log)
     exit(128 + sig);
 }
 
-/* --eval of a committee: each member's test-set figures beside the
- * committee's, printed and logged; the committee's logits and score. */
-static snn_score evaluate_committee(const options *o, snn_model *m, float *logits, const uint8_t *labels,
-                                    snn_out *log)
+/* --eval of a committee on one set: each member's figures (as --eval of it
+ * alone), printed and logged; the committee's logits and score. On the
+ * validation split, which is scored before the test set so that committees
+ * can be chosen without reading it, the committee's figures are printed and
+ * logged (a "validation" event) here too. */
+static snn_score evaluate_committee(const options *o, snn_model *m, snn_set set, float *logits,
+                                    const uint8_t *labels, snn_out *log)
 {
     snn_score scores[SNN_MAX_MEMBERS];
-    const snn_score committee =
-        snn_committee_logits(m, SNN_SET_TEST, o->loads, o->load_count, logits, labels, scores);
+    const snn_score committee = snn_committee_logits(m, set, o->loads, o->load_count, logits, labels, scores);
     if (snn_stop_signal())
         stop_inference(log);
+    const int valid = set == SNN_SET_VALID;
+    float accuracy[SNN_MAX_MEMBERS];
     for (int i = 0; i < o->load_count; i++) {
-        printf("member %d: loss %.4f, accuracy %.2f%%  %s\n", i + 1, scores[i].loss, 100 * scores[i].accuracy,
-               o->loads[i]);
-        if (log) {
+        accuracy[i] = (float)scores[i].accuracy;
+        printf("member %d%s: loss %.4f, accuracy %.2f%%  %s\n", i + 1, valid ? ", validation set" : "",
+               scores[i].loss, 100 * scores[i].accuracy, o->loads[i]);
+        if (log && !valid) {
             cJSON *e = snn_json_event("member");
             snn_json_number(e, "member", i + 1);
             snn_json_string(e, "model", o->loads[i]);
@@ -687,27 +692,8 @@ static snn_score evaluate_committee(const options *o, snn_model *m, float *logit
             snn_json_put(snn_out_stream(log), e);
         }
     }
-    return committee;
-}
-
-/* --eval of a committee in a build that holds a validation split out: each
- * member's and the committee's figures on it, printed and logged (a
- * "validation" event) before the test set's, so that a committee's recipe
- * can be chosen without reading the test set. */
-static void validate_committee(const options *o, snn_model *m, float *logits, const uint8_t *labels,
-                               snn_out *log)
-{
-    snn_score scores[SNN_MAX_MEMBERS];
-    const snn_score committee =
-        snn_committee_logits(m, SNN_SET_VALID, o->loads, o->load_count, logits, labels, scores);
-    if (snn_stop_signal())
-        stop_inference(log);
-    float accuracy[SNN_MAX_MEMBERS];
-    for (int i = 0; i < o->load_count; i++) {
-        printf("member %d, validation set: loss %.4f, accuracy %.2f%%\n", i + 1, scores[i].loss,
-               100 * scores[i].accuracy);
-        accuracy[i] = (float)scores[i].accuracy;
-    }
+    if (!valid)
+        return committee;
     printf("validation set: loss %.4f, accuracy %.2f%% (%ld of %d), the committee of %d\n", committee.loss,
            100 * committee.accuracy, lround(committee.accuracy * SNN_VALID_COUNT), SNN_VALID_COUNT,
            o->load_count);
@@ -720,6 +706,7 @@ static void validate_committee(const options *o, snn_model *m, float *logits, co
         snn_json_add(e, "member_accuracy", snn_json_floats(accuracy, o->load_count));
         snn_json_put(snn_out_stream(log), e);
     }
+    return committee;
 }
 
 /* --load FILE --eval and/or --predict: no training; with several --load
@@ -747,8 +734,8 @@ static int infer(const options *o)
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
         if (o->load_count > 1 && SNN_VALID_COUNT)
-            validate_committee(o, &m, logits, valid_labels, log);
-        snn_score score = o->load_count > 1 ? evaluate_committee(o, &m, logits, labels, log)
+            evaluate_committee(o, &m, SNN_SET_VALID, logits, valid_labels, log);
+        snn_score score = o->load_count > 1 ? evaluate_committee(o, &m, SNN_SET_TEST, logits, labels, log)
                                             : snn_evaluate_logits(&m, SNN_SET_TEST, logits);
         if (snn_stop_signal())
             stop_inference(log);

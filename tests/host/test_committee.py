@@ -87,12 +87,13 @@ def check_validation(app, d):
         rc, out, err = mnist(app, *[a for f in files for a in ("--load", f)], "--eval", "--log", log.name)
         events = [json.loads(line) for line in open(log.name)]
     got = figures(out, "validation set")
-    members = re.findall(r"^member (\d), validation set: loss ([0-9.]+), accuracy ([0-9.]+)%$", out, re.M)
+    members = re.findall(r"^member (\d), validation set: loss ([0-9.]+), accuracy ([0-9.]+)%  (\S+)$", out, re.M)
     event = next((e for e in events if e.get("event") == "validation"), {})
     ok = (rc == 0 and got and got[1] == want_right and abs(got[0] - want_loss) < 5e-5 and len(members) == 2 and
           out.index("validation set:") < out.index("test set:") and event.get("members") == 2 and
           event.get("samples") == 5000 and abs(event.get("accuracy", -1) - want_right / 5000) < 1e-6 and
-          [round(a, 4) for a in event.get("member_accuracy", [])] == [float(m[2]) / 100 for m in members])
+          [round(a, 4) for a in event.get("member_accuracy", [])] == [float(m[2]) / 100 for m in members] and
+          [m[3] for m in members] == files)
     verdict(ok, f"a validation build's 2 members: the held-out 5000 first, {want_right} right, loss "
             f"{want_loss:.4f}, as numpy's; each member's line and the log's validation event", got or out + err)
 
