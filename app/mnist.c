@@ -709,6 +709,25 @@ static snn_score evaluate_committee(const options *o, snn_model *m, snn_set set,
     return committee;
 }
 
+/* Whether every member was trained with this build's validation split held
+ * out; else a note names the first that was not (its figures there would
+ * read images it trained on) and the split is not scored. */
+static int members_held_out(const options *o)
+{
+    char mine[16];
+    snprintf(mine, sizeof(mine), "%d", SNN_VALID_COUNT);
+    for (int i = 0; i < o->load_count; i++) {
+        char theirs[16] = "none";
+        if (snn_model_file_held_out(o->loads[i], theirs, sizeof(theirs)) && !strcmp(theirs, mine))
+            continue;
+        printf("validation set: not scored: %s was trained without this build's split of the last %d training "
+               "images held out (its validation_size: %s)\n",
+               o->loads[i], SNN_VALID_COUNT, theirs);
+        return 0;
+    }
+    return 1;
+}
+
 /* --load FILE --eval and/or --predict: no training; with several --load
  * files, by their committee. */
 static int infer(const options *o)
@@ -733,7 +752,7 @@ static int infer(const options *o)
         load_dataset(&m, o->data_dir, labels, valid_labels);
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
-        if (o->load_count > 1 && SNN_VALID_COUNT)
+        if (o->load_count > 1 && SNN_VALID_COUNT && members_held_out(o))
             evaluate_committee(o, &m, SNN_SET_VALID, logits, valid_labels, log);
         snn_score score = o->load_count > 1 ? evaluate_committee(o, &m, SNN_SET_TEST, logits, labels, log)
                                             : snn_evaluate_logits(&m, SNN_SET_TEST, logits);

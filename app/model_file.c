@@ -337,6 +337,19 @@ static void check_progress(const snn_progress *p, const char *path)
         snn_die("%s: tensor 'rng.state' is all zeros, a state the generator never reaches", path);
 }
 
+int snn_model_file_held_out(const char *path, char *held_out, int len)
+{
+    char err[512];
+    snn_st_file *f = snn_st_read(path, err, sizeof(err));
+    if (!f)
+        snn_die("%s", err);
+    const char *v = snn_st_meta_get(f, "validation_size");
+    if (v)
+        snprintf(held_out, len, "%s", v);
+    snn_st_close(f);
+    return v != NULL;
+}
+
 void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind)
 {
     char err[512];

@@ -37,4 +37,10 @@ void snn_model_file_save(snn_out *out, const snn_model *m, const snn_progress *p
  * from another target or precision (it goes on, but not bitwise). */
 void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind);
 
+/* The validation split path's weights were trained with (its metadata's
+ * validation_size: the last N training images held out), into held_out;
+ * 0 when the file names none. A file that cannot be read is refused as
+ * snn_model_file_load refuses it. */
+int snn_model_file_held_out(const char *path, char *held_out, int len);
+
 #endif

@@ -8,10 +8,12 @@ Builds the board (make O=build/committee/BOARD BOARD_defconfig, then its app/mni
 one), trains members 1..K with --seed S --save DIR/member-S.st --log DIR/member-S.jsonl and the options after
 "--", one run a GPU at a time over --gpus (tools/lib/gpu_pool.py), then scores the committee: app/mnist
 --load DIR/member-1.st ... --eval (the mean of the members' probabilities, app/committee.c), with --data where
-the options give it. Prints a row per member (its validation accuracy where the build holds a validation
-split out, its test accuracy, both at the end of its fixed-length run) and the committee's test loss and
-accuracy, with its validation accuracy where the build holds the split out (choose committees on it); --sizes scores the committees of the first K1, K2, ... members too (declared before the members
-train, so that no size is picked on the test set). --json writes them. Exits 1 when a build or a run fails.
+the options give it (its log: DIR/committee-K.jsonl). Prints a row per member (its validation accuracy where
+the build holds a validation split out, its test accuracy, both at the end of its fixed-length run) and the
+committee's test loss and accuracy, with its validation accuracy where the build holds the split out (choose
+committees on it); --sizes scores the committees of the first K1, K2, ... members too (declared before the
+members train, so that no size is picked on the test set). --json writes them. Exits 1 when a build or a run
+fails.
 """
 import argparse
 import json
@@ -73,7 +75,7 @@ def score(app, files, out, data, env):
         events = [json.loads(line) for line in f]
     evaluation = next((e for e in events if e.get("event") == "evaluation"), None)
     validation = next((e for e in events if e.get("event") == "validation"), {})
-    if not evaluation or evaluation.get("members") != k:
+    if not evaluation or evaluation.get("members") != k or validation.get("members", k) != k:
         fail(f"{log}: no evaluation of {k} members")
     if not re.search(r"^test set: .*the committee of \d+$", done.stdout, re.M):
         fail("the committee's --eval printed no committee line")

@@ -73,8 +73,20 @@ def committee_figures(files, images, labels):
     return int((mean.argmax(axis=1) == labels).sum()), float(-np.log(mean[np.arange(len(labels)), labels]).mean())
 
 
+def held_out_as(path, new, held_out):
+    """A copy of the weights file at path whose metadata names another validation split."""
+    with open(path, "rb") as f:
+        data = f.read()
+    old = b'"validation_size":"5000"'
+    assert data.count(old) == 1
+    with open(new, "wb") as f:  # JSON whitespace keeps the header's length
+        f.write(data.replace(old, f'"validation_size":"{held_out}"'.encode().ljust(len(old))))
+    return new
+
+
 def check_validation(app, d):
-    """A validation build's committee: the held-out images scored first, as numpy's mean of the softmax."""
+    """A validation build's committee: the held-out images scored first, as numpy's mean of the softmax; not
+    scored where a member was trained on them."""
     files = [os.path.join(d, f"v{s}.st") for s in (1, 2)]
     for s, f in zip((1, 2), files):
         rc, _, err = mnist(app, "--epochs", "1", "--max-steps", "100", "--seed", str(s), "--save", f)
@@ -88,14 +100,24 @@ def check_validation(app, d):
         events = [json.loads(line) for line in open(log.name)]
     got = figures(out, "validation set")
     members = re.findall(r"^member (\d), validation set: loss ([0-9.]+), accuracy ([0-9.]+)%  (\S+)$", out, re.M)
+    alone = [committee_figures([f], images[-5000:], labels[-5000:])[0] for f in files]
     event = next((e for e in events if e.get("event") == "validation"), {})
     ok = (rc == 0 and got and got[1] == want_right and abs(got[0] - want_loss) < 5e-5 and len(members) == 2 and
-          out.index("validation set:") < out.index("test set:") and event.get("members") == 2 and
+          [round(float(m[2]) * 50) for m in members] == alone and
+          -1 < out.find("validation set:") < out.find("test set:") and event.get("members") == 2 and
           event.get("samples") == 5000 and abs(event.get("accuracy", -1) - want_right / 5000) < 1e-6 and
           [round(a, 4) for a in event.get("member_accuracy", [])] == [float(m[2]) / 100 for m in members] and
           [m[3] for m in members] == files)
     verdict(ok, f"a validation build's 2 members: the held-out 5000 first, {want_right} right, loss "
             f"{want_loss:.4f}, as numpy's; each member's line and the log's validation event", got or out + err)
+    for held_out in ("0", "4000"):
+        other = held_out_as(files[1], os.path.join(d, f"v2-{held_out}.st"), held_out)
+        rc, out, err = mnist(app, "--load", files[0], "--load", other, "--eval")
+        note = (f"validation set: not scored: {other} was trained without this build's split of the last 5000 "
+                f"training images held out (its validation_size: {held_out})")
+        ok = rc == 0 and note in out.splitlines() and not figures(out, "validation set") and figures(out)
+        verdict(ok, f"a member trained with validation_size {held_out}: the split not scored, a note naming it, "
+                "the test set as before", out[-300:] + err)
 
 
 def main():
