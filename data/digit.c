@@ -215,3 +215,37 @@ int snn_digit_from_image(const snn_gray_image *img, uint8_t out[SNN_DIGIT_PIXELS
         memcpy(out + (y0 + k) * SNN_DIGIT_SIDE + x0, scaled[k], out_w);
     return 0;
 }
+
+/* One digit of snn_digits_set_width. */
+static void set_width(uint8_t digit[SNN_DIGIT_PIXELS], int width)
+{
+    size_t x0 = SNN_DIGIT_SIDE, x1 = 0;
+    for (size_t i = 0; i < SNN_DIGIT_PIXELS; i++)
+        if (digit[i]) {
+            x0 = i % SNN_DIGIT_SIDE < x0 ? i % SNN_DIGIT_SIDE : x0;
+            x1 = i % SNN_DIGIT_SIDE > x1 ? i % SNN_DIGIT_SIDE : x1;
+        }
+    if (x0 > x1)
+        return;
+    const size_t w = x1 - x0 + 1, out_w = (size_t)width;
+    const int64_t at = (int64_t)x0 + ceil_div((int64_t)w - width, 2);
+    for (size_t k = 0; k < SNN_DIGIT_SIDE; k++) {
+        uint8_t *row = digit + k * SNN_DIGIT_SIDE, src[SNN_DIGIT_SIDE];
+        memcpy(src, row, SNN_DIGIT_SIDE);
+        memset(row, 0, SNN_DIGIT_SIDE);
+        for (size_t j = 0; j < out_w; j++) {
+            if (at + (int64_t)j < 0 || at + (int64_t)j >= SNN_DIGIT_SIDE)
+                continue;
+            uint64_t s = 0; /* in units where a source pixel is out_w long and an output pixel w */
+            for (size_t x = j * w / out_w; x * out_w < (j + 1) * w; x++)
+                s += overlap(x, j, w, out_w) * src[x0 + x];
+            row[at + (int64_t)j] = (uint8_t)((s + w / 2) / w);
+        }
+    }
+}
+
+void snn_digits_set_width(uint8_t *digits, size_t count, int width)
+{
+    for (size_t i = 0; i < count; i++)
+        set_width(digits + i * SNN_DIGIT_PIXELS, width);
+}

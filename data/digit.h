@@ -32,4 +32,14 @@
  * larger than image.h's limits. */
 int snn_digit_from_image(const snn_gray_image *img, uint8_t out[SNN_DIGIT_PIXELS], char *err, size_t errlen);
 
+/* Width normalisation, as in Ciresan, Meier, Gambardella and Schmidhuber's
+ * committees (2011, 2012), whose members each see the digits at another
+ * width. Each of count digits (28 x 28 bytes, one after another) has its
+ * columns scaled by area averaging, as above, so that the box of its
+ * nonzero pixels is `width` (1 to 28) pixels wide; its rows stay as they
+ * are. The box's first column moves right by half of (old width - width),
+ * rounded up, so that its centre stays or moves half a pixel right; what
+ * falls outside the 28 columns is cut. A blank digit stays blank. */
+void snn_digits_set_width(uint8_t *digits, size_t count, int width);
+
 #endif

@@ -1,6 +1,7 @@
-/* test_image_load [-o DIR] IMAGE...: decodes each image and makes it a
- * 28 x 28 digit. Prints "PATH: W x H" per image, then the digit as 28 lines
- * of hex; with -o, instead of the hex, writes DIR/NAME.gray (the decoded
+/* test_image_load [-w WIDTH] [-o DIR] IMAGE...: decodes each image and
+ * makes it a 28 x 28 digit (with -w, then WIDTH pixels wide:
+ * snn_digits_set_width). Prints "PATH: W x H" per image, then the digit as 28
+ * lines of hex; with -o, instead of the hex, writes DIR/NAME.gray (the decoded
  * image as a binary PGM) and DIR/NAME.digit (the 784 bytes), NAME being the
  * image's file name. An image that fails prints "mnist: error: MESSAGE" on
  * stderr, as the program would, and the others go on; the exit status is 1
@@ -11,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 SNN_STATIC_ASSERT(SNN_DIGIT_PIXELS == SNN_INPUT_DIM, "a digit is one input of the model");
@@ -43,7 +45,7 @@ static void print_hex(const uint8_t digit[SNN_DIGIT_PIXELS])
 }
 
 /* 0, 1 if the image failed, 2 if its outputs could not be written. */
-static int convert(const char *path, const char *dir)
+static int convert(const char *path, const char *dir, int width)
 {
     char err[1024], header[64];
     snn_gray_image img;
@@ -60,10 +62,14 @@ static int convert(const char *path, const char *dir)
     else if (snn_digit_from_image(&img, digit, err, sizeof err)) {
         fprintf(stderr, "mnist: error: %s: %s\n", path, err);
         rc = 1;
-    } else if (dir)
-        rc = write_file(dir, path, "digit", "", digit, sizeof digit) ? 2 : 0;
-    else
-        print_hex(digit);
+    } else {
+        if (width)
+            snn_digits_set_width(digit, 1, width);
+        if (dir)
+            rc = write_file(dir, path, "digit", "", digit, sizeof digit) ? 2 : 0;
+        else
+            print_hex(digit);
+    }
     snn_image_free(&img);
     return rc;
 }
@@ -71,17 +77,21 @@ static int convert(const char *path, const char *dir)
 int main(int argc, char **argv)
 {
     const char *dir = NULL;
-    int first = 1, status = 0;
-    if (argc > 2 && strcmp(argv[1], "-o") == 0) {
-        dir = argv[2];
-        first = 3;
+    int first = 1, status = 0, width = 0;
+    if (argc > 2 && strcmp(argv[first], "-w") == 0) {
+        width = atoi(argv[first + 1]);
+        first += 2;
     }
-    if (first >= argc) {
-        fprintf(stderr, "usage: %s [-o DIR] IMAGE...\n", argv[0]);
+    if (argc > first + 1 && strcmp(argv[first], "-o") == 0) {
+        dir = argv[first + 1];
+        first += 2;
+    }
+    if (first >= argc || width < 0 || width > SNN_DIGIT_SIDE) {
+        fprintf(stderr, "usage: %s [-w WIDTH (1-%d)] [-o DIR] IMAGE...\n", argv[0], SNN_DIGIT_SIDE);
         return 2;
     }
     for (int i = first; i < argc; i++) {
-        int rc = convert(argv[i], dir);
+        int rc = convert(argv[i], dir, width);
         status = rc > status ? rc : status;
         fflush(stdout);
     }

@@ -10,6 +10,9 @@ expansions, 16 bits scaled with rounding, Rec. 601 luma, alpha over white);
 the digit exactly against ref_digit below, an independent rendering of
 digit.h's recipe (weights as matrices, numpy), or against MNIST's own bytes;
 errors by exit status 1, one line on stderr and the words it must contain.
+Width normalisation (the driver's -w, snn_digits_set_width) against
+hand-worked bars and, on the MNIST digits, byte for byte against
+tools/lib/digit_width.py, the numpy copy the tools and tests use.
 Prints one ok / not ok / skip line per case; exits 0."""
 import gzip
 import os
@@ -21,6 +24,9 @@ import zlib
 import numpy as np
 
 import imagefiles as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lib"))
+from digit_width import set_digit_width  # noqa: E402
 
 DRIVER, TMP, MNIST_PATH = sys.argv[1:4]
 INK_THRESHOLD, MIN_CONTRAST, BOX, SIDE, CENTRE = 32, 32, 20, 28, 14
@@ -481,6 +487,48 @@ def malformed_cases():
     refuse("a directory", os.path.join(TMP, "in"), None, "read error: Is a directory")
 
 
+def hex_digits(args):
+    """The driver's digits (28 x 28 arrays) for args, or the reason there are none."""
+    r = subprocess.run([DRIVER, *args], capture_output=True, text=True)
+    lines = r.stdout.splitlines()
+    if r.returncode or len(lines) % 29:
+        return None, f"driver exit {r.returncode}: {r.stderr.strip()[:200]}"
+    return [np.array([[int(row[2 * x:2 * x + 2], 16) for x in range(SIDE)] for row in lines[i + 1:i + 29]])
+            for i in range(0, len(lines), 29)], ""
+
+
+def width_cases(mnist_files):
+    """-w WIDTH: bars worked by hand, then the MNIST digits against numpy's copy at widths from 1 to 28."""
+    bar = np.zeros((SIDE, SIDE), np.int64)
+    bar[4:24, 12:16] = 255  # 4 x 20: the digit recipe leaves it where it is
+    path = write("bar4.pgm", F.pnm(bar))
+    for width, cols, value in ((8, range(10, 18), 255), (2, range(13, 15), 255), (4, range(12, 16), 255),
+                               (3, range(13, 16), 255)):
+        want = np.zeros((SIDE, SIDE), np.int64)
+        for c in cols:
+            want[4:24, c] = value
+        got, why = hex_digits(["-w", str(width), path])
+        why = why or ("" if np.array_equal(got[0], want) else f"columns {np.nonzero(got[0].any(axis=0))[0]}")
+        say("not ok" if why else "ok", f"-w {width}: a 4-wide bar at columns 12-15 becomes columns {cols.start}-"
+            f"{cols.stop - 1}, every pixel 255", why)
+    ramp = np.zeros((SIDE, SIDE), np.int64)
+    ramp[4:24, 14], ramp[4:24, 15] = 255, 1  # 2 wide: one pixel of (255 + 1) / 2, rounded half up
+    got, why = hex_digits(["-w", "1", write("ramp.pgm", F.pnm(ramp))])
+    why = why or ("" if got[0][4:24].tolist() == [[0] * 15 + [128] + [0] * 12] * 20 else str(got[0][10]))
+    say("not ok" if why else "ok", "-w 1: columns of 255 and 1 make one column of 128 at the right of the two", why)
+    if not mnist_files:
+        return
+    base, why = hex_digits(mnist_files)
+    for width in (1, 6, 10, 14, 17, 20, 24, 28):
+        got, why = (None, why) if why else hex_digits(["-w", str(width), *mnist_files])
+        if not why:
+            want = set_digit_width(np.array(base, np.uint8).reshape(len(base), -1), width)
+            differ = [i for i in range(len(base)) if not np.array_equal(got[i].reshape(-1), want[i])]
+            why = f"digits {differ[:10]} differ" if differ else ""
+        say("not ok" if why else "ok", f"-w {width}: {len(mnist_files)} MNIST digits as "
+            "tools/lib/digit_width.py scales them, byte for byte", why)
+
+
 def driver_cases():
     """The driver's own contract: hex output, and going on after a failure."""
     g = np.zeros((30, 30), np.int64)
@@ -520,6 +568,7 @@ def main():
         verdicts()
     run_bad()
     driver_cases()
+    width_cases([os.path.join(TMP, "in", f"mnist{i}.pgm") for i in range(100)] if verdicts else [])
 
 
 main()
