@@ -6,6 +6,8 @@
 
 #include "app/evaluate.h"
 #include "app/model_file.h"
+#include "arch/runtime.h"
+#include "data/digit.h"
 #include "snn_check.h"
 #include "snn_config.h"
 
@@ -23,15 +25,27 @@ static void add_probabilities(double *sum, const float *logits, int rows)
     }
 }
 
-snn_score snn_committee_logits(snn_model *m, snn_set set, const char *const *paths, int count, float *logits,
-                               const uint8_t *labels, snn_score *scores)
+void snn_upload_set(snn_model *m, snn_set set, const uint8_t *images, int digit_width)
+{
+    const size_t bytes = (size_t)snn_set_count(set) * SNN_INPUT_DIM;
+    uint8_t *digits = snn_xmalloc(bytes + 1, "the set's digits");
+    memcpy(digits, images, bytes);
+    if (digit_width)
+        snn_digits_set_width(digits, (size_t)snn_set_count(set), digit_width);
+    snn_rt_upload((void *)(set == SNN_SET_VALID ? m->valid.images : m->test.images), digits, bytes);
+    snn_rt_sync();
+    free(digits);
+}
+
+snn_score snn_committee_logits(snn_model *m, snn_set set, const uint8_t *images, const char *const *paths,
+                               int count, float *logits, const uint8_t *labels, snn_score *scores)
 {
     const int rows = snn_set_count(set);
     const size_t n = (size_t)rows * SNN_CLASSES;
     double *sum = calloc(n, sizeof(double));
     SNN_CHECK_SYS(sum, "allocating the committee's probabilities");
     for (int i = 0; i < count; i++) {
-        snn_model_file_load(paths[i], m, NULL, SNN_FILE_WEIGHTS);
+        snn_upload_set(m, set, images, snn_model_file_load(paths[i], m, NULL, SNN_FILE_WEIGHTS));
         const snn_score s = snn_evaluate_logits(m, set, logits);
         if (scores)
             scores[i] = s;

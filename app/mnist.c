@@ -27,6 +27,7 @@
 #include <generated/dp_prediction.h> /* the data-parallel prediction (tools/make/kconfig.py) */
 #endif
 #include "data/dataset.h"
+#include "data/digit.h"
 #include "mm/mm.h"
 #include "nn/train.h"
 #include "snn_check.h"
@@ -166,6 +167,7 @@ static void dump_start(snn_out_dir *dump, const snn_model *m, const float *param
     snn_json_number(j, "steps_per_epoch", o->max_steps);
     snn_json_number(j, "validation_size", SNN_VALID_COUNT);
     snn_json_number(j, "seed", o->seed);
+    snn_json_number(j, "digit_width", o->digit_width);
     add_recipe(j);
     snn_json_float(j, "pixel_mean", SNN_PIXEL_MEAN);
     snn_json_float(j, "pixel_std", SNN_PIXEL_STD);
@@ -192,6 +194,8 @@ static void print_summary(const snn_device_info *dev, const options *o)
     else
         printf(", batch %d, %d epoch%s\n  %s, init %s, seed %d\n", SNN_BATCH, o->epochs, o->epochs == 1 ? "" : "s",
                recipe, snn_init_name(), o->seed);
+    if (o->digit_width)
+        printf("  each digit's columns scaled to %d pixels wide (--digit-width)\n", o->digit_width);
     if (dev->cc)
         printf("  target %s on %s (compute capability %d.%d, %d SMs, %.1f GiB free)\n", SNN_TARGET_NAME,
                dev->name, dev->cc / 10, dev->cc % 10, dev->units, dev->free_bytes / 1073741824.0);
@@ -213,25 +217,37 @@ static void print_summary(const snn_device_info *dev, const options *o)
         printf("\n");
 }
 
-/* Uploads the dataset; test_labels_host and valid_labels_host, where given, keep those sets' labels. */
-static void load_dataset(snn_model *m, const char *dir, uint8_t *test_labels_host, uint8_t *valid_labels_host)
+/* The dataset's bytes as read, on the host: one allocation, freed with free(d.train_images). */
+typedef struct {
+    uint8_t *train_images, *train_labels, *test_images, *test_labels;
+} host_dataset;
+
+static host_dataset read_dataset(const char *dir)
 {
     char err[512];
     size_t train = (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM, test = (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM;
-    uint8_t *host = snn_xmalloc(train + test + SNN_TRAIN_COUNT + SNN_TEST_COUNT, "dataset staging");
-    uint8_t *ti = host, *tl = ti + train, *vi = tl + SNN_TRAIN_COUNT, *vl = vi + test;
-    if (snn_dataset_load(dir, ti, tl, vi, vl, err, sizeof(err)) != 0)
+    host_dataset d;
+    d.train_images = snn_xmalloc(train + test + SNN_TRAIN_COUNT + SNN_TEST_COUNT, "dataset staging");
+    d.train_labels = d.train_images + train;
+    d.test_images = d.train_labels + SNN_TRAIN_COUNT;
+    d.test_labels = d.test_images + test;
+    if (snn_dataset_load(dir, d.train_images, d.train_labels, d.test_images, d.test_labels, err, sizeof(err)))
         snn_die("%s", err);
-    snn_rt_upload(m->train_images, ti, train);
-    snn_rt_upload(m->train_labels, tl, SNN_TRAIN_COUNT);
-    snn_rt_upload(m->test_images, vi, test);
-    snn_rt_upload(m->test_labels, vl, SNN_TEST_COUNT);
+    return d;
+}
+
+/* Uploads the dataset, every digit scaled to digit_width first (0: as read; data/digit.h). */
+static void upload_dataset(snn_model *m, host_dataset *d, int digit_width)
+{
+    if (digit_width) {
+        snn_digits_set_width(d->train_images, SNN_TRAIN_COUNT, digit_width);
+        snn_digits_set_width(d->test_images, SNN_TEST_COUNT, digit_width);
+    }
+    snn_rt_upload(m->train_images, d->train_images, (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM);
+    snn_rt_upload(m->train_labels, d->train_labels, SNN_TRAIN_COUNT);
+    snn_rt_upload(m->test_images, d->test_images, (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM);
+    snn_rt_upload(m->test_labels, d->test_labels, SNN_TEST_COUNT);
     snn_rt_sync();
-    if (test_labels_host)
-        memcpy(test_labels_host, vl, SNN_TEST_COUNT);
-    if (valid_labels_host && SNN_VALID_COUNT)
-        memcpy(valid_labels_host, tl + SNN_FIT_COUNT, SNN_VALID_COUNT);
-    free(host);
 }
 
 #ifndef CONFIG_STEP_FUSED /* a fused epoch shows no progress: it is one launch */
@@ -285,6 +301,8 @@ static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, 
     add_recipe(e);
     snn_json_number(e, "seed", o->seed);
     snn_json_number(e, "validation_size", SNN_VALID_COUNT);
+    if (!o->eval)
+        snn_json_number(e, "digit_width", resumed ? resumed->digit_width : o->digit_width);
     if (o->target_acc > 0) {
         snn_json_float(e, "target_acc", (float)o->target_acc);
         snn_json_string(e, "target_set", snn_set_name(target_set()));
@@ -670,11 +688,12 @@ __attribute__((noreturn)) static void stop_inference(snn_out *log)
  * validation split, which is scored before the test set so that committees
  * can be chosen without reading it, the committee's figures are printed and
  * logged (a "validation" event) here too. */
-static snn_score evaluate_committee(const options *o, snn_model *m, snn_set set, float *logits,
-                                    const uint8_t *labels, snn_out *log)
+static snn_score evaluate_committee(const options *o, snn_model *m, snn_set set, const uint8_t *images,
+                                    float *logits, const uint8_t *labels, snn_out *log)
 {
     snn_score scores[SNN_MAX_MEMBERS];
-    const snn_score committee = snn_committee_logits(m, set, o->loads, o->load_count, logits, labels, scores);
+    const snn_score committee =
+        snn_committee_logits(m, set, images, o->loads, o->load_count, logits, labels, scores);
     if (snn_stop_signal())
         stop_inference(log);
     const int valid = set == SNN_SET_VALID;
@@ -738,35 +757,44 @@ static int infer(const options *o)
     snn_plan plan;
     snn_device_info dev;
     start_model(&m, &rng, o, &dev, &plan);
+    int width = 0; /* the one model's digit width */
     if (o->load_count == 1) {
-        snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
+        width = snn_model_file_load(o->load_path, &m, NULL, SNN_FILE_WEIGHTS);
         printf("  model %s\n", o->load_path);
+        if (width)
+            printf("  its digits scaled to %d pixels wide, as it was trained\n", width);
     } else { /* each member loaded where it is scored (app/committee.c), its file checked then */
         printf("  committee of %d models, the mean of their probabilities\n", o->load_count);
     }
     if (o->eval) {
         const int rows = SNN_VALID_COUNT > SNN_TEST_COUNT ? SNN_VALID_COUNT : SNN_TEST_COUNT;
-        uint8_t *labels = snn_xmalloc(SNN_TEST_COUNT, "test labels");
-        uint8_t *valid_labels = snn_xmalloc(SNN_VALID_COUNT + 1, "validation labels");
         float *logits = snn_xmalloc((size_t)rows * SNN_CLASSES * sizeof(float), "the images' logits");
-        load_dataset(&m, o->data_dir, labels, valid_labels);
+        host_dataset d = read_dataset(o->data_dir);
+        const uint8_t *valid_images = d.train_images + (size_t)SNN_FIT_COUNT * SNN_INPUT_DIM;
+        upload_dataset(&m, &d, 0); /* each model's width is applied to the set it scores */
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
         if (o->load_count > 1 && SNN_VALID_COUNT && members_held_out(o))
-            evaluate_committee(o, &m, SNN_SET_VALID, logits, valid_labels, log);
-        snn_score score = o->load_count > 1 ? evaluate_committee(o, &m, SNN_SET_TEST, logits, labels, log)
-                                            : snn_evaluate_logits(&m, SNN_SET_TEST, logits);
+            evaluate_committee(o, &m, SNN_SET_VALID, valid_images, logits, d.train_labels + SNN_FIT_COUNT,
+                               log);
+        snn_score score;
+        if (o->load_count > 1) {
+            score = evaluate_committee(o, &m, SNN_SET_TEST, d.test_images, logits, d.test_labels, log);
+        } else {
+            snn_upload_set(&m, SNN_SET_TEST, d.test_images, width);
+            score = snn_evaluate_logits(&m, SNN_SET_TEST, logits);
+        }
         if (snn_stop_signal())
             stop_inference(log);
-        snn_report_evaluation(logits, labels, SNN_TEST_COUNT, score, o->load_count, stdout,
+        snn_report_evaluation(logits, d.test_labels, SNN_TEST_COUNT, score, o->load_count, stdout,
                               log ? snn_out_stream(log) : NULL);
-        free(labels);
-        free(valid_labels);
+        free(d.train_images);
         free(logits);
     }
     int failed = 0;
-    if (o->image_count && (failed = snn_predict_images(&m, o->loads, o->load_count, (const char *const *)o->images,
-                                                       o->image_count, stdout)) < 0)
+    if (o->image_count &&
+        (failed = snn_predict_images(&m, width, o->loads, o->load_count, (const char *const *)o->images,
+                                     o->image_count, stdout)) < 0)
         stop_inference(log);
     if (log)
         snn_out_commit(log);
@@ -797,8 +825,12 @@ static void check_data(const options *o)
 static void start_from_files(const options *o, run_state *r)
 {
     if (o->load_path) {
-        snn_model_file_load(o->load_path, &r->m, NULL, SNN_FILE_WEIGHTS);
+        const int theirs = snn_model_file_load(o->load_path, &r->m, NULL, SNN_FILE_WEIGHTS);
         printf("  starting from the weights of %s\n", o->load_path);
+        if (theirs != o->digit_width)
+            printf("note: %s was trained at digit width %d; this run trains at %d (--digit-width; 0: as the "
+                   "dataset's)\n",
+                   o->load_path, theirs, o->digit_width);
     }
     if (!o->resume_path)
         return;
@@ -812,6 +844,9 @@ static void start_from_files(const options *o, run_state *r)
     r->rng = r->at.rng;
     printf("  resuming %s at epoch %d after step %d of %d\n", o->resume_path, r->at.epoch, r->at.step,
            o->max_steps);
+    if (r->at.digit_width)
+        printf("  each digit's columns scaled to %d pixels wide, as the checkpoint's run\n",
+               r->at.digit_width);
 }
 
 /* The dump's start (the parameters as initialised, the recipe) and the
@@ -891,13 +926,18 @@ int main(int argc, char **argv)
 #ifdef CONFIG_DP
     snn_dp_start(snn_dp_self(), rendezvous);
 #endif
-    r.at = (snn_progress){.epoch = 1, .steps_per_epoch = o.max_steps, .seed = o.seed,
+    r.at = (snn_progress){.epoch = 1,
+                          .steps_per_epoch = o.max_steps,
+                          .seed = o.seed,
+                          .digit_width = o.digit_width,
                           .order = snn_xmalloc(SNN_FIT_COUNT * sizeof(int32_t), "sample order"),
                           .losses = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(float), "step losses"),
                           .correct = snn_xmalloc(SNN_STEPS_PER_EPOCH * sizeof(int32_t), "step counts")};
     start_from_files(&o, &r);
     snn_model_set_run(&r.m, o.epochs, o.max_steps, (uint64_t)r.at.seed); /* a checkpoint's seed, resumed */
-    load_dataset(&r.m, o.data_dir, NULL, NULL);
+    host_dataset d = read_dataset(o.data_dir);
+    upload_dataset(&r.m, &d, r.at.digit_width);
+    free(d.train_images);
     start_outputs(&out, &o, &r, &dev, plan.total);
     snn_target_init(&r.target, o.target_acc, target_set(), o.keep_going);
 

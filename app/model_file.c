@@ -80,9 +80,9 @@ static const char *const state_prefix[] = {"momentum."};
 
 /* The metadata: strings, as the format wants. */
 typedef struct {
-    char shape[256], module[1024], input[128], optimizer[512], config[1536];
+    char shape[256], module[1024], input[256], optimizer[512], config[1536];
     char pixel_mean[32], pixel_std[32], epoch[16], step[16], steps_per_epoch[16], batch[16], seed[16];
-    char validation[16];
+    char validation[16], digit_width[16];
     snn_st_meta meta[24];
     int count;
 } metadata;
@@ -135,8 +135,10 @@ static void build_metadata(metadata *md, const snn_progress *p, snn_file_kind ki
     module_text(md->module, sizeof(md->module));
     snprintf(md->pixel_mean, sizeof(md->pixel_mean), "%s", snn_float_text(SNN_PIXEL_MEAN).text);
     snprintf(md->pixel_std, sizeof(md->pixel_std), "%s", snn_float_text(SNN_PIXEL_STD).text);
-    snprintf(md->input, sizeof(md->input), "28x28 row-major, white on black, (pixel/255 - %s)/%s", md->pixel_mean,
-             md->pixel_std);
+    snprintf(md->input, sizeof(md->input), "28x28 row-major, white on black, %s(pixel/255 - %s)/%s",
+             p->digit_width ? "each digit's columns first scaled to digit_width (staticnn's data/digit.h), "
+                            : "",
+             md->pixel_mean, md->pixel_std);
     optimizer_text(md->optimizer, sizeof(md->optimizer));
     config_fragment(md->config, sizeof(md->config), p->seed);
     snprintf(md->epoch, sizeof(md->epoch), "%d", p->epoch);
@@ -145,6 +147,7 @@ static void build_metadata(metadata *md, const snn_progress *p, snn_file_kind ki
     snprintf(md->batch, sizeof(md->batch), "%d", SNN_BATCH);
     snprintf(md->seed, sizeof(md->seed), "%d", p->seed);
     snprintf(md->validation, sizeof(md->validation), "%d", SNN_VALID_COUNT);
+    snprintf(md->digit_width, sizeof(md->digit_width), "%d", p->digit_width);
     add(md, "format", FORMAT);
     add(md, "kind", kind == SNN_FILE_CHECKPOINT ? "checkpoint" : "weights");
     add(md, "module", md->module);
@@ -160,6 +163,7 @@ static void build_metadata(metadata *md, const snn_progress *p, snn_file_kind ki
     add(md, "init", snn_init_name());
     add(md, "seed", md->seed);
     add(md, "validation_size", md->validation);
+    add(md, "digit_width", md->digit_width);
     add(md, "epoch", md->epoch);
     add(md, "step", md->step);
     add(md, "steps_per_epoch", md->steps_per_epoch);
@@ -337,6 +341,19 @@ static void check_progress(const snn_progress *p, const char *path)
         snn_die("%s: tensor 'rng.state' is all zeros, a state the generator never reaches", path);
 }
 
+/* The digit width the file's model was trained at (0: as MNIST's; a file that names none was written before
+ * --digit-width, so 0). */
+static int digit_width(const snn_st_file *f, const char *path)
+{
+    const char *v = snn_st_meta_get(f, "digit_width");
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    if (v && (end == v || *end || n < 0 || n > SNN_IMAGE_COLS))
+        snn_die("%s: its metadata's digit_width is '%s', not a whole number in [0, %d]", path, v,
+                SNN_IMAGE_COLS);
+    return (int)n;
+}
+
 int snn_model_file_held_out(const char *path, char *held_out, int len)
 {
     char err[512];
@@ -350,13 +367,14 @@ int snn_model_file_held_out(const char *path, char *held_out, int len)
     return v != NULL;
 }
 
-void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind)
+int snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind)
 {
     char err[512];
     snn_st_file *f = snn_st_read(path, err, sizeof(err));
     if (!f)
         snn_die("%s", err);
     check_metadata(f, path, kind);
+    const int width = digit_width(f, path);
     float *params = snn_xmalloc((1 + SNN_OPTIM_MOMENTS) * SNN_PARAMS * sizeof(float), "the parameters to load");
     float *state = params + SNN_PARAMS;
     tensor_list list;
@@ -365,6 +383,7 @@ void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_fi
         p->steps_per_epoch = meta_int(f, path, "steps_per_epoch", 1, SNN_STEPS_PER_EPOCH);
         p->step = meta_int(f, path, "step", 0, p->steps_per_epoch);
         p->seed = meta_int(f, path, "seed", 0, 2147483647);
+        p->digit_width = width;
     }
     list_tensors(&list, kind, params, state, p);
     const char *is = snn_st_meta_get(f, "kind");
@@ -377,4 +396,5 @@ void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_fi
     snn_model_set_state(m, params, kind == SNN_FILE_CHECKPOINT ? state : NULL);
     free(params);
     snn_st_close(f);
+    return width;
 }

@@ -17,6 +17,7 @@
 typedef struct {
     int epoch, step, steps_per_epoch;
     int seed;         /* the run's: CONFIG_TRAIN_SEED or mnist --seed */
+    int digit_width;  /* mnist --digit-width: the digits' width it trains at; 0: as the dataset's */
     snn_rng rng;      /* after the epoch's order was drawn */
     int32_t *order;   /* SNN_FIT_COUNT: the epoch's sample order */
     float *losses;    /* the epoch's first `step` step losses ... */
@@ -34,8 +35,10 @@ void snn_model_file_save(snn_out *out, const snn_model *m, const snn_progress *p
  * and its progress into p (whose arrays the caller owns). A file of another
  * shape, dataset or (for a checkpoint) optimizer or batch is refused with
  * one message naming what differs. Prints a note where a checkpoint came
- * from another target or precision (it goes on, but not bitwise). */
-void snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind);
+ * from another target or precision (it goes on, but not bitwise). Returns
+ * the digit width the model was trained at (metadata digit_width; 0 where
+ * the digits were the dataset's own), which its inputs must be given. */
+int snn_model_file_load(const char *path, snn_model *m, snn_progress *p, snn_file_kind kind);
 
 /* The validation split path's weights were trained with (its metadata's
  * validation_size: the last N training images held out), into held_out;

@@ -28,6 +28,10 @@ static void usage(FILE *out)
             "  --max-steps N         stop each epoch after N steps (smoke tests, sanitizers)\n"
             "  --seed N              draw the initial weights and the sample orders from seed N\n"
             "                        instead of the configured %d\n"
+            "  --digit-width W       scale each digit's columns so that its box is W pixels wide (1 to\n"
+            "                        %d), training and test images alike; the saved model says so and\n"
+            "                        --eval and --predict scale its inputs the same way. Committees\n"
+            "                        of members trained at different widths err less alike\n"
             "  --target-acc P        stop as soon as the %s set's accuracy reaches P %%, scored every\n"
             "                        %d steps and at each epoch's end; print and log the training\n"
             "                        and wall time it took\n"
@@ -55,8 +59,8 @@ static void usage(FILE *out)
             "get the state as it is, --log the figures so far; the exit status is 128 + the signal.\n"
             "A second signal stops at once.\n",
             shape, SNN_BATCH, SNN_DATASET_NAME, SNN_DATA_DIR, CONFIG_TRAIN_EPOCHS, CONFIG_TRAIN_SEED,
-            SNN_VALID_COUNT ? "validation" : "test", CONFIG_TRAIN_EVAL_EVERY, CONFIG_TRAIN_LOG_EVERY,
-            SNN_MAX_MEMBERS);
+            SNN_IMAGE_COLS, SNN_VALID_COUNT ? "validation" : "test", CONFIG_TRAIN_EVAL_EVERY,
+            CONFIG_TRAIN_LOG_EVERY, SNN_MAX_MEMBERS);
 }
 
 /* A file or directory name: refused empty or ending in '/' before any work, rather than after it. */
@@ -98,6 +102,14 @@ static int parse_seed(const char *text)
     return v;
 }
 
+static int parse_digit_width(const char *text)
+{
+    int v;
+    if (!whole_number(text, 1, SNN_IMAGE_COLS, &v))
+        snn_die("--digit-width wants a whole number of pixels in [1, %d], not '%s'", SNN_IMAGE_COLS, text);
+    return v;
+}
+
 static int parse_count(const char *opt, const char *text)
 {
     int v;
@@ -133,6 +145,7 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
                                       {"--epochs", epochs_given ? "" : NULL},
                                       {"--max-steps", max_steps_given ? "" : NULL},
                                       {"--seed", seed_given ? "" : NULL},
+                                      {"--digit-width", o->digit_width ? "" : NULL},
                                       {"--target-acc", o->target_acc > 0 ? "" : NULL},
                                       {"--keep-going", o->keep_going ? "" : NULL}};
     for (size_t i = 0; infer && i < sizeof(training_only) / sizeof(training_only[0]); i++)
@@ -149,6 +162,8 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
         snn_die("--resume loads the model from its checkpoint: --load does not go with it");
     if (o->resume_path && seed_given)
         snn_die("--resume goes on with its checkpoint's generator: --seed does not go with it");
+    if (o->resume_path && o->digit_width)
+        snn_die("--resume goes on at its checkpoint's digit width: --digit-width does not go with it");
     if (o->keep_going && !(o->target_acc > 0))
         snn_die("--keep-going trains past --target-acc's mark: give --target-acc P with it");
     if (o->target_acc > 0 && o->dump_dir)
@@ -175,7 +190,7 @@ options snn_parse_options(int argc, char **argv)
 {
     enum {
         DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, PREDICT, MAX_STEPS, EPOCHS, SEED,
-        TARGET, KEEP_GOING, HELP
+        TARGET, KEEP_GOING, DIGIT_WIDTH, HELP
     };
     static const struct option longs[] = {
         {"data", required_argument, 0, DATA},         {"log", required_argument, 0, LOG},
@@ -185,7 +200,8 @@ options snn_parse_options(int argc, char **argv)
         {"eval", no_argument, 0, EVAL},               {"predict", no_argument, 0, PREDICT},
         {"max-steps", required_argument, 0, MAX_STEPS}, {"epochs", required_argument, 0, EPOCHS},
         {"seed", required_argument, 0, SEED},         {"target-acc", required_argument, 0, TARGET},
-        {"keep-going", no_argument, 0, KEEP_GOING},   {"help", no_argument, 0, HELP},
+        {"keep-going", no_argument, 0, KEEP_GOING},   {"digit-width", required_argument, 0, DIGIT_WIDTH},
+        {"help", no_argument, 0, HELP},
         {0, 0, 0, 0}};
     options o = {.data_dir = SNN_DATA_DIR, .max_steps = SNN_STEPS_PER_EPOCH, .epochs = CONFIG_TRAIN_EPOCHS,
                  .checkpoint_every = 1, .seed = CONFIG_TRAIN_SEED};
@@ -214,6 +230,7 @@ options snn_parse_options(int argc, char **argv)
         case SEED: o.seed = parse_seed(optarg), seed_given = 1; break;
         case TARGET: o.target_acc = parse_percent("--target-acc", optarg); break;
         case KEEP_GOING: o.keep_going = 1; break;
+        case DIGIT_WIDTH: o.digit_width = parse_digit_width(optarg); break;
         case HELP: usage(stdout); exit(0);
         default: /* inside a cluster like -xy, optind has not moved past it yet */
             if (strncmp(argv[optind - 1], "--", 2) == 0)

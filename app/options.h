@@ -12,6 +12,7 @@ typedef struct {
     int load_count;
     int max_steps, epochs, checkpoint_every;
     int seed;                /* CONFIG_TRAIN_SEED, or --seed */
+    int digit_width;         /* --digit-width: each digit scaled to this width (data/digit.h); 0: as read */
     double target_acc;       /* --target-acc, a fraction; 0: none */
     int keep_going;          /* --keep-going: train the whole run past the target */
     int eval;                /* --eval: evaluate the loaded model, train nothing */

@@ -47,8 +47,8 @@ static void print_prediction(FILE *out, const char *path, const float *logits)
             100 * p[second] / sum);
 }
 
-int snn_predict_images(snn_model *m, const char *const *models, int members, const char *const *paths, int count,
-                       FILE *out)
+int snn_predict_images(snn_model *m, int digit_width, const char *const *models, int members,
+                       const char *const *paths, int count, FILE *out)
 {
     const size_t image_bytes = (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM;
     uint8_t *images = calloc(image_bytes + SNN_TEST_COUNT, 1); /* the labels after: zeros, any class will do */
@@ -66,11 +66,12 @@ int snn_predict_images(snn_model *m, const char *const *models, int members, con
             failed += !ok[read];
         }
         stopped = stopped || snn_stop_signal(); /* one that came during the last file's read */
-        snn_rt_upload(m->test_images, images, image_bytes);
-        if (members > 1)
-            snn_committee_logits(m, SNN_SET_TEST, models, members, logits, NULL, NULL);
-        else
+        if (members > 1) {
+            snn_committee_logits(m, SNN_SET_TEST, images, models, members, logits, NULL, NULL);
+        } else {
+            snn_upload_set(m, SNN_SET_TEST, images, digit_width);
             snn_evaluate_logits(m, SNN_SET_TEST, logits);
+        }
         for (int i = 0; i < read; i++)
             if (ok[i])
                 print_prediction(out, paths[from + i], logits + (size_t)i * SNN_CLASSES);

@@ -109,6 +109,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
+from digit_width import set_digit_width  # noqa: E402
 from noise import Distortion, Noise  # noqa: E402
 
 PROG = "torch_parity"
@@ -850,6 +851,7 @@ def make_trainers(args, meta, params, precision):
     """The trainer to judge, and PyTorch's mixed precision as an unjudged reference (or None)."""
     device = torch_device(args.device) if args.backend == "torch" else None
     images, labels = load_train_set(find_data_dir(meta.get("data_dir", "data/mnist"), args.data))
+    images = set_digit_width(images, meta.get("digit_width", 0))
     x = normalise(images, meta["pixel_mean"], meta["pixel_std"])
     recipe = Recipe(meta)
     recipe.images = images

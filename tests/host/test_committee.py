@@ -3,7 +3,8 @@
 figures against numpy's forward pass of the saved files (the mean of the members' softmax, its arg-max and
 mean -log of the label's mean probability), each member's line as --eval of it alone, a committee of one
 model twice as that model, --predict by the mean probability, and the refusals (one line, exit 1); in a build
-that holds a validation split out, the committee's figures on it too, before the test set's.
+that holds a validation split out, the committee's figures on it too, before the test set's. Members trained at
+different --digit-width each see the images at their own width (numpy's: tools/lib/digit_width.py).
 
     tests/host/test_committee.py PATH/TO/mnist [VALIDATION/mnist]   (a host build of 784-256-10; one that holds
                                                                     the last 5000 training images out; the
@@ -21,6 +22,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "lib"))
+from digit_width import set_digit_width  # noqa: E402
 from torch_parity import load_test_set, load_train_set, normalise  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "..", "data", "mnist")
@@ -47,11 +50,13 @@ def weights(path):
     return arrays, meta
 
 
-def probabilities(path, x):
-    """The model's softmax over the test set, in float64 from its float32 forward pass."""
+def probabilities(path, images):
+    """The model's softmax over the images (bytes, at the digit width the file names), in float64 from its float32
+    forward pass."""
     w, meta = weights(path)
+    digits = set_digit_width(images, int(meta.get("digit_width", "0")))
+    h = normalise(digits, 0.1307, 0.3081).reshape(len(images), -1).astype(np.float32)
     layers = len(meta["shape"].split("-")) - 1
-    h = x
     for l in range(layers):
         h = h @ w[f"{2 * l}.weight"].T + w[f"{2 * l}.bias"]
         if l + 1 < layers:
@@ -68,8 +73,7 @@ def figures(out, tag="test set"):
 
 def committee_figures(files, images, labels):
     """numpy's committee of the files on the images: how many it gets right, and its loss."""
-    x = normalise(images, 0.1307, 0.3081).reshape(len(labels), -1).astype(np.float32)
-    mean = sum(probabilities(f, x) for f in files) / len(files)
+    mean = sum(probabilities(f, images) for f in files) / len(files)
     return int((mean.argmax(axis=1) == labels).sum()), float(-np.log(mean[np.arange(len(labels)), labels]).mean())
 
 
@@ -88,8 +92,8 @@ def check_validation(app, d):
     """A validation build's committee: the held-out images scored first, as numpy's mean of the softmax; not
     scored where a member was trained on them."""
     files = [os.path.join(d, f"v{s}.st") for s in (1, 2)]
-    for s, f in zip((1, 2), files):
-        rc, _, err = mnist(app, "--epochs", "1", "--max-steps", "100", "--seed", str(s), "--save", f)
+    for s, f, width in zip((1, 2), files, ([], ["--digit-width", "16"])):
+        rc, _, err = mnist(app, "--epochs", "1", "--max-steps", "100", "--seed", str(s), "--save", f, *width)
         if rc:
             verdict(False, "training the validation build's members", err.strip().splitlines()[-1:])
             return
@@ -108,7 +112,7 @@ def check_validation(app, d):
           event.get("samples") == 5000 and abs(event.get("accuracy", -1) - want_right / 5000) < 1e-6 and
           [round(a, 4) for a in event.get("member_accuracy", [])] == [float(m[2]) / 100 for m in members] and
           [m[3] for m in members] == files)
-    verdict(ok, f"a validation build's 2 members: the held-out 5000 first, {want_right} right, loss "
+    verdict(ok, f"a validation build's 2 members (one at digit width 16): the held-out 5000 first, {want_right} right, loss "
             f"{want_loss:.4f}, as numpy's; each member's line and the log's validation event", got or out + err)
     for held_out in ("0", "4000"):
         other = held_out_as(files[1], os.path.join(d, f"v2-{held_out}.st"), held_out)
@@ -124,8 +128,8 @@ def main():
     app = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
         files = [os.path.join(d, f"m{s}.st") for s in (1, 2, 3)]
-        for s, f in zip((1, 2, 3), files):
-            rc, _, err = mnist(app, "--epochs", "1", "--max-steps", "200", "--seed", str(s), "--save", f)
+        for s, f, width in zip((1, 2, 3), files, ([], ["--digit-width", "12"], ["--digit-width", "20"])):
+            rc, _, err = mnist(app, "--epochs", "1", "--max-steps", "200", "--seed", str(s), "--save", f, *width)
             if rc:
                 verdict(False, "training the members", err.strip().splitlines()[-1:])
                 return
@@ -135,8 +139,8 @@ def main():
         got = figures(out)
         ok = rc == 0 and got and got[1] == want_right and abs(got[0] - want_loss) < 5e-5 and \
             "the committee of 3" in out and "validation set" not in out
-        verdict(ok, f"3 members' --eval: {want_right} of 10000 right, loss {want_loss:.4f}, as numpy's mean of "
-                "their softmax", got or out + err)
+        verdict(ok, f"3 members' --eval (trained as the digits are, 12 and 20 pixels wide): {want_right} of 10000 "
+                f"right, loss {want_loss:.4f}, as numpy's mean of their softmax", got or out + err)
         alone = [figures(mnist(app, "--load", f, "--eval")[1]) for f in files]
         lines = re.findall(r"^member (\d): loss ([0-9.]+), accuracy ([0-9.]+)%  (\S+)$", out, re.M)
         ok = len(lines) == 3 and all(float(l[1]) == a[0] and round(float(l[2]) * 100) == a[1] and l[3] == f
@@ -149,12 +153,14 @@ def main():
         digits = sorted(p for p in os.listdir(os.path.join(HERE, "..", "fuzz", "corpus_image"))
                         if not p.startswith("bad-"))[:3]
         digits = [os.path.join(HERE, "..", "fuzz", "corpus_image", p) for p in digits]
-        rc1, single, _ = mnist(app, "--load", files[0], "--predict", *digits)
-        rc2, double, _ = mnist(app, "--load", files[0], "--load", files[0], "--predict", *digits)
-        ok = rc1 == rc2 == 0 and single == double.replace("  committee of 2 models, the mean of their "
-                                                          "probabilities\n", "  model " + files[0] + "\n")
-        verdict(ok, f"--predict by a committee of one model twice prints the model's own ({len(digits)} images)",
-                (single, double))
+        for f in files[:2]:
+            rc1, single, _ = mnist(app, "--load", f, "--predict", *digits)
+            rc2, double, _ = mnist(app, "--load", f, "--load", f, "--predict", *digits)
+            alone = "  model " + f + "\n" + "".join(l + "\n" for l in single.splitlines() if "digits scaled" in l)
+            ok = rc1 == rc2 == 0 and single == double.replace("  committee of 2 models, the mean of their "
+                                                              "probabilities\n", alone)
+            verdict(ok, f"--predict by a committee of one model twice prints the model's own ({len(digits)} images, "
+                    f"{os.path.basename(f)})", (single, double))
         for name, args, want in (
                 ("two --load files for training", ["--load", files[0], "--load", files[1], "--epochs", "1"],
                  "--load given 2 times: a run trains from one model's weights"),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Choosing without the test set and stopping at a mark: --seed, the
+# Choosing without the test set and stopping at a mark: --seed (and
+# --digit-width, the other option that makes another model of one build), the
 # validation split held out of the training images, --target-acc, and
 # tools/time_to_acc.py over seeds. The
 # watched set's scores are checked against --eval of the saved model, and the
@@ -29,6 +30,15 @@ expect_refusal "--target-acc 98% refused" "not '98%'" "$APP" --target-acc 98%
 expect_refusal "--target-acc with --dump refused" "--target-acc does not go with it" \
     "$APP" --target-acc 98 --dump "$T/dump"
 expect_refusal "--seed with --resume refused" "--seed does not go with it" "$APP" --seed 3 --resume "$T/none.st"
+for w in 0 29 x 1.5; do
+    expect_refusal "--digit-width $w refused" "--digit-width wants a whole number of pixels in [1, 28], not '$w'" \
+        "$APP" --digit-width $w
+done
+expect_refusal "--digit-width with --resume refused" \
+    "--resume goes on at its checkpoint's digit width: --digit-width does not go with it" \
+    "$APP" --digit-width 14 --resume "$T/none.st"
+expect_refusal "--digit-width with --eval refused" "--eval trains nothing: --digit-width does not go with it" \
+    "$APP" --load "$T/none.st" --eval --digit-width 14
 expect_refusal "--target-acc with --eval refused" "--eval trains nothing: --target-acc does not go with it" \
     "$APP" --load "$T/none.st" --eval --target-acc 98
 if ! "$APP" --help | grep -q -- "--target-acc P .*test set"; then echo "not ok - --help names the set --target-acc watches"
@@ -52,6 +62,29 @@ verdict "--seed 7 is printed and saved in the file's metadata" \
 "$APP" --data "$DATA" --max-steps 40 --epochs 2 --resume "$T/c1.st" --save "$T/resumed.st" >/dev/null 2>&1
 verdict "a --seed 7 run resumed from its checkpoint: the uninterrupted run's parameters, its seed kept" \
     'cmp -s "$T/full.st" "$T/resumed.st" && [ "$(meta "$T/resumed.st" seed)" = 7 ]'
+
+# --digit-width: the train and test digits scaled (data/digit.h); the files
+# say so, the training run's last test score is --eval's (which scales the
+# test set by the file), and a checkpoint goes on at its width.
+"$APP" --data "$DATA" --max-steps 40 --epochs 1 --digit-width 14 --save "$T/w14.st" --log "$T/w14.jsonl" >"$T/w14.out" 2>&1
+verdict "--digit-width 14 trains other parameters, is printed, and saved in the file's metadata" \
+    '[ -s "$T/w14.st" ] && ! cmp -s "$T/s1.st" "$T/w14.st" && grep -q "scaled to 14 pixels wide (--digit-width)" "$T/w14.out" &&
+     [ "$(meta "$T/w14.st" digit_width)" = 14 ] && [ "$(meta "$T/s1.st" digit_width)" = 0 ] &&
+     [ "$(event "$T/w14.jsonl" config digit_width)" = 14 ]'
+eval14=$("$APP" --data "$DATA" --load "$T/w14.st" --eval 2>&1)
+verdict "--eval of a width-14 model scales the test set as its training did: the run's last test accuracy" \
+    '[ "$(grep -o "^test set: loss [0-9.]*, accuracy [0-9.]*" <<<"$eval14" | grep -o "accuracy .*" | tr -dc 0-9)" = \
+       "$(event "$T/w14.jsonl" epoch test_acc | "$PY" -c "print(\"%.2f\" % (100 * float(input())))" | tr -dc 0-9)" ] &&
+     grep -q "its digits scaled to 14 pixels wide" <<<"$eval14"' "$(grep "^test set" <<<"$eval14")"
+"$APP" --data "$DATA" --max-steps 40 --epochs 2 --digit-width 14 --save "$T/wfull.st" >/dev/null 2>&1
+"$APP" --data "$DATA" --max-steps 40 --epochs 1 --digit-width 14 --checkpoint "$T/w1.st" >/dev/null 2>&1
+"$APP" --data "$DATA" --max-steps 40 --epochs 2 --resume "$T/w1.st" --save "$T/wresumed.st" >"$T/wresumed.out" 2>&1
+verdict "a --digit-width 14 run resumed from its checkpoint: the uninterrupted run's parameters, its width kept" \
+    'cmp -s "$T/wfull.st" "$T/wresumed.st" && [ "$(meta "$T/wresumed.st" digit_width)" = 14 ] &&
+     grep -q "scaled to 14 pixels wide, as the checkpoint" "$T/wresumed.out"'
+out=$("$APP" --data "$DATA" --max-steps 10 --epochs 1 --load "$T/w14.st" 2>&1)
+verdict "training from a width-14 model's weights at the dataset's width says so" \
+    'grep -q "note: $T/w14.st was trained at digit width 14; this run trains at 0" <<<"$out"' "$out"
 
 # --target-acc on the test set (no validation split in this build): it stops
 # at the first score every 100 steps (CONFIG_TRAIN_EVAL_EVERY) that reaches

@@ -3,7 +3,7 @@
 numerics (the bf16, fp16 and tf32 roundings on known bit patterns, ties
 included; the FP16 running sum), the precision it takes from the command line
 or the dump, and, given the host build's mnist, the numpy backend end to end
-on a short dump. Where PyTorch is installed, its rounding against numpy's.
+on a short dump (and on one at --digit-width 12). Where PyTorch is installed, its rounding against numpy's.
 
     tests/host/test_torch_parity.py [HOST_MNIST]
 """
@@ -287,6 +287,30 @@ def test_end_to_end(mnist, tmp):
                 out.stderr or out.stdout)
 
 
+def test_digit_width(mnist, tmp):
+    """A --digit-width run's dump: numpy scales the digits as the engine did (PASS), and without the width it
+    would not (FAIL): the width reaches the comparison."""
+    dump = os.path.join(tmp, "dump-w12")
+    run = subprocess.run([mnist, "--epochs", "1", "--max-steps", str(SHORT_STEPS), "--digit-width", "12", "--dump",
+                          dump], capture_output=True, text=True)
+    if run.returncode != 0:
+        verdict(False, "host dump at --digit-width 12", run.stdout[-300:] + run.stderr[-300:])
+        return
+    with open(os.path.join(dump, "meta.json")) as f:
+        meta = json.load(f)
+    out = parity(dump, "--backend", "numpy", "--judge-steps", "0")
+    last = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr
+    unscaled = os.path.join(tmp, "dump-w12-as-read")
+    shutil.copytree(dump, unscaled)
+    with open(os.path.join(unscaled, "meta.json"), "w") as f:
+        json.dump(dict(meta, digit_width=0), f)
+    wrong = parity(unscaled, "--backend", "numpy", "--judge-steps", "0")
+    wrong_last = wrong.stdout.strip().splitlines()[-1] if wrong.stdout.strip() else wrong.stderr
+    verdict(meta.get("digit_width") == 12 and out.returncode == 0 and last.endswith("PASS") and
+            wrong_last.endswith("FAIL"), f"numpy backend on a {SHORT_STEPS}-step --digit-width 12 dump: PASS; "
+            "the same dump read as if at the digits' own width: FAIL", f"{last} / {wrong_last}")
+
+
 test_rounding()
 test_schedule()
 test_gemm()
@@ -295,3 +319,4 @@ test_torch()
 if len(sys.argv) > 1:
     with tempfile.TemporaryDirectory() as tmp:
         test_end_to_end(sys.argv[1], tmp)
+        test_digit_width(sys.argv[1], tmp)
