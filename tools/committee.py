@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A committee of K members of one board, trained from K seeds, the runs spread over the host's GPUs.
 
-    tools/committee.py BOARD [--members K] [--sizes K1,K2,...] [--gpus all|N|IDS] [--out DIR] [--app PATH]
-                       [--json FILE] [-- MNIST-OPTIONS...]
+    tools/committee.py BOARD [--members K] [--sizes K1,K2,...] [--digit-widths W1,W2,...] [--gpus all|N|IDS]
+                       [--out DIR] [--app PATH] [--json FILE] [-- MNIST-OPTIONS...]
 
 Builds the board (make O=build/committee/BOARD BOARD_defconfig, then its app/mnist; --app PATH takes a built
 one), trains members 1..K with --seed S --save DIR/member-S.st --log DIR/member-S.jsonl and the options after
@@ -12,8 +12,9 @@ the options give it (its log: DIR/committee-K.jsonl). Prints a row per member (i
 the build holds a validation split out, its test accuracy, both at the end of its fixed-length run) and the
 committee's test loss and accuracy, with its validation accuracy where the build holds the split out (choose
 committees on it); --sizes scores the committees of the first K1, K2, ... members too (declared before the
-members train, so that no size is picked on the test set). --json writes them. Exits 1 when a build or a run
-fails.
+members train, so that no size is picked on the test set). --digit-widths gives member i the i-th width, in
+turn (mnist --digit-width W; 0: the digits as they are), so that the members see the digits differently and
+err less alike, as Ciresan et al.'s committees did. --json writes them. Exits 1 when a build or a run fails.
 """
 import argparse
 import json
@@ -62,6 +63,21 @@ def committee_sizes(text, members):
     return sizes if sizes[-1] == members else [*sizes, members]
 
 
+def digit_widths(text, options):
+    """--digit-widths: the widths the members take in turn, each 0 (as read) to 28; [0] without it."""
+    if text is None:
+        return [0]
+    if any(o == "--digit-width" or o.startswith("--digit-width=") for o in options):
+        fail("the members' widths come from --digit-widths: --digit-width does not go in the run's options")
+    try:
+        widths = [int(v) for v in text.split(",")]
+    except ValueError:
+        fail(f"--digit-widths wants widths separated by commas, not {text!r}")
+    if not all(0 <= w <= 28 for w in widths):
+        fail(f"--digit-widths wants widths from 0 (the digits as they are) to 28, not {text}")
+    return widths
+
+
 def score(app, files, out, data, env):
     """The committee of the files: app --load ... --eval, its test loss and accuracy from its --log, and its
     validation figures where the build holds the split out."""
@@ -89,6 +105,7 @@ def main():
     p.add_argument("board", help="the board (configs/NAME_defconfig)")
     p.add_argument("--members", type=int, default=5, help=f"members, seeds 1..K (default 5, at most {MAX_MEMBERS})")
     p.add_argument("--sizes", help="also score the committees of the first K1,K2,... members (default: all K)")
+    p.add_argument("--digit-widths", help="the widths the members train at, in turn (0: as read; default 0)")
     p.add_argument("--gpus", help="the GPUs to spread the runs over: all (default), a count, or ids (0,2)")
     p.add_argument("--out", help="the members' files and logs (default build/committee/BOARD/members)")
     p.add_argument("--app", help="the board's built app/mnist")
@@ -97,6 +114,7 @@ def main():
     if not 2 <= args.members <= MAX_MEMBERS:
         fail(f"--members wants 2 to {MAX_MEMBERS}, not {args.members}")
     sizes = committee_sizes(args.sizes, args.members)
+    widths = digit_widths(args.digit_widths, extra)
     try:
         gpus = gpu_pool.choose_gpus(args.gpus, gpu_pool.host_gpus())
     except ValueError as e:
@@ -115,8 +133,9 @@ def main():
     seeds = range(1, args.members + 1)
     files = {s: os.path.join(out, f"member-{s}.st") for s in seeds}
     logs = {s: os.path.join(out, f"member-{s}.jsonl") for s in seeds}
-    runs = gpu_pool.run_spread([[app, "--seed", str(s), "--save", files[s], "--log", logs[s], *extra] for s in seeds],
-                               gpus)
+    width = {s: widths[(s - 1) % len(widths)] for s in seeds}
+    runs = gpu_pool.run_spread([[app, "--seed", str(s), "--save", files[s], "--log", logs[s],
+                                 *(["--digit-width", str(width[s])] if width[s] else []), *extra] for s in seeds], gpus)
     members = []
     for s, run in zip(seeds, runs):
         if run.returncode != 0:
@@ -124,17 +143,18 @@ def main():
         e = board_build.last_epoch(logs[s])
         if not e:
             fail(f"member {s}: {logs[s]} has no epoch event")
-        members.append({"seed": s, "gpu": run.gpu, "file": files[s], "epoch": e["epoch"],
+        members.append({"seed": s, "digit_width": width[s], "gpu": run.gpu, "file": files[s], "epoch": e["epoch"],
                         "valid_acc": e.get("valid_acc"), "test_acc": e["test_acc"], "train_s": e["train_s"]})
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[0]) if gpus else None
     committees = [score(app, [files[s] for s in seeds][:k], out, data_option(extra), env) for k in sizes]
     committee = committees[-1]
     print(f"{args.board}: {args.members} members on {len(gpus) or 'no'} GPU(s) {','.join(gpus)}".rstrip())
-    print("| member | seed | epochs | validation accuracy | test accuracy | training s |")
-    print("|---|---|---|---|---|---|")
+    print("| member | seed | digit width | epochs | validation accuracy | test accuracy | training s |")
+    print("|---|---|---|---|---|---|---|")
     for i, m in enumerate(members, 1):
         valid = f"{100 * m['valid_acc']:.2f} %" if m["valid_acc"] is not None else "-"
-        print(f"| {i} | {m['seed']} | {m['epoch']} | {valid} | {100 * m['test_acc']:.2f} % | {m['train_s']:.3f} |")
+        print(f"| {i} | {m['seed']} | {m['digit_width'] or 'as read'} | {m['epoch']} | {valid} | "
+              f"{100 * m['test_acc']:.2f} % | {m['train_s']:.3f} |")
     for c in committees:
         first = statistics.mean(m["test_acc"] for m in members[:c["members"]])
         whole = c is committee

@@ -9,6 +9,7 @@ scripts that report the device they were given and the time they held it, or the
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -277,14 +278,20 @@ def check_sweep_budget(tmp):
     verdict(all(got), "sweep.py --budget beside --epochs, or of 0 s: one error line each, exit 1", str(got))
 
 
+def saved_metadata(path):
+    """A safetensors file's metadata."""
+    with open(path, "rb") as f:
+        return json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+
+
 def check_committee(tmp, host, validation):
     tool = os.path.join(REPO, "tools", "committee.py")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
     data = os.environ.get("SNN_DATA", os.path.join(REPO, "data", "mnist"))
     out, js = os.path.join(tmp, "committee"), os.path.join(tmp, "committee.json")
     p = subprocess.run([sys.executable, tool, "host", "--app", host, "--members", "3", "--sizes", "2", "--out", out,
-                        "--json", js, "--", "--data", data, "--max-steps", "30", "--epochs", "1"], env=env,
-                       capture_output=True, text=True)
+                        "--digit-widths", "0,14", "--json", js, "--", "--data", data, "--max-steps", "30", "--epochs",
+                        "1"], env=env, capture_output=True, text=True)
     r = json.load(open(js)) if p.returncode == 0 else {"members": [], "committee": {}, "committees": []}
     files = [m["file"] for m in r["members"]]
 
@@ -293,10 +300,14 @@ def check_committee(tmp, host, validation):
                               capture_output=True, text=True).stdout
 
     acc = r["committee"].get("test_acc", -1)
+    saved = [saved_metadata(f).get("digit_width") for f in files]
     ok = (p.returncode == 0 and [m["seed"] for m in r["members"]] == [1, 2, 3] and
+          [m["digit_width"] for m in r["members"]] == [0, 14, 0] and saved == ["0", "14", "0"] and
+          "| 2 | 2 | 14 |" in p.stdout and
           {m["gpu"] for m in r["members"]} == {"0", "1"} and f"accuracy {100 * acc:.2f}%" in evaluated(3) and
           "the committee of 3" in evaluated(3) and f"committee: test accuracy {100 * acc:.2f} %" in p.stdout)
-    verdict(ok, "committee.py: 3 members from seeds 1-3 on 2 GPUs, then their committee's --eval",
+    verdict(ok, "committee.py --digit-widths 0,14: 3 members from seeds 1-3 on 2 GPUs at widths as read, 14, as "
+            "read, then their committee's --eval",
             p.stdout[-400:] + p.stderr[-300:])
     two = next((c for c in r["committees"] if c["members"] == 2), {})
     acc2 = two.get("test_acc", -1)
@@ -322,10 +333,14 @@ def check_committee(tmp, host, validation):
              (["host", "--app", host, "--members", "3", "--sizes", "1,3"], "--sizes wants sizes from 2 to"),
              (["host", "--app", host, "--members", "3", "--sizes", "4"], "--members (3), not 4"),
              (["host", "--app", host, "--sizes", "two"], "--sizes wants sizes separated by commas"),
+             (["host", "--app", host, "--digit-widths", "14,29"], "--digit-widths wants widths from 0"),
+             (["host", "--app", host, "--digit-widths", "x"], "--digit-widths wants widths separated by commas"),
+             (["host", "--app", host, "--digit-widths", "14", "--", "--digit-width", "12"],
+              "--digit-width does not go in the run's options"),
              (["no_such_board"], "no board no_such_board")]
     got = refusals(tool, cases, env)
-    verdict(all(got), "committee.py: one member, --sizes out of range or not numbers, an unknown board: one error "
-            "line each", str(got))
+    verdict(all(got), "committee.py: one member, --sizes or --digit-widths out of range or not numbers, "
+            "--digit-width among the run's options, an unknown board: one error line each", str(got))
 
 
 def main():
