@@ -683,23 +683,27 @@ __attribute__((noreturn)) static void stop_inference(snn_out *log)
     exit(128 + sig);
 }
 
-/* --eval of a committee on one set: each member's figures (as --eval of it
- * alone), printed and logged; the committee's logits and score. On the
- * validation split, which is scored before the test set so that committees
- * can be chosen without reading it, the committee's figures are printed and
- * logged (a "validation" event) here too. */
-static snn_score evaluate_committee(const options *o, snn_model *m, snn_set set, const uint8_t *images,
-                                    float *logits, const uint8_t *labels, snn_out *log)
+/* --eval on one set: the loaded model's figures, given the set at its digit width, or a committee's (each
+ * member's figures first, as --eval of it alone, printed and logged); the logits and score. On the
+ * validation split, which is scored before the test set so that models and committees can be chosen
+ * without reading it, the figures are printed and logged (a "validation" event) here too. */
+static snn_score evaluate_set(const options *o, snn_model *m, int width, snn_set set, const uint8_t *images,
+                              float *logits, const uint8_t *labels, snn_out *log)
 {
-    snn_score scores[SNN_MAX_MEMBERS];
-    const snn_score committee =
-        snn_committee_logits(m, set, images, o->loads, o->load_count, logits, labels, scores);
+    const int valid = set == SNN_SET_VALID, count = o->load_count;
+    snn_score score, scores[SNN_MAX_MEMBERS];
+    if (count == 1) {
+        snn_upload_set(m, set, images, width);
+        scores[0] = score = snn_evaluate_logits(m, set, logits);
+    } else {
+        score = snn_committee_logits(m, set, images, o->loads, count, logits, labels, scores);
+    }
     if (snn_stop_signal())
         stop_inference(log);
-    const int valid = set == SNN_SET_VALID;
     float accuracy[SNN_MAX_MEMBERS];
-    for (int i = 0; i < o->load_count; i++) {
+    for (int i = 0; i < count; i++)
         accuracy[i] = (float)scores[i].accuracy;
+    for (int i = 0; count > 1 && i < count; i++) {
         printf("member %d%s: loss %.4f, accuracy %.2f%%  %s\n", i + 1, valid ? ", validation set" : "",
                scores[i].loss, 100 * scores[i].accuracy, o->loads[i]);
         if (log && !valid) {
@@ -712,20 +716,22 @@ static snn_score evaluate_committee(const options *o, snn_model *m, snn_set set,
         }
     }
     if (!valid)
-        return committee;
-    printf("validation set: loss %.4f, accuracy %.2f%% (%ld of %d), the committee of %d\n", committee.loss,
-           100 * committee.accuracy, lround(committee.accuracy * SNN_VALID_COUNT), SNN_VALID_COUNT,
-           o->load_count);
+        return score;
+    printf("validation set: loss %.4f, accuracy %.2f%% (%ld of %d)", score.loss, 100 * score.accuracy,
+           lround(score.accuracy * SNN_VALID_COUNT), SNN_VALID_COUNT);
+    if (count > 1)
+        printf(", the committee of %d", count);
+    printf("\n");
     if (log) {
         cJSON *e = snn_json_event("validation");
-        snn_json_float(e, "loss", (float)committee.loss);
-        snn_json_float(e, "accuracy", (float)committee.accuracy);
+        snn_json_float(e, "loss", (float)score.loss);
+        snn_json_float(e, "accuracy", (float)score.accuracy);
         snn_json_number(e, "samples", SNN_VALID_COUNT);
-        snn_json_number(e, "members", o->load_count);
-        snn_json_add(e, "member_accuracy", snn_json_floats(accuracy, o->load_count));
+        snn_json_number(e, "members", count);
+        snn_json_add(e, "member_accuracy", snn_json_floats(accuracy, count));
         snn_json_put(snn_out_stream(log), e);
     }
-    return committee;
+    return score;
 }
 
 /* Whether every member was trained with this build's validation split held
@@ -774,18 +780,11 @@ static int infer(const options *o)
         upload_dataset(&m, &d, 0); /* each model's width is applied to the set it scores */
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
-        if (o->load_count > 1 && SNN_VALID_COUNT && members_held_out(o))
-            evaluate_committee(o, &m, SNN_SET_VALID, valid_images, logits, d.train_labels + SNN_FIT_COUNT,
-                               log);
-        snn_score score;
-        if (o->load_count > 1) {
-            score = evaluate_committee(o, &m, SNN_SET_TEST, d.test_images, logits, d.test_labels, log);
-        } else {
-            snn_upload_set(&m, SNN_SET_TEST, d.test_images, width);
-            score = snn_evaluate_logits(&m, SNN_SET_TEST, logits);
-        }
-        if (snn_stop_signal())
-            stop_inference(log);
+        if (SNN_VALID_COUNT && members_held_out(o))
+            evaluate_set(o, &m, width, SNN_SET_VALID, valid_images, logits, d.train_labels + SNN_FIT_COUNT,
+                         log);
+        const snn_score score =
+            evaluate_set(o, &m, width, SNN_SET_TEST, d.test_images, logits, d.test_labels, log);
         snn_report_evaluation(logits, d.test_labels, SNN_TEST_COUNT, score, o->load_count, stdout,
                               log ? snn_out_stream(log) : NULL);
         free(d.train_images);

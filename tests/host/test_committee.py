@@ -3,7 +3,7 @@
 figures against numpy's forward pass of the saved files (the mean of the members' softmax, its arg-max and
 mean -log of the label's mean probability), each member's line as --eval of it alone, a committee of one
 model twice as that model, --predict by the mean probability, and the refusals (one line, exit 1); in a build
-that holds a validation split out, the committee's figures on it too, before the test set's. Members trained at
+that holds a validation split out, the committee's (and one model's) figures on it too, before the test set's. Members trained at
 different --digit-width each see the images at their own width (numpy's: tools/lib/digit_width.py).
 
     tests/host/test_committee.py PATH/TO/mnist [VALIDATION/mnist]   (a host build of 784-256-10; one that holds
@@ -114,6 +114,14 @@ def check_validation(app, d):
           [m[3] for m in members] == files)
     verdict(ok, f"a validation build's 2 members (one at digit width 16): the held-out 5000 first, {want_right} right, loss "
             f"{want_loss:.4f}, as numpy's; each member's line and the log's validation event", got or out + err)
+    rc, out, err = mnist(app, "--load", files[1], "--eval")
+    one = figures(out, "validation set")
+    want = committee_figures(files[1:], images[-5000:], labels[-5000:])
+    ok = (rc == 0 and one and one[1] == want[0] and abs(one[0] - want[1]) < 5e-5 and
+          re.search(r"^validation set: .*\(\d+ of 5000\)$", out, re.M) and -1 < out.find("validation set:") <
+          out.find("test set:") and "member 1" not in out)
+    verdict(ok, f"one model of a validation build (at digit width 16): the held-out 5000 first, {want[0]} right, "
+            "as numpy's", one or out + err)
     for held_out in ("0", "4000"):
         other = held_out_as(files[1], os.path.join(d, f"v2-{held_out}.st"), held_out)
         rc, out, err = mnist(app, "--load", files[0], "--load", other, "--eval")
@@ -122,6 +130,9 @@ def check_validation(app, d):
         ok = rc == 0 and note in out.splitlines() and not figures(out, "validation set") and figures(out)
         verdict(ok, f"a member trained with validation_size {held_out}: the split not scored, a note naming it, "
                 "the test set as before", out[-300:] + err)
+    rc, out, err = mnist(app, "--load", held_out_as(files[0], os.path.join(d, "v1-0.st"), "0"), "--eval")
+    ok = rc == 0 and "validation set: not scored:" in out and not figures(out, "validation set") and figures(out)
+    verdict(ok, "one model trained with validation_size 0: the split not scored, a note naming it", out[-300:] + err)
 
 
 def main():
