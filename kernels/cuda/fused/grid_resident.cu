@@ -369,34 +369,17 @@ static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fus
 }
 
 /* The last layer's columns of the block's units, updated from the dlogits and the last hidden layer's
- * outputs: weight e = (j, n) by warp e % WARPS, its lanes by rows and a butterfly. A warp's weights at once
- * (their loads, then their butterflies), then lane i updates the warp's i-th: one AdamW chain a warp, not
- * PER. */
+ * outputs: their gradient, dlogits^T x outputs over the batch's rows, one m16n8 tile whose k (the rows) the
+ * warps split (mma16_gemm); the thread that adds a weight's slices takes its AdamW step. */
 static __device__ void last_layer_update(Shared &S, int u0, const snn_rate &rate)
 {
-    constexpr int WEIGHTS = SNN_CLASSES * UNITS, PER = (WEIGHTS + WARPS - 1) / WARPS;
-    static_assert(PER <= 32, "grid-resident kernel: a lane per weight of a warp's");
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float g[PER];
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int e = warp + i * WARPS, j = e / UNITS, n = e % UNITS;
-        g[i] = 0.0f;
-        if (e < WEIGHTS)
-#pragma unroll
-            for (int m = lane; m < BATCH; m += 32)
-                g[i] += snn_twin_rounded(S.dl[m][j]) * snn_twin_rounded(S.act[HIDDENS - 1][m][n]);
-    }
-    float mine = 0.0f;
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-        g[i] = snn_lanes_sum<32>(g[i]);
-        if (lane == i)
-            mine = g[i];
-    }
-    const int e = warp + lane * WARPS, j = e / UNITS, n = e % UNITS;
-    if (lane < PER && e < WEIGHTS && u0 + n < HIDDEN)
-        snn_param_update(&S.wl[j][n], &S.wlm[0][j][n], CLASSES_PAD * UNITS, nullptr, mine, rate);
+    mma16_gemm<THREADS, CLASSES_PAD, UNITS, BATCH_PAD>(
+        Mma16FloatMat<1, DL_LD>{&S.dl[0][0]}, Mma16FloatMat<1, ACT_LD>{&S.act[HIDDENS - 1][0][0]}, S.scratch,
+        [&](int j, int n, float g) {
+            if (j < SNN_CLASSES && u0 + n < HIDDEN)
+                snn_param_update(&S.wl[j][n], &S.wlm[0][j][n], CLASSES_PAD * UNITS, nullptr, g, rate);
+        });
+    __syncthreads(); /* the slices in S.scratch added before another GEMM writes its own there */
 }
 
 /* A hidden-to-hidden layer l's update of the block's rows from the gradient in S.dgt and the layer's inputs

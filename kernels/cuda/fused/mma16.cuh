@@ -81,6 +81,18 @@ template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
     }
 };
 
+/* An FP32 matrix whose element (i, j) is p[i * SI + j * SJ], each pair rounded as a twin holds it as it is
+ * read: a block's FP32 tiles (the dlogits, an activation, by row) as operands by column or by row. */
+template <int SI, int SJ> struct Mma16FloatMat : Mma16Pairs<Mma16FloatMat<SI, SJ>> {
+    const float *p;
+    __device__ Mma16FloatMat(const float *p) : p(p) {}
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
+    {
+        const float *e = p + i * SI + k * SJ;
+        return make_uint2(snn_twin_bits2(e[0], e[SJ]), snn_twin_bits2(e[GAP * SJ], e[(GAP + 1) * SJ]));
+    }
+};
+
 /* FP32 rows as a B operand, four k a thread (one 16-byte load), each pair rounded as a twin holds it: unit
  * n0 + n's k-th at p[Rows::at(n0, n) + k], n the unit within an n8 tile (Rows may keep n0's part linear,
  * what a loop can step). */
