@@ -420,6 +420,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
     const int slice_kt = snn_imin(SLICE_K, INPUTS - k0) / 16;    /* its slice's k16 steps that are inputs */
     state_copy(S, net, c, q, true);
+    for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
+        S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
     __syncthreads();
     write_twins(S, W, u0);
     /* the padding pixels of the batch, which the last slice's update reads and drops */
@@ -514,14 +516,10 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                 net.train_correct[s] = right;
             }
         }
-        for (int e = tid; e < BATCH_PAD * UNITS; e += THREADS) {
-            const int m = e / UNITS, n = e % UNITS;
-            float v = 0.0f;
-#pragma unroll
-            for (int j = 0; j < SNN_CLASSES; j++)
-                v += snn_twin_rounded(S.dl[m][j]) * snn_twin_rounded(S.wl[j][n]);
-            hidden_grad(S, W, net, draws, HIDDENS - 1, u0, m, n, v);
-        }
+        /* the block's units' output gradient: the dlogits against the last layer's columns, k the classes */
+        mma16_gemm<THREADS, BATCH_PAD, UNITS, CLASSES_PAD>(
+            Mma16FloatMat<DL_LD, 1>{&S.dl[0][0]}, Mma16FloatMat<1, UNITS>{&S.wl[0][0]}, S.scratch,
+            [&](int m, int n, float v) { hidden_grad(S, W, net, draws, HIDDENS - 1, u0, m, n, v); });
         __syncthreads(); /* the input gradient has read the last layer's columns before they change */
         last_layer_update(S, u0, rate);
         bias_update(S, HIDDENS - 1, owned, rate);
