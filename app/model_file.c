@@ -348,7 +348,7 @@ static int digit_width(const snn_st_file *f, const char *path)
     const char *v = snn_st_meta_get(f, "digit_width");
     char *end;
     long n = v ? strtol(v, &end, 10) : 0;
-    if (v && (end == v || *end || n < 0 || n > SNN_IMAGE_COLS))
+    if (v && (*v < '0' || *v > '9' || *end || n > SNN_IMAGE_COLS)) /* digits only: no sign, no space */
         snn_die("%s: its metadata's digit_width is '%s', not a whole number in [0, %d]", path, v,
                 SNN_IMAGE_COLS);
     return (int)n;

@@ -79,7 +79,9 @@ int main(int argc, char **argv)
     const char *dir = NULL;
     int first = 1, status = 0, width = 0;
     if (argc > 2 && strcmp(argv[first], "-w") == 0) {
-        width = atoi(argv[first + 1]);
+        char *end;
+        width = (int)strtol(argv[first + 1], &end, 10);
+        width = *end || end == argv[first + 1] || width < 1 ? -1 : width; /* refused below */
         first += 2;
     }
     if (argc > first + 1 && strcmp(argv[first], "-o") == 0) {

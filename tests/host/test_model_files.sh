@@ -145,6 +145,18 @@ edit "$T/full4.st" "$T/nan.st" '
 o = h["2.bias"]["data_offsets"][0]; d[o:o + 4] = struct.pack("<f", float("nan"))'
 expect_refusal "weights holding a NaN" "tensor '2.bias' holds a non-finite value at element 0" \
     "$APP" --data "$DATA" --load "$T/nan.st" --eval
+# A digit width that is no width (--digit-width: 0, as read, to 28): refused by --eval, by a committee and by
+# --resume, one line each.
+for w in x -1 29 "14 " " 14" +14 1e1; do
+    edit "$T/full4.st" "$T/width.st" "h['__metadata__']['digit_width'] = '$w'"
+    edit "$T/c2.st" "$T/cwidth.st" "h['__metadata__']['digit_width'] = '$w'"
+    want="its metadata's digit_width is '$w', not a whole number in [0, 28]"
+    expect_refusal "weights whose digit_width is '$w', given to --eval" "$want" "$APP" --data "$DATA" --load "$T/width.st" --eval
+    expect_refusal "a committee member whose digit_width is '$w'" "$want" \
+        "$APP" --data "$DATA" --load "$T/full4.st" --load "$T/width.st" --eval
+    expect_refusal "a checkpoint whose digit_width is '$w', given to --resume" "$want" \
+        "$APP" --data "$DATA" --max-steps $S --epochs 4 --resume "$T/cwidth.st"
+done
 head -c 5000 "$T/full4.st" >"$T/cut.st"
 expect_refusal "a truncated weights file" "run past the data's" "$APP" --data "$DATA" --load "$T/cut.st" --eval
 
