@@ -13,8 +13,8 @@ the build holds a validation split out, its test accuracy, both at the end of it
 committee's test loss and accuracy, with its validation accuracy where the build holds the split out (choose
 committees on it); --sizes scores the committees of the first K1, K2, ... members too (declared before the
 members train, so that no size is picked on the test set). --digit-widths gives member i the i-th width, in
-turn (mnist --digit-width W; 0: the digits as they are), so that the members see the digits differently and
-err less alike, as Ciresan et al.'s committees did. --json writes them. Exits 1 when a build or a run fails.
+turn (mnist --digit-width W; 0: the digits as they are), so that the members see the digits differently, as
+Ciresan et al.'s committees did (on h100_speedrun995 no better than plain ones: docs/PERF.md v41). --json writes them. Exits 1 when a build or a run fails.
 """
 import argparse
 import json
@@ -67,7 +67,8 @@ def digit_widths(text, options):
     """--digit-widths: the widths the members take in turn, each 0 (as read) to 28; [0] without it."""
     if text is None:
         return [0]
-    if any(o == "--digit-width" or o.startswith("--digit-width=") for o in options):
+    # getopt takes any unambiguous prefix of an option (--di, --digit-w=14)
+    if any(len(o.split("=", 1)[0]) > 3 and "--digit-width".startswith(o.split("=", 1)[0]) for o in options):
         fail("the members' widths come from --digit-widths: --digit-width does not go in the run's options")
     try:
         widths = [int(v) for v in text.split(",")]
@@ -101,7 +102,7 @@ def score(app, files, out, data, env):
 
 def main():
     argv, extra = gpu_pool.split_run_options(sys.argv[1:])
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("board", help="the board (configs/NAME_defconfig)")
     p.add_argument("--members", type=int, default=5, help=f"members, seeds 1..K (default 5, at most {MAX_MEMBERS})")
     p.add_argument("--sizes", help="also score the committees of the first K1,K2,... members (default: all K)")

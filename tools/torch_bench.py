@@ -55,6 +55,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))  # the shared modules
 import train_log  # noqa: E402
+from digit_width import set_digit_width  # noqa: E402
 from torch_parity import DataError, disable_tf32, load_test_set, load_train_set  # noqa: E402
 
 try:
@@ -72,17 +73,19 @@ EVAL_BATCH = 1000  # test images per forward pass, as staticnn's CONFIG_EVAL_BAT
 
 
 class Data:
-    """The training set (and, with test, the test set) on the device: uint8 images, int64 labels, and the
-    normalisation."""
+    """The training set (and, with test, the test set) on the device: uint8 images (each digit scaled to
+    digit_width as mnist --digit-width does; 0: as read), int64 labels, and the normalisation."""
 
-    def __init__(self, directory, mean, std, device, test=False):
+    def __init__(self, directory, mean, std, device, test=False, digit_width=0):
         images, labels = load_train_set(directory)
+        images = set_digit_width(images, digit_width)
         self.images = torch.from_numpy(images).to(device)
         self.labels = torch.from_numpy(labels.astype("int64")).to(device)
         self.count = len(labels)
         self.mean, self.std = mean, std
         if test:
             images, labels = load_test_set(directory)
+            images = set_digit_width(images, digit_width)
             self.test_images = torch.from_numpy(images).to(device)
             self.test_labels = torch.from_numpy(labels.astype("int64")).to(device)
 

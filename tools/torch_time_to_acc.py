@@ -7,7 +7,7 @@
 LOG is the --log of a staticnn run with --target-acc (tools/time_to_acc.py
 keeps them with --logs): its config event gives the shape, batch, epochs,
 steps per epoch, the recipe (optimizer, schedule, weight decay, label
-smoothing, augmentation, dropout), the precision, the target, the set it watches and how often it is
+smoothing, augmentation, dropout, the digits' width), the precision, the target, the set it watches and how often it is
 scored. This script trains the same MLP the way a PyTorch user would, from
 PyTorch's default initialisation of each seed 1..N: nn.Linear/ReLU,
 F.cross_entropy(label_smoothing), torch.optim.AdamW or SGD (SGD's weight decay
@@ -283,7 +283,8 @@ def main():
     if cfg.get("precision", "").startswith("tf32"):
         torch.backends.cuda.matmul.allow_tf32 = True
     try:
-        data = torch_bench.Data(args.data, cfg["pixel_mean"], cfg["pixel_std"], args.device, test=True)
+        data = torch_bench.Data(args.data, cfg["pixel_mean"], cfg["pixel_std"], args.device, test=True,
+                                digit_width=cfg.get("digit_width", 0))
     except DataError as e:
         fail(str(e))
     held = cfg.get("validation_size", 0)

@@ -337,6 +337,8 @@ def check_committee(tmp, host, validation):
              (["host", "--app", host, "--digit-widths", "x"], "--digit-widths wants widths separated by commas"),
              (["host", "--app", host, "--digit-widths", "14", "--", "--digit-width", "12"],
               "--digit-width does not go in the run's options"),
+             (["host", "--app", host, "--digit-widths", "14", "--", "--digit=12"],
+              "--digit-width does not go in the run's options"),
              (["no_such_board"], "no board no_such_board")]
     got = refusals(tool, cases, env)
     verdict(all(got), "committee.py: one member, --sizes or --digit-widths out of range or not numbers, "

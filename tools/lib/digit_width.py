@@ -1,5 +1,5 @@
 """Width normalisation of digits (data/digit.h, snn_digits_set_width; mnist --digit-width) in numpy, byte for
-byte: for tools/torch_parity.py, the PyTorch peers and the tests. Integer arithmetic, as the engine's."""
+byte: for tools/torch_parity.py, tools/torch_time_to_acc.py and the tests. Integer arithmetic, as the engine's."""
 
 import numpy as np
 

@@ -87,7 +87,8 @@ constexpr int DGRAD_LD = mma16_ld(BATCH_PAD); /* the block's output gradient as 
 /* The block's pixels of the normalised batch, transposed in F0: a multiple of 4 pixels each. */
 constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + GRID - 1) / GRID, 4);
 /* Row strides of the FP32 [row][unit] and [row][class] tiles: one more than their width, so that a column's
- * 32 rows, which the bias and last-layer gradients read a lane each, fall in 32 banks. */
+ * 32 rows, which the bias gradients read a lane each, fall in 32 banks (the last layer's two GEMMs, which
+ * read them four rows a lane, meet two-way conflicts). */
 constexpr int ACT_LD = UNITS + 1, DL_LD = CLASSES_PAD + 1;
 
 struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
