@@ -38,14 +38,18 @@ void snn_upload_set(snn_model *m, snn_set set, const uint8_t *images, int digit_
 }
 
 snn_score snn_committee_logits(snn_model *m, snn_set set, const uint8_t *images, const char *const *paths,
-                               int count, float *logits, const uint8_t *labels, snn_score *scores)
+                               int count, float *logits, const uint8_t *labels, snn_score *scores,
+                               int *widths)
 {
     const int rows = snn_set_count(set);
     const size_t n = (size_t)rows * SNN_CLASSES;
     double *sum = calloc(n, sizeof(double));
     SNN_CHECK_SYS(sum, "allocating the committee's probabilities");
     for (int i = 0; i < count; i++) {
-        snn_upload_set(m, set, images, snn_model_file_load(paths[i], m, NULL, SNN_FILE_WEIGHTS));
+        const int width = snn_model_file_load(paths[i], m, NULL, SNN_FILE_WEIGHTS);
+        if (widths)
+            widths[i] = width;
+        snn_upload_set(m, set, images, width);
         const snn_score s = snn_evaluate_logits(m, set, logits);
         if (scores)
             scores[i] = s;

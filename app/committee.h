@@ -18,9 +18,11 @@ void snn_upload_set(snn_model *m, snn_set set, const uint8_t *images, int digit_
  * (snn_set_count(set) x SNN_CLASSES) the committee's: the log of the members' mean probability, whose arg-max
  * is the committee's class and whose softmax gives the mean back. With labels, member i's score into
  * scores[i] (the device's, as --eval of it alone) and the committee's returned: the mean over the images of
- * -log(mean probability of the label), and its accuracy. Every member is scored: a stop signal is the
- * caller's to check after (--predict classifies what it has read with the whole committee). */
+ * -log(mean probability of the label), and its accuracy; with widths, member i's digit width into widths[i].
+ * Every member is scored: a stop signal is the caller's to check after (--predict classifies what it has read
+ * with the whole committee). */
 snn_score snn_committee_logits(snn_model *m, snn_set set, const uint8_t *images, const char *const *paths,
-                               int count, float *logits, const uint8_t *labels, snn_score *scores);
+                               int count, float *logits, const uint8_t *labels, snn_score *scores,
+                               int *widths);
 
 #endif

@@ -286,8 +286,10 @@ static outputs open_outputs(const options *o)
 /* The set --target-acc watches: the validation set where the build holds one out. */
 static snn_set target_set(void) { return SNN_VALID_COUNT ? SNN_SET_VALID : SNN_SET_TEST; }
 
+/* The run's configuration; digit_width: the training's, or the one model's that --eval scores (-1: several
+ * models, each member's own in its event). */
 static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, const options *o,
-                       size_t arena_bytes, const snn_progress *resumed)
+                       size_t arena_bytes, const snn_progress *resumed, int digit_width)
 {
     char shape[256];
     snn_model_shape(shape, sizeof(shape));
@@ -301,8 +303,8 @@ static void log_config(FILE *f, const snn_model *m, const snn_device_info *dev, 
     add_recipe(e);
     snn_json_number(e, "seed", o->seed);
     snn_json_number(e, "validation_size", SNN_VALID_COUNT);
-    if (!o->eval)
-        snn_json_number(e, "digit_width", resumed ? resumed->digit_width : o->digit_width);
+    if (digit_width >= 0)
+        snn_json_number(e, "digit_width", digit_width);
     if (o->target_acc > 0) {
         snn_json_float(e, "target_acc", (float)o->target_acc);
         snn_json_string(e, "target_set", snn_set_name(target_set()));
@@ -692,11 +694,12 @@ static snn_score evaluate_set(const options *o, snn_model *m, int width, snn_set
 {
     const int valid = set == SNN_SET_VALID, count = o->load_count;
     snn_score score, scores[SNN_MAX_MEMBERS];
+    int widths[SNN_MAX_MEMBERS];
     if (count == 1) {
         snn_upload_set(m, set, images, width);
         scores[0] = score = snn_evaluate_logits(m, set, logits);
     } else {
-        score = snn_committee_logits(m, set, images, o->loads, count, logits, labels, scores);
+        score = snn_committee_logits(m, set, images, o->loads, count, logits, labels, scores, widths);
     }
     if (snn_stop_signal())
         stop_inference(log);
@@ -710,6 +713,7 @@ static snn_score evaluate_set(const options *o, snn_model *m, int width, snn_set
             cJSON *e = snn_json_event("member");
             snn_json_number(e, "member", i + 1);
             snn_json_string(e, "model", o->loads[i]);
+            snn_json_number(e, "digit_width", widths[i]);
             snn_json_float(e, "loss", (float)scores[i].loss);
             snn_json_float(e, "accuracy", (float)scores[i].accuracy);
             snn_json_put(snn_out_stream(log), e);
@@ -779,7 +783,7 @@ static int infer(const options *o)
         const uint8_t *valid_images = d.train_images + (size_t)SNN_FIT_COUNT * SNN_INPUT_DIM;
         upload_dataset(&m, &d, 0); /* each model's width is applied to the set it scores */
         if (log)
-            log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL);
+            log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL, o->load_count == 1 ? width : -1);
         if (SNN_VALID_COUNT && members_held_out(o))
             evaluate_set(o, &m, width, SNN_SET_VALID, valid_images, logits, d.train_labels + SNN_FIT_COUNT,
                          log);
@@ -859,7 +863,8 @@ static void start_outputs(outputs *out, const options *o, run_state *r, const sn
         free(params);
     }
     if (out->log)
-        log_config(snn_out_stream(out->log), &r->m, dev, o, plan, o->resume_path ? &r->at : NULL);
+        log_config(snn_out_stream(out->log), &r->m, dev, o, plan, o->resume_path ? &r->at : NULL,
+                   r->at.digit_width);
 }
 
 /* Epoch `epoch` begun: its order drawn (and dumped), or, inside a resumed

@@ -67,7 +67,7 @@ int snn_predict_images(snn_model *m, int digit_width, const char *const *models,
         }
         stopped = stopped || snn_stop_signal(); /* one that came during the last file's read */
         if (members > 1) {
-            snn_committee_logits(m, SNN_SET_TEST, images, models, members, logits, NULL, NULL);
+            snn_committee_logits(m, SNN_SET_TEST, images, models, members, logits, NULL, NULL, NULL);
         } else {
             snn_upload_set(m, SNN_SET_TEST, images, digit_width);
             snn_evaluate_logits(m, SNN_SET_TEST, logits);

@@ -152,6 +152,17 @@ def main():
             "the committee of 3" in out and "validation set" not in out
         verdict(ok, f"3 members' --eval (trained as the digits are, 12 and 20 pixels wide): {want_right} of 10000 "
                 f"right, loss {want_loss:.4f}, as numpy's mean of their softmax", got or out + err)
+        with tempfile.TemporaryDirectory() as logs:
+            both = os.path.join(logs, "c.jsonl"), os.path.join(logs, "one.jsonl")
+            mnist(app, *[a for f in files for a in ("--load", f)], "--eval", "--log", both[0])
+            mnist(app, "--load", files[1], "--eval", "--log", both[1])
+            events = [[json.loads(line) for line in open(p)] if os.path.exists(p) else [] for p in both]
+        member_widths = [e.get("digit_width") for e in events[0] if e.get("event") == "member"]
+        config = [e for e in events[0] + events[1] if e.get("event") == "config"]
+        ok = member_widths == [0, 12, 20] and len(config) == 2 and "digit_width" not in config[0] and \
+            config[1].get("digit_width") == 12
+        verdict(ok, "--eval's log: each member's digit width in its event (0, 12, 20); one model's in the config",
+                (member_widths, config))
         alone = [figures(mnist(app, "--load", f, "--eval")[1]) for f in files]
         lines = re.findall(r"^member (\d): loss ([0-9.]+), accuracy ([0-9.]+)%  (\S+)$", out, re.M)
         ok = len(lines) == 3 and all(float(l[1]) == a[0] and round(float(l[2]) * 100) == a[1] and l[3] == f
