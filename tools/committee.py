@@ -14,7 +14,8 @@ committee's test loss and accuracy, with its validation accuracy where the build
 committees on it); --sizes scores the committees of the first K1, K2, ... members too (declared before the
 members train, so that no size is picked on the test set). --digit-widths gives member i the i-th width, in
 turn (mnist --digit-width W; 0: the digits as they are), so that the members see the digits differently, as
-Ciresan et al.'s committees did (on h100_speedrun995 no better than plain ones: docs/PERF.md v41). --json writes them. Exits 1 when a build or a run fails.
+Ciresan et al.'s committees did (on h100_speedrun995 no better than plain ones: docs/PERF.md v41). --json
+writes them. Exits 1 when a build or a run fails.
 """
 import argparse
 import json

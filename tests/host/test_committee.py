@@ -3,8 +3,9 @@
 figures against numpy's forward pass of the saved files (the mean of the members' softmax, its arg-max and
 mean -log of the label's mean probability), each member's line as --eval of it alone, a committee of one
 model twice as that model, --predict by the mean probability, and the refusals (one line, exit 1); in a build
-that holds a validation split out, the committee's (and one model's) figures on it too, before the test set's. Members trained at
-different --digit-width each see the images at their own width (numpy's: tools/lib/digit_width.py).
+that holds a validation split out, the committee's (and one model's) figures on it too, before the test set's.
+Members trained at different --digit-width each see the images at their own width (numpy's:
+tools/lib/digit_width.py).
 
     tests/host/test_committee.py PATH/TO/mnist [VALIDATION/mnist]   (a host build of 784-256-10; one that holds
                                                                     the last 5000 training images out; the
@@ -112,8 +113,9 @@ def check_validation(app, d):
           event.get("samples") == 5000 and abs(event.get("accuracy", -1) - want_right / 5000) < 1e-6 and
           [round(a, 4) for a in event.get("member_accuracy", [])] == [float(m[2]) / 100 for m in members] and
           [m[3] for m in members] == files)
-    verdict(ok, f"a validation build's 2 members (one at digit width 16): the held-out 5000 first, {want_right} right, loss "
-            f"{want_loss:.4f}, as numpy's; each member's line and the log's validation event", got or out + err)
+    verdict(ok, f"a validation build's 2 members (one at digit width 16): the held-out 5000 first, {want_right} "
+            f"right, loss {want_loss:.4f}, as numpy's; each member's line and the log's validation event",
+            got or out + err)
     rc, out, err = mnist(app, "--load", files[1], "--eval")
     one = figures(out, "validation set")
     want = committee_figures(files[1:], images[-5000:], labels[-5000:])
