@@ -13,8 +13,10 @@
  * row; the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed, so that a block reads
  * the columns of its units as rows. A step, for L linear layers:
  *
- *   F0          layer 0 for the block's units, the images read in place and normalised as read; the
- *               block's pixels of the batch, transposed, for every block's update of layer 0
+ *   F0          layer 0 for the block's units, the pixels normalised as read: from the block's slice of
+ *               the batch, staged in shared memory by cp.async during the step before, where two steps'
+ *               slices fit beside the block's share of the model (STAGED); else from the images in place,
+ *               the block's pixels of the batch then transposed into L2 for every block's update of layer 0
  *   F1 .. F(L-2) every block reads the whole previous output (the all-gather) and computes its units'
  *   F(L-1)      the logits' partial sums over the block's units -> barrier -> a block per row sums them,
  *               takes the softmax and writes the row's dlogits -> barrier
@@ -25,10 +27,11 @@
  *               l - 1 from it; layer 0's update, local, ends the step
  *
  * so 2L - 2 grid barriers a step (one after each hidden forward layer and after the softmax, one before
- * each hidden-to-hidden input gradient; one more in F0 where blocks share units). A layer's update writes the
- * twin of the next step's parity: its input gradient, in the same or the next phase, reads this step's. The
- * GEMMs are mma.sync m16n8k16 with FP32 accumulators on operands rounded as the host reference rounds them;
- * fixed splits and orders of summation: deterministic. */
+ * each hidden-to-hidden input gradient; one more in F0 where blocks share units). Each step reads the next
+ * step's samples and, staged, copies its slice during its own, so that it starts with them at hand. A layer's
+ * update writes the twin of the next step's parity: its input gradient, in the same or the next phase, reads
+ * this step's. The GEMMs are mma.sync m16n8k16 with FP32 accumulators on operands rounded as the host
+ * reference rounds them; fixed splits and orders of summation: deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +41,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "arch/sm80/cp_async.cuh"
 #include "kernels/cuda/fused/kernel.h"
 #include "kernels/cuda/fused/mma16.cuh"
 #include "kernels/cuda/fused/resident.cuh"
@@ -112,10 +116,22 @@ struct alignas(128) Shared {
     float z[WARPS][CLASSES_PAD];               /* a row's logits, a warp's */
     float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
     int32_t sample[BATCH_PAD];                 /* the step's samples (padding rows: the first's) */
-    const uint8_t *image[BATCH_PAD];           /* and their images */
+    int32_t next[BATCH_PAD];                   /* the next step's */
+    const uint8_t *image[BATCH_PAD];           /* the step's images */
     snn_rate rate;
 };
-constexpr int SMEM_BYTES = sizeof(Shared);
+/* The block's slice of the batch staged in shared memory after the Shared, two steps' buffers of BATCH_PAD
+ * rows of bytes: pieces of 16 bytes, rows 16 x odd bytes apart, where rows with bit 3 set swap pieces in
+ * pairs (staged_at), so that neither F0's reads (a thread four k of a row) nor B0's (a thread four rows of a
+ * pixel, rows 4 apart across the quad) meet bank conflicts. */
+constexpr int STAGE_LD = 16 * (snn_round_up(SLICE_K / 16, 2) + 1);
+constexpr int STAGE_BYTES = BATCH_PAD * STAGE_LD;
+constexpr bool STAGED = sizeof(Shared) + 2 * STAGE_BYTES <= SNN_GR_SMEM_MAX;
+__host__ __device__ constexpr int staged_at(int row, int k)
+{
+    return row * STAGE_LD + (k ^ ((row & 8) << 1));
+}
+constexpr int SMEM_BYTES = sizeof(Shared) + (STAGED ? 2 * STAGE_BYTES : 0);
 /* a thread fetches each sample of the batch */
 constexpr bool GRID_FITS = GRID <= SNN_FUSED_MAX_BLOCKS; /* every block's clock stamps (bench_step) */
 constexpr bool FITS = SNN_FUSED_GR_WS_BYTES > 0 && SMEM_BYTES <= SNN_GR_SMEM_MAX &&
@@ -128,7 +144,7 @@ constexpr size_t WS_PARTS[] = {
     (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer][row][unit] */
     (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
     (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
-    (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* the normalised batch [parity][pixel][row] */
+    (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* unstaged, the batch [parity][pixel][row] */
     (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
     (size_t)4 * (BLOCKS + 1) * BATCH_PAD * CLASSES_PAD,    /* logits' partials [block][row][class], dlogits */
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
@@ -190,6 +206,33 @@ struct Pixels : Mma16Pairs<Pixels> {
     }
 };
 
+/* Step parity p's staged slice (STAGED): element (i, k), row i's pixel k of the slice, normalised and
+ * rounded as read. */
+struct Staged : Mma16Pairs<Staged> {
+    const uint8_t *p;
+    __device__ explicit Staged(const uint8_t *p) : p(p) {}
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
+    {
+        static_assert(GAP == 2, "grid-resident kernel: staged rows are read four k a thread");
+        return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(p + staged_at(i, k)));
+    }
+};
+
+/* The same transposed for layer 0's update: element (i, k), pixel i of row k, four rows' bytes a thread. */
+struct StagedColumns : Mma16Pairs<StagedColumns> {
+    const uint8_t *p;
+    __device__ explicit StagedColumns(const uint8_t *p) : p(p) {}
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
+    {
+        static_assert(GAP == 2, "grid-resident kernel: staged columns are read four rows a thread");
+        uint32_t four = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            four |= (uint32_t)p[staged_at(k + j, i)] << 8 * j;
+        return snn_pixels_twin4(four);
+    }
+};
+
 /* ---------------------------------------------------------------------------
  * the block's share of the model in and out
  * ------------------------------------------------------------------------- */
@@ -235,6 +278,20 @@ static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
             W.twin_t(0, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
             W.twin_t(1, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
         }
+}
+
+/* The next step's slice of the batch (the samples in S.next) into a staging buffer by cp.async, one group:
+ * bytes [k0, k0 + 16 pieces) of each image, the slice's inputs. */
+static __device__ void stage(uint8_t *buf, const Shared &S, const uint8_t *images, int k0, int pieces)
+{
+    constexpr int PIECES = SLICE_K / 16;
+    for (int e = threadIdx.x; e < BATCH_PAD * PIECES; e += THREADS) {
+        const int r = e / PIECES, piece = e % PIECES;
+        if (piece < pieces)
+            sm80_cp_async_16(buf + staged_at(r, 16 * piece),
+                             images + (size_t)S.next[r] * INPUTS + k0 + 16 * piece);
+    }
+    sm80_cp_async_commit();
 }
 
 /* ---------------------------------------------------------------------------
@@ -413,7 +470,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 {
     if constexpr (!FITS)
         return; /* never launched (fits): no code for a model that does not fit */
-    Shared &S = resident_shared<Shared, THREADS>();
+    /* the staging buffers zeroed too: pieces past the inputs, never staged, read 0 */
+    Shared &S = resident_shared<Shared, THREADS, SMEM_BYTES>();
     cg::grid_group grid = cg::this_grid();
     const Workspace W(net.gr_ws);
     const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
@@ -423,12 +481,19 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     state_copy(S, net, c, q, true);
     for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
         S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
+    if (tid < BATCH_PAD) /* the launch's first samples */
+        S.next[tid] = net.order[(long)first * BATCH + (tid < BATCH ? tid : 0)];
     __syncthreads();
+    /* step parity p's staged slice at staged + p x STAGE_BYTES */
+    uint8_t *const staged = reinterpret_cast<uint8_t *>(&S) + sizeof(Shared);
+    if constexpr (STAGED)
+        stage(staged + (first & 1) * STAGE_BYTES, S, net.train_images, k0, slice_kt);
     write_twins(S, W, u0);
-    /* the padding pixels of the batch, which the last slice's update reads and drops */
-    constexpr int PAD = (INPUTS_PAD - INPUTS) * BATCH_PAD; /* a parity's elements */
-    for (int e = b * THREADS + tid; e < 2 * PAD; e += GRID * THREADS)
-        W.batch_t(e >= PAD)[INPUTS * BATCH_PAD + e - (e >= PAD) * PAD] = snn_twin_bits(0.0f);
+    if constexpr (!STAGED) { /* the batch's padding pixels, which the last slice's update reads and drops */
+        constexpr int PAD = (INPUTS_PAD - INPUTS) * BATCH_PAD; /* a parity's elements */
+        for (int e = b * THREADS + tid; e < 2 * PAD; e += GRID * THREADS)
+            W.batch_t(e >= PAD)[INPUTS * BATCH_PAD + e - (e >= PAD) * PAD] = snn_twin_bits(0.0f);
+    }
     grid.sync(); /* every twin whole before the first input gradient reads it */
     const int32_t epoch = *net.clock.epoch;
 
@@ -438,40 +503,56 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         fused_stamp(net, s, 2 * LAYERS, true);
         if (tid == 0)
             S.rate = snn_clock_rate_at(net.clock, s);
+        int32_t next = 0; /* the next step's sample of the thread's row, read while this step runs */
         if (tid < BATCH_PAD) {
-            S.sample[tid] = net.order[(long)s * BATCH + (tid < BATCH ? tid : 0)];
+            S.sample[tid] = S.next[tid];
             S.image[tid] = net.train_images + (size_t)S.sample[tid] * INPUTS;
+            if (s + 1 < last)
+                next = net.order[(long)(s + 1) * BATCH + (tid < BATCH ? tid : 0)];
         }
+        const uint8_t *const slice = staged + p * STAGE_BYTES; /* the step's, where STAGED */
+        if constexpr (STAGED)
+            sm80_cp_async_wait<0>();
         __syncthreads();
         const snn_rate rate = S.rate; /* in registers: the updates' epilogues read it per element */
         resident_trace_batch<THREADS>(
             net, p, [&](int r) { return S.image[r]; }, [&](int r) { return net.train_labels[S.sample[r]]; });
 
-        /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier), and
-         * the block's pixels of the batch transposed for layer 0's update */
-        mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, (SPLIT > 1)>(
-            Pixels(S.image, k0), Mma16FloatRows<Mma16RowsApart<W0_LD>>{&S.w0[0][0]}, S.scratch,
-            [&](int m, int n, float v) {
-                if constexpr (SPLIT == 1)
-                    hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]);
-                else
-                    W.slice_sums(b)[m * UNITS + n] = v;
-            },
-            slice_kt);
-        for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
-            const int m = e % BATCH_PAD, k = b * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
-            if (k < INPUTS) {
-                const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
+        /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier);
+         * read in place, the block's pixels of the batch transposed for layer 0's update */
+        const Mma16FloatRows<Mma16RowsApart<W0_LD>> w0_rows{&S.w0[0][0]};
+        auto f0_out = [&](int m, int n, float v) {
+            if constexpr (SPLIT == 1)
+                hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]);
+            else
+                W.slice_sums(b)[m * UNITS + n] = v;
+        };
+        if constexpr (STAGED) {
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, 4, (SPLIT > 1)>(Staged(slice), w0_rows,
+                                                                                 S.scratch, f0_out, slice_kt);
+        } else {
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, (SPLIT > 1)>(
+                Pixels(S.image, k0), w0_rows, S.scratch, f0_out, slice_kt);
+            for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
+                const int m = e % BATCH_PAD, k = b * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
+                if (k < INPUTS) {
+                    const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    W.batch_t(p)[(k + i) * BATCH_PAD + m] = snn_twin_bits(snn_pixel_fma(four, i));
+                    for (int i = 0; i < 4; i++)
+                        W.batch_t(p)[(k + i) * BATCH_PAD + m] = snn_twin_bits(snn_pixel_fma(four, i));
+                }
             }
         }
         if constexpr (SPLIT > 1) {
             grid.sync(); /* every slice's partial sums written */
             slices_added(S, W, net, draws, p, c, u0);
         }
+        if (tid < BATCH_PAD)
+            S.next[tid] = next;
         __syncthreads();
+        if constexpr (STAGED) /* into the buffer the step before read */
+            if (s + 1 < last)
+                stage(staged + (p ^ 1) * STAGE_BYTES, S, net.train_images, k0, slice_kt);
 
         /* F1 .. F(L-2): the previous output, all of it, against the block's rows */
         for (int l = 1; l + 1 < LAYERS; l++) {
@@ -546,12 +627,18 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         fused_stamp(net, s, 2 * LAYERS - 2, true); /* no barrier after the last input gradient */
 
         /* B0: layer 0's update, local: the block's slice of its inputs */
-        mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
-            Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD},
-            Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch, [&](int k, int n, float g) {
-                if (k0 + k < INPUTS && u0 + n < HIDDEN)
-                    snn_param_update(&S.w0[n][k], &S.w0m[0][n][k], UNITS * W0_LD, nullptr, g, rate);
-            });
+        const Mma16Mat<DGRAD_LD, 1> grad_rows{&S.dgt[0][0]};
+        auto w0_update = [&](int k, int n, float g) {
+            if (k0 + k < INPUTS && u0 + n < HIDDEN)
+                snn_param_update(&S.w0[n][k], &S.w0m[0][n][k], UNITS * W0_LD, nullptr, g, rate);
+        };
+        if constexpr (STAGED)
+            mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(StagedColumns(slice), grad_rows, S.scratch,
+                                                           w0_update);
+        else
+            mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
+                Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD}, grad_rows, S.scratch,
+                w0_update);
         __syncthreads();
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
@@ -615,6 +702,10 @@ static void describe(char *buf, int len)
     if (SPLIT > 1 && at < len)
         snprintf(buf + at, len - at,
                  ", each block's units shared by %d blocks, a slice of layer 0's inputs each", SPLIT);
+    const int end = (int)strlen(buf);
+    if (STAGED && end < len)
+        snprintf(buf + end, len - end, ", the batch's %s staged a step ahead",
+                 SPLIT > 1 ? "slices" : "images");
 }
 
 } // namespace resident_grid

@@ -13,11 +13,13 @@
 /* The hidden width (kernels/fused.h: a placeholder where the kernels never run). */
 constexpr int RESIDENT_HIDDEN = SNN_RESIDENT_WIDTH;
 
-/* The block's shared memory as a Shared, zeroed, so that padding reads as 0. */
-template <class Shared, int THREADS> static __device__ __forceinline__ Shared &resident_shared()
+/* The block's shared memory as a Shared, zeroed (BYTES of it: a Shared and what follows it), so that padding
+ * reads as 0. */
+template <class Shared, int THREADS, int BYTES = sizeof(Shared)>
+static __device__ __forceinline__ Shared &resident_shared()
 {
     extern __shared__ __align__(128) unsigned char smem[];
-    snn_smem_clear<THREADS>(smem, sizeof(Shared));
+    snn_smem_clear<THREADS>(smem, BYTES);
     __syncthreads();
     return *reinterpret_cast<Shared *>(smem);
 }
