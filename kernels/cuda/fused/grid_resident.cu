@@ -28,10 +28,11 @@
  *
  * so 2L - 2 grid barriers a step (one after each hidden forward layer and after the softmax, one before
  * each hidden-to-hidden input gradient; one more in F0 where blocks share units). Each step reads the next
- * step's samples and, staged, copies its slice during its own, so that it starts with them at hand. A layer's
- * update writes the twin of the next step's parity: its input gradient, in the same or the next phase, reads
- * this step's. The GEMMs are mma.sync m16n8k16 with FP32 accumulators on operands rounded as the host
- * reference rounds them; fixed splits and orders of summation: deterministic. */
+ * step's samples and labels, computes its rate factors and, staged, copies its slice during its own, so that
+ * it starts with them at hand. A layer's update writes the twin of the next step's parity: its input
+ * gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync m16n8k16 with FP32
+ * accumulators on operands rounded as the host reference rounds them; fixed splits and orders of summation:
+ * deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,8 +118,9 @@ struct alignas(128) Shared {
     float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
     int32_t sample[BATCH_PAD];                 /* the step's samples (padding rows: the first's) */
     int32_t next[BATCH_PAD];                   /* the next step's */
-    const uint8_t *image[BATCH_PAD];           /* the step's images */
-    snn_rate rate;
+    uint8_t label[BATCH_PAD], next_label[BATCH_PAD]; /* their labels */
+    const uint8_t *image[BATCH_PAD];                 /* the step's images */
+    snn_rate rate, next_rate; /* the step's learning-rate factors, and the next step's */
 };
 /* The block's slice of the batch staged in shared memory after the Shared, two steps' buffers of BATCH_PAD
  * rows of bytes: pieces of 16 bytes, rows 16 x odd bytes apart, where rows with bit 3 set swap pieces in
@@ -284,13 +286,14 @@ static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
  * bytes [k0, k0 + 16 pieces) of each image, the slice's inputs. */
 static __device__ void stage(uint8_t *buf, const Shared &S, const uint8_t *images, int k0, int pieces)
 {
-    constexpr int PIECES = SLICE_K / 16;
-    for (int e = threadIdx.x; e < BATCH_PAD * PIECES; e += THREADS) {
-        const int r = e / PIECES, piece = e % PIECES;
-        if (piece < pieces)
+    /* a thread one piece of rows ROWS apart: no division in the loop */
+    constexpr int PIECES = SLICE_K / 16, ROWS = THREADS / PIECES;
+    static_assert(ROWS > 0, "grid-resident kernel: a slice's pieces at most the block's threads");
+    const int piece = threadIdx.x % PIECES;
+    if (piece < pieces && threadIdx.x < ROWS * PIECES)
+        for (int r = threadIdx.x / PIECES; r < BATCH_PAD; r += ROWS)
             sm80_cp_async_16(buf + staged_at(r, 16 * piece),
                              images + (size_t)S.next[r] * INPUTS + k0 + 16 * piece);
-    }
     sm80_cp_async_commit();
 }
 
@@ -409,7 +412,7 @@ static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fus
             S.z[warp][j] = z[0];
         const SnnRowSoftmax<32, 1> sm(z);
         __syncwarp(); /* the row's logits in S.z */
-        const int label = row ? net.train_labels[S.sample[r]] : 0;
+        const int label = row ? S.label[r] : 0;
         if (row && j == 0) {
             W.rowloss[r] = sm.loss(S.z[warp], label, true);
             W.rowright[r] = sm.arg == label;
@@ -481,8 +484,15 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     state_copy(S, net, c, q, true);
     for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
         S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
-    if (tid < BATCH_PAD) /* the launch's first samples */
+    /* a step's rate factors, computed in double, took a thread a microsecond at the step's start: each step
+     * has an idle warp compute the next step's, as it reads the next step's samples */
+    const int32_t epoch = *net.clock.epoch;
+    if (tid < BATCH_PAD) { /* the launch's first samples */
         S.next[tid] = net.order[(long)first * BATCH + (tid < BATCH ? tid : 0)];
+        S.next_label[tid] = net.train_labels[S.next[tid]];
+    }
+    if (tid == 0)
+        S.next_rate = snn_clock_rate_in(net.clock, epoch, first);
     __syncthreads();
     /* step parity p's staged slice at staged + p x STAGE_BYTES */
     uint8_t *const staged = reinterpret_cast<uint8_t *>(&S) + sizeof(Shared);
@@ -495,17 +505,18 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             W.batch_t(e >= PAD)[INPUTS * BATCH_PAD + e - (e >= PAD) * PAD] = snn_twin_bits(0.0f);
     }
     grid.sync(); /* every twin whole before the first input gradient reads it */
-    const int32_t epoch = *net.clock.epoch;
 
     for (int s = first; s < last; ++s) {
         const int p = s & 1;
         const SnnStepDraws draws = {{net.noise.key[0], net.noise.key[1]}, epoch, s};
         fused_stamp(net, s, 2 * LAYERS, true);
         if (tid == 0)
-            S.rate = snn_clock_rate_at(net.clock, s);
-        int32_t next = 0; /* the next step's sample of the thread's row, read while this step runs */
+            S.rate = S.next_rate;
+        int32_t next = 0; /* the next step's sample of the thread's row and its label, read during this one */
+        uint8_t next_label = 0;
         if (tid < BATCH_PAD) {
             S.sample[tid] = S.next[tid];
+            S.label[tid] = S.next_label[tid];
             S.image[tid] = net.train_images + (size_t)S.sample[tid] * INPUTS;
             if (s + 1 < last)
                 next = net.order[(long)(s + 1) * BATCH + (tid < BATCH ? tid : 0)];
@@ -516,7 +527,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         __syncthreads();
         const snn_rate rate = S.rate; /* in registers: the updates' epilogues read it per element */
         resident_trace_batch<THREADS>(
-            net, p, [&](int r) { return S.image[r]; }, [&](int r) { return net.train_labels[S.sample[r]]; });
+            net, p, [&](int r) { return S.image[r]; }, [&](int r) { return S.label[r]; });
 
         /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier);
          * read in place, the block's pixels of the batch transposed for layer 0's update */
@@ -547,12 +558,11 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             grid.sync(); /* every slice's partial sums written */
             slices_added(S, W, net, draws, p, c, u0);
         }
-        if (tid < BATCH_PAD)
+        if (tid < BATCH_PAD) {
             S.next[tid] = next;
+            next_label = net.train_labels[next];
+        }
         __syncthreads();
-        if constexpr (STAGED) /* into the buffer the step before read */
-            if (s + 1 < last)
-                stage(staged + (p ^ 1) * STAGE_BYTES, S, net.train_images, k0, slice_kt);
 
         /* F1 .. F(L-2): the previous output, all of it, against the block's rows */
         for (int l = 1; l + 1 < LAYERS; l++) {
@@ -574,6 +584,14 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         grid.sync();
         fused_stamp(net, s, LAYERS - 2, true);
         softmax_rows(S, W, net, b);
+        /* beside the softmax, which leaves most warps idle: the next step's rate and, into the buffer the
+         * step before read, its slice */
+        if (s + 1 < last) {
+            if (tid == THREADS - 32)
+                S.next_rate = snn_clock_rate_in(net.clock, epoch, s + 1);
+            if constexpr (STAGED)
+                stage(staged + (p ^ 1) * STAGE_BYTES, S, net.train_images, k0, slice_kt);
+        }
         fused_stamp(net, s, LAYERS - 1, false);
         grid.sync();
         fused_stamp(net, s, LAYERS - 1, true);
@@ -639,6 +657,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
                 Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD}, grad_rows, S.scratch,
                 w0_update);
+        if (tid < BATCH_PAD)
+            S.next_label[tid] = next_label;
         __syncthreads();
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
