@@ -95,12 +95,14 @@ SNN_HD snn_rate snn_rate_at(int32_t t, int32_t epoch_steps, int32_t total)
     return r;
 }
 
-/* The factors of step `step` of epoch `epoch`, of the clock's epoch, and of the step the clock is at. */
+/* The factors of step `step` of epoch `epoch`. */
 SNN_HD snn_rate snn_clock_rate_in(snn_clock c, int32_t epoch, int32_t step)
 {
     return snn_rate_at(epoch * c.epoch_steps + step, c.epoch_steps, c.total);
 }
+/* Of step `step` of the clock's epoch. */
 SNN_HD snn_rate snn_clock_rate_at(snn_clock c, int32_t step) { return snn_clock_rate_in(c, *c.epoch, step); }
+/* Of the step the clock is at. */
 SNN_HD snn_rate snn_clock_rate(snn_clock c) { return snn_clock_rate_at(c, *c.step); }
 
 /* sqrtf(x), x >= 0, and m / d, d > 0, with the operands kept off the GPU's slow paths: sqrt.rn and div.rn

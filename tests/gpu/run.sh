@@ -480,6 +480,24 @@ fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize] [CONFIG_LINE
     prefixed "$name" "$d/tests/bin/gpu/test_fused"
     if [ "$san" = sanitize ]; then sanitize "$name" "$d"; fi
 }
+# fused_staged NAME yes|no: whether a one-step run of fused variant NAME launches the grid-resident kernel
+# with the batch staged in shared memory, which the launch chooses where the GPU then holds the whole grid
+# (kernels/cuda/fused/grid_resident.cu, fits); the GPU's SM count decides, so another kernel is a skip.
+fused_staged() {
+    local name=fused-$1 d=$OUT/gpu-fused-$1 want=$2 launch got
+    [ "$MODE" = check ] && [ -f "$d.built" ] || return 0
+    launch=$("$d/app/mnist" --data "$DATA" --max-steps 1 2>&1 | grep -m1 '^training step')
+    case $launch in
+    *"grid-resident kernel"*"staged a step ahead"*) got=yes ;;
+    *"grid-resident kernel"*) got=no ;;
+    *) echo "skip - gpu $name: staging: this GPU does not launch the grid-resident kernel: $launch"; return ;;
+    esac
+    if [ "$got" = "$want" ]; then
+        echo "ok - gpu $name: the grid-resident kernel $([ "$want" = yes ] || echo un)staged, as this GPU holds it"
+    else
+        echo "not ok - gpu $name: the grid-resident kernel staged: $got, expected $want: $launch"
+    fi
+}
 # One epoch of BOARD on its fused step (the resident or the grid-wide kernel, as it builds) against the same
 # board on the layered step, seeds 1-5 each: their mean test accuracies within 0.1 point (issue 45's "over
 # seeds"), or within two standard errors of the five pairs' differences where those spread wider, but never
@@ -548,6 +566,12 @@ check_fused() {
     # of 7), batch 1
     fused_variant sm90-bf16-256x1-b256-split4 90 BF16 1 256 256 sanitize CONFIG_FUSED_CLUSTER=n \
         CONFIG_FUSED_GRID_RESIDENT_SPLIT=4 CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="6e-3"'
+    fused_staged sm90-bf16-256x1-b256-split4 yes
+    # twice the units, 256 blocks of 256 threads: staged, one block an SM would hold 132 of them; unstaged,
+    # two an SM (at 512 threads their registers would not fit twice)
+    fused_variant sm90-bf16-512x1-b256-split4-t256 90 BF16 1 512 256 - CONFIG_FUSED_CLUSTER=n \
+        CONFIG_FUSED_GRID_RESIDENT_SPLIT=4 CONFIG_FUSED_GRID_RESIDENT_THREADS=256 CONFIG_TRAIN_OPTIMIZER_ADAMW=y
+    fused_staged sm90-bf16-512x1-b256-split4-t256 no
     fused_variant sm90-fp16-100x1-b13-split3 90 FP16 1 100 13 sanitize CONFIG_FUSED_CLUSTER=n \
         CONFIG_FUSED_GRID_RESIDENT_SPLIT=3 'CONFIG_TRAIN_DROPOUT="0.2"' 'CONFIG_TRAIN_LABEL_SMOOTHING="0.1"'
     full && fused_variant sm90-bf16-24x1-b1-split8 90 BF16 1 24 1 - CONFIG_FUSED_CLUSTER=n \

@@ -10,13 +10,14 @@
  * block of the group adds them, in slice order, after one more grid barrier, then does the rest of the step
  * for the units as one block would. What crosses blocks goes through L2 as 16-bit
  * operands (SNN_FUSED_GR_WS_BYTES): each hidden layer's output, by row and by unit; its output gradient by
- * row; the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed, so that a block reads
- * the columns of its units as rows. A step, for L linear layers:
+ * row; unstaged, the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed, so that a
+ * block reads the columns of its units as rows. A step, for L linear layers:
  *
  *   F0          layer 0 for the block's units, the pixels normalised as read: from the block's slice of
- *               the batch, staged in shared memory by cp.async during the step before, where two steps'
- *               slices fit beside the block's share of the model (STAGED); else from the images in place,
- *               the block's pixels of the batch then transposed into L2 for every block's update of layer 0
+ *               the batch, staged in shared memory by cp.async during the step before, where the GPU holds
+ *               the grid with two steps' slices beside each block's share of the model (the staged kernel,
+ *               chosen at launch); else from the images in place, the block's pixels of the batch then
+ *               transposed into L2 for every block's update of layer 0
  *   F1 .. F(L-2) every block reads the whole previous output (the all-gather) and computes its units'
  *   F(L-1)      the logits' partial sums over the block's units -> barrier -> a block per row sums them,
  *               takes the softmax and writes the row's dlogits -> barrier
@@ -69,7 +70,7 @@ namespace resident_grid
  *   MOMENTS         optimizer moments per parameter (at least 1)
  *   W0_LD, W_LD     row strides of a block's FP32 rows of layer 0 and of a hidden-to-hidden layer
  *   DGRAD_LD        row stride of the block's output gradient as an operand, [unit][row]
- *   PIXELS_PER_BLOCK  the block's pixels of the batch that F0 transposes for layer 0's update */
+ *   PIXELS_PER_BLOCK  the block's pixels of the batch that F0 transposes for layer 0's update (unstaged) */
 constexpr int THREADS = CONFIG_FUSED_GRID_RESIDENT_THREADS, WARPS = THREADS / 32;
 static_assert(THREADS % 32 == 0, "grid-resident kernel: whole warps (CONFIG_FUSED_GRID_RESIDENT_THREADS)");
 constexpr int UNITS = SNN_GR_UNITS, BLOCKS = SNN_GR_BLOCKS, HIDDEN_PAD = SNN_GR_HP;
@@ -116,11 +117,10 @@ struct alignas(128) Shared {
     float dl[BATCH_PAD][DL_LD];                /* the dlogits */
     float z[WARPS][CLASSES_PAD];               /* a row's logits, a warp's */
     float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
-    int32_t sample[BATCH_PAD];                 /* the step's samples (padding rows: the first's) */
-    int32_t next[BATCH_PAD];                   /* the next step's */
-    uint8_t label[BATCH_PAD], next_label[BATCH_PAD]; /* their labels */
-    const uint8_t *image[BATCH_PAD];                 /* the step's images */
-    snn_rate rate, next_rate; /* the step's learning-rate factors, and the next step's */
+    int32_t next[BATCH_PAD];                   /* the next step's samples (padding rows: the first's) */
+    const uint8_t *image[BATCH_PAD];           /* the step's images */
+    uint8_t label[BATCH_PAD];                  /* and labels */
+    snn_rate rate;                             /* the learning-rate factors of the step about to start */
 };
 /* The block's slice of the batch staged in shared memory after the Shared, two steps' buffers of BATCH_PAD
  * rows of bytes: pieces of 16 bytes, rows 16 x odd bytes apart, where rows with bit 3 set swap pieces in
@@ -128,25 +128,28 @@ struct alignas(128) Shared {
  * pixel, rows 4 apart across the quad) meet bank conflicts. */
 constexpr int STAGE_LD = 16 * (snn_round_up(SLICE_K / 16, 2) + 1);
 constexpr int STAGE_BYTES = BATCH_PAD * STAGE_LD;
-constexpr bool STAGED = sizeof(Shared) + 2 * STAGE_BYTES <= SNN_GR_SMEM_MAX;
 __host__ __device__ constexpr int staged_at(int row, int k)
 {
     return row * STAGE_LD + (k ^ ((row & 8) << 1));
 }
-constexpr int SMEM_BYTES = sizeof(Shared) + (STAGED ? 2 * STAGE_BYTES : 0);
-/* a thread fetches each sample of the batch */
+/* A block's shared memory, unstaged and staged. The staged kernel is built where its share fits a block, and
+ * launched where the GPU then still holds the whole grid (fits): it can need one block an SM where the
+ * unstaged kernel has two. */
+constexpr int SMEM_BYTES = sizeof(Shared), STAGED_SMEM_BYTES = SMEM_BYTES + 2 * STAGE_BYTES;
 constexpr bool GRID_FITS = GRID <= SNN_FUSED_MAX_BLOCKS; /* every block's clock stamps (bench_step) */
+/* BATCH_PAD <= THREADS: a thread fetches each sample of the batch */
 constexpr bool FITS = SNN_FUSED_GR_WS_BYTES > 0 && SMEM_BYTES <= SNN_GR_SMEM_MAX &&
                       !(SNN_AUGMENT_SHIFT > 0) && BATCH_PAD <= THREADS && GRID_FITS;
+constexpr bool STAGEABLE = FITS && STAGED_SMEM_BYTES <= SNN_GR_SMEM_MAX;
 
 /* The workspace's tensors (SNN_FUSED_GR_WS_BYTES), each 256-byte aligned, in the order fused.h counts them:
- * their bytes. */
+ * their bytes (the batch's too, which the staged kernel leaves unused: the choice is made at launch). */
 // clang-format off
 constexpr size_t WS_PARTS[] = {
     (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer][row][unit] */
     (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
     (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
-    (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* unstaged, the batch [parity][pixel][row] */
+    (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
     (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
     (size_t)4 * (BLOCKS + 1) * BATCH_PAD * CLASSES_PAD,    /* logits' partials [block][row][class], dlogits */
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
@@ -208,8 +211,8 @@ struct Pixels : Mma16Pairs<Pixels> {
     }
 };
 
-/* Step parity p's staged slice (STAGED): element (i, k), row i's pixel k of the slice, normalised and
- * rounded as read. */
+/* Step parity p's staged slice (the staged kernel): element (i, k), row i's pixel k of the slice, normalised
+ * and rounded as read. */
 struct Staged : Mma16Pairs<Staged> {
     const uint8_t *p;
     __device__ explicit Staged(const uint8_t *p) : p(p) {}
@@ -469,12 +472,13 @@ static __device__ void bias_update(Shared &S, int l, int owned, const snn_rate &
  * the kernel
  * ------------------------------------------------------------------------- */
 
+template <bool STAGED>
 __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, int first, int last)
 {
-    if constexpr (!FITS)
+    if constexpr (!(STAGED ? STAGEABLE : FITS))
         return; /* never launched (fits): no code for a model that does not fit */
-    /* the staging buffers zeroed too: pieces past the inputs, never staged, read 0 */
-    Shared &S = resident_shared<Shared, THREADS, SMEM_BYTES>();
+    /* staged, the buffers zeroed too: B0 reads the pieces past the inputs, never staged, and drops them */
+    Shared &S = resident_shared < Shared, THREADS, STAGED ? STAGED_SMEM_BYTES : SMEM_BYTES > ();
     cg::grid_group grid = cg::this_grid();
     const Workspace W(net.gr_ws);
     const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
@@ -485,14 +489,15 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
         S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
     /* a step's rate factors, computed in double, took a thread a microsecond at the step's start: each step
-     * has an idle warp compute the next step's, as it reads the next step's samples */
+     * computes the next step's on a warp the softmax usually leaves idle */
     const int32_t epoch = *net.clock.epoch;
-    if (tid < BATCH_PAD) { /* the launch's first samples */
+    uint8_t next_label = 0; /* the next step's label of the thread's row */
+    if (tid < BATCH_PAD) {  /* the launch's first samples */
         S.next[tid] = net.order[(long)first * BATCH + (tid < BATCH ? tid : 0)];
-        S.next_label[tid] = net.train_labels[S.next[tid]];
+        next_label = net.train_labels[S.next[tid]];
     }
     if (tid == 0)
-        S.next_rate = snn_clock_rate_in(net.clock, epoch, first);
+        S.rate = snn_clock_rate_in(net.clock, epoch, first);
     __syncthreads();
     /* step parity p's staged slice at staged + p x STAGE_BYTES */
     uint8_t *const staged = reinterpret_cast<uint8_t *>(&S) + sizeof(Shared);
@@ -510,18 +515,14 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         const int p = s & 1;
         const SnnStepDraws draws = {{net.noise.key[0], net.noise.key[1]}, epoch, s};
         fused_stamp(net, s, 2 * LAYERS, true);
-        if (tid == 0)
-            S.rate = S.next_rate;
-        int32_t next = 0; /* the next step's sample of the thread's row and its label, read during this one */
-        uint8_t next_label = 0;
+        int32_t next = 0; /* the next step's sample of the thread's row, read during this one */
         if (tid < BATCH_PAD) {
-            S.sample[tid] = S.next[tid];
-            S.label[tid] = S.next_label[tid];
-            S.image[tid] = net.train_images + (size_t)S.sample[tid] * INPUTS;
+            S.image[tid] = net.train_images + (size_t)S.next[tid] * INPUTS;
+            S.label[tid] = next_label;
             if (s + 1 < last)
                 next = net.order[(long)(s + 1) * BATCH + (tid < BATCH ? tid : 0)];
         }
-        const uint8_t *const slice = staged + p * STAGE_BYTES; /* the step's, where STAGED */
+        const uint8_t *const slice = staged + p * STAGE_BYTES; /* the step's, staged */
         if constexpr (STAGED)
             sm80_cp_async_wait<0>();
         __syncthreads();
@@ -560,7 +561,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         }
         if (tid < BATCH_PAD) {
             S.next[tid] = next;
-            next_label = net.train_labels[next];
+            if (s + 1 < last)
+                next_label = net.train_labels[next];
         }
         __syncthreads();
 
@@ -588,7 +590,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
          * step before read, its slice */
         if (s + 1 < last) {
             if (tid == THREADS - 32)
-                S.next_rate = snn_clock_rate_in(net.clock, epoch, s + 1);
+                S.rate = snn_clock_rate_in(net.clock, epoch, s + 1);
             if constexpr (STAGED)
                 stage(staged + (p ^ 1) * STAGE_BYTES, S, net.train_images, k0, slice_kt);
         }
@@ -657,8 +659,6 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
                 Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD}, grad_rows, S.scratch,
                 w0_update);
-        if (tid < BATCH_PAD)
-            S.next_label[tid] = next_label;
         __syncthreads();
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
@@ -672,9 +672,12 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
  * launch
  * ------------------------------------------------------------------------- */
 
+static bool staged; /* fits chose the staged kernel */
+
 static bool fits(char *why, int len)
 {
-    static int resident = -1; /* blocks the GPU holds at once; -1: not asked yet */
+    static int resident = -1,
+               optin; /* blocks the GPU holds at once (-1: not asked yet), shared memory a block */
     if (SNN_LAYERS >= 2 && SNN_AUGMENT_SHIFT > 0) {
         snprintf(why, len, "it reads the images in place and does not translate them (CONFIG_AUGMENT_SHIFT)");
         return false;
@@ -688,16 +691,32 @@ static bool fits(char *why, int len)
                        snn_imax(SNN_GR_STATE_BYTES, SMEM_BYTES), SNN_GR_SMEM_MAX))
         return false;
     if (resident < 0) {
-        int dev, sms, coop, per_sm;
+        int dev, sms, coop;
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-        CUDA_CHECK(
-            cudaFuncSetAttribute(train_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, train_kernel, THREADS, SMEM_BYTES));
-        resident = coop ? per_sm * sms : 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        auto held = [&](const void *kernel,
+                        int smem) { /* blocks of `smem` bytes the GPU holds at once */
+                                    if (!coop || smem > optin)
+                                        return 0;
+                                    int per_sm;
+                                    CUDA_CHECK(cudaFuncSetAttribute(
+                                        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+                                    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                                                             THREADS, smem));
+                                    return per_sm * sms;
+        };
+        const int at_staged = STAGEABLE ? held((const void *)train_kernel<true>, STAGED_SMEM_BYTES) : 0;
+        staged = at_staged >= GRID;
+        resident = staged ? at_staged : held((const void *)train_kernel<false>, SMEM_BYTES);
     }
-    if (resident < GRID)
+    if (SMEM_BYTES > optin)
+        snprintf(
+            why, len,
+            "a block's share of the model, %d KB of shared memory, exceeds the %d KB this GPU gives a block",
+            (SMEM_BYTES + 1023) / 1024, optin / 1024);
+    else if (resident < GRID)
         snprintf(why, len, "this GPU holds %d of its %d blocks at once (%d KB of shared memory each)",
                  resident, GRID, (SMEM_BYTES + 1023) / 1024);
     return resident >= GRID;
@@ -709,21 +728,22 @@ static void train(const snn_fused_net &net, int first, int last)
         snn_die("grid-resident kernel: the workspace is not 256-byte aligned (internal error)");
     snn_fused_net n = net;
     void *args[] = {&n, &first, &last};
-    CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)train_kernel, dim3(GRID), dim3(THREADS), args,
-                                           SMEM_BYTES, snn_stream()));
+    CUDA_CHECK(cudaLaunchCooperativeKernel(
+        staged ? (const void *)train_kernel<true> : (const void *)train_kernel<false>, dim3(GRID),
+        dim3(THREADS), args, staged ? STAGED_SMEM_BYTES : SMEM_BYTES, snn_stream()));
     CUDA_CHECK_LAUNCH();
 }
 
 static void describe(char *buf, int len)
 {
-    fused_describe_resident(buf, len, "", GRID, THREADS, SMEM_BYTES, UNITS, 2 * LAYERS - 2 + (SPLIT > 1),
-                            "grid");
+    fused_describe_resident(buf, len, "", GRID, THREADS, staged ? STAGED_SMEM_BYTES : SMEM_BYTES, UNITS,
+                            2 * LAYERS - 2 + (SPLIT > 1), "grid");
     const int at = (int)strlen(buf);
     if (SPLIT > 1 && at < len)
         snprintf(buf + at, len - at,
                  ", each block's units shared by %d blocks, a slice of layer 0's inputs each", SPLIT);
     const int end = (int)strlen(buf);
-    if (STAGED && end < len)
+    if (staged && end < len)
         snprintf(buf + end, len - end, ", the batch's %s staged a step ahead",
                  SPLIT > 1 ? "slices" : "images");
 }
