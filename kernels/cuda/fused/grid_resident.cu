@@ -136,6 +136,10 @@ __host__ __device__ constexpr int staged_at(int row, int k)
  * launched where the GPU then still holds the whole grid (fits): it can need one block an SM where the
  * unstaged kernel has two. */
 constexpr int SMEM_BYTES = sizeof(Shared), STAGED_SMEM_BYTES = SMEM_BYTES + 2 * STAGE_BYTES;
+__host__ __device__ constexpr int smem_bytes(bool with_buffers)
+{
+    return with_buffers ? STAGED_SMEM_BYTES : SMEM_BYTES;
+}
 constexpr bool GRID_FITS = GRID <= SNN_FUSED_MAX_BLOCKS; /* every block's clock stamps (bench_step) */
 /* BATCH_PAD <= THREADS: a thread fetches each sample of the batch */
 constexpr bool FITS = SNN_FUSED_GR_WS_BYTES > 0 && SMEM_BYTES <= SNN_GR_SMEM_MAX &&
@@ -478,7 +482,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     if constexpr (!(STAGED ? STAGEABLE : FITS))
         return; /* never launched (fits): no code for a model that does not fit */
     /* staged, the buffers zeroed too: B0 reads the pieces past the inputs, never staged, and drops them */
-    Shared &S = resident_shared < Shared, THREADS, STAGED ? STAGED_SMEM_BYTES : SMEM_BYTES > ();
+    Shared &S = resident_shared<Shared, THREADS, smem_bytes(STAGED)>();
     cg::grid_group grid = cg::this_grid();
     const Workspace W(net.gr_ws);
     const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
@@ -491,18 +495,20 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     /* a step's rate factors, computed in double, took a thread a microsecond at the step's start: each step
      * computes the next step's on a warp the softmax usually leaves idle */
     const int32_t epoch = *net.clock.epoch;
+    /* the sample of the thread's row (padding rows: the first's) in step `step` */
+    auto sample_at = [&](int step) { return net.order[(long)step * BATCH + (tid < BATCH ? tid : 0)]; };
     uint8_t next_label = 0; /* the next step's label of the thread's row */
     if (tid < BATCH_PAD) {  /* the launch's first samples */
-        S.next[tid] = net.order[(long)first * BATCH + (tid < BATCH ? tid : 0)];
+        S.next[tid] = sample_at(first);
         next_label = net.train_labels[S.next[tid]];
     }
     if (tid == 0)
         S.rate = snn_clock_rate_in(net.clock, epoch, first);
     __syncthreads();
-    /* step parity p's staged slice at staged + p x STAGE_BYTES */
-    uint8_t *const staged = reinterpret_cast<uint8_t *>(&S) + sizeof(Shared);
+    /* staged, the buffer of step parity p's slice */
+    auto buffer = [&S](int p) { return reinterpret_cast<uint8_t *>(&S) + sizeof(Shared) + p * STAGE_BYTES; };
     if constexpr (STAGED)
-        stage(staged + (first & 1) * STAGE_BYTES, S, net.train_images, k0, slice_kt);
+        stage(buffer(first & 1), S, net.train_images, k0, slice_kt);
     write_twins(S, W, u0);
     if constexpr (!STAGED) { /* the batch's padding pixels, which the last slice's update reads and drops */
         constexpr int PAD = (INPUTS_PAD - INPUTS) * BATCH_PAD; /* a parity's elements */
@@ -520,9 +526,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             S.image[tid] = net.train_images + (size_t)S.next[tid] * INPUTS;
             S.label[tid] = next_label;
             if (s + 1 < last)
-                next = net.order[(long)(s + 1) * BATCH + (tid < BATCH ? tid : 0)];
+                next = sample_at(s + 1);
         }
-        const uint8_t *const slice = staged + p * STAGE_BYTES; /* the step's, staged */
+        const uint8_t *const slice = buffer(p); /* the step's, staged */
         if constexpr (STAGED)
             sm80_cp_async_wait<0>();
         __syncthreads();
@@ -592,7 +598,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             if (tid == THREADS - 32)
                 S.rate = snn_clock_rate_in(net.clock, epoch, s + 1);
             if constexpr (STAGED)
-                stage(staged + (p ^ 1) * STAGE_BYTES, S, net.train_images, k0, slice_kt);
+                stage(buffer(p ^ 1), S, net.train_images, k0, slice_kt);
         }
         fused_stamp(net, s, LAYERS - 1, false);
         grid.sync();
@@ -676,8 +682,8 @@ static bool staged; /* fits chose the staged kernel */
 
 static bool fits(char *why, int len)
 {
-    static int resident = -1,
-               optin; /* blocks the GPU holds at once (-1: not asked yet), shared memory a block */
+    /* blocks the GPU holds at once (-1: not asked yet), and the shared memory it gives a block */
+    static int resident = -1, optin;
     if (SNN_LAYERS >= 2 && SNN_AUGMENT_SHIFT > 0) {
         snprintf(why, len, "it reads the images in place and does not translate them (CONFIG_AUGMENT_SHIFT)");
         return false;
@@ -696,20 +702,18 @@ static bool fits(char *why, int len)
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-        auto held = [&](const void *kernel,
-                        int smem) { /* blocks of `smem` bytes the GPU holds at once */
-                                    if (!coop || smem > optin)
-                                        return 0;
-                                    int per_sm;
-                                    CUDA_CHECK(cudaFuncSetAttribute(
-                                        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-                                    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
-                                                                                             THREADS, smem));
-                                    return per_sm * sms;
+        /* blocks of `smem` bytes the GPU holds at once */
+        auto held = [&](const void *kernel, int smem) {
+            if (!coop || smem > optin)
+                return 0;
+            int per_sm;
+            CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, smem));
+            return per_sm * sms;
         };
-        const int at_staged = STAGEABLE ? held((const void *)train_kernel<true>, STAGED_SMEM_BYTES) : 0;
+        const int at_staged = STAGEABLE ? held((const void *)train_kernel<true>, smem_bytes(true)) : 0;
         staged = at_staged >= GRID;
-        resident = staged ? at_staged : held((const void *)train_kernel<false>, SMEM_BYTES);
+        resident = staged ? at_staged : held((const void *)train_kernel<false>, smem_bytes(false));
     }
     if (SMEM_BYTES > optin)
         snprintf(
@@ -730,13 +734,13 @@ static void train(const snn_fused_net &net, int first, int last)
     void *args[] = {&n, &first, &last};
     CUDA_CHECK(cudaLaunchCooperativeKernel(
         staged ? (const void *)train_kernel<true> : (const void *)train_kernel<false>, dim3(GRID),
-        dim3(THREADS), args, staged ? STAGED_SMEM_BYTES : SMEM_BYTES, snn_stream()));
+        dim3(THREADS), args, smem_bytes(staged), snn_stream()));
     CUDA_CHECK_LAUNCH();
 }
 
 static void describe(char *buf, int len)
 {
-    fused_describe_resident(buf, len, "", GRID, THREADS, staged ? STAGED_SMEM_BYTES : SMEM_BYTES, UNITS,
+    fused_describe_resident(buf, len, "", GRID, THREADS, smem_bytes(staged), UNITS,
                             2 * LAYERS - 2 + (SPLIT > 1), "grid");
     const int at = (int)strlen(buf);
     if (SPLIT > 1 && at < len)
