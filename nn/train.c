@@ -59,33 +59,64 @@ static void update_range(snn_model *m, long at, long n, const float *g, const ui
 }
 #endif
 
+#ifdef CONFIG_DP
+/* Data parallel, layer L's weight gradient a bucket at a time: the output rows whose gradients fill
+ * SNN_DP_BUCKET_FLOATS (whole 64-row groups, so every range keeps TMA's alignment); the biases (after the
+ * weights in memory) go with the last. */
+static long bucket_rows(const snn_layer *L)
+{
+    const long rows = SNN_DP_BUCKET_FLOATS / L->in / 64 * 64;
+    return rows < 64 ? 64 : rows;
+}
+
+/* The bucket of rows from r0: its rows, and the floats all-reduced (with the biases where it is the last). */
+static int bucket_n(const snn_layer *L, long r0, long rows)
+{
+    return (int)(L->out - r0 < rows ? L->out - r0 : rows);
+}
+
+static long bucket_floats(const snn_layer *L, long r0, long rows)
+{
+    const long n = bucket_n(L, r0, rows);
+    return n * L->in + (r0 + n == L->out ? L->out : 0);
+}
+
+/* Each bucket all-reduced on the communication stream as soon as it is written, before the layer's input
+ * gradient, so that the sums run beside it (docs/PERF.md v44). */
+static void reduce_weight_gradient(snn_model *m, const snn_layer *L, int l, const float *dy,
+                                   const snn_twin *dy16, int B)
+{
+    const long at = (long)(L->w - m->params), rows = bucket_rows(L);
+    float *gw = m->grads + at, *gb = gw + (long)L->out * L->in;
+    for (long r0 = 0; r0 < L->out; r0 += rows) {
+        m->kernels->linear_backward_weight(gw + r0 * L->in, gb + r0, dy + r0, dy16 ? dy16 + r0 : NULL, L->out,
+                                           m->act[l], m->act16[l], B, bucket_n(L, r0, rows), L->in);
+        snn_dp_reduce(at + r0 * L->in, bucket_floats(L, r0, rows));
+    }
+}
+
+/* Each bucket updated on the update stream once summed, after the layer's input gradient has read the
+ * weights before their update. */
+static void update_reduced(snn_model *m, const snn_layer *L)
+{
+    const long at = (long)(L->w - m->params), rows = bucket_rows(L);
+    snn_dp_weights_read();
+    for (long r0 = 0; r0 < L->out; r0 += rows) {
+        const long from = at + r0 * L->in;
+        snn_dp_update_begin();
+        update_range(m, from, bucket_floats(L, r0, rows), m->grads16 ? NULL : m->grads + from,
+                     m->grads16 ? m->grads16 + from : NULL);
+        snn_dp_update_end();
+    }
+}
+#else
 /* Layer L's weight gradient and update, after its input gradient (which reads the weights before it): fused
- * (one GEMM's epilogue); the gradients written, for one pass over every layer after the last of them
- * (CONFIG_STEP_UPDATE_PASS); or, data parallel, in buckets, each all-reduced and then updated, on a stream of
- * its own, while the next is computed. */
+ * (one GEMM's epilogue), or the gradients written, for one pass over every layer after the last of them
+ * (CONFIG_STEP_UPDATE_PASS). */
 static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy, const snn_twin *dy16, int B)
 {
     const snn_kernels *k = m->kernels;
-#ifdef CONFIG_DP
-    /* A bucket at a time: the output rows whose gradients fill SNN_DP_BUCKET_FLOATS (whole 64-row groups, so
-     * every range keeps TMA's alignment); the biases (after the weights in memory) go with the last. */
-    const long at = (long)(L->w - m->params), in = L->in;
-    float *gw = m->grads + at, *gb = gw + (long)L->out * in;
-    long rows = SNN_DP_BUCKET_FLOATS / in / 64 * 64;
-    if (rows < 64)
-        rows = 64;
-    for (long r0 = 0; r0 < L->out; r0 += rows) {
-        const int n = (int)(L->out - r0 < rows ? L->out - r0 : rows), last = r0 + n == L->out;
-        const long count = (long)n * in + (last ? L->out : 0);
-        k->linear_backward_weight(gw + r0 * in, gb + r0, dy + r0, dy16 ? dy16 + r0 : NULL, L->out, m->act[l],
-                                  m->act16[l], B, n, L->in);
-        snn_dp_reduce(at + r0 * in, count);
-        snn_dp_update_begin();
-        update_range(m, at + r0 * in, count, m->grads16 ? NULL : m->grads + at + r0 * in,
-                     m->grads16 ? m->grads16 + at + r0 * in : NULL);
-        snn_dp_update_end();
-    }
-#elif defined(CONFIG_STEP_UPDATE_PASS)
+#ifdef CONFIG_STEP_UPDATE_PASS
     /* in the parameters' layout, biases after weights: one pass updates every layer (update_pass) */
     float *gw = m->grads + (L->w - m->params);
     k->linear_backward_weight(gw, gw + (long)L->out * L->in, dy, dy16, L->out, m->act[l], m->act16[l], B,
@@ -95,6 +126,7 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
                                      L->in, m->clock.rate);
 #endif
 }
+#endif
 
 /* The output layer's forward, loss and backward in one op (kernels/ops_proto.h, output_step). */
 #ifdef CONFIG_CUDA_OUTPUT_STEP
@@ -149,13 +181,20 @@ void snn_train_step(void *model)
     }
     for (; l >= 0; l--, g ^= 1) {
         const snn_layer *L = &m->layer[l];
-        /* dX uses the weights before their update: it runs first. act[l] is hidden layer l - 1's output,
-         * dropped out: its mask and the kept units' scale are the dropout's derivative. */
+#ifdef CONFIG_DP
+        reduce_weight_gradient(m, L, l, m->grad[g], m->grad16[g], B);
+#endif
+        /* dX uses the weights before their update: it runs before the update. act[l] is hidden layer l - 1's
+         * output, dropped out: its mask and the kept units' scale are the dropout's derivative. */
         if (l > 0)
             k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
                                      m->grad16[g], L->w, L->w16, m->act[l], SNN_DROPOUT_SCALE, B, L->out,
                                      L->in);
+#ifdef CONFIG_DP
+        update_reduced(m, L);
+#else
         weight_step(m, L, l, m->grad[g], m->grad16[g], B);
+#endif
         drop(&m->grad[g]);
         if (l > 0)
             drop(&m->act[l]);

@@ -1,10 +1,12 @@
 /* Data parallelism's collectives over NCCL (arch/cuda/dp.h). Each bucket of gradients is all-reduced on a
  * stream of its own, forked from the engine's stream by an event when the bucket is written, and updated on
- * a third once its all-reduce is done: the engine's stream computes the next bucket's gradients meanwhile,
- * the communication stream sends them next, and the engine's stream joins both at the end of the step
- * (docs/PERF.md v35). The persistent GEMMs can leave NCCL SMs of its own (DP_COMM_SMS). The forks and joins
- * are events, so a captured step holds them as graph edges. Every NCCL and CUDA call is checked. */
+ * a third once its all-reduce is done and the layer's input gradient has read the weights: the engine's
+ * stream computes the next bucket's gradients and the input gradient meanwhile, and joins both streams at
+ * the end of the step (docs/PERF.md v35, v44). The persistent GEMMs can leave NCCL SMs of its own
+ * (DP_COMM_SMS). The forks and joins are events, so a captured step holds them as graph edges. Every NCCL and
+ * CUDA call is checked. */
 #include <stdio.h> /* printf, remove */
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_bf16.h>
@@ -21,12 +23,14 @@
 
 static ncclComm_t g_comm;
 static cudaStream_t g_comm_stream, g_update_stream;
-static cudaEvent_t g_ready, g_reduced, g_done; /* the fork to each stream, and the join */
+static cudaEvent_t g_ready, g_read, g_done; /* the forks to the communication and update streams, the join */
+static cudaEvent_t *g_reduced;              /* a bucket's all-reduce done, one a bucket of a step */
+static int g_reduced_count;                 /* events made: the most buckets a step has sent */
 static float *g_grads, *g_figures;
 #ifdef CONFIG_DP_REDUCE_BF16
 static __nv_bfloat16 *g_grads16; /* the BF16 copy sent */
 #endif
-static int g_pending; /* all-reduces enqueued since the last join */
+static int g_sent, g_updated; /* buckets all-reduced, and updated, since the last join */
 
 static void nccl_check(ncclResult_t r, const char *call, const char *file, int line)
 {
@@ -65,7 +69,7 @@ void snn_dp_start(const snn_dp_place *p, const char *rendezvous)
     CUDA_CHECK(cudaStreamCreateWithFlags(&g_comm_stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g_update_stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreateWithFlags(&g_ready, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&g_reduced, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g_read, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&g_done, cudaEventDisableTiming));
 }
 
@@ -79,7 +83,12 @@ void snn_dp_stop(void)
     NCCL_CHECK(ncclCommDestroy(g_comm));
     g_comm = NULL;
     CUDA_CHECK(cudaEventDestroy(g_ready));
-    CUDA_CHECK(cudaEventDestroy(g_reduced));
+    CUDA_CHECK(cudaEventDestroy(g_read));
+    for (int i = 0; i < g_reduced_count; i++)
+        CUDA_CHECK(cudaEventDestroy(g_reduced[i]));
+    free(g_reduced);
+    g_reduced = NULL;
+    g_reduced_count = 0;
     CUDA_CHECK(cudaEventDestroy(g_done));
     CUDA_CHECK(cudaStreamDestroy(g_comm_stream));
     CUDA_CHECK(cudaStreamDestroy(g_update_stream));
@@ -127,13 +136,26 @@ void snn_dp_reduce(long offset, long count)
     float *g = g_grads + offset;
     NCCL_CHECK(ncclAllReduce(g, g, (size_t)count, ncclFloat32, ncclSum, g_comm, g_comm_stream));
 #endif
-    g_pending++;
+    if (g_sent == g_reduced_count) { /* the first step makes them; the captured ones reuse them */
+        cudaEvent_t *more = (cudaEvent_t *)realloc(g_reduced, (size_t)(g_sent + 1) * sizeof(*more));
+        SNN_CHECK_SYS(more, "allocating the buckets' events");
+        g_reduced = more;
+        CUDA_CHECK(cudaEventCreateWithFlags(&g_reduced[g_reduced_count++], cudaEventDisableTiming));
+    }
+    CUDA_CHECK(cudaEventRecord(g_reduced[g_sent++], g_comm_stream));
+}
+
+void snn_dp_weights_read(void)
+{
+    CUDA_CHECK(cudaEventRecord(g_read, snn_stream()));
+    CUDA_CHECK(cudaStreamWaitEvent(g_update_stream, g_read, 0));
 }
 
 void snn_dp_update_begin(void)
 {
-    CUDA_CHECK(cudaEventRecord(g_reduced, g_comm_stream));
-    CUDA_CHECK(cudaStreamWaitEvent(g_update_stream, g_reduced, 0));
+    if (g_updated == g_sent)
+        snn_die("internal error: a data-parallel update of a bucket not all-reduced (%d sent)", g_sent);
+    CUDA_CHECK(cudaStreamWaitEvent(g_update_stream, g_reduced[g_updated++], 0));
     snn_stream_redirect(g_update_stream);
 }
 
@@ -144,13 +166,15 @@ void snn_dp_update_end(void)
 
 void snn_dp_join(void)
 {
-    if (!g_pending)
+    if (!g_sent)
         return;
+    if (g_updated != g_sent)
+        snn_die("internal error: %d of %d all-reduced buckets updated at the step's end", g_updated, g_sent);
     CUDA_CHECK(cudaEventRecord(g_done, g_comm_stream));
     CUDA_CHECK(cudaStreamWaitEvent(snn_stream(), g_done, 0));
     CUDA_CHECK(cudaEventRecord(g_done, g_update_stream));
     CUDA_CHECK(cudaStreamWaitEvent(snn_stream(), g_done, 0));
-    g_pending = 0;
+    g_sent = g_updated = 0;
 }
 
 /* Through the bound scratch of the figures, on the engine's stream. */
