@@ -20,7 +20,8 @@ all-reduce (the one-GPU step fuses the update into the weight gradient's epilogu
 that, T1 / (T1 / N + AR + the update pass), within 11 % of the measured steps (docs/PERF.md v30). Each
 bucket's update now runs beside the next bucket's gradients; the model, not refitted, still counts it whole:
 it predicts 0.84x and 0.78x where 0.98x and 0.69x were measured on 2 H200s (v35), low on a model of two
-large layers, high on one of four smaller ones."""
+large layers, high on one of four smaller ones. Counting both whole is what v44 measured: each cost removed
+from the 2-GPU step in turn, the update and the all-reduce each took nearly their whole time off it."""
 
 # (bytes, us) of one BF16 all-reduce on 2 x H200
 MEASURED_2GPU = [(4096, 39.0), (1 << 20, 55.0), (16 << 20, 75.0), (64 << 20, 249.0), (256 << 20, 893.0)]
