@@ -140,6 +140,20 @@ int snn_dp_rendezvous_read(const char *path, void *id, size_t n, double timeout_
     }
 }
 
+long snn_dp_bucket_rows(long in, long floats)
+{
+    const long rows = floats / in / 64 * 64;
+    return rows < 64 ? 64 : rows;
+}
+
+int snn_dp_bucket_n(long out, long r0, long rows) { return (int)(out - r0 < rows ? out - r0 : rows); }
+
+long snn_dp_bucket_floats(long out, long in, long r0, long rows)
+{
+    const long n = snn_dp_bucket_n(out, r0, rows);
+    return n * in + (r0 + n == out ? out : 0);
+}
+
 int snn_dp_nccl_env(char *note, size_t len)
 {
     const char *was = getenv("NCCL_NVLS_ENABLE");

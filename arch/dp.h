@@ -1,7 +1,7 @@
 /* Data parallelism's processes (arch/cuda/Kconfig DP): where this process stands among the run's (its
- * rank, the world, its rank on its host) as the launcher says, the file through which the ranks meet, and
- * the processes a run started alone starts itself. Plain C on any target: the host tests drive it. The
- * collectives over NCCL are arch/cuda/dp.cu's. */
+ * rank, the world, its rank on its host) as the launcher says, the file through which the ranks meet, the
+ * processes a run started alone starts itself, and the buckets a layer's gradients are all-reduced in.
+ * Plain C on any target: the host tests drive it. The collectives over NCCL are arch/cuda/dp.cu's. */
 #ifndef SNN_DP_H
 #define SNN_DP_H
 
@@ -44,6 +44,15 @@ snn_dp_place snn_dp_spawn(int world, const char **rendezvous);
 int snn_dp_spawned_wait(void);
 /* What rank 0 does (async-signal-safe) before it ends a run for a rank that failed: the app's temporaries. */
 void snn_dp_on_abort(void (*fn)(void));
+
+/* The buckets a layer's weight gradient ([out][in] weights, then out biases) is all-reduced in: output rows
+ * in whole 64-row groups (so every range keeps TMA's alignment), as many as fill about `floats` gradients,
+ * at least 64; the last bucket takes what is left, and the biases. snn_dp_bucket_rows gives the rows a
+ * bucket; the bucket from row r0 holds snn_dp_bucket_n rows and all-reduces snn_dp_bucket_floats floats
+ * from the layer's first gradient + r0 x in. */
+long snn_dp_bucket_rows(long in, long floats);
+int snn_dp_bucket_n(long out, long r0, long rows);
+long snn_dp_bucket_floats(long out, long in, long r0, long rows);
 
 /* NCCL's environment, set before this process's first NCCL call: NVLink multicast (NCCL_NVLS_ENABLE) off,
  * whatever the environment said. The all-reduces here do not need it, and on a shared host a program using

@@ -60,38 +60,19 @@ static void update_range(snn_model *m, long at, long n, const float *g, const ui
 #endif
 
 #ifdef CONFIG_DP
-/* Data parallel, layer L's weight gradient a bucket at a time: the output rows whose gradients fill
- * SNN_DP_BUCKET_FLOATS (whole 64-row groups, so every range keeps TMA's alignment); the biases (after the
- * weights in memory) go with the last. */
-static long bucket_rows(const snn_layer *L)
-{
-    const long rows = SNN_DP_BUCKET_FLOATS / L->in / 64 * 64;
-    return rows < 64 ? 64 : rows;
-}
-
-/* The bucket of rows from r0: its rows, and the floats all-reduced (with the biases where it is the last). */
-static int bucket_n(const snn_layer *L, long r0, long rows)
-{
-    return (int)(L->out - r0 < rows ? L->out - r0 : rows);
-}
-
-static long bucket_floats(const snn_layer *L, long r0, long rows)
-{
-    const long n = bucket_n(L, r0, rows);
-    return n * L->in + (r0 + n == L->out ? L->out : 0);
-}
-
-/* Each bucket all-reduced on the communication stream as soon as it is written, before the layer's input
- * gradient, so that the sums run beside it (docs/PERF.md v44). */
+/* Data parallel, layer L's weight gradient a bucket at a time (snn_dp_bucket_rows), each all-reduced on the
+ * communication stream as soon as it is written, before the layer's input gradient, so that the sums run
+ * beside it (docs/PERF.md v44). */
 static void reduce_weight_gradient(snn_model *m, const snn_layer *L, int l, const float *dy,
                                    const snn_twin *dy16, int B)
 {
-    const long at = (long)(L->w - m->params), rows = bucket_rows(L);
+    const long at = (long)(L->w - m->params), rows = snn_dp_bucket_rows(L->in, SNN_DP_BUCKET_FLOATS);
     float *gw = m->grads + at, *gb = gw + (long)L->out * L->in;
     for (long r0 = 0; r0 < L->out; r0 += rows) {
         m->kernels->linear_backward_weight(gw + r0 * L->in, gb + r0, dy + r0, dy16 ? dy16 + r0 : NULL, L->out,
-                                           m->act[l], m->act16[l], B, bucket_n(L, r0, rows), L->in);
-        snn_dp_reduce(at + r0 * L->in, bucket_floats(L, r0, rows));
+                                           m->act[l], m->act16[l], B, snn_dp_bucket_n(L->out, r0, rows),
+                                           L->in);
+        snn_dp_reduce(at + r0 * L->in, snn_dp_bucket_floats(L->out, L->in, r0, rows));
     }
 }
 
@@ -99,13 +80,13 @@ static void reduce_weight_gradient(snn_model *m, const snn_layer *L, int l, cons
  * weights before their update. */
 static void update_reduced(snn_model *m, const snn_layer *L)
 {
-    const long at = (long)(L->w - m->params), rows = bucket_rows(L);
+    const long at = (long)(L->w - m->params), rows = snn_dp_bucket_rows(L->in, SNN_DP_BUCKET_FLOATS);
     snn_dp_weights_read();
     for (long r0 = 0; r0 < L->out; r0 += rows) {
         const long from = at + r0 * L->in;
         snn_dp_update_begin();
-        update_range(m, from, bucket_floats(L, r0, rows), m->grads16 ? NULL : m->grads + from,
-                     m->grads16 ? m->grads16 + from : NULL);
+        update_range(m, from, snn_dp_bucket_floats(L->out, L->in, r0, rows),
+                     m->grads16 ? NULL : m->grads + from, m->grads16 ? m->grads16 + from : NULL);
         snn_dp_update_end();
     }
 }

@@ -1,7 +1,8 @@
-/* Data parallelism's host parts (arch/dp.h): each launcher's variables read into a place, the refusals of
- * a malformed or mismatched one, the rendezvous file (written once, read back, a stale or foreign file
- * refused, a missing one waited for and then refused), and a run that starts its own ranks: their exit
- * statuses, a failing rank ending the run; NCCL's environment. TAP lines on stdout. */
+/* Data parallelism's host parts (arch/dp.h): the buckets a layer's gradients are all-reduced in, each
+ * launcher's variables read into a place, the refusals of a malformed or mismatched one, the rendezvous file
+ * (written once, read back, a stale or foreign file refused, a missing one waited for and then refused), and
+ * a run that starts its own ranks: their exit statuses, a failing rank ending the run; NCCL's environment.
+ * TAP lines on stdout. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,8 +220,49 @@ static void check_nccl_env(void)
     report("NVLink multicast off for NCCL, set or not, a replaced value named", why);
 }
 
+/* The buckets of a layer: whole 64-row groups of about the floats asked for (at least 64 rows), the last
+ * taking the rest and the biases; together they cover the layer's gradients once, in order. */
+static void check_buckets(void)
+{
+    static const struct {
+        long out, in, floats;
+        int buckets, last_rows;
+    } cases[] = {
+        {512, 784, 1L << 18, 2, 192},        /* the GPU suite's layer 0 at DP_BUCKET_MB=1: 320 + 192 rows */
+        {10, 512, 1L << 18, 1, 10},          /* the output layer: one bucket */
+        {16384, 16384, 128L << 18, 8, 2048}, /* 784-16384x2's hidden layer at the default 128 MiB */
+        {100, 1L << 20, 1L << 18, 2, 36},    /* a row over the bucket: still 64 rows */
+        {4096, 4096, 128L << 18, 1, 4096},   /* a layer under one bucket */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const long out = cases[i].out, in = cases[i].in, rows = snn_dp_bucket_rows(in, cases[i].floats);
+        long end = 0; /* where the buckets so far end, in floats from the layer's first gradient */
+        int buckets = 0, n = 0;
+        char why[256] = "";
+        if (rows % 64 || rows < 64)
+            set_why(why, "%ld rows a bucket", rows);
+        for (long r0 = 0; r0 < out && !*why; r0 += rows, buckets++) {
+            n = snn_dp_bucket_n(out, r0, rows);
+            const long f = snn_dp_bucket_floats(out, in, r0, rows);
+            if (r0 * in != end || n < 1 || (r0 + n < out && n != rows))
+                set_why(why, "the bucket from row %ld: %d rows from float %ld, the last ended at %ld", r0, n,
+                        r0 * in, end);
+            end = r0 * in + f;
+        }
+        if (!*why && (end != out * in + out || buckets != cases[i].buckets || n != cases[i].last_rows))
+            set_why(why, "%d buckets, the last of %d rows, ending at float %ld", buckets, n, end);
+        char name[160];
+        snprintf(name, sizeof(name),
+                 "gradient buckets of a %ldx%ld layer at %ld floats: %d, the last of %d rows, "
+                 "every gradient once",
+                 out, in, cases[i].floats, cases[i].buckets, cases[i].last_rows);
+        report(name, why);
+    }
+}
+
 int main(void)
 {
+    check_buckets();
     check_nccl_env();
     check_places();
     check_rendezvous();
