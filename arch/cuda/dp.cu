@@ -6,7 +6,7 @@
  * (DP_COMM_SMS). The forks and joins are events, so a captured step holds them as graph edges. Every NCCL and
  * CUDA call is checked. */
 #include <stdio.h> /* printf, remove */
-#include <stdlib.h>
+#include <stdlib.h> /* realloc, free */
 #include <string.h>
 
 #include <cuda_bf16.h>

@@ -29,7 +29,7 @@ void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures);
  * DP_REDUCE_BF16 its BF16 copy is made and summed in place, the FP32 gradients left as they are. */
 void snn_dp_reduce(long offset, long count);
 /* The engine's stream has enqueued the last read of the weights whose updates follow (the layer's input
- * gradient): those updates run after it. */
+ * gradient; for layer 0, which has none, its weight gradient): those updates run after it. */
 void snn_dp_weights_read(void);
 /* The update of the next bucket sent and not yet updated, in the order snn_dp_reduce sent them: what is
  * launched between snn_dp_update_begin and snn_dp_update_end runs on the update stream once that bucket's

@@ -17,11 +17,12 @@ T1 / N + max(0, AR - 2/3 T1 / N).
 The engine's own data-parallel step (arch/cuda/dp.cu) was slower than either: on 4 x H200 its all-reduce did
 not overlap the backward pass, and every rank updated every parameter in a pass of its own after the last
 all-reduce (the one-GPU step fuses the update into the weight gradient's epilogue). engine_speedup models
-that, T1 / (T1 / N + AR + the update pass), within 11 % of the measured steps (docs/PERF.md v30). Each
-bucket's update now runs beside the next bucket's gradients; the model, not refitted, still counts it whole:
-it predicts 0.84x and 0.78x where 0.98x and 0.69x were measured on 2 H200s (v35), low on a model of two
-large layers, high on one of four smaller ones. Counting both whole is what v44 measured: each cost removed
-from the 2-GPU step in turn, the update and the all-reduce each took nearly their whole time off it."""
+that, T1 / (T1 / N + AR + the update pass), within 11 % of the measured steps (docs/PERF.md v30). Counting
+both whole is what v44 measured: removed from the 2-GPU step in turn, each took nearly its whole time off it
+(the GPUs run at their power limit, so running beside the GEMMs hides nothing). The update's term is high,
+though: 26 bytes a parameter at 3 TB/s, where v44 measured 20 at 4.5 TB/s on an H200 (the BF16 copy's 6 went
+with the all-reduce). Not refitted: it predicts 0.84x and 0.78x where 0.99x and 0.70x were measured on 2
+H200s (v44; 0.84 against 0.99 is its largest error, 15 %)."""
 
 # (bytes, us) of one BF16 all-reduce on 2 x H200
 MEASURED_2GPU = [(4096, 39.0), (1 << 20, 55.0), (16 << 20, 75.0), (64 << 20, 249.0), (256 << 20, 893.0)]

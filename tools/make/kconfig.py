@@ -258,8 +258,8 @@ def dp_prediction(kconf):
     """(speed-up, one line) of a data-parallel build (CONFIG_DP), or None. The step on one GPU as 'make tune'
     measured it where a tuned board has this model, batch and precision, else at its floor (then a lower
     bound: a slower step gains more); split over the world; then its gradients all-reduced (the measured
-    table) and the update pass, both counted whole (tools/lib/allreduce.py's engine_speedup, not refitted
-    since the update runs beside the weight gradients: off by up to 14 % on 2 H200s, docs/PERF.md v35)."""
+    table) and the update pass, both counted whole (tools/lib/allreduce.py's engine_speedup: from a measured
+    one-GPU step, within 15 % of the steps measured on 2 H200s, docs/PERF.md v35, v44)."""
     if kconf.syms["DP"].str_value != "y":
         return None
     import allreduce
