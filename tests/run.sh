@@ -188,7 +188,8 @@ recipe_widths_refused() { # DIR
 }
 suite_gradcheck() { run "gradient check" "$S/tests/bin/host/test_gradcheck"; }
 # Data parallelism's host parts: the gradients' buckets, the launchers' variables, the rendezvous, the ranks
-# a run starts itself (arch/dp.c); and the configure-time prediction: a board that would not pay warns, one that pays does not.
+# a run starts itself (arch/dp.c); and the configure-time prediction: a board that would not pay warns, one
+# that pays does not.
 suite_dp() {
     run "data-parallel processes" "$H/tests/bin/host/test_dp"
     local d=$SNN_TEST_OUT/dp-config out
