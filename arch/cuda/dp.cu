@@ -120,7 +120,7 @@ static unsigned convert_blocks(long n)
 }
 #endif
 
-void snn_dp_reduce(long offset, long count)
+void snn_dp_reduce(long offset, long count, long written16)
 {
     if (!g_comm)
         snn_die("internal error: a data-parallel step without a communicator (only ./app/mnist's training "
@@ -129,10 +129,14 @@ void snn_dp_reduce(long offset, long count)
     CUDA_CHECK(cudaStreamWaitEvent(g_comm_stream, g_ready, 0));
 #ifdef CONFIG_DP_REDUCE_BF16
     __nv_bfloat16 *sent = g_grads16 + offset;
-    to_bf16_kernel<<<convert_blocks(count), 256, 0, g_comm_stream>>>(sent, g_grads + offset, count);
-    CUDA_CHECK_LAUNCH();
+    if (count > written16) { /* the rest (the biases) copied */
+        to_bf16_kernel<<<convert_blocks(count - written16), 256, 0, g_comm_stream>>>(
+            sent + written16, g_grads + offset + written16, count - written16);
+        CUDA_CHECK_LAUNCH();
+    }
     NCCL_CHECK(ncclAllReduce(sent, sent, (size_t)count, ncclBfloat16, ncclSum, g_comm, g_comm_stream));
 #else
+    (void)written16;
     float *g = g_grads + offset;
     NCCL_CHECK(ncclAllReduce(g, g, (size_t)count, ncclFloat32, ncclSum, g_comm, g_comm_stream));
 #endif

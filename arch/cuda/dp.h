@@ -25,9 +25,10 @@ void snn_dp_stop(void);
  * copy as sent (else NULL), and the figures' scratch (SNN_DP_FIGURES floats, then as many int32). */
 void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures);
 /* A bucket of gradients (count floats from offset in the buffer) is written on the engine's stream: all-
- * reduce it (the ranks' sum) on the communication stream, after what is enqueued so far; under
- * DP_REDUCE_BF16 its BF16 copy is made and summed in place, the FP32 gradients left as they are. */
-void snn_dp_reduce(long offset, long count);
+ * reduce it (the ranks' sum) on the communication stream, after what is enqueued so far. Under
+ * DP_REDUCE_BF16 the BF16 copy is summed in place: its first written16 the weight gradient's GEMM wrote
+ * there (cuda_linear_backward_weight_bf16), the rest (the biases) copied from the FP32 gradients here. */
+void snn_dp_reduce(long offset, long count, long written16);
 /* The engine's stream has enqueued the last read of the weights whose updates follow (the layer's input
  * gradient; for layer 0, which has none, its weight gradient): those updates run after it. */
 void snn_dp_weights_read(void);

@@ -1,11 +1,12 @@
 /* The GEMM entry: the three roles of a linear layer (kernels/ops_proto.h) and the weight gradient alone
- * (cuda_linear_backward_weight), each C[m][n] = sum_k A(m,k) B(n,k) through the role's epilogue, one translation unit
- * each (they compile side by side), all through one dispatch (gemm/run.cuh):
+ * (cuda_linear_backward_weight), each C[m][n] = sum_k A(m,k) B(n,k) through the role's epilogue, one
+ * translation unit each (they compile side by side), all through one dispatch (gemm/run.cuh):
  *
  *   cuda_linear_forward                          gemm/forward.cu
  *   cuda_linear_backward_input                   gemm/backward_input.cu
  *   cuda_linear_backward_weight_update,
- *   cuda_linear_backward_weight                  gemm/weight.cu
+ *   cuda_linear_backward_weight,
+ *   cuda_linear_backward_weight_bf16             gemm/weight.cu
  *
  * and here what the roles share at run time: the workspace (split-K sums, dropout's mask) and the numerics'
  * name. */

@@ -35,6 +35,7 @@
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
 #include "kernels/cuda/gemm/tile.cuh"
+#include "kernels/cuda/gemm_bf16_grad.h"
 #include "kernels/cuda/gemm_dropout.h"
 #include "kernels/cuda/gemm_path.h"
 #include "kernels/cuda/gemm_split_k.h"
@@ -396,6 +397,39 @@ static void test_backward_weight_update(shape s, int misalign)
     free(dy), free(x), free(w0), free(b0), free(w), free(b);
 }
 
+#ifdef CONFIG_DP_REDUCE_BF16
+/* cuda_linear_backward_weight_bf16 of dY and X: each gradient the BF16 rounding (to nearest even) of the FP32
+ * GEMM's gw, bit for bit (the same sums), the bias gradient gb's bits. */
+static void weight_grad_bf16(char *why, shape s, const float *gw, const float *gb, dbuf ddy, dbuf dxx)
+{
+    const long nw = (long)s.N * s.K;
+    uint16_t *d16 = (uint16_t *)snn_rt_alloc(sizeof(uint16_t) * (size_t)nw);
+    dbuf dgb = dev_floats(NULL, s.N, 0);
+    uint16_t *got = (uint16_t *)snn_xmalloc(sizeof(uint16_t) * (size_t)nw, "BF16 gradients");
+    float *got_b = host_floats(s.N);
+    poison(d16, sizeof(uint16_t) * (size_t)nw);
+    cuda_linear_backward_weight_bf16(d16, dgb.p, ddy.p, tw(ddy), s.N, dxx.p, tw(dxx), s.M, s.N, s.K);
+    snn_rt_download(got, d16, sizeof(uint16_t) * (size_t)nw);
+    snn_rt_download(got_b, dgb.p, sizeof(float) * (size_t)s.N);
+    for (long i = 0; i < nw; i++) {
+        uint32_t u;
+        memcpy(&u, &gw[i], sizeof u);
+        const uint16_t want =
+            (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16); /* to nearest, ties to even */
+        if (got[i] != want) {
+            set_why(why, "BF16 gw[%ld] = 0x%04x, the FP32 GEMM's %g rounds to 0x%04x", i, got[i],
+                    (double)gw[i], want);
+            break;
+        }
+    }
+    if (memcmp(got_b, gb, sizeof(float) * (size_t)s.N) != 0)
+        set_why(why, "the bias gradient beside the BF16 weight gradient differs from the FP32 run's");
+    snn_rt_free(d16);
+    dev_free(dgb);
+    free(got), free(got_b);
+}
+#endif
+
 /* The weight-gradient GEMM alone (the benchmarks' weight-gradient rows, data parallelism's buckets),
  * against the host's forward GEMM of the transposed operands, dY^T . (X^T)^T; the bias gradient beside it
  * against the host's; and the same in ranges of 64 output rows (dY's columns, ldy = N), as a data-parallel
@@ -441,6 +475,10 @@ static void test_weight_grad(shape s)
     snn_rt_download(parts, dg.p, sizeof(float) * (size_t)(nw + s.N));
     compare(why, "gw by row ranges", parts, ref, nw, SNN_TOL_GEMM);
     compare(why, "gb by row ranges", parts + nw, hgb, s.N, 1e-5);
+#ifdef CONFIG_DP_REDUCE_BF16
+    weight_grad_bf16(why, s, g[0], gb, ddy, dxx);
+    strncat(name, "; BF16 out", sizeof name - strlen(name) - 1);
+#endif
     strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 

@@ -18,6 +18,7 @@
 
 #include <type_traits>
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/twin.cuh"
@@ -88,6 +89,49 @@ struct GemmEpiStore {
     __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V>) const
     {
         gemm_stv(c + blockIdx.z * slice + (size_t)m * ld + n, v);
+        return v;
+    }
+};
+
+/* C[m][n] rounded to BF16 (to nearest even), its bits at c: data parallelism's weight gradient written as its
+ * BF16 all-reduce sends it (cuda_linear_backward_weight_bf16), 2 bytes an element and no copy. */
+struct GemmEpiStoreBf16 {
+    __nv_bfloat16 *c;
+    int ld;
+    static constexpr SnnTwin *twin = nullptr;
+    typedef GemmEpiNothing In;
+    __device__ __forceinline__ In load(int, int) const { return {}; }
+    __device__ __forceinline__ float apply(int m, int n, float v, In) const
+    {
+        c[(size_t)m * ld + n] = __float2bfloat16_rn(v);
+        return v;
+    }
+    template <int V> using InV = GemmEpiNothing;
+    template <int V> __device__ __forceinline__ bool vec_aligned() const
+    {
+        return ld % V == 0 && (uintptr_t)c % (2 * V) == 0;
+    }
+    template <int V> __device__ __forceinline__ InV<V> loadv(int, int) const { return {}; }
+    /* pairs packed, one 2V-byte store (V = 2 or 4) */
+    template <int V>
+    __device__ __forceinline__ GemmFloats<V> applyv(int m, int n, GemmFloats<V> v, InV<V>) const
+    {
+        __nv_bfloat16 *at = c + (size_t)m * ld + n;
+        if constexpr (V == 1) {
+            *at = __float2bfloat16_rn(v.f[0]);
+        } else {
+            static_assert(V == 2 || V == 4, "GemmEpiStoreBf16: runs of 1, 2 or 4");
+            uint32_t pair[V / 2];
+#pragma unroll
+            for (int i = 0; i < V / 2; i++) {
+                const __nv_bfloat162 b = __floats2bfloat162_rn(v.f[2 * i], v.f[2 * i + 1]);
+                pair[i] = *reinterpret_cast<const uint32_t *>(&b);
+            }
+            if constexpr (V == 2)
+                *reinterpret_cast<uint32_t *>(at) = pair[0];
+            else
+                *reinterpret_cast<uint2 *>(at) = make_uint2(pair[0], pair[1]);
+        }
         return v;
     }
 };

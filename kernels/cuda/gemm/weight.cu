@@ -1,6 +1,8 @@
 /* The weight gradient of a linear layer, dy^T . x, with the optimizer's update fused into its epilogue, and
- * alone (stored: data parallelism, the tests and the tools): one GEMM kernel, one translation unit. */
+ * alone (stored: data parallelism, the tests and the tools; in BF16, data parallelism's all-reduce): one GEMM
+ * kernel, one translation unit. */
 #include "kernels/cuda/gemm/run.cuh"
+#include "kernels/cuda/gemm_bf16_grad.h"
 
 extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,
                                                    const float *dy, const snn_twin *dy16, const float *x,
@@ -24,3 +26,16 @@ extern "C" void cuda_linear_backward_weight(float *gw, float *gb, const float *d
     if (gb && N > 0)
         gemm_bias_grad(gb, dy, ldy, M, N);
 }
+
+#ifdef CONFIG_DP_REDUCE_BF16
+extern "C" void cuda_linear_backward_weight_bf16(uint16_t *gw16, float *gb, const float *dy,
+                                                 const snn_twin *dy16, int ldy, const float *x,
+                                                 const snn_twin *x16, int M, int N, int K)
+{
+    gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(dy, snn_twin_ptr(dy16), ldy, x,
+                                                                snn_twin_ptr(x16), K, N, K, M,
+                                                                GemmEpiStoreBf16{(__nv_bfloat16 *)gw16, K});
+    if (gb && N > 0)
+        gemm_bias_grad(gb, dy, ldy, M, N);
+}
+#endif
