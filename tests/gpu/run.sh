@@ -204,7 +204,6 @@ case $cc in 75) own_board=rtx2060 ;; 8*) own_board=a100 ;; *) own_board=h100 ;; 
 # the sum: within 1e-2 relative).
 DP_MODEL="CONFIG_NN_HIDDEN_LAYERS=2 CONFIG_NN_HIDDEN_WIDTH=512 CONFIG_TRAIN_BATCH_SIZE=128
 CONFIG_TRAIN_AUGMENT_SHIFT=2 CONFIG_TRAIN_DROPOUT=\"0.1\" CONFIG_TRAIN_LOG_EVERY=1"
-DP_BF16="CONFIG_PRECISION_BF16=y CONFIG_DP_REDUCE_BF16=y"
 host_gpu_count() { python3 -c 'import sys; sys.path.insert(0, "tools/lib"); import gpu_pool; print(len(gpu_pool.host_gpus()))'; }
 dp_variant() { # NAME WORLD [LINE...]: DP_MODEL on WORLD GPUs (1: the one-GPU twin), for this card; FP32 unless
     local name=$1 world=$2 d=$OUT/gpu-$1 # a LINE picks another precision
@@ -251,8 +250,8 @@ check_dp() {
     local built=1 four=0 bf16=1
     dp_variant dp-one 1 || built=0
     dp_variant dp2 2 || built=0
-    dp_variant dp-one-bf16 1 $DP_BF16 || bf16=0
-    dp_variant dp2-bf16 2 $DP_BF16 || bf16=0
+    dp_variant dp-one-bf16 1 CONFIG_PRECISION_BF16=y || bf16=0
+    dp_variant dp2-bf16 2 CONFIG_PRECISION_BF16=y CONFIG_DP_REDUCE_BF16=y || bf16=0
     [ "$n" -ge 4 ] && dp_variant dp4 4 && four=1
     [ "$bf16" = 1 ] && check_dp_bf16
     [ "$built" = 1 ] || return
