@@ -21,8 +21,8 @@ the step (the measured one where --ms or --log gives it, else the floor: then an
 the GPUs, plus the all-reduce of its gradients (--reduce bf16 or fp32) from a measured table, without
 overlap and overlapped by the backward pass; tools/lib/allreduce.py says how. The second is the
 engine's data-parallel step with its all-reduce and an update pass over every parameter counted whole
-(CONFIG_DP; its momentum counted; docs/PERF.md v30; off by up to 14 % since the update runs beside the weight
-gradients, v35), what make predicts at configure time.
+(CONFIG_DP; its momentum counted; docs/PERF.md v30; pessimistic by up to 24 % on 2 H200s since some of both
+hides, v45), what make predicts at configure time.
 """
 import argparse
 import json

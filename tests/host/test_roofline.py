@@ -112,15 +112,16 @@ def test_data_parallel():
     got = rows("--shape", "784-16384x2-10", "--batch", "2048", "--ms", "178.7", "--gpus", "2")
     r = got[0] if isinstance(got, list) else {}
     ok = (r and abs(r["grad_mb"] - params * 2 / 1e6) < 1e-6 and abs(r["dp_speedup"][1] - 2.0) < 0.02
-          and abs(r["dp_engine"] - 0.85) < 0.03)
+          and abs(r["dp_engine"] - 0.91) < 0.03)
     verdict(ok, "roofline.py's row: the gradient's MB and the predicted speed-ups from the measured step, ideal and "
             "as built", r)
-    # the engine's step as built (docs/PERF.md v30, 2 x H200): one GPU 183.1 ms an epoch, two 216.4
+    # the engine's step as built (docs/PERF.md v45, 2 x H200): one GPU 177.9 ms an epoch, two 150.6; the
+    # model, counting the all-reduce and the update whole, is pessimistic there
     update = allreduce.update_us(params, "bf16", 1)
-    engine = allreduce.engine_speedup(6132.0, params * 2, 2, update)
-    ok = abs(update - params * 26 / 3e6) < 1e-6 and abs(engine - 183.1 / 216.4) < 0.02
+    engine = allreduce.engine_speedup(6134.0, params * 2, 2, update)
+    ok = abs(update - params * 20 / 3e6) < 1e-6 and abs(engine - 0.90) < 0.02 and engine < 177.9 / 150.6
     verdict(ok, f"the engine's data-parallel step as built: an update pass of {update / 1e3:.2f} ms, {engine:.2f}x "
-            f"on 2 GPUs, as measured ({183.1 / 216.4:.2f}x)", (update, engine))
+            f"on 2 GPUs, below the measured {177.9 / 150.6:.2f}x", (update, engine))
 
 
 test_widths()

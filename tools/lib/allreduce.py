@@ -19,10 +19,12 @@ not overlap the backward pass, and every rank updated every parameter in a pass 
 all-reduce (the one-GPU step fuses the update into the weight gradient's epilogue). engine_speedup models
 that, T1 / (T1 / N + AR + the update pass), within 11 % of the measured steps (docs/PERF.md v30). Counting
 both whole is what v44 measured: removed from the 2-GPU step in turn, each took nearly its whole time off it
-(the GPUs run at their power limit, so running beside the GEMMs hides nothing). The update's term is high,
-though: 26 bytes a parameter at 3 TB/s, where v44 measured 20 at 4.5 TB/s on an H200 (the BF16 copy's 6 went
-with the all-reduce). Not refitted: it predicts 0.84x and 0.78x where 0.99x and 0.70x were measured on 2
-H200s (v44; 0.84 against 0.99 is its largest error, 15 %)."""
+(the GPUs run at their power limit, so running beside the GEMMs hides nothing). Since v45 the BF16 gradients
+are written by the weight gradient's GEMM, without a copy to BF16 on the communication stream, and part of
+the all-reduce and the update hides after all: on 2 H200s the model predicts 0.90x, 0.76x, 1.50x, 1.50x and
+1.53x where 1.18x, 0.80x, 1.75x, 1.73x and 1.67x were measured (784-16384x2 b2048, 784-4096x4 b1024, then
+784-8192x3, 784-16384x2 and 784-4096x4 at batch 8192). Pessimistic by up to 24 %, not refitted: five boards
+do not say how much hides where (the overhead measured is 0.44-0.91 of the two counted whole)."""
 
 # (bytes, us) of one BF16 all-reduce on 2 x H200
 MEASURED_2GPU = [(4096, 39.0), (1 << 20, 55.0), (16 << 20, 75.0), (64 << 20, 249.0), (256 << 20, 893.0)]
@@ -53,9 +55,9 @@ def speedup(step_us, grad_bytes, gpus):
 
 def update_us(params, reduce, moments, hbm_tbps=3.0):
     """Microseconds of the data-parallel update pass over every parameter at HBM's rate: its gradient as
-    all-reduced (and, in BF16, the copy made of the FP32 one: 6 bytes), the parameter and each moment read
-    and written, the 16-bit twin written."""
-    per = REDUCE_BYTES[reduce] + (6 if reduce == "bf16" else 0) + 8 + 8 * moments + 2
+    all-reduced, the parameter and each moment read and written, the 16-bit twin written. (In BF16 the weight
+    gradient's GEMM writes what is all-reduced: no copy.)"""
+    per = REDUCE_BYTES[reduce] + 8 + 8 * moments + 2
     return params * per / (hbm_tbps * 1e6)
 
 

@@ -259,7 +259,7 @@ def dp_prediction(kconf):
     measured it where a tuned board has this model, batch and precision, else at its floor (then a lower
     bound: a slower step gains more); split over the world; then its gradients all-reduced (the measured
     table) and the update pass, both counted whole (tools/lib/allreduce.py's engine_speedup: from a measured
-    one-GPU step, within 15 % of the steps measured on 2 H200s, docs/PERF.md v35, v44)."""
+    one-GPU step; since v45 pessimistic by up to 24 % on 2 H200s, docs/PERF.md v35, v44, v45)."""
     if kconf.syms["DP"].str_value != "y":
         return None
     import allreduce
