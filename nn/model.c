@@ -51,7 +51,8 @@
 
 #ifdef CONFIG_DP
 #include "arch/cuda/dp.h"
-/* The gradients as all-reduced (FP32, and their BF16 copy where that is sent), and the figures' scratch. */
+/* The gradients as all-reduced (FP32, and in BF16 where that is sent: the weights' written so by their GEMM),
+ * and the figures' scratch. */
 #define DP_GRADS SNN_ARENA_ROUND((size_t)SNN_PARAMS * F)
 #ifdef CONFIG_DP_REDUCE_BF16
 #define DP_GRADS16 SNN_ARENA_ROUND((size_t)SNN_PARAMS * sizeof(uint16_t))

@@ -33,7 +33,7 @@ enum snn_tensor {
     SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs, float; dropout's mask, bits */
     SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
     SNN_T_GRADS,         /* gradients before their update, float: data parallel (CONFIG_DP), all of them
-                          * in the params' layout, their BF16 copy (DP_REDUCE_BF16), the epoch's figures
+                          * in the params' layout, in BF16 as sent (DP_REDUCE_BF16), the epoch's figures
                           * summed; under CONFIG_STEP_UPDATE_PASS all of them, in the params' layout */
     SNN_T_COUNT
 };
@@ -78,7 +78,7 @@ typedef struct {
     float *grads;                     /* gradients before their update: all, all-reduced (DP); or a layer's */
 #endif
 #ifdef CONFIG_DP
-    uint16_t *grads16;                /* their BF16 copy, all-reduced in its place (DP_REDUCE_BF16), or NULL */
+    uint16_t *grads16;                /* in BF16 as sent, all-reduced in place (DP_REDUCE_BF16), or NULL */
 #endif
 } snn_model;
 

@@ -47,7 +47,7 @@ static void drop(float **slot)
 }
 
 #if defined(CONFIG_DP) || defined(CONFIG_STEP_UPDATE_PASS)
-/* The parameters [at, at + n) updated from their gradients g (or the BF16 copy g16 that was all-reduced),
+/* The parameters [at, at + n) updated from their gradients g (or the BF16 gradients g16 as all-reduced),
  * the twins rewritten beside them (layer 0's open the parameters', as its state the state's). */
 static void update_range(snn_model *m, long at, long n, const float *g, const uint16_t *g16)
 {

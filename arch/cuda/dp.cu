@@ -28,7 +28,7 @@ static cudaEvent_t *g_reduced;              /* a bucket's all-reduce done, one a
 static int g_reduced_count;                 /* events made: the most buckets a step has sent */
 static float *g_grads, *g_figures;
 #ifdef CONFIG_DP_REDUCE_BF16
-static __nv_bfloat16 *g_grads16; /* the BF16 copy sent */
+static __nv_bfloat16 *g_grads16; /* the BF16 gradients sent */
 #endif
 static int g_sent, g_updated; /* buckets all-reduced, and updated, since the last join */
 

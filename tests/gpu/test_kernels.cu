@@ -398,8 +398,9 @@ static void test_backward_weight_update(shape s, int misalign)
 }
 
 #ifdef CONFIG_DP_REDUCE_BF16
-/* cuda_linear_backward_weight_bf16 of dY and X: each gradient the BF16 rounding (to nearest even) of the FP32
- * GEMM's gw, bit for bit (the same sums), the bias gradient gb's bits. */
+/* cuda_linear_backward_weight_bf16 of dY and X, whole and in ranges of 64 output rows (dY's columns at ldy =
+ * N, as a data-parallel step's buckets): each gradient the BF16 rounding (to nearest even) of the FP32 GEMM's
+ * gw, bit for bit (the same sums); whole, the bias gradient gb's bits. */
 static void weight_grad_bf16(char *why, shape s, const float *gw, const float *gb, dbuf ddy, dbuf dxx)
 {
     const long nw = (long)s.N * s.K;
@@ -407,23 +408,30 @@ static void weight_grad_bf16(char *why, shape s, const float *gw, const float *g
     dbuf dgb = dev_floats(NULL, s.N, 0);
     uint16_t *got = (uint16_t *)snn_xmalloc(sizeof(uint16_t) * (size_t)nw, "BF16 gradients");
     float *got_b = host_floats(s.N);
-    poison(d16, sizeof(uint16_t) * (size_t)nw);
-    cuda_linear_backward_weight_bf16(d16, dgb.p, ddy.p, tw(ddy), s.N, dxx.p, tw(dxx), s.M, s.N, s.K);
-    snn_rt_download(got, d16, sizeof(uint16_t) * (size_t)nw);
-    snn_rt_download(got_b, dgb.p, sizeof(float) * (size_t)s.N);
-    for (long i = 0; i < nw; i++) {
-        uint32_t u;
-        memcpy(&u, &gw[i], sizeof u);
-        const uint16_t want =
-            (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16); /* to nearest, ties to even */
-        if (got[i] != want) {
-            set_why(why, "BF16 gw[%ld] = 0x%04x, the FP32 GEMM's %g rounds to 0x%04x", i, got[i],
-                    (double)gw[i], want);
-            break;
+    for (int ranges = 0; ranges < 2 && !why[0]; ranges++) {
+        poison(d16, sizeof(uint16_t) * (size_t)nw);
+        poison(dgb.p, sizeof(float) * (size_t)s.N);
+        for (int r0 = 0; r0 < s.N; r0 += ranges ? 64 : s.N) {
+            const int n = ranges && s.N - r0 > 64 ? 64 : s.N - r0;
+            cuda_linear_backward_weight_bf16(d16 + (long)r0 * s.K, dgb.p + r0, ddy.p + r0,
+                                             tw(ddy) ? tw(ddy) + r0 : NULL, s.N, dxx.p, tw(dxx), s.M, n, s.K);
         }
+        snn_rt_download(got, d16, sizeof(uint16_t) * (size_t)nw);
+        snn_rt_download(got_b, dgb.p, sizeof(float) * (size_t)s.N);
+        for (long i = 0; i < nw; i++) {
+            uint32_t u;
+            memcpy(&u, &gw[i], sizeof u);
+            const uint16_t want =
+                (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16); /* to nearest, ties to even */
+            if (got[i] != want) {
+                set_why(why, "BF16 gw[%ld]%s = 0x%04x, the FP32 GEMM's %g rounds to 0x%04x", i,
+                        ranges ? " by row ranges" : "", got[i], (double)gw[i], want);
+                break;
+            }
+        }
+        if (!ranges && !why[0] && memcmp(got_b, gb, sizeof(float) * (size_t)s.N) != 0)
+            set_why(why, "the bias gradient beside the BF16 weight gradient differs from the FP32 run's");
     }
-    if (memcmp(got_b, gb, sizeof(float) * (size_t)s.N) != 0)
-        set_why(why, "the bias gradient beside the BF16 weight gradient differs from the FP32 run's");
     snn_rt_free(d16);
     dev_free(dgb);
     free(got), free(got_b);
@@ -1059,6 +1067,7 @@ static void test_gemm_roles(const shape *shapes, int n)
     test_weight_grad((shape){64, 256, 784});
     test_weight_grad((shape){3, 4100, 10});
     test_weight_grad((shape){37, 300, 129});
+    test_weight_grad((shape){2600, 33, 100}); /* k = the batch long enough to split */
     /* tails of 0-3 after a four-wide part (10250: the 99 % boards' last layer), alone (2, 3), past the grid's
      * 4096-block cap; from BF16 gradients with a tail */
     test_apply_update(1, 0);

@@ -5,8 +5,9 @@
  * The compiler cannot prove a later element's loads free of an earlier one's stores: loads first, a batch
  * costs one memory round trip instead of one per element. The tensor-core kernels hand over runs of V
  * consecutive elements (fragment pairs, V = 2; the wgmma kernel's quads, V = 4) that the vector methods
- * (InV, loadv, applyv, vec_aligned) read and write with one 4V-byte access per array where the arrays allow:
- * a V-th of the memory instructions, which a weight gradient's update (k = the batch) spends its time on.
+ * (InV, loadv, applyv, vec_aligned) read and write with one access per array (4V bytes of FP32, 2V of BF16)
+ * where the arrays allow: a V-th of the memory instructions, which a weight gradient's update (k = the batch)
+ * spends its time on.
  * An epilogue with per-element FP32 inputs may let a kernel copy them to shared memory ahead of use
  * (CONFIG_GEMM_WGMMA_EPI_STAGES): it names STAGED arrays, where element (m, n) of array a lies (staged), and
  * builds InV from the copies (staged_in); gemm_epi_staged<Epi>() is 0 for the others. */

@@ -1,7 +1,7 @@
 /* The GEMM dispatch every role's entry (kernels/cuda/gemm.cu's table) instantiates, and which kernel runs
  * a GEMM:
  *
- *   cuda_linear_forward, _backward_input, _backward_weight_update, _backward_weight
+ *   cuda_linear_forward, _backward_input, _backward_weight_update, _backward_weight, _backward_weight_bf16
  *   |- gemm_run                    the dispatch, in this order:
  *   |  |- gemm_wgmma_run           TMA + wgmma (sm90)            -> gemm_wgmma_kernel      gemm/wgmma.cuh
  *   |  |- gemm_mma                 from twins or FP32; split-K?  -> gemm_mma_kernel        gemm/mma.cuh
