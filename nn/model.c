@@ -51,12 +51,14 @@
 
 #ifdef CONFIG_DP
 #include "arch/cuda/dp.h"
-/* The gradients as all-reduced (FP32, and in BF16 where that is sent: the weights' written so by their GEMM),
- * and the figures' scratch. */
-#define DP_GRADS SNN_ARENA_ROUND((size_t)SNN_PARAMS * F)
+/* The gradients as all-reduced, FP32 in the parameters' layout; or in BF16 as sent, beside the biases' FP32
+ * sums (layer after layer) they are copied from, where the weights' are written in BF16 by their GEMM. Then
+ * the figures' scratch. */
 #ifdef CONFIG_DP_REDUCE_BF16
+#define DP_GRADS SNN_ARENA_ROUND((size_t)(SNN_ACT_WIDTHS - SNN_INPUT_DIM) * F)
 #define DP_GRADS16 SNN_ARENA_ROUND((size_t)SNN_PARAMS * sizeof(uint16_t))
 #else
+#define DP_GRADS SNN_ARENA_ROUND((size_t)SNN_PARAMS * F)
 #define DP_GRADS16 0
 #endif
 #define GRADS_BYTES (DP_GRADS + DP_GRADS16 + 2 * (size_t)SNN_DP_FIGURES * 4)

@@ -33,8 +33,9 @@ enum snn_tensor {
     SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs, float; dropout's mask, bits */
     SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
     SNN_T_GRADS,         /* gradients before their update, float: data parallel (CONFIG_DP), all of them
-                          * in the params' layout, in BF16 as sent (DP_REDUCE_BF16), the epoch's figures
-                          * summed; under CONFIG_STEP_UPDATE_PASS all of them, in the params' layout */
+                          * in the params' layout (DP_REDUCE_BF16: in BF16 as sent, the biases' also in
+                          * FP32), the epoch's figures summed; under CONFIG_STEP_UPDATE_PASS all of them,
+                          * in the params' layout */
     SNN_T_COUNT
 };
 
@@ -75,7 +76,8 @@ typedef struct {
     snn_fused_net fused;              /* the same tensors, and the fused step's own, for its kernels */
 #endif
 #if defined(CONFIG_DP) || defined(CONFIG_STEP_UPDATE_PASS)
-    float *grads;                     /* gradients before their update: all, all-reduced (DP); or a layer's */
+    float *grads;                     /* gradients before their update: all, all-reduced (DP; the biases' FP32
+                                       * sums under DP_REDUCE_BF16); or a layer's */
 #endif
 #ifdef CONFIG_DP
     uint16_t *grads16;                /* in BF16 as sent, all-reduced in place (DP_REDUCE_BF16), or NULL */

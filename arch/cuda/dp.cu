@@ -26,9 +26,11 @@ static cudaStream_t g_comm_stream, g_update_stream;
 static cudaEvent_t g_ready, g_read, g_done; /* the forks to the communication and update streams, the join */
 static cudaEvent_t *g_reduced;              /* a bucket's all-reduce done, one a bucket of a step */
 static int g_reduced_count;                 /* events made: the most buckets a step has sent */
-static float *g_grads, *g_figures;
+static float *g_figures;
 #ifdef CONFIG_DP_REDUCE_BF16
 static __nv_bfloat16 *g_grads16; /* the BF16 gradients sent */
+#else
+static float *g_grads; /* the FP32 gradients sent */
 #endif
 static int g_sent, g_updated; /* buckets all-reduced, and updated, since the last join */
 
@@ -96,10 +98,11 @@ void snn_dp_stop(void)
 
 void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures)
 {
-    g_grads = grads;
 #ifdef CONFIG_DP_REDUCE_BF16
+    (void)grads; /* the biases' FP32 sums: snn_dp_reduce is handed them */
     g_grads16 = (__nv_bfloat16 *)grads_bf16;
 #else
+    g_grads = grads;
     (void)grads_bf16;
 #endif
     g_figures = figures;
@@ -120,7 +123,7 @@ static unsigned convert_blocks(long n)
 }
 #endif
 
-void snn_dp_reduce(long offset, long count, long written16)
+void snn_dp_reduce(long offset, long count, const float *fp32, long n_fp32)
 {
     if (!g_comm)
         snn_die("internal error: a data-parallel step without a communicator (only ./app/mnist's training "
@@ -129,14 +132,14 @@ void snn_dp_reduce(long offset, long count, long written16)
     CUDA_CHECK(cudaStreamWaitEvent(g_comm_stream, g_ready, 0));
 #ifdef CONFIG_DP_REDUCE_BF16
     __nv_bfloat16 *sent = g_grads16 + offset;
-    if (count > written16) { /* the rest (the biases) copied */
-        to_bf16_kernel<<<convert_blocks(count - written16), 256, 0, g_comm_stream>>>(
-            sent + written16, g_grads + offset + written16, count - written16);
+    if (n_fp32 > 0) { /* the biases copied */
+        to_bf16_kernel<<<convert_blocks(n_fp32), 256, 0, g_comm_stream>>>(sent + count - n_fp32, fp32,
+                                                                          n_fp32);
         CUDA_CHECK_LAUNCH();
     }
     NCCL_CHECK(ncclAllReduce(sent, sent, (size_t)count, ncclBfloat16, ncclSum, g_comm, g_comm_stream));
 #else
-    (void)written16;
+    (void)fp32, (void)n_fp32;
     float *g = g_grads + offset;
     NCCL_CHECK(ncclAllReduce(g, g, (size_t)count, ncclFloat32, ncclSum, g_comm, g_comm_stream));
 #endif

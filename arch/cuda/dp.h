@@ -21,14 +21,15 @@ void snn_dp_stop(void);
 /* The figures summed at once at most: an epoch's steps. */
 #define SNN_DP_FIGURES SNN_STEPS_PER_EPOCH
 
-/* Binds the gradients' buffer (SNN_PARAMS floats, the parameters' layout), under DP_REDUCE_BF16 the BF16
- * gradients as sent (else NULL), and the figures' scratch (SNN_DP_FIGURES floats, then as many int32). */
+/* Binds the FP32 gradients' buffer (the parameters' layout), under DP_REDUCE_BF16 the BF16 gradients as
+ * sent (else NULL), and the figures' scratch (SNN_DP_FIGURES floats, then as many int32). */
 void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures);
-/* A bucket of gradients (count floats from offset in the buffer) is written on the engine's stream: all-
- * reduce it (the ranks' sum) on the communication stream, after what is enqueued so far. Under
- * DP_REDUCE_BF16 the BF16 gradients are summed in place: its first written16 the weight gradient's GEMM wrote
- * there (cuda_linear_backward_weight_bf16), the rest (the biases) copied from the FP32 gradients here. */
-void snn_dp_reduce(long offset, long count, long written16);
+/* A bucket of gradients (count floats from offset in the parameters' layout) is written on the engine's
+ * stream: all-reduce it (the ranks' sum) on the communication stream, after what is enqueued so far. In FP32
+ * they lie in the gradients' buffer (fp32 and n_fp32 unused). Under DP_REDUCE_BF16 they are summed in place
+ * in the BF16 buffer: the weight gradient's GEMM wrote all but the last n_fp32 there
+ * (cuda_linear_backward_weight_bf16), and those (the biases) are copied from the FP32 sums at fp32 here. */
+void snn_dp_reduce(long offset, long count, const float *fp32, long n_fp32);
 /* The engine's stream has enqueued the last read of the weights whose updates follow (the layer's input
  * gradient; for layer 0, which has none, its weight gradient): those updates run after it. */
 void snn_dp_weights_read(void);
