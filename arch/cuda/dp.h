@@ -21,8 +21,9 @@ void snn_dp_stop(void);
 /* The figures summed at once at most: an epoch's steps. */
 #define SNN_DP_FIGURES SNN_STEPS_PER_EPOCH
 
-/* Binds the FP32 gradients' buffer (the parameters' layout), under DP_REDUCE_BF16 the BF16 gradients as
- * sent (else NULL), and the figures' scratch (SNN_DP_FIGURES floats, then as many int32). */
+/* Binds the FP32 gradients (the parameters' layout; unused under DP_REDUCE_BF16, whose biases snn_dp_reduce
+ * is handed), the BF16 gradients as sent (DP_REDUCE_BF16, else NULL), and the figures' scratch
+ * (SNN_DP_FIGURES floats, then as many int32). */
 void snn_dp_bind(float *grads, uint16_t *grads_bf16, float *figures);
 /* A bucket of gradients (count floats from offset in the parameters' layout) is written on the engine's
  * stream: all-reduce it (the ranks' sum) on the communication stream, after what is enqueued so far. In FP32
