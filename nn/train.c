@@ -68,22 +68,26 @@ static void reduce_weight_gradient(snn_model *m, const snn_layer *L, int l, cons
                                    const snn_twin *dy16, int B)
 {
     const long at = (long)(L->w - m->params), rows = snn_dp_bucket_rows(L->in, SNN_DP_BUCKET_FLOATS);
+#ifdef CONFIG_DP_REDUCE_BF16
+    /* the biases' FP32 sums, layer after layer: copied to BF16 with the last bucket */
+    long biases = 0;
+    for (int j = 0; j < l; j++)
+        biases += m->layer[j].out;
+    float *gb = m->grads + biases;
+#else
+    float *gw = m->grads + at, *gb = gw + (long)L->out * L->in;
+#endif
     for (long r0 = 0; r0 < L->out; r0 += rows) {
         const int n = snn_dp_bucket_n(L->out, r0, rows);
         const long floats = snn_dp_bucket_floats(L->out, L->in, r0, rows);
 #ifdef CONFIG_DP_REDUCE_BF16
         /* the weights' gradients written as sent, BF16 from the GEMM's epilogue (a data-parallel build's
-         * kernels are the GPU's); the biases' in FP32, layer after layer, copied with the last bucket */
-        long biases = 0;
-        for (int j = 0; j < l; j++)
-            biases += m->layer[j].out;
-        float *gb = m->grads + biases;
+         * kernels are the GPU's) */
         cuda_linear_backward_weight_bf16(m->grads16 + at + r0 * L->in, gb + r0, dy + r0,
                                          dy16 ? dy16 + r0 : NULL, L->out, m->act[l], m->act16[l], B, n,
                                          L->in);
         snn_dp_reduce(at + r0 * L->in, floats, gb, floats - (long)n * L->in);
 #else
-        float *gw = m->grads + at, *gb = gw + (long)L->out * L->in;
         m->kernels->linear_backward_weight(gw + r0 * L->in, gb + r0, dy + r0, dy16 ? dy16 + r0 : NULL, L->out,
                                            m->act[l], m->act16[l], B, n, L->in);
         snn_dp_reduce(at + r0 * L->in, floats, NULL, 0);

@@ -230,19 +230,24 @@ PY
     ); then echo "ok - gpu $1: per-step loss against one GPU at the same batch, $out (at most $4)"
     else echo "not ok - gpu $1: per-step loss against one GPU: $out"; fi
 }
-check_dp_bf16() { # the BF16 pair, built
-    local d1=$OUT/gpu-dp-one-bf16 d2=$OUT/gpu-dp2-bf16 a="--data $DATA --epochs 1 --max-steps 50 --seed 3"
-    prefixed dp2-bf16 "$d2/tests/bin/gpu/test_kernels"
-    "$d1/app/mnist" $a --log "$d1/one.jsonl" >/dev/null 2>&1 || echo "not ok - gpu dp-one-bf16: the one-GPU run failed"
-    if ! "$d2/app/mnist" $a --log "$d2/a.jsonl" --save "$d2/a.st" >"$d2/a.out" 2>&1; then
-        echo "not ok - gpu dp2-bf16: the 2-GPU run failed: $(tail -n 2 "$d2/a.out" | tr '\n' ' ')"; return
+# dp_runs ONE N BOUND: variant N's multi-GPU run of 50 steps (saved to its a.st) against variant ONE's
+# one-GPU run, per-step losses within BOUND relative, and a second run bitwise; returns 1 where N's run failed.
+dp_runs() {
+    local one=$OUT/gpu-$1 d=$OUT/gpu-$2 a="--data $DATA --epochs 1 --max-steps 50 --seed 3"
+    "$one/app/mnist" $a --log "$one/one.jsonl" >/dev/null 2>&1 || echo "not ok - gpu $1: the one-GPU run failed"
+    if ! "$d/app/mnist" $a --log "$d/a.jsonl" --save "$d/a.st" >"$d/a.out" 2>&1; then
+        echo "not ok - gpu $2: the 2-GPU run failed: $(tail -n 2 "$d/a.out" | tr '\n' ' ')"; return 1
     fi
-    dp_losses_agree dp2-bf16 "$d1/one.jsonl" "$d2/a.jsonl" 1e-2
-    "$d2/app/mnist" $a --save "$d2/b.st" >/dev/null 2>&1 && cmp -s "$d2/a.st" "$d2/b.st" &&
-        echo "ok - gpu dp2-bf16: two 2-GPU runs bitwise identical" || echo "not ok - gpu dp2-bf16: two 2-GPU runs differ"
+    dp_losses_agree "$2" "$one/one.jsonl" "$d/a.jsonl" "$3"
+    "$d/app/mnist" $a --save "$d/b.st" >/dev/null 2>&1 && cmp -s "$d/a.st" "$d/b.st" &&
+        echo "ok - gpu $2: two 2-GPU runs bitwise identical" || echo "not ok - gpu $2: two 2-GPU runs differ"
+}
+check_dp_bf16() { # the BF16 pair, built
+    prefixed dp2-bf16 "$OUT/gpu-dp2-bf16/tests/bin/gpu/test_kernels"
+    dp_runs dp-one-bf16 dp2-bf16 1e-2
 }
 check_dp() {
-    local n d1=$OUT/gpu-dp-one d2=$OUT/gpu-dp2 a="--data $DATA --epochs 1 --max-steps 50 --seed 3" rv out
+    local n d1=$OUT/gpu-dp-one d2=$OUT/gpu-dp2 a rv out
     n=$(host_gpu_count)
     [ "$ACTION" != check ] && n=4 # --list, --build-only: every variant, as on a host of 4
     if [ "$n" -lt 2 ]; then echo "skip - gpu data parallel: skipped: this host shows $n GPU"; return; fi
@@ -255,13 +260,7 @@ check_dp() {
     [ "$n" -ge 4 ] && dp_variant dp4 4 && four=1
     [ "$bf16" = 1 ] && check_dp_bf16
     [ "$built" = 1 ] || return
-    "$d1/app/mnist" $a --log "$d1/one.jsonl" >/dev/null 2>&1 || echo "not ok - gpu dp-one: the one-GPU run failed"
-    if ! "$d2/app/mnist" $a --log "$d2/a.jsonl" --save "$d2/a.st" >"$d2/a.out" 2>&1; then
-        echo "not ok - gpu dp2: the 2-GPU run failed: $(tail -n 2 "$d2/a.out" | tr '\n' ' ')"; return
-    fi
-    dp_losses_agree dp2 "$d1/one.jsonl" "$d2/a.jsonl" 1e-5
-    "$d2/app/mnist" $a --save "$d2/b.st" >/dev/null 2>&1 && cmp -s "$d2/a.st" "$d2/b.st" &&
-        echo "ok - gpu dp2: two 2-GPU runs bitwise identical" || echo "not ok - gpu dp2: two 2-GPU runs differ"
+    dp_runs dp-one dp2 1e-5 || return
     a="--data $DATA --max-steps 50"
     rm -f "$d2/c.st"
     if "$d2/app/mnist" $a --seed 3 --epochs 2 --save "$d2/s.st" >/dev/null 2>&1 &&
