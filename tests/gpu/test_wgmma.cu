@@ -12,7 +12,9 @@
  * NaN first, so an element never written fails; every case runs twice,
  * on the config's grid and on a grid of 3 blocks that each walk many tiles
  * (the persistent kernel's ring running on across tiles), and must be
- * bitwise identical. */
+ * bitwise identical. Each case runs again through the BF16-storing
+ * epilogue (data parallelism's weight gradient), whose every element must
+ * be the FP32 result rounded to nearest even, bit for bit. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,6 +88,38 @@ static Operand make_operand(int layout, int rows, int K)
     return o;
 }
 
+/* The same GEMM through GemmEpiStoreBf16 (data parallelism's BF16 weight gradient), on both grids: each
+ * element the rounding to nearest even of the FP32 epilogue's `want`, bit for bit (the same sums). */
+template <class Tile, int LA, int LB>
+static void check_store_bf16(char *why, const Operand &a, const Operand &b, int M, int N, int K, int ldc,
+                             const std::vector<float> &want)
+{
+    const size_t c_elems = (size_t)M * ldc;
+    __nv_bfloat16 *c;
+    CUDA_CHECK(cudaMalloc(&c, c_elems * sizeof(__nv_bfloat16)));
+    std::vector<uint16_t> got(c_elems);
+    for (int run = 0; run < 2 && !why[0]; run++) {
+        CUDA_CHECK(cudaMemset(c, 0xff, c_elems * sizeof(__nv_bfloat16)));
+        gemm_wgmma_run<LA, LB, GemmEpiStoreBf16, Tile>(
+            a.dev, a.ld, b.dev, b.ld, M, N, K, GemmEpiStoreBf16{c, ldc}, run ? 3 : GEMM_WG_GRID_CONFIG);
+        CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
+        CUDA_CHECK(cudaMemcpy(got.data(), c, c_elems * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
+        for (int m = 0; m < M && !why[0]; m++)
+            for (int n = 0; n < N; n++) {
+                const size_t i = (size_t)m * ldc + n;
+                uint32_t u;
+                memcpy(&u, &want[i], sizeof u);
+                const uint16_t rounded = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+                if (got[i] != rounded) {
+                    set_why(why, "BF16 C[%d][%d] = 0x%04x on %s, the FP32 epilogue's %.7g rounds to 0x%04x",
+                            m, n, got[i], run ? "3 blocks" : "the config's grid", (double)want[i], rounded);
+                    break;
+                }
+            }
+    }
+    CUDA_CHECK(cudaFree(c));
+}
+
 template <class Tile, int LA, int LB>
 static void check(int M, int N, int K)
 {
@@ -128,11 +162,13 @@ static void check(int M, int N, int K)
         }
     if (!why[0] && memcmp(got[0].data(), got[1].data(), c_elems * sizeof(float)) != 0)
         set_why(why, "the run on 3 blocks differs");
+    if (!why[0])
+        check_store_bf16<Tile, LA, LB>(why, a, b, M, N, K, ldc, got[0]);
     if (why[0]) {
         printf("not ok - %s: %s\n", name, why);
         n_failed++;
     } else
-        printf("ok - %s (error %.1e of sum |ab|)\n", name, worst);
+        printf("ok - %s (error %.1e of sum |ab|; its BF16 store the rounding, bitwise)\n", name, worst);
     fflush(stdout);
     CUDA_CHECK(cudaFree(a.dev));
     CUDA_CHECK(cudaFree(b.dev));
