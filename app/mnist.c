@@ -1,5 +1,6 @@
 /* mnist: the fixed-shape training run of the configured build, and the
  * evaluation and use of the models it saves. */
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "app/options.h"
 #include "app/outfile.h"
 #include "app/predict.h"
+#include "app/probs.h"
 #include "app/signals.h"
 #include "app/target.h"
 #include "arch/dp.h"
@@ -784,13 +786,29 @@ static int infer(const options *o)
         upload_dataset(&m, &d, 0); /* each model's width is applied to the set it scores */
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL, o->load_count == 1 ? width : -1);
-        if (SNN_VALID_COUNT && members_held_out(o))
+        const int held_out = SNN_VALID_COUNT && members_held_out(o);
+        snn_out *probs[2] = {NULL,
+                             NULL}; /* the test set's and the validation split's, opened before the work */
+        for (int i = 0; o->probs_prefix && i < 1 + held_out; i++) {
+            char path[PATH_MAX + 16];
+            snprintf(path, sizeof(path), "%s.%s.npy", o->probs_prefix, i ? "validation" : "test");
+            probs[i] = snn_out_open(path);
+        }
+        if (held_out) {
             evaluate_set(o, &m, width, SNN_SET_VALID, valid_images, logits, d.train_labels + SNN_FIT_COUNT,
                          log);
+            if (probs[1])
+                snn_write_probabilities(probs[1], logits, SNN_VALID_COUNT);
+        }
         const snn_score score =
             evaluate_set(o, &m, width, SNN_SET_TEST, d.test_images, logits, d.test_labels, log);
         snn_report_evaluation(logits, d.test_labels, SNN_TEST_COUNT, score, o->load_count, stdout,
                               log ? snn_out_stream(log) : NULL);
+        if (probs[0]) {
+            snn_write_probabilities(probs[0], logits, SNN_TEST_COUNT);
+            printf("probabilities written: %s.test.npy%s%s%s\n", o->probs_prefix, held_out ? ", " : "",
+                   held_out ? o->probs_prefix : "", held_out ? ".validation.npy" : "");
+        }
         free(d.train_images);
         free(logits);
     }

@@ -20,7 +20,8 @@ static void usage(FILE *out)
             "usage: mnist [options]                      train the configured model (make menuconfig)\n"
             "       mnist --load MODEL --eval [--log F]  evaluate a saved model on the test set\n"
             "       mnist --load MODEL --predict IMAGE...  classify PNG, PGM or PPM images\n"
-            "       mnist --load A --load B ... --eval | --predict IMAGE...  the same by a committee\n\n"
+            "       mnist --load A --load B ... --eval | --predict IMAGE...  the same by a committee\n"
+            "       mnist --load MODEL... --eval --probs PREFIX  and its probabilities as NumPy arrays\n\n"
             "Trains this build's MLP %s, batch %d, on %s (make menuconfig configures others).\n\n"
             "  --data DIR            dataset directory (default: %s)\n"
             "  --epochs N            train N epochs instead of the configured %d (with --resume: up to\n"
@@ -51,6 +52,10 @@ static void usage(FILE *out)
             "  --eval                with --load: the test set's loss, accuracy, per-class accuracy\n"
             "                        and confusion matrix (first the validation split's loss and\n"
             "                        accuracy, where the build holds one out); trains nothing\n"
+            "  --probs PREFIX        with --eval: write the class probabilities of each test image\n"
+            "                        to PREFIX.test.npy (and of the validation split's, where it is\n"
+            "                        scored, to PREFIX.validation.npy): float32, a row an image;\n"
+            "                        tools/ensemble.py mixes committees of other shapes with them\n"
             "  --predict IMAGE...    with --load: each image's class and probability; any size,\n"
             "                        grey or colour, dark or light background (made MNIST-like)\n"
             "  --dump DIR            write the run's shape and numerics, initial parameters, each\n"
@@ -157,6 +162,8 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
         snn_die("--load given %d times: a run trains from one model's weights; several --load files make a "
                 "committee for --eval or --predict",
                 o->load_count);
+    if (o->probs_prefix && !o->eval)
+        snn_die("--probs writes the probabilities --eval scores: give --eval (and --load) with it");
     if (o->image_count && !o->eval && o->log_path)
         snn_die("--log records training and --eval; --predict prints its results");
     if (o->resume_path && o->load_path)
@@ -174,14 +181,23 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
     if (every_given && !o->checkpoint_path)
         snn_die("--checkpoint-every needs --checkpoint FILE");
     /* Each output is written whole and renamed: two of them on one name would leave only the last. */
-    const char *outputs[][2] = {{"--save", o->save_path}, {"--checkpoint", o->checkpoint_path},
-                                {"--log", o->log_path}, {"--dump", o->dump_dir}};
-    char where[4][2 * PATH_MAX];
-    for (int i = 0; i < 4; i++)
+    char probs[2][PATH_MAX + 16] = {"", ""};
+    if (o->probs_prefix)
+        for (int i = 0; i < 2; i++)
+            snprintf(probs[i], sizeof(probs[i]), "%s.%s.npy", o->probs_prefix, i ? "validation" : "test");
+    const char *outputs[][2] = {{"--save", o->save_path},
+                                {"--checkpoint", o->checkpoint_path},
+                                {"--log", o->log_path},
+                                {"--dump", o->dump_dir},
+                                {"--probs", o->probs_prefix ? probs[0] : NULL},
+                                {"--probs", o->probs_prefix ? probs[1] : NULL}};
+    enum { OUTPUTS = sizeof(outputs) / sizeof(outputs[0]) };
+    char where[OUTPUTS][2 * PATH_MAX];
+    for (int i = 0; i < OUTPUTS; i++)
         if (outputs[i][1])
             resolved(outputs[i][1], where[i], sizeof(where[i]));
-    for (int i = 0; i < 4; i++)
-        for (int j = i + 1; j < 4 && outputs[i][1]; j++)
+    for (int i = 0; i < OUTPUTS; i++)
+        for (int j = i + 1; j < OUTPUTS && outputs[i][1]; j++)
             if (outputs[j][1] && strcmp(where[i], where[j]) == 0)
                 snn_die("%s and %s name the same file, %s: give each its own", outputs[i][0], outputs[j][0],
                         where[i]);
@@ -189,9 +205,10 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
 
 options snn_parse_options(int argc, char **argv)
 {
+    // clang-format off
     enum {
         DATA = 256, LOG, DUMP, SAVE, LOAD, RESUME, CHECKPOINT, EVERY, EVAL, PREDICT, MAX_STEPS, EPOCHS, SEED,
-        TARGET, KEEP_GOING, DIGIT_WIDTH, HELP
+        TARGET, KEEP_GOING, DIGIT_WIDTH, PROBS, HELP
     };
     static const struct option longs[] = {
         {"data", required_argument, 0, DATA},         {"log", required_argument, 0, LOG},
@@ -202,8 +219,9 @@ options snn_parse_options(int argc, char **argv)
         {"max-steps", required_argument, 0, MAX_STEPS}, {"epochs", required_argument, 0, EPOCHS},
         {"seed", required_argument, 0, SEED},         {"target-acc", required_argument, 0, TARGET},
         {"keep-going", no_argument, 0, KEEP_GOING},   {"digit-width", required_argument, 0, DIGIT_WIDTH},
-        {"help", no_argument, 0, HELP},
+        {"probs", required_argument, 0, PROBS},       {"help", no_argument, 0, HELP},
         {0, 0, 0, 0}};
+    // clang-format on
     options o = {.data_dir = SNN_DATA_DIR, .max_steps = SNN_STEPS_PER_EPOCH, .epochs = CONFIG_TRAIN_EPOCHS,
                  .checkpoint_every = 1, .seed = CONFIG_TRAIN_SEED};
     int c, predict = 0, epochs_given = 0, max_steps_given = 0, every_given = 0, seed_given = 0;
@@ -232,6 +250,9 @@ options snn_parse_options(int argc, char **argv)
         case TARGET: o.target_acc = parse_percent("--target-acc", optarg); break;
         case KEEP_GOING: o.keep_going = 1; break;
         case DIGIT_WIDTH: o.digit_width = parse_digit_width(optarg); break;
+        case PROBS:
+            o.probs_prefix = parse_path("--probs", optarg, 0);
+            break;
         case HELP: usage(stdout); exit(0);
         default: /* inside a cluster like -xy, optind has not moved past it yet */
             if (strncmp(argv[optind - 1], "--", 2) == 0)

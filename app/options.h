@@ -7,6 +7,7 @@
 
 typedef struct {
     const char *data_dir, *log_path, *dump_dir, *save_path;
+    const char *probs_prefix; /* --probs: --eval's probabilities to PREFIX.test.npy (PREFIX.validation.npy) */
     const char *load_path, *resume_path, *checkpoint_path; /* load_path: the first --load */
     const char *loads[SNN_MAX_MEMBERS];                      /* every --load, in order */
     int load_count;

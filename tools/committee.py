@@ -15,7 +15,9 @@ committees on it); --sizes scores the committees of the first K1, K2, ... member
 members train, so that no size is picked on the test set). --digit-widths gives member i the i-th width, in
 turn (mnist --digit-width W; 0: the digits as they are), so that the members see the digits differently, as
 Ciresan et al.'s committees did (on h100_speedrun995 no better than plain ones: docs/PERF.md v41). --json
-writes them. Exits 1 when a build or a run fails.
+writes them. Each committee's probabilities stay in DIR/committee-K.test.npy (and .validation.npy):
+tools/ensemble.py DIR/committee-K:K OTHER/committee-J:J mixes committees of different boards, member for
+member. Exits 1 when a build or a run fails.
 """
 import argparse
 import json
@@ -82,10 +84,11 @@ def digit_widths(text, options):
 
 def score(app, files, out, data, env):
     """The committee of the files: app --load ... --eval, its test loss and accuracy from its --log, and its
-    validation figures where the build holds the split out."""
+    validation figures where the build holds the split out; its probabilities kept (--probs OUT/committee-K)."""
     k = len(files)
     log = os.path.join(out, f"committee-{k}.jsonl")
-    cmd = [app, *[a for f in files for a in ("--load", f)], "--eval", "--log", log, *data]
+    probs = os.path.join(out, f"committee-{k}")
+    cmd = [app, *[a for f in files for a in ("--load", f)], "--eval", "--log", log, "--probs", probs, *data]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if done.returncode != 0:
         fail(f"the committee's --eval exited with status {done.returncode}: {last_lines(done.stdout)}")
@@ -98,7 +101,7 @@ def score(app, files, out, data, env):
     if not re.search(r"^test set: .*the committee of \d+$", done.stdout, re.M):
         fail("the committee's --eval printed no committee line")
     return {"members": k, "valid_loss": validation.get("loss"), "valid_acc": validation.get("accuracy"),
-            "test_loss": evaluation["loss"], "test_acc": evaluation["accuracy"]}
+            "test_loss": evaluation["loss"], "test_acc": evaluation["accuracy"], "probs": probs}
 
 
 def main():
@@ -163,7 +166,7 @@ def main():
         name, of = ("committee", "the members'") if whole else (f"committee of the first {c['members']}", "their")
         valid = f"validation accuracy {100 * c['valid_acc']:.2f} %, " if c["valid_acc"] is not None else ""
         print(f"{name}: {valid}test accuracy {100 * c['test_acc']:.2f} % ({of} mean {100 * first:.2f} %), "
-              f"loss {c['test_loss']:.4f}")
+              f"loss {c['test_loss']:.4f}; probabilities {c['probs']}.*.npy")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"board": args.board, "members": members, "committee": committee, "committees": committees}, f,

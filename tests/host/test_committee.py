@@ -5,7 +5,9 @@ mean -log of the label's mean probability), each member's line as --eval of it a
 model twice as that model, --predict by the mean probability, and the refusals (one line, exit 1); in a build
 that holds a validation split out, the committee's (and one model's) figures on it too, before the test set's.
 Members trained at different --digit-width each see the images at their own width (numpy's:
-tools/lib/digit_width.py).
+tools/lib/digit_width.py). --eval --probs PREFIX writes the probabilities numpy computes (PREFIX.test.npy,
+and PREFIX.validation.npy in the validation build), and tools/ensemble.py mixes such files by weight as
+numpy does; the refusals of both.
 
     tests/host/test_committee.py PATH/TO/mnist [VALIDATION/mnist]   (a host build of 784-256-10; one that holds
                                                                     the last 5000 training images out; the
@@ -89,6 +91,67 @@ def held_out_as(path, new, held_out):
     return new
 
 
+ENSEMBLE = os.path.join(HERE, "..", "..", "tools", "ensemble.py")
+
+
+def ensemble(*args):
+    p = subprocess.run([sys.executable, ENSEMBLE, "--data", DATA, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def mixture_line(out, split):
+    m = re.search(rf"^mixture, {split}: accuracy [0-9.]+ % \((\d+) of (\d+)\), loss ([0-9.]+)$", out, re.M)
+    return (int(m.group(1)), int(m.group(2)), float(m.group(3))) if m else None
+
+
+def check_probs(app, d, files, images, labels):
+    """--eval --probs: one model's and a committee's probabilities as numpy's; tools/ensemble.py's weighted mixture
+    of a committee of two and a third model as numpy's mean of the three; the refusals."""
+    one, two = os.path.join(d, "p-one"), os.path.join(d, "p-two")
+    rc1, out1, err1 = mnist(app, "--load", files[2], "--eval", "--probs", one)
+    rc2, out2, err2 = mnist(app, "--load", files[0], "--load", files[1], "--eval", "--probs", two)
+    got = [np.load(p + ".test.npy") if os.path.exists(p + ".test.npy") else None for p in (one, two)]
+    want = [probabilities(files[2], images), sum(probabilities(f, images) for f in files[:2]) / 2]
+    diff = [float(np.abs(g - w).max()) if g is not None and g.shape == w.shape else 1.0 for g, w in zip(got, want)]
+    ok = (rc1 == rc2 == 0 and all(g is not None and g.dtype == np.float32 for g in got) and max(diff) < 1e-5 and
+          f"probabilities written: {one}.test.npy" in out1 and not os.path.exists(one + ".validation.npy"))
+    verdict(ok, f"--eval --probs: one model's and a committee of 2's test probabilities, float32 [10000][10], as "
+            f"numpy's within {max(diff):.1e}", (diff, out1[-200:] + err1 + err2))
+    rc, out, err = ensemble(f"{two}:2", one)
+    mean = (2 * got[1].astype(np.float64) + got[0].astype(np.float64)) / 3 if all(g is not None for g in got) else None
+    line = mixture_line(out, "test")
+    exact = int((mean.argmax(axis=1) == labels).sum()) if mean is not None else -1
+    right, _ = committee_figures(files, images, labels)
+    loss = float(-np.log(mean[np.arange(len(labels)), labels]).mean()) if mean is not None else -1
+    ok = (rc == 0 and line and line[0] == exact and line[1] == 10000 and abs(line[2] - loss) < 5e-5 and
+          abs(exact - right) <= 1 and "validation" not in out)
+    verdict(ok, f"ensemble.py PREFIX:2 PREFIX: the weighted mean of the files, {exact} right (numpy's committee "
+            f"of the 3 models: {right})", out[-300:] + err)
+    bad = os.path.join(d, "bad")
+    np.save(bad + ".test.npy", np.zeros((10, 10), np.float32))
+    np.save(os.path.join(d, "rows.test.npy"), np.full((9999, 10), 0.1, np.float32))
+    for name, args, want in (
+            ("a missing prefix", [os.path.join(d, "none")], "none.test.npy: no such file"),
+            ("a weight of 0", [f"{one}:0"], "a weight is a positive number"),
+            ("a weight that is not a number", [f"{one}:x"], "the weight after ':' is not a number"),
+            ("rows that are not probabilities", [bad], "its rows are not probabilities"),
+            ("9999 rows", [os.path.join(d, "rows")], "the test arrays have [9999] rows, the test labels 10000")):
+        rc, out, err = ensemble(*args)
+        lines = err.strip().splitlines()
+        verdict(rc == 1 and len(lines) == 1 and want in lines[0] and lines[0].startswith("ensemble: error:"),
+                f"ensemble.py refuses in one line: {name}", err.strip() or out[-200:])
+    for name, args, want in (
+            ("--probs without --eval", ["--load", files[0], "--probs", one], "--probs writes the probabilities"),
+            ("--probs into a missing directory", ["--load", files[0], "--eval", "--probs",
+                                                  os.path.join(d, "no", "p")], "does not exist"),
+            ("--probs and --log on one file", ["--load", files[0], "--eval", "--probs", one, "--log",
+                                               one + ".test.npy"], "--log and --probs name the same file")):
+        rc, out, err = mnist(app, *args)
+        lines = err.strip().splitlines()
+        verdict(rc == 1 and len(lines) == 1 and want in lines[0] and lines[0].startswith("mnist: error:"),
+                f"refused in one line: {name}", err.strip())
+
+
 def check_validation(app, d):
     """A validation build's committee: the held-out images scored first, as numpy's mean of the softmax; not
     scored where a member was trained on them."""
@@ -116,6 +179,21 @@ def check_validation(app, d):
     verdict(ok, f"a validation build's 2 members (one at digit width 16): the held-out 5000 first, {want_right} "
             f"right, loss {want_loss:.4f}, as numpy's; each member's line and the log's validation event",
             got or out + err)
+    prefix = os.path.join(d, "pv")
+    rc, out, err = mnist(app, *[a for f in files for a in ("--load", f)], "--eval", "--probs", prefix)
+    arrays = {s: np.load(f"{prefix}.{s}.npy") for s in ("validation", "test") if os.path.exists(f"{prefix}.{s}.npy")}
+    want_p = sum(probabilities(f, images[-5000:]) for f in files) / 2
+    diff = float(np.abs(arrays["validation"] - want_p).max()) if "validation" in arrays else 1.0
+    ok = (rc == 0 and arrays.get("test", np.zeros(0)).shape == (10000, 10) and diff < 1e-5 and
+          f"probabilities written: {prefix}.test.npy, {prefix}.validation.npy" in out)
+    verdict(ok, f"--eval --probs in a validation build: the held-out 5000's probabilities too, as numpy's within "
+            f"{diff:.1e}", out[-200:] + err)
+    rc, out, err = ensemble(prefix)
+    line = mixture_line(out, "validation")
+    ok = rc == 0 and line == (want_right, 5000, line[2] if line else -1) and abs(line[2] - want_loss) < 5e-5 and \
+        -1 < out.find("mixture, validation") < out.find("mixture, test")
+    verdict(ok, f"ensemble.py on a validation build's prefix: the held-out 5000 first, {want_right} right, as the "
+            "committee's --eval", out[-300:] + err)
     rc, out, err = mnist(app, "--load", files[1], "--eval")
     one = figures(out, "validation set")
     want = committee_figures(files[1:], images[-5000:], labels[-5000:])
@@ -196,6 +274,7 @@ def main():
             lines = err.strip().splitlines()
             ok = rc == 1 and len(lines) == 1 and want in lines[0] and lines[0].startswith("mnist: error:")
             verdict(ok, f"refused in one line: {name}", err.strip())
+        check_probs(app, d, files, images, labels)
         if len(sys.argv) > 2:
             check_validation(sys.argv[2], d)
 

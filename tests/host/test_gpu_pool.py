@@ -305,9 +305,11 @@ def check_committee(tmp, host, validation):
           [m["digit_width"] for m in r["members"]] == [0, 14, 0] and saved == ["0", "14", "0"] and
           "| 2 | 2 | 14 |" in p.stdout and
           {m["gpu"] for m in r["members"]} == {"0", "1"} and f"accuracy {100 * acc:.2f}%" in evaluated(3) and
-          "the committee of 3" in evaluated(3) and f"committee: test accuracy {100 * acc:.2f} %" in p.stdout)
+          "the committee of 3" in evaluated(3) and f"committee: test accuracy {100 * acc:.2f} %" in p.stdout and
+          os.path.exists(os.path.join(out, "committee-3.test.npy")) and
+          r["committee"].get("probs") == os.path.join(out, "committee-3"))
     verdict(ok, "committee.py --digit-widths 0,14: 3 members from seeds 1-3 on 2 GPUs at widths as read, 14, as "
-            "read, then their committee's --eval",
+            "read, then their committee's --eval, its probabilities kept",
             p.stdout[-400:] + p.stderr[-300:])
     two = next((c for c in r["committees"] if c["members"] == 2), {})
     acc2 = two.get("test_acc", -1)
