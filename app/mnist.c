@@ -787,12 +787,14 @@ static int infer(const options *o)
         if (log)
             log_config(snn_out_stream(log), &m, &dev, o, plan.total, NULL, o->load_count == 1 ? width : -1);
         const int held_out = SNN_VALID_COUNT && members_held_out(o);
-        snn_out *probs[2] = {NULL,
-                             NULL}; /* the test set's and the validation split's, opened before the work */
-        for (int i = 0; o->probs_prefix && i < 1 + held_out; i++) {
-            char path[PATH_MAX + 16];
-            snprintf(path, sizeof(path), "%s.%s.npy", o->probs_prefix, i ? "validation" : "test");
-            probs[i] = snn_out_open(path);
+        /* the test set's and the validation split's, opened before the work and put in place together after
+         * it, so that a stopped or failed evaluation leaves the files of an earlier one as they were */
+        snn_out *probs[2] = {NULL, NULL};
+        char probs_path[2][PATH_MAX + 16];
+        for (int i = 0; o->probs_prefix && i < 2; i++) {
+            snprintf(probs_path[i], sizeof(probs_path[i]), "%s.%s.npy", o->probs_prefix,
+                     i ? "validation" : "test");
+            probs[i] = i < 1 + held_out ? snn_out_open(probs_path[i]) : NULL;
         }
         if (held_out) {
             evaluate_set(o, &m, width, SNN_SET_VALID, valid_images, logits, d.train_labels + SNN_FIT_COUNT,
@@ -806,8 +808,15 @@ static int infer(const options *o)
                               log ? snn_out_stream(log) : NULL);
         if (probs[0]) {
             snn_write_probabilities(probs[0], logits, SNN_TEST_COUNT);
-            printf("probabilities written: %s.test.npy%s%s%s\n", o->probs_prefix, held_out ? ", " : "",
-                   held_out ? o->probs_prefix : "", held_out ? ".validation.npy" : "");
+            snn_out_commit(probs[0]);
+            if (probs[1])
+                snn_out_commit(probs[1]);
+            printf("probabilities written: %s%s%s\n", probs_path[0], held_out ? ", " : "",
+                   held_out ? probs_path[1] : "");
+            /* an earlier evaluation's split there would be mixed with this test set (tools/ensemble.py) */
+            if (!held_out && unlink(probs_path[1]) == 0)
+                printf("removed %s: an earlier evaluation's; this one scored no validation split\n",
+                       probs_path[1]);
         }
         free(d.train_images);
         free(logits);

@@ -181,6 +181,7 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
     if (every_given && !o->checkpoint_path)
         snn_die("--checkpoint-every needs --checkpoint FILE");
     /* Each output is written whole and renamed: two of them on one name would leave only the last. */
+    /* --probs' validation file too, even where this build scores no split: it removes an earlier one there */
     char probs[2][PATH_MAX + 16] = {"", ""};
     if (o->probs_prefix)
         for (int i = 0; i < 2; i++)

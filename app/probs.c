@@ -42,5 +42,4 @@ void snn_write_probabilities(snn_out *out, const float *logits, int rows)
             p[c] = (float)(e[c] / total);
         fwrite(p, sizeof(float), SNN_CLASSES, f); /* a write error is snn_out_commit's to report */
     }
-    snn_out_commit(out);
 }

@@ -6,8 +6,8 @@
 
 #include "app/outfile.h"
 
-/* Writes to out (then commits it) a NumPy .npy file of float32, rows x SNN_CLASSES: row i the softmax of
- * logits' row i (for a committee's logits, the log of its members' mean probability: that mean back). */
+/* Writes to out (the caller commits it) a NumPy .npy file of float32, rows x SNN_CLASSES: row i the softmax
+ * of logits' row i (for a committee's logits, the log of its members' mean probability: that mean back). */
 void snn_write_probabilities(snn_out *out, const float *logits, int rows);
 
 #endif

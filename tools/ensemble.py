@@ -2,18 +2,19 @@
 """Committees of models of any shapes: the weighted mean of the class probabilities that mnist --eval --probs
 wrote, scored on the test set and, where every input holds it, on the validation split.
 
-    tools/ensemble.py PREFIX[:WEIGHT] ... [--data DIR] [--json OUT]
+    tools/ensemble.py PREFIX[:WEIGHT] ... [--validation-only] [--data DIR] [--json OUT]
 
 One build loads models of one shape, so its committees (mnist --load A --load B ... --eval) cannot mix a
 784-1024x2 with a 784-2500-...-500. Each PREFIX names the arrays mnist --load ... --eval --probs PREFIX
 wrote: PREFIX.test.npy and, where the build held the split out, PREFIX.validation.npy (float32, a row an
 image; tools/committee.py writes its committee's as OUT/committee-K). WEIGHT (default 1) is the input's share
-of the mean: give a committee's prefix its member count so that every member weighs alike. Prints each
-input's accuracy and the mixture's, the validation split's first (choose on it, then read the test set once),
-with the mixture's loss (the mean over the images of -log of the label's probability) and how many images it
-gets right. The labels are --data's (default data/mnist): the test set's, and the last N training images'
-for validation arrays of N rows. Exits 1 with one line on a missing or malformed file, mismatched rows or a
-bad weight.
+of the mean: give a committee's prefix its member count so that every member weighs alike (a prefix whose
+own name ends in ':N' is taken whole where its files exist). Prints each input's accuracy and the mixture's,
+the validation split's first, with the mixture's loss (the mean over the images of -log of the label's
+probability) and how many images it gets right. --validation-only scores the split alone, so that mixtures
+can be chosen on it before the test set is read once. The labels are --data's (default data/mnist): the test
+set's, and the last N training images' for validation arrays of N rows. Exits 1 with one line on a missing
+or malformed file, mismatched rows or a bad weight.
 """
 import argparse
 import json
@@ -35,10 +36,12 @@ def fail(msg):
 
 
 def parse_input(text):
-    """'PREFIX' or 'PREFIX:WEIGHT' -> (prefix, weight)."""
+    """'PREFIX' or 'PREFIX:WEIGHT' -> (prefix, weight); text is a prefix whole where its test file exists."""
     prefix, sep, weight = text.rpartition(":")
-    if not sep or os.sep in weight:  # no weight given ('a/b', or a path with a colon before its last slash)
+    if not sep or os.path.exists(f"{text}.test.npy"):
         return text, 1.0
+    if not prefix:
+        fail(f"{text}: no prefix before the weight")
     try:
         w = float(weight)
     except ValueError:
@@ -83,6 +86,7 @@ def mix(inputs, split, labels):
 def main():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("inputs", nargs="+", metavar="PREFIX[:WEIGHT]", help="mnist --probs prefixes, each with a weight")
+    p.add_argument("--validation-only", action="store_true", help="score the validation split alone")
     p.add_argument("--data", default=os.path.join(REPO, "data", "mnist"), help="the dataset (default data/mnist)")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
@@ -90,22 +94,21 @@ def main():
     for prefix, _ in inputs:
         if not os.path.exists(f"{prefix}.test.npy"):
             fail(f"{prefix}.test.npy: no such file (mnist --load ... --eval --probs {prefix} writes it)")
+    with_valid = [os.path.exists(f"{prefix}.validation.npy") for prefix, _ in inputs]
+    missing = next((prefix for (prefix, _), has in zip(inputs, with_valid) if not has), None)
+    if args.validation_only and missing:
+        fail(f"--validation-only: {missing}.validation.npy: no such file (a build that holds the split out writes it)")
+    report = {"inputs": [{"prefix": p, "weight": w} for p, w in inputs]}
     try:
-        _, test_labels = load_test_set(args.data)
-        with_valid = [os.path.exists(f"{prefix}.validation.npy") for prefix, _ in inputs]
-        valid_labels = None
-        if all(with_valid):
-            rows = np.load(f"{inputs[0][0]}.validation.npy", mmap_mode="r").shape[0]
-            valid_labels = load_train_set(args.data)[1][-rows:]
+        if not missing:
+            rows = read_probs(f"{inputs[0][0]}.validation.npy").shape[0]
+            report["validation"] = mix(inputs, "validation", load_train_set(args.data)[1][-rows:])
+        elif any(with_valid):
+            print(f"validation split: not scored: {missing}.validation.npy is missing")
+        if not args.validation_only:
+            report["test"] = mix(inputs, "test", load_test_set(args.data)[1])
     except DataError as e:
         fail(str(e))
-    report = {"inputs": [{"prefix": p, "weight": w} for p, w in inputs]}
-    if valid_labels is not None:
-        report["validation"] = mix(inputs, "validation", valid_labels)
-    elif any(with_valid):
-        missing = next(prefix for (prefix, _), has in zip(inputs, with_valid) if not has)
-        print(f"validation split: not scored: {missing}.validation.npy is missing")
-    report["test"] = mix(inputs, "test", test_labels)
     print("| input | weight | " + " | ".join(f"{s} accuracy" for s in ("validation", "test") if s in report) + " |")
     print("|---|---|" + "---|" * sum(s in report for s in ("validation", "test")))
     for i, (prefix, w) in enumerate(inputs):

@@ -13,6 +13,7 @@ numpy does; the refusals of both.
                                                                     the last 5000 training images out; the
                                                                     data in data/mnist)
 """
+import io
 import json
 import os
 import re
@@ -113,10 +114,20 @@ def check_probs(app, d, files, images, labels):
     got = [np.load(p + ".test.npy") if os.path.exists(p + ".test.npy") else None for p in (one, two)]
     want = [probabilities(files[2], images), sum(probabilities(f, images) for f in files[:2]) / 2]
     diff = [float(np.abs(g - w).max()) if g is not None and g.shape == w.shape else 1.0 for g, w in zip(got, want)]
-    ok = (rc1 == rc2 == 0 and all(g is not None and g.dtype == np.float32 for g in got) and max(diff) < 1e-5 and
-          f"probabilities written: {one}.test.npy" in out1 and not os.path.exists(one + ".validation.npy"))
-    verdict(ok, f"--eval --probs: one model's and a committee of 2's test probabilities, float32 [10000][10], as "
-            f"numpy's within {max(diff):.1e}", (diff, out1[-200:] + err1 + err2))
+    header = open(two + ".test.npy", "rb").read(128) if got[1] is not None else b""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (10000, 10)})
+    ok = (rc1 == rc2 == 0 and all(g is not None and g.dtype == np.float32 for g in got) and max(diff) < 2e-6 and
+          header == buf.getvalue() and f"probabilities written: {one}.test.npy\n" in out1 and
+          f"probabilities written: {two}.test.npy\n" in out2 and not os.path.exists(one + ".validation.npy"))
+    verdict(ok, f"--eval --probs: one model's and a committee of 2's test probabilities, float32 [10000][10] after "
+            f"numpy's own 128-byte header, as numpy's within {max(diff):.1e}", (diff, out1[-200:] + err1 + err2))
+    colon = os.path.join(d, "c:2")
+    rc, _, err = mnist(app, "--load", files[2], "--eval", "--probs", colon)
+    rc2, out, err2 = ensemble(colon, f"{one}:1")
+    line = mixture_line(out, "test")
+    ok = rc == rc2 == 0 and line and line[0] == int((got[0].argmax(axis=1) == labels).sum())
+    verdict(ok, "ensemble.py takes a prefix ending in ':2' whole where its files exist", out[-300:] + err + err2)
     rc, out, err = ensemble(f"{two}:2", one)
     mean = (2 * got[1].astype(np.float64) + got[0].astype(np.float64)) / 3 if all(g is not None for g in got) else None
     line = mixture_line(out, "test")
@@ -135,7 +146,10 @@ def check_probs(app, d, files, images, labels):
             ("a weight of 0", [f"{one}:0"], "a weight is a positive number"),
             ("a weight that is not a number", [f"{one}:x"], "the weight after ':' is not a number"),
             ("rows that are not probabilities", [bad], "its rows are not probabilities"),
-            ("9999 rows", [os.path.join(d, "rows")], "the test arrays have [9999] rows, the test labels 10000")):
+            ("9999 rows", [os.path.join(d, "rows")], "the test arrays have [9999] rows, the test labels 10000"),
+            ("no prefix before the weight", [":2"], "no prefix before the weight"),
+            ("--validation-only without validation arrays", ["--validation-only", one],
+             "p-one.validation.npy: no such file")):
         rc, out, err = ensemble(*args)
         lines = err.strip().splitlines()
         verdict(rc == 1 and len(lines) == 1 and want in lines[0] and lines[0].startswith("ensemble: error:"),
@@ -184,7 +198,7 @@ def check_validation(app, d):
     arrays = {s: np.load(f"{prefix}.{s}.npy") for s in ("validation", "test") if os.path.exists(f"{prefix}.{s}.npy")}
     want_p = sum(probabilities(f, images[-5000:]) for f in files) / 2
     diff = float(np.abs(arrays["validation"] - want_p).max()) if "validation" in arrays else 1.0
-    ok = (rc == 0 and arrays.get("test", np.zeros(0)).shape == (10000, 10) and diff < 1e-5 and
+    ok = (rc == 0 and arrays.get("test", np.zeros(0)).shape == (10000, 10) and diff < 2e-6 and
           f"probabilities written: {prefix}.test.npy, {prefix}.validation.npy" in out)
     verdict(ok, f"--eval --probs in a validation build: the held-out 5000's probabilities too, as numpy's within "
             f"{diff:.1e}", out[-200:] + err)
@@ -194,6 +208,22 @@ def check_validation(app, d):
         -1 < out.find("mixture, validation") < out.find("mixture, test")
     verdict(ok, f"ensemble.py on a validation build's prefix: the held-out 5000 first, {want_right} right, as the "
             "committee's --eval", out[-300:] + err)
+    rc, out, err = ensemble("--validation-only", prefix)
+    ok = (rc == 0 and mixture_line(out, "validation") == line and "mixture, test" not in out and
+          "test accuracy" not in out)
+    verdict(ok, "ensemble.py --validation-only: the split alone, the test set not read", out[-300:] + err)
+    with open(f"{prefix}.validation.npy", "r+b") as f:
+        f.write(b"not a numpy file")
+    rc, out, err = ensemble(prefix)
+    lines = err.strip().splitlines()
+    ok = rc == 1 and len(lines) == 1 and "pv.validation.npy" in lines[0] and lines[0].startswith("ensemble: error:")
+    verdict(ok, "ensemble.py refuses in one line: a malformed validation file", err.strip() or out[-200:])
+    other = held_out_as(files[0], os.path.join(d, "v1-none.st"), "0")
+    rc, out, err = mnist(app, "--load", other, "--eval", "--probs", prefix)
+    ok = (rc == 0 and os.path.exists(f"{prefix}.test.npy") and not os.path.exists(f"{prefix}.validation.npy") and
+          f"removed {prefix}.validation.npy: an earlier evaluation's; this one scored no validation split" in out)
+    verdict(ok, "--probs where the split is not scored (a member trained without it): the earlier validation file "
+            "removed, saying so", out[-300:] + err)
     rc, out, err = mnist(app, "--load", files[1], "--eval")
     one = figures(out, "validation set")
     want = committee_figures(files[1:], images[-5000:], labels[-5000:])

@@ -306,7 +306,7 @@ def check_committee(tmp, host, validation):
           "| 2 | 2 | 14 |" in p.stdout and
           {m["gpu"] for m in r["members"]} == {"0", "1"} and f"accuracy {100 * acc:.2f}%" in evaluated(3) and
           "the committee of 3" in evaluated(3) and f"committee: test accuracy {100 * acc:.2f} %" in p.stdout and
-          os.path.exists(os.path.join(out, "committee-3.test.npy")) and
+          all(os.path.exists(os.path.join(out, f"committee-{k}.test.npy")) for k in (2, 3)) and
           r["committee"].get("probs") == os.path.join(out, "committee-3"))
     verdict(ok, "committee.py --digit-widths 0,14: 3 members from seeds 1-3 on 2 GPUs at widths as read, 14, as "
             "read, then their committee's --eval, its probabilities kept",
@@ -328,9 +328,11 @@ def check_committee(tmp, host, validation):
                                   "--eval"], capture_output=True, text=True).stdout, re.M)
     acc = r["committee"].get("valid_acc")
     ok = (p.returncode == 0 and m and acc is not None and f"{100 * acc:.2f}" == m.group(1) and
-          f"committee: validation accuracy {100 * acc:.2f} %, test accuracy" in p.stdout)
+          f"committee: validation accuracy {100 * acc:.2f} %, test accuracy" in p.stdout and
+          all(os.path.exists(os.path.join(tmp, "committee-valid", f"committee-2.{split}.npy"))
+              for split in ("test", "validation")))
     verdict(ok, "committee.py on a build that holds a validation split out: the committee's validation accuracy "
-            "beside its test accuracy, as --eval's", p.stdout[-400:] + p.stderr[-300:])
+            "beside its test accuracy, as --eval's, both sets' probabilities kept", p.stdout[-400:] + p.stderr[-300:])
     cases = [(["host", "--app", host, "--members", "1"], "--members wants 2 to 64, not 1"),
              (["host", "--app", host, "--members", "3", "--sizes", "1,3"], "--sizes wants sizes from 2 to"),
              (["host", "--app", host, "--members", "3", "--sizes", "4"], "--members (3), not 4"),
