@@ -9,7 +9,8 @@
  * that rounded instead would fail), summed in double on the host. An
  * element passes when |gpu - ref| <= 1e-5 x sum_k |a b| + 1e-30: FP32
  * accumulation of exact products, nothing looser. Outputs are poisoned with
- * NaN first, so an element never written fails; every case runs twice,
+ * NaN first, so an element never written fails, as does a write into a
+ * row's padding past N; every case runs twice,
  * on the config's grid and on a grid of 3 blocks that each walk many tiles
  * (the persistent kernel's ring running on across tiles), and must be
  * bitwise identical. Each case runs again through the BF16-storing
@@ -99,14 +100,22 @@ static void check_store_bf16(char *why, const Operand &a, const Operand &b, int 
     CUDA_CHECK(cudaMalloc(&c, c_elems * sizeof(__nv_bfloat16)));
     std::vector<uint16_t> got(c_elems);
     for (int run = 0; run < 2 && !why[0]; run++) {
-        CUDA_CHECK(cudaMemset(c, 0xff, c_elems * sizeof(__nv_bfloat16)));
+        CUDA_CHECK(cudaMemsetAsync(c, 0xff, c_elems * sizeof(__nv_bfloat16), snn_stream()));
         gemm_wgmma_run<LA, LB, GemmEpiStoreBf16, Tile>(
             a.dev, a.ld, b.dev, b.ld, M, N, K, GemmEpiStoreBf16{c, ldc}, run ? 3 : GEMM_WG_GRID_CONFIG);
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
         CUDA_CHECK(cudaMemcpy(got.data(), c, c_elems * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
         for (int m = 0; m < M && !why[0]; m++)
-            for (int n = 0; n < N; n++) {
+            for (int n = 0; n < ldc; n++) {
                 const size_t i = (size_t)m * ldc + n;
+                if (n >= N) { /* the row's padding, poisoned */
+                    if (got[i] != 0xffffu) {
+                        set_why(why, "BF16 C[%d][%d], past N in the row's padding, was written on %s", m, n,
+                                run ? "3 blocks" : "the config's grid");
+                        break;
+                    }
+                    continue;
+                }
                 uint32_t u;
                 memcpy(&u, &want[i], sizeof u);
                 const uint16_t rounded = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
@@ -136,7 +145,7 @@ static void check(int M, int N, int K)
     CUDA_CHECK(cudaMalloc(&c, c_elems * sizeof(float)));
     std::vector<float> got[2];
     for (int run = 0; run < 2; run++) {
-        CUDA_CHECK(cudaMemset(c, 0xff, c_elems * sizeof(float)));
+        CUDA_CHECK(cudaMemsetAsync(c, 0xff, c_elems * sizeof(float), snn_stream()));
         gemm_wgmma_run<LA, LB, GemmEpiStore, Tile>(a.dev, a.ld, b.dev, b.ld, M, N, K, GemmEpiStore{c, ldc},
                                                    run ? 3 : GEMM_WG_GRID_CONFIG);
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
@@ -159,6 +168,15 @@ static void check(int M, int N, int K)
                 break;
             }
             worst = err > worst ? err : worst;
+        }
+    for (int m = 0; m < M && !why[0]; m++)
+        for (int n = N; n < ldc; n++) {
+            uint32_t u;
+            memcpy(&u, &got[0][(size_t)m * ldc + n], sizeof u);
+            if (u != 0xffffffffu) {
+                set_why(why, "C[%d][%d], past N in the row's padding, was written", m, n);
+                break;
+            }
         }
     if (!why[0] && memcmp(got[0].data(), got[1].data(), c_elems * sizeof(float)) != 0)
         set_why(why, "the run on 3 blocks differs");
