@@ -15,13 +15,10 @@
 static void add_probabilities(double *sum, const float *logits, int rows)
 {
     for (int i = 0; i < rows; i++) {
-        const float *z = logits + (size_t)i * SNN_CLASSES;
-        double *p = sum + (size_t)i * SNN_CLASSES, e[SNN_CLASSES], total = 0.0;
-        const double top = z[snn_predicted_class(z)];
+        double p[SNN_CLASSES];
+        snn_class_probabilities(logits + (size_t)i * SNN_CLASSES, p);
         for (int c = 0; c < SNN_CLASSES; c++)
-            total += e[c] = exp((double)z[c] - top);
-        for (int c = 0; c < SNN_CLASSES; c++)
-            p[c] += e[c] / total;
+            sum[(size_t)i * SNN_CLASSES + c] += p[c];
     }
 }
 

@@ -1,5 +1,7 @@
 #include "app/evaluate.h"
 
+#include <math.h>
+
 #include "app/json.h"
 #include "snn_config.h"
 
@@ -10,6 +12,16 @@ int snn_predicted_class(const float *logits)
         if (logits[c] > logits[best])
             best = c;
     return best;
+}
+
+void snn_class_probabilities(const float *logits, double *p)
+{
+    const double top = logits[snn_predicted_class(logits)];
+    double total = 0.0;
+    for (int c = 0; c < SNN_CLASSES; c++)
+        total += p[c] = exp((double)logits[c] - top);
+    for (int c = 0; c < SNN_CLASSES; c++)
+        p[c] /= total;
 }
 
 void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, snn_score score, int members,

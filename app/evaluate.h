@@ -18,4 +18,7 @@ void snn_report_evaluation(const float *logits, const uint8_t *labels, int n, sn
 /* The first arg-max of one row of logits. */
 int snn_predicted_class(const float *logits);
 
+/* One row of logits' class probabilities, their softmax in double (the largest logit subtracted first). */
+void snn_class_probabilities(const float *logits, double *p);
+
 #endif

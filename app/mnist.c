@@ -792,8 +792,7 @@ static int infer(const options *o)
         snn_out *probs[2] = {NULL, NULL};
         char probs_path[2][PATH_MAX + 16];
         for (int i = 0; o->probs_prefix && i < 2; i++) {
-            snprintf(probs_path[i], sizeof(probs_path[i]), "%s.%s.npy", o->probs_prefix,
-                     i ? "validation" : "test");
+            snn_probs_path(probs_path[i], sizeof(probs_path[i]), o->probs_prefix, i);
             probs[i] = i < 1 + held_out ? snn_out_open(probs_path[i]) : NULL;
         }
         if (held_out) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/probs.h"
 #include "nn/model.h"
 #include "snn_check.h"
 #include "snn_config.h"
@@ -185,7 +186,7 @@ static void check_combinations(const options *o, int epochs_given, int max_steps
     char probs[2][PATH_MAX + 16] = {"", ""};
     if (o->probs_prefix)
         for (int i = 0; i < 2; i++)
-            snprintf(probs[i], sizeof(probs[i]), "%s.%s.npy", o->probs_prefix, i ? "validation" : "test");
+            snn_probs_path(probs[i], sizeof(probs[i]), o->probs_prefix, i);
     const char *outputs[][2] = {{"--save", o->save_path},
                                 {"--checkpoint", o->checkpoint_path},
                                 {"--log", o->log_path},

@@ -1,6 +1,5 @@
 #include "app/predict.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,15 +35,13 @@ static int read_digit(const char *path, uint8_t *pixels)
 static void print_prediction(FILE *out, const char *path, const float *logits)
 {
     const int first = snn_predicted_class(logits);
-    double p[SNN_CLASSES], sum = 0;
-    for (int c = 0; c < SNN_CLASSES; c++)
-        sum += p[c] = exp((double)logits[c] - logits[first]);
+    double p[SNN_CLASSES];
+    snn_class_probabilities(logits, p);
     int second = first ? 0 : 1;
     for (int c = 0; c < SNN_CLASSES; c++)
         if (c != first && p[c] > p[second])
             second = c;
-    fprintf(out, "%s: %d (%.2f%%), then %d (%.2f%%)\n", path, first, 100 * p[first] / sum, second,
-            100 * p[second] / sum);
+    fprintf(out, "%s: %d (%.2f%%), then %d (%.2f%%)\n", path, first, 100 * p[first], second, 100 * p[second]);
 }
 
 int snn_predict_images(snn_model *m, int digit_width, const char *const *models, int members,

@@ -1,6 +1,5 @@
 #include "app/probs.h"
 
-#include <math.h>
 #include <stdio.h>
 
 #include "app/evaluate.h"
@@ -32,14 +31,16 @@ void snn_write_probabilities(snn_out *out, const float *logits, int rows)
     FILE *f = snn_out_stream(out);
     write_header(f, rows);
     for (int i = 0; i < rows; i++) {
-        const float *z = logits + (size_t)i * SNN_CLASSES;
-        const double top = z[snn_predicted_class(z)];
-        double e[SNN_CLASSES], total = 0.0;
-        float p[SNN_CLASSES];
+        double p[SNN_CLASSES];
+        float p32[SNN_CLASSES];
+        snn_class_probabilities(logits + (size_t)i * SNN_CLASSES, p);
         for (int c = 0; c < SNN_CLASSES; c++)
-            total += e[c] = exp((double)z[c] - top);
-        for (int c = 0; c < SNN_CLASSES; c++)
-            p[c] = (float)(e[c] / total);
-        fwrite(p, sizeof(float), SNN_CLASSES, f); /* a write error is snn_out_commit's to report */
+            p32[c] = (float)p[c];
+        fwrite(p32, sizeof(float), SNN_CLASSES, f); /* a write error is snn_out_commit's to report */
     }
+}
+
+void snn_probs_path(char *path, size_t len, const char *prefix, int validation)
+{
+    snprintf(path, len, "%s.%s.npy", prefix, validation ? "validation" : "test");
 }
