@@ -70,9 +70,11 @@ def score(probs, labels):
     return right, float(-np.log(np.maximum(probs[np.arange(len(labels)), labels], 1e-300)).mean())
 
 
-def mix(inputs, split, labels):
-    """Each input's figures and the weighted mixture's on one split: a dict for the report."""
+def mix(inputs, split, labels_of):
+    """Each input's figures and the weighted mixture's on one split, against labels_of(the first array's rows):
+    a dict for the report."""
     arrays = [read_probs(f"{p}.{split}.npy") for p, _ in inputs]
+    labels = labels_of(arrays[0].shape[0])
     rows = {a.shape[0] for a in arrays}
     if rows != {len(labels)}:
         fail(f"the {split} arrays have {sorted(rows)} rows, the {split} labels {len(labels)}")
@@ -100,13 +102,12 @@ def main():
         fail(f"--validation-only: {missing}.validation.npy: no such file (a build that holds the split out writes it)")
     report = {"inputs": [{"prefix": p, "weight": w} for p, w in inputs]}
     try:
-        if not missing:
-            rows = read_probs(f"{inputs[0][0]}.validation.npy").shape[0]
-            report["validation"] = mix(inputs, "validation", load_train_set(args.data)[1][-rows:])
+        if not missing:  # the split: the last rows of the training set
+            report["validation"] = mix(inputs, "validation", lambda rows: load_train_set(args.data)[1][-rows:])
         elif any(with_valid):
             print(f"validation split: not scored: {missing}.validation.npy is missing")
         if not args.validation_only:
-            report["test"] = mix(inputs, "test", load_test_set(args.data)[1])
+            report["test"] = mix(inputs, "test", lambda rows: load_test_set(args.data)[1])
     except DataError as e:
         fail(str(e))
     print("| input | weight | " + " | ".join(f"{s} accuracy" for s in ("validation", "test") if s in report) + " |")
