@@ -163,6 +163,8 @@ expect_error() {
     echo "ok - idx: $name"
 }
 
+secs_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; } # T0: seconds since
+
 # expect_error_within SECONDS NAME DIR FRAGMENT...: expect_error, the
 # loader done within SECONDS more than it took on the good gzip files
 # ($gz_secs): a bomb refused early costs about what they do, one inflated
@@ -172,7 +174,7 @@ expect_error_within() {
     local budget=$1 t0=$EPOCHREALTIME verdict secs
     shift
     verdict=$(expect_error "$@")
-    secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+    secs=$(secs_since "$t0")
     if awk -v t="$secs" -v g="$gz_secs" -v m="$budget" 'BEGIN { exit !(t - g > m) }'; then
         echo "not ok - idx: $1: took $secs s, over the good gzip files' $gz_secs s by more than $budget s (${verdict#* - idx: })"
     else echo "$verdict ($secs s, the good gzip files $gz_secs s, budget $budget s more)"; fi
@@ -183,7 +185,7 @@ TL=t10k-labels-idx1-ubyte
 expect_ok "good raw files load" "$tmp/good"
 t0=$EPOCHREALTIME
 expect_ok "good gzip files load" "$tmp/gz"
-gz_secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+gz_secs=$(secs_since "$t0")
 expect_ok "raw and gzip mixed" "$(mkcase mixed "$TI.gz=gz/$TI.gz" "$TL.gz=gz/$TL.gz")"
 expect_ok "plain file named .gz" "$(mkcase plain_named_gz "$TL.gz=good/$TL")"
 
