@@ -64,14 +64,18 @@ extern "C" {
 /* A block's shared memory where the kernel may run: an H100's, opted in, also for an sm80 build (which the
  * tests run on one); the launch asks the GPU whether its blocks fit. */
 #define SNN_GR_SMEM_MAX (227 * 1024)
-#if defined(CONFIG_FUSED_GRID_RESIDENT) && SNN_HIDDEN > 0 && SNN_GR_STATE_BYTES <= SNN_GR_SMEM_MAX
+#if defined(CONFIG_FUSED_GRID_RESIDENT) && SNN_HIDDEN > 0 && SNN_GR_STATE_BYTES <= SNN_GR_SMEM_MAX &&        \
+    SNN_GR_BP <= CONFIG_FUSED_GRID_RESIDENT_THREADS
 #define SNN_GR_HALFS(n) SNN_GR_R256(2 * (size_t)(n))
 #define SNN_FUSED_GR_WS_BYTES                                                                                \
-    (2 * SNN_GR_HALFS(2 * SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) +                                               \
-     SNN_GR_HALFS(SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) + SNN_GR_HALFS(2 * SNN_GR_XP * SNN_GR_BP) +             \
-     SNN_GR_HALFS(2 * SNN_GR_MIDS * SNN_GR_HP * SNN_GR_HP) +                                                 \
-     SNN_GR_R256(4 * (SNN_GR_BLOCKS + 1) * SNN_GR_BP * 16) + 2 * SNN_GR_R256(4 * SNN_GR_BP) +                \
-     SNN_GR_R256(SNN_GR_SPLIT > 1 ? 4 * SNN_GR_SPLIT * SNN_GR_BLOCKS * SNN_GR_BP * SNN_GR_UNITS : 0))
+    (2 * SNN_GR_HALFS((size_t)2 * SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) +                                       \
+     SNN_GR_HALFS((size_t)SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) +                                               \
+     SNN_GR_HALFS((size_t)2 * SNN_GR_XP * SNN_GR_BP) +                                                       \
+     SNN_GR_HALFS((size_t)2 * SNN_GR_MIDS * SNN_GR_HP * SNN_GR_HP) +                                         \
+     SNN_GR_R256((size_t)4 * (SNN_GR_BLOCKS + 1) * SNN_GR_BP * 16) +                                         \
+     2 * SNN_GR_R256((size_t)4 * SNN_GR_BP) +                                                                \
+     SNN_GR_R256(SNN_GR_SPLIT > 1 ? (size_t)4 * SNN_GR_SPLIT * SNN_GR_BLOCKS * SNN_GR_BP * SNN_GR_UNITS      \
+                                  : 0))
 #else
 #define SNN_FUSED_GR_WS_BYTES 0
 #endif

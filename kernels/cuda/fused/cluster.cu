@@ -27,6 +27,7 @@
  * state in FP32, their 16-bit twins beside them (layer 0's rounded as F0 reads them), rounded as the
  * grid-wide kernel rounds its operands. Deterministic: a fixed split of the work and fixed orders of
  * summation. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -144,8 +145,9 @@ struct alignas(128) Shared {
     uint8_t labels[2][BATCH_PAD];
     snn_rate rate;
 };
-constexpr int SMEM_BYTES = sizeof(Shared);
-constexpr bool FITS = SNN_HIDDEN > 0 && BATCH <= THREADS && SMEM_BYTES <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
+/* sizeof(Shared) passes 2^31 at the largest batches and widths, where the kernel never runs: clamped. */
+constexpr int SMEM_BYTES = sizeof(Shared) < INT_MAX ? (int)sizeof(Shared) : INT_MAX;
+constexpr bool FITS = SNN_HIDDEN > 0 && BATCH <= THREADS && sizeof(Shared) <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
 
 /* ---------------------------------------------------------------------------
  * GEMM on shared memory

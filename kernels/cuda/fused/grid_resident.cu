@@ -158,7 +158,7 @@ constexpr size_t WS_PARTS[] = {
     (size_t)4 * (BLOCKS + 1) * BATCH_PAD * CLASSES_PAD,    /* logits' partials [block][row][class], dlogits */
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
     (size_t)4 * BATCH_PAD,                                 /* and hit */
-    (size_t)(SPLIT > 1 ? 4 * GRID * BATCH_PAD * UNITS : 0)}; /* layer 0's partial sums [block][row][unit] */
+    SPLIT > 1 ? (size_t)4 * GRID * BATCH_PAD * UNITS : 0}; /* layer 0's partial sums [block][row][unit] */
 // clang-format on
 __host__ __device__ constexpr size_t ws_at(int part)
 {
