@@ -251,8 +251,12 @@ SNN_STATIC_ASSERT(SNN_TEST_COUNT % SNN_EVAL_BATCH == 0,
                   "CONFIG_EVAL_BATCH_SIZE must divide the 10000 test images");
 SNN_STATIC_ASSERT(SNN_VALID_COUNT % SNN_EVAL_BATCH == 0,
                   "CONFIG_EVAL_BATCH_SIZE must divide CONFIG_TRAIN_VALIDATION_SIZE");
-SNN_STATIC_ASSERT(SNN_BATCH <= SNN_FIT_COUNT, /* the ranges of both (nn/Kconfig) see to it */
-                  "CONFIG_TRAIN_BATCH_SIZE exceeds the training images left after CONFIG_TRAIN_VALIDATION_SIZE");
+SNN_STATIC_ASSERT(
+    SNN_BATCH <= SNN_FIT_COUNT, /* tools/make/kconfig.py refuses it first */
+    "CONFIG_TRAIN_BATCH_SIZE exceeds the training images left after CONFIG_TRAIN_VALIDATION_SIZE");
+SNN_STATIC_ASSERT(
+    1LL * SNN_MAX_ROWS * SNN_MAX_DIM <= 1LL << 28, /* the ranges see to it */
+    "a batch of the widest layer exceeds 2^28 elements, which the kernels index with 32-bit ints");
 SNN_STATIC_ASSERT(SNN_BATCH % SNN_DP_WORLD == 0,
                   "CONFIG_TRAIN_BATCH_SIZE must be a multiple of CONFIG_DP_WORLD_SIZE: each GPU trains an equal share");
 

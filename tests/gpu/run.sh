@@ -658,6 +658,7 @@ run_all() {
         full && widths_variant sm80-fp32 80 FP32 LAYERED 17 - $WIDTHS_A
         full && widths_variant sm75-fp16 75 FP16 LAYERED 17 - $WIDTHS_A
         widths_variant sm90-bf16-deep-b1 90 BF16 LAYERED 1 - $WIDTHS_DEEP
+        full && widths_variant sm90-bf16-b16384 90 BF16 LAYERED 16384 - 300 100 # the largest batch
         distort_variant sm90-bf16 90 BF16 sanitize
         full && distort_variant sm80-fp32 80 FP32 -
     fi

@@ -57,7 +57,7 @@ refused "zero warm-up steps refused" 'CONFIG_TRAIN_LR_WARMUP_STEPS=0 is outside 
     'CONFIG_TRAIN_LR_WARMUP_COSINE=y' 'CONFIG_TRAIN_LR_WARMUP_STEPS=0'
 refused "AdamW's beta1 with SGD chosen refused" \
     'CONFIG_TRAIN_ADAM_BETA1=0.8 cannot be set (it depends on TRAIN_OPTIMIZER_ADAMW' 'CONFIG_TRAIN_ADAM_BETA1="0.8"'
-# the validation split: a multiple of the evaluation batch, at most 50000 (a batch of 8192 is left to train on)
+# the validation split: a multiple of the evaluation batch, at most 50000, leaving a batch to train on
 refused "a validation split of 1234 refused" \
     'CONFIG_TRAIN_VALIDATION_SIZE=1234 is not a multiple of CONFIG_EVAL_BATCH_SIZE=1000' 'CONFIG_TRAIN_VALIDATION_SIZE=1234'
 refused "a validation split of 60000 refused" 'CONFIG_TRAIN_VALIDATION_SIZE=60000 is outside its range 0..50000' \
@@ -196,6 +196,17 @@ refused "a width for a layer the model lacks refused" 'CONFIG_NN_HIDDEN_WIDTH_3=
     'CONFIG_NN_HIDDEN_LAYERS=2' 'CONFIG_NN_HIDDEN_WIDTH_3=64'
 refused "a layer's width 16385 refused" 'CONFIG_NN_HIDDEN_WIDTH_2=16385 is outside its range 0..16384' \
     'CONFIG_NN_HIDDEN_LAYERS=2' 'CONFIG_NN_HIDDEN_WIDTH_2=16385'
+# The largest batch at the largest width: 2^28 elements a tensor, which snn_config.h's assertion allows.
+d=$(with batch-16384 'CONFIG_TRAIN_BATCH_SIZE=16384' 'CONFIG_NN_HIDDEN_WIDTH=16384')
+if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && $M O="$d" "$d/include/generated/config.h" >/dev/null 2>&1 &&
+    echo '#include "snn_config.h"' | ${CC:-cc} -fsyntax-only -I"$d/include" -Iinclude -x c - 2>"$d/cc.log"; then
+    echo "ok - a batch of 16384 at width 16384 configures and passes snn_config.h's assertions"
+else echo "not ok - a batch of 16384 at width 16384: $(tail -n 2 "$d/cc.log" 2>/dev/null | tr '\n' ' ')"; fi
+refused "a batch larger than the images the validation split leaves refused" \
+    'CONFIG_TRAIN_BATCH_SIZE=16384 exceeds the 10000 training images that CONFIG_TRAIN_VALIDATION_SIZE=50000 leaves' \
+    'CONFIG_TRAIN_BATCH_SIZE=16384' 'CONFIG_TRAIN_VALIDATION_SIZE=50000'
+refused "a batch of 16385 refused" 'CONFIG_TRAIN_BATCH_SIZE=16385 is outside its range 1..16384' \
+    'CONFIG_TRAIN_BATCH_SIZE=16385'
 for c in "narrow 64 200 FUSED" "one-wide 64 300 LAYERED" "default-wide 300 64 LAYERED"; do
     set -- $c # a 2-layer sm90 model: NN_HIDDEN_WIDTH, layer 1's own width; layer 2 takes NN_HIDDEN_WIDTH
     d=$(with "widths-step-$1" 'CONFIG_TARGET_SM90=y' 'CONFIG_NN_HIDDEN_LAYERS=2' "CONFIG_NN_HIDDEN_WIDTH=$2" \
