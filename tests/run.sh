@@ -294,6 +294,12 @@ suite_gpu_builds() {
         CONFIG_NN_HIDDEN_WIDTH_1=300 CONFIG_NN_HIDDEN_WIDTH_2=37 CONFIG_NN_HIDDEN_WIDTH_3=100 \
         CONFIG_TRAIN_BATCH_SIZE=17 'CONFIG_TRAIN_DROPOUT="0.25"' >"$d/def"
     queue_build "784-300-37-100-10 on sm90's fused step (compile only)" "$d" defconfig DEFCONFIG="$d/def"
+    if [ "$tier" = full ]; then # the largest batch and widths: the resident kernels' sizes past 2^31, unlaunched
+        d=$SNN_TEST_OUT/board-fused-b16384
+        mkdir -p "$d" && printf '%s\n' CONFIG_TARGET_SM90=y CONFIG_STEP_FUSED=y CONFIG_NN_HIDDEN_LAYERS=2 \
+            CONFIG_NN_HIDDEN_WIDTH=16384 CONFIG_TRAIN_BATCH_SIZE=16384 >"$d/def"
+        queue_build "784-16384x2-10 b16384 on sm90's fused step (compile only)" "$d" defconfig DEFCONFIG="$d/def"
+    fi
     # data parallelism: linked with NCCL (libnccl of the CUDA toolkit)
     queue_build "h100_dp2_4096x4_b1024_defconfig, NCCL (compile only)" "$SNN_TEST_OUT/board-dp2" h100_dp2_4096x4_b1024_defconfig
     for s in POOL CUDA_ASYNC; do

@@ -27,7 +27,9 @@
 /* Mean cross-entropy of the batch, everything in double. */
 static double loss_of(const snn_model *m, const uint8_t *images, const uint8_t *labels)
 {
-    static double act[2][SNN_BATCH * SNN_MAX_DIM];
+    static double *act[2]; /* on the heap: 4 GB at the largest batch and width, past a static array's reach */
+    for (int i = 0; i < 2 && !act[i]; i++)
+        act[i] = snn_xmalloc(sizeof(double) * SNN_BATCH * SNN_MAX_DIM, "the double-precision activations");
     double loss = 0;
     for (int i = 0; i < SNN_BATCH * SNN_INPUT_DIM; i++)
         act[0][i] = (images[i] / 255.0 - SNN_PIXEL_MEAN) / SNN_PIXEL_STD;

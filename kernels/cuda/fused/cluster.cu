@@ -531,7 +531,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 {
     if constexpr (!FITS)
         return; /* never launched (fits): no code for a model that does not fit */
-    Shared &S = resident_shared<Shared, THREADS>();
+    Shared &S = resident_shared<Shared, THREADS, SMEM_BYTES>();
     cg::cluster_group cluster = cg::this_cluster();
     const int c = (int)cluster.block_rank(), u0 = c * UNITS, r0 = c * ROWS_PER_BLOCK, tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
@@ -738,7 +738,7 @@ static bool fits(char *why, int len)
     }
     if (clusters < 1)
         snprintf(why, len, "this GPU holds no cluster of %d blocks with %d KB of shared memory each", BLOCKS,
-                 (SMEM_BYTES + 1023) / 1024);
+                 (int)((sizeof(Shared) + 1023) / 1024));
     return clusters >= 1;
 }
 
