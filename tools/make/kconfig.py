@@ -191,9 +191,10 @@ def check_values(kconf, path):
     if held % eval_batch:
         die(f"{path}: CONFIG_TRAIN_VALIDATION_SIZE={held} is not a multiple of CONFIG_EVAL_BATCH_SIZE={eval_batch} "
             "(fix it with 'make menuconfig')")
-    batch = int(kconf.syms["TRAIN_BATCH_SIZE"].str_value)
-    if batch > 60000 - held:
-        die(f"{path}: CONFIG_TRAIN_BATCH_SIZE={batch} exceeds the {60000 - held} training images that "
+    import step_floor
+    batch, fit = int(kconf.syms["TRAIN_BATCH_SIZE"].str_value), step_floor.TRAIN_SAMPLES - held
+    if batch > fit:
+        die(f"{path}: CONFIG_TRAIN_BATCH_SIZE={batch} exceeds the {fit} training images that "
             f"CONFIG_TRAIN_VALIDATION_SIZE={held} leaves (fix it with 'make menuconfig')")
     for name in ("FUSED_CLUSTER_THREADS", "FUSED_GRID_RESIDENT_THREADS"):
         threads = kconf.syms[name]
