@@ -300,20 +300,49 @@ template <bool LAST> struct SnnL2Hint {
     }
 };
 
+/* N parameters with gradients g[i], each where at(i, w, m, twin) names it (false: padding, left alone): *w
+ * and its moments at m[0], m[stride] updated, its twin (if any) rewritten. Every parameter's loads issue
+ * before any store, which separate updates do not allow the compiler (it cannot tell their addresses apart),
+ * so that the N chains of arithmetic overlap (docs/PERF.md v48). */
+template <int N, class At>
+static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], int stride, const snn_rate &r,
+                                                         At at)
+{
+    float *w[N], *m[N], v[N], s[N][2] = {};
+    snn_twin *twin[N];
+    bool on[N];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        on[i] = at(i, w[i], m[i], twin[i]);
+        v[i] = on[i] ? *w[i] : 0.0f;
+#pragma unroll
+        for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+            s[i][k] = on[i] ? m[i][k * stride] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        v[i] = snn_update(v[i], g[i], s[i], r);
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        if (on[i]) {
+            *w[i] = v[i];
+#pragma unroll
+            for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
+                m[i][k * stride] = s[i][k];
+            if (twin[i])
+                *twin[i] = snn_twin_bits(v[i]);
+        }
+}
+
 /* Parameter *w with gradient g and its moments at m[0], m[stride]: updated, its twin (if any) rewritten. */
 static __device__ __forceinline__ void snn_param_update(float *w, float *m, int stride, snn_twin *twin,
                                                         float g, const snn_rate &r)
 {
-    float s[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        s[k] = m[k * stride];
-    *w = snn_update(*w, g, s, r);
-#pragma unroll
-    for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
-        m[k * stride] = s[k];
-    if (twin)
-        *twin = snn_twin_bits(*w);
+    const float gs[1] = {g};
+    snn_param_updates(gs, stride, r, [&](int, float *&pw, float *&pm, snn_twin *&pt) {
+        pw = w, pm = m, pt = twin;
+        return true;
+    });
 }
 
 /* The sum of column `col` of a[rows][ld] by one warp: each lane's strided rows in order, then

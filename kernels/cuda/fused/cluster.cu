@@ -466,11 +466,10 @@ static __device__ __forceinline__ void backward(Shared &S, const Dx &dx, int l, 
     __syncthreads(); /* the input gradient has read the weights before they change */
     mma16_gemm<THREADS, N, UNITS, BATCH_PAD>(
         Mma16Mat<1, LD>{S.dfull}, Mma16Mat<1, UNITS_LD>{&S.acth[l - 1][0][0]}, S.scratch,
-        [&](int o, int n, float g) {
-            if (o < outs && u0 + n < HIDDEN)
-                snn_param_update(&w[o * UNITS + n], &wm[o * UNITS + n], N * UNITS, &twin[o * UNITS_LD + n], g,
-                                 rate);
-        });
+        mma16_update(N * UNITS, rate, [&](int o, int n, float *&pw, float *&pm, snn_twin *&pt) {
+            pw = &w[o * UNITS + n], pm = &wm[o * UNITS + n], pt = &twin[o * UNITS_LD + n];
+            return o < outs && u0 + n < HIDDEN;
+        }));
 }
 
 /* The cluster barrier between exchanges: a release fence over the block's own shared-memory writes, a relaxed
@@ -683,11 +682,12 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         /* B0; with one n tile a thread's units are 2t and 2t + 1 in every tile: their rows found once */
         const int rows[2] = {w0_row(tid % 4 * 2), w0_row(tid % 4 * 2 + 1)};
         mma16_gemm<THREADS, INPUTS, UNITS, BATCH_PAD, false>(
-            Columns{S.xn}, Mma16Mat<DGRAD0_LD, 1>{&S.dgrad0[0][0]}, S.scratch, [&](int k, int n, float g) {
+            Columns{S.xn}, Mma16Mat<DGRAD0_LD, 1>{&S.dgrad0[0][0]}, S.scratch,
+            mma16_update(W0_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_twin *&twin) {
                 const int at = (UNITS == 8 ? rows[n & 1] : w0_row(n)) + k;
-                if (UNITS * BLOCKS == HIDDEN || u0 + n < HIDDEN)
-                    snn_param_update(S.w0 + at, S.w0m[0] + at, W0_FLOATS, nullptr, g, rate);
-            });
+                w = S.w0 + at, m = S.w0m[0] + at, twin = nullptr;
+                return UNITS * BLOCKS == HIDDEN || u0 + n < HIDDEN;
+            }));
         snn_bias_update<THREADS>(S.b0, &S.b0m[0][0], UNITS, &S.dgrad[0][0][0], UNITS, BATCH, owned, rate);
         if (tid < BATCH) {
             S.samples[p][tid] = next_sample;

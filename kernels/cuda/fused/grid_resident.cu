@@ -443,10 +443,10 @@ static __device__ void last_layer_update(Shared &S, int u0, const snn_rate &rate
 {
     mma16_gemm<THREADS, CLASSES_PAD, UNITS, BATCH_PAD>(
         Mma16FloatMat<1, DL_LD>{&S.dl[0][0]}, Mma16FloatMat<1, ACT_LD>{&S.act[HIDDENS - 1][0][0]}, S.scratch,
-        [&](int j, int n, float g) {
-            if (j < SNN_CLASSES && u0 + n < HIDDEN)
-                snn_param_update(&S.wl[j][n], &S.wlm[0][j][n], CLASSES_PAD * UNITS, nullptr, g, rate);
-        });
+        mma16_update(CLASSES_PAD * UNITS, rate, [&](int j, int n, float *&w, float *&m, snn_twin *&twin) {
+            w = &S.wl[j][n], m = &S.wlm[0][j][n], twin = nullptr;
+            return j < SNN_CLASSES && u0 + n < HIDDEN;
+        }));
     __syncthreads(); /* the slices in S.scratch added before another GEMM writes its own there */
 }
 
@@ -458,11 +458,10 @@ static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, i
     snn_twin *twin = W.twin_t(p ^ 1, l);
     mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD>(
         Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
-        [&](int k, int n, float g) {
-            if (k < HIDDEN && u0 + n < HIDDEN)
-                snn_param_update(&M.w[n][k], &M.wm[0][n][k], UNITS * W_LD,
-                                 &twin[(size_t)k * HIDDEN_PAD + u0 + n], g, rate);
-        });
+        mma16_update(UNITS * W_LD, rate, [&](int k, int n, float *&w, float *&m, snn_twin *&t) {
+            w = &M.w[n][k], m = &M.wm[0][n][k], t = &twin[(size_t)k * HIDDEN_PAD + u0 + n];
+            return k < HIDDEN && u0 + n < HIDDEN;
+        }));
 }
 
 /* The bias of hidden layer l's units (the block's), from the gradient in S.dg. */

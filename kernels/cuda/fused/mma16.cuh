@@ -112,6 +112,30 @@ template <int LD> struct Mma16RowsApart {
     static __device__ __forceinline__ int at(int n0, int n) { return (n0 + n) * LD; }
 };
 
+/* An epilogue whose element (m, n) is the gradient of the parameter that at(m, n, w, moments, twin) names
+ * (false: padding), updated by snn_param_updates with the moments `stride` floats apart: where k is not split
+ * (mma16_gemm), a thread's four elements of a tile together, their chains of arithmetic overlapping. */
+template <class At> struct Mma16Update {
+    int stride;
+    snn_rate rate;
+    At at;
+    template <int N>
+    __device__ __forceinline__ void all(const int (&m)[N], const int (&n)[N], const float (&g)[N]) const
+    {
+        snn_param_updates(g, stride, rate, [&](int i, float *&w, float *&mom, snn_twin *&twin) {
+            return at(m[i], n[i], w, mom, twin);
+        });
+    }
+    __device__ __forceinline__ void operator()(int m, int n, float g) const { all<1>({m}, {n}, {g}); }
+};
+template <class At>
+__device__ __forceinline__ Mma16Update<At> mma16_update(int stride, const snn_rate &rate, At at)
+{
+    return {stride, rate, at};
+}
+template <class Epi> constexpr bool mma16_is_update = false;
+template <class At> constexpr bool mma16_is_update<Mma16Update<At>> = true;
+
 /* The k slices of a GEMM of `tiles` 16x8 tiles and kt k16 steps on `warps` warps: where the tiles leave warps
  * idle, as many as give each warp one. */
 __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
@@ -120,10 +144,11 @@ __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
 }
 
 /* C[M][N] = sum over k < K of A(m, k) B(n, k), each element handed to epi(m, n, value) once: by the warp
- * that computed it, or where k is split, after the block's barrier, by a thread that adds the slices in
- * order. The block's threads all call it. QUAD (the views above): each thread's four k contiguous; off where
- * a strided operand's rows 4 apart share banks, and for ldmatrix. CUT: only the first kt_end k16 steps are
- * summed, a count known at run time (neither operand is read past it). */
+ * that computed it (an update epilogue, mma16_update, a thread's four of a tile at once), or where k is
+ * split, after the block's barrier, by a thread that adds the slices in order. The block's threads all call
+ * it. QUAD (the views above): each thread's four k contiguous; off where a strided operand's rows 4 apart
+ * share banks, and for ldmatrix. CUT: only the first kt_end k16 steps are summed, a count known at run time
+ * (neither operand is read past it). */
 template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, bool CUT = false, class A,
           class B, class Epi>
 static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
@@ -219,21 +244,29 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
 #pragma unroll(BONCE ? KT : 1)
         for (; kt < k1; ++kt)
             steps(std::integral_constant<int, 1>{}, kt);
+        if constexpr (KS == 1 && mma16_is_update<Epi>) { /* a tile's elements of the thread together */
 #pragma unroll
-        for (int j = 0; j < P; j++) {
-            if constexpr (KS == 1) {
-                if (on[j]) {
-                    epi(m0[j] + g, n0[j] + 2 * t, d[j][0]);
-                    epi(m0[j] + g, n0[j] + 2 * t + 1, d[j][1]);
-                    epi(m0[j] + g + 8, n0[j] + 2 * t, d[j][2]);
-                    epi(m0[j] + g + 8, n0[j] + 2 * t + 1, d[j][3]);
+            for (int j = 0; j < P; j++)
+                if (on[j])
+                    epi.all({m0[j] + g, m0[j] + g, m0[j] + g + 8, m0[j] + g + 8},
+                            {n0[j] + 2 * t, n0[j] + 2 * t + 1, n0[j] + 2 * t, n0[j] + 2 * t + 1}, d[j]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < P; j++) {
+                if constexpr (KS == 1) {
+                    if (on[j]) {
+                        epi(m0[j] + g, n0[j] + 2 * t, d[j][0]);
+                        epi(m0[j] + g, n0[j] + 2 * t + 1, d[j][1]);
+                        epi(m0[j] + g + 8, n0[j] + 2 * t, d[j][2]);
+                        epi(m0[j] + g + 8, n0[j] + 2 * t + 1, d[j][3]);
+                    }
+                } else {
+                    float *s = scratch[item0];
+                    s[g * 8 + 2 * t] = d[j][0];
+                    s[g * 8 + 2 * t + 1] = d[j][1];
+                    s[(g + 8) * 8 + 2 * t] = d[j][2];
+                    s[(g + 8) * 8 + 2 * t + 1] = d[j][3];
                 }
-            } else {
-                float *s = scratch[item0];
-                s[g * 8 + 2 * t] = d[j][0];
-                s[g * 8 + 2 * t + 1] = d[j][1];
-                s[(g + 8) * 8 + 2 * t] = d[j][2];
-                s[(g + 8) * 8 + 2 * t + 1] = d[j][3];
             }
         }
     }
