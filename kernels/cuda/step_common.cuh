@@ -300,10 +300,10 @@ template <bool LAST> struct SnnL2Hint {
     }
 };
 
-/* N parameters with gradients g[i], each where at(i, w, m, twin) names it (false: padding, left alone): *w
- * and its moments at m[0], m[stride] updated, its twin (if any) rewritten. Every parameter's loads issue
- * before any store, which separate updates do not allow the compiler (it cannot tell their addresses apart),
- * so that the N chains of arithmetic overlap (docs/PERF.md v48). */
+/* N distinct parameters with gradients g[i], each where at(i, w, m, twin) names it (false: padding, left
+ * alone): *w and its moments at m[0], m[stride] updated, its twin (if any) rewritten. Every parameter's loads
+ * issue before any store, which separate updates do not allow the compiler (it cannot prove their addresses
+ * distinct), so that the N chains of arithmetic overlap (docs/PERF.md v48). */
 template <int N, class At>
 static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], int stride, const snn_rate &r,
                                                          At at)

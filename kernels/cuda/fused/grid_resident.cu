@@ -651,7 +651,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         }
         fused_stamp(net, s, 2 * LAYERS - 2, true); /* no barrier after the last input gradient */
 
-        /* B0: layer 0's update, local: the block's slice of its inputs */
+        /* B0: layer 0's update, local: the block's slice of its inputs; a parameter at a time, as four at
+         * once (the other layers' mma16_update) was slower here (docs/PERF.md v48) */
         const Mma16Mat<DGRAD_LD, 1> grad_rows{&S.dgt[0][0]};
         auto w0_update = [&](int k, int n, float g) {
             if (k0 + k < INPUTS && u0 + n < HIDDEN)

@@ -120,13 +120,13 @@ template <class At> struct Mma16Update {
     snn_rate rate;
     At at;
     template <int N>
-    __device__ __forceinline__ void all(const int (&m)[N], const int (&n)[N], const float (&g)[N]) const
+    __device__ __forceinline__ void updates(const int (&m)[N], const int (&n)[N], const float (&g)[N]) const
     {
         snn_param_updates(g, stride, rate, [&](int i, float *&w, float *&mom, snn_twin *&twin) {
             return at(m[i], n[i], w, mom, twin);
         });
     }
-    __device__ __forceinline__ void operator()(int m, int n, float g) const { all<1>({m}, {n}, {g}); }
+    __device__ __forceinline__ void operator()(int m, int n, float g) const { updates<1>({m}, {n}, {g}); }
 };
 template <class At>
 __device__ __forceinline__ Mma16Update<At> mma16_update(int stride, const snn_rate &rate, At at)
@@ -248,8 +248,8 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
 #pragma unroll
             for (int j = 0; j < P; j++)
                 if (on[j])
-                    epi.all({m0[j] + g, m0[j] + g, m0[j] + g + 8, m0[j] + g + 8},
-                            {n0[j] + 2 * t, n0[j] + 2 * t + 1, n0[j] + 2 * t, n0[j] + 2 * t + 1}, d[j]);
+                    epi.updates({m0[j] + g, m0[j] + g, m0[j] + g + 8, m0[j] + g + 8},
+                                {n0[j] + 2 * t, n0[j] + 2 * t + 1, n0[j] + 2 * t, n0[j] + 2 * t + 1}, d[j]);
         } else {
 #pragma unroll
             for (int j = 0; j < P; j++) {
