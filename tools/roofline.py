@@ -3,13 +3,16 @@
 
     tools/roofline.py [--board NAME ...] [--shape 784-128x3-10 --batch 32 [--precision bf16]]
                       [--ms MEASURED] [--log mnist-log.jsonl ...] [--json OUT] [--gpus 2] [--reduce bf16]
-                      [--peak-tflops 790] [--hbm-tbps 3.0] [--l2-tbps 6.0] [--l2-mb 50] [--phase-us 0.5]
+                      [--gpu h100|h200] [--peak-tflops 790] [--hbm-tbps 3.0] [--l2-tbps 6.0] [--l2-mb 50]
+                      [--phase-us 0.5]
 
 A row per --board (configs/NAME_defconfig with the Kconfig defaults), --shape
 or --log (an app/mnist --log file: the shape and batch of its config event,
 the median ms of its epochs after the first); no row asked for: the five
 benchmark boards and the throughput boards (tools/bench.py's sets). --ms is
-the measured ms/epoch of the one --board or --shape.
+the measured ms/epoch of the one --board or --shape. --gpu takes a GPU's rates
+(default h100; h200: faster HBM, larger L2), each of which --peak-tflops,
+--hbm-tbps, --l2-tbps, --l2-mb and --phase-us overrides.
 Prints a markdown table; --json writes the rows.
 
 The floor of a step (issue 20) is the largest of its FLOPs at the peak, its
@@ -35,7 +38,7 @@ sys.path.insert(0, os.path.join(REPO, "tools", "lib"))  # the shared modules
 sys.path.insert(0, os.path.join(REPO, "tools", "make"))  # kconfig.py
 import allreduce  # noqa: E402
 import bench_boards  # noqa: E402
-from step_floor import DEFAULT_PEAKS, PRECISIONS, floor, param_count  # noqa: E402
+from step_floor import GPU_PEAKS, PRECISIONS, floor, param_count  # noqa: E402
 from train_log import median_after_first  # noqa: E402
 
 
@@ -147,12 +150,16 @@ def parse_args(argv):
     p.add_argument("--gpus", type=int, default=2, help="GPUs of the data-parallel prediction (default 2)")
     p.add_argument("--reduce", default="bf16", choices=sorted(allreduce.REDUCE_BYTES),
                    help="the gradients' type as all-reduced (default bf16)")
-    p.add_argument("--peak-tflops", type=positive, default=DEFAULT_PEAKS["peak_tflops"], help="H100 dense BF16")
-    p.add_argument("--hbm-tbps", type=positive, default=DEFAULT_PEAKS["hbm_tbps"])
-    p.add_argument("--l2-tbps", type=positive, default=DEFAULT_PEAKS["l2_tbps"])
-    p.add_argument("--l2-mb", type=positive, default=DEFAULT_PEAKS["l2_mb"])
-    p.add_argument("--phase-us", type=positive, default=DEFAULT_PEAKS["phase_us"], help="one dependent phase of a step")
+    p.add_argument("--gpu", default="h100", choices=sorted(GPU_PEAKS), help="the GPU whose rates count (default h100)")
+    p.add_argument("--peak-tflops", type=positive, help="dense BF16 (default: --gpu's)")
+    p.add_argument("--hbm-tbps", type=positive, help="(default: --gpu's)")
+    p.add_argument("--l2-tbps", type=positive, help="(default: --gpu's)")
+    p.add_argument("--l2-mb", type=positive, help="(default: --gpu's)")
+    p.add_argument("--phase-us", type=positive, help="one dependent phase of a step (default: --gpu's)")
     args = p.parse_args(argv)
+    for key, value in GPU_PEAKS[args.gpu].items():  # what the options leave, the GPU's
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if (args.shape is None) != (args.batch is None):
         p.error("--shape and --batch go together")
     if args.gpus < 2:

@@ -85,7 +85,7 @@ def test_log():
                     "a bad shape": ["--shape", "784-x-10", "--batch", "8"], "--shape without --batch":
                     ["--shape", "784-10"], "--ms without one row": ["--ms", "3"], "a zero batch":
                     ["--shape", "784-10", "--batch", "0"], "a missing log": ["--log", os.path.join(d, "none")],
-                    "--gpus 1": ["--board", "h100", "--gpus", "1"]}
+                    "--gpus 1": ["--board", "h100", "--gpus", "1"], "an unknown --gpu": ["--gpu", "a100"]}
         for name, args in refusals.items():
             rc, out, err = roofline(*args)
             ok = rc == 1 and not out and len(err.splitlines()) == 1 and err.startswith("roofline: error: ")
@@ -124,8 +124,19 @@ def test_data_parallel():
             f"on 2 GPUs, below the measured {177.9 / 150.6:.2f}x", (update, engine))
 
 
+def test_gpu():
+    h100, h200 = rows("--board", "h100_1024x3_b32"), rows("--board", "h100_1024x3_b32", "--gpu", "h200")
+    mine = rows("--board", "h100_1024x3_b32", "--gpu", "h200", "--l2-mb", "50", "--hbm-tbps", "3.0")
+    ms = [r[0]["floor_ms_epoch"] if isinstance(r, list) else r for r in (h100, h200, mine)]
+    # 784-1024x3-10 b32's state fits in half of the H200's 60 MB of L2, not in half of the H100's 50
+    ok = all(isinstance(m, float) for m in ms) and ms[1] < 0.6 * ms[0] and ms[2] == ms[0]
+    verdict(ok, "--gpu h200 lowers 784-1024x3-10 b32's memory floor (L2 60 MB, HBM 4.3 TB/s); the rate options "
+            "override it", ms)
+
+
 test_widths()
 test_quoted_floors()
+test_gpu()
 test_tiny_shape()
 test_log()
 test_data_parallel()

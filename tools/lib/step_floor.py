@@ -27,6 +27,9 @@ PRECISIONS = {"bf16": 2, "fp16": 2, "fp16_acc16": 2, "tf32": 4, "fp32": 4}  # by
 L2_USABLE = 0.5
 # The H100's figures (tools/roofline.py's defaults).
 DEFAULT_PEAKS = {"peak_tflops": 790.0, "hbm_tbps": 3.0, "l2_tbps": 6.0, "l2_mb": 50.0, "phase_us": 0.5}
+# Per GPU (tools/roofline.py --gpu): the H200 is the H100's chip with faster HBM and a larger L2, as measured
+# on the lent machines (a device-to-device copy at 4.3 TB/s, 60 MB of L2; docs/PERF.md v48).
+GPU_PEAKS = {"h100": DEFAULT_PEAKS, "h200": dict(DEFAULT_PEAKS, hbm_tbps=4.3, l2_mb=60.0)}
 
 
 def shape_label(dims):
