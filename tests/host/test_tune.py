@@ -48,6 +48,8 @@ def check_enumeration():
         fused = fused and ("FUSED_GRID_RESIDENT_THREADS" in knobs) == gr
         # and its split of layer 0's inputs where the model has one hidden layer
         fused = fused and ("FUSED_GRID_RESIDENT_SPLIT" in knobs) == (gr and board.value("NN_HIDDEN_LAYERS") == "1")
+        # the bias gradients' blocks where the layered step's bias kernel runs
+        fused = fused and ("CUDA_BIAS" in knobs) == (not board.fused)
         verdict(want and fused, f"{name}: the knobs its target has", str(sorted(knobs)))
     precisions = {b: tune.Board(b).precision for b in ("a100", "h100_2048x3_b256", "rtx2060")}
     verdict(precisions == {"a100": "BF16", "h100_2048x3_b256": "BF16", "rtx2060": "FP16_ACC16"},

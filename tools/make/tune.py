@@ -19,8 +19,9 @@ tries what the board's target allows:
           together, and with the ping-pong schedule; the weight gradient's own ping-pong block and the
           copies of its update's inputs ahead), its stages and the thresholds that send a GEMM to wgmma
           or mma.sync, persistence and raster order; split-K slices and their
-          least k; the mma.sync pipeline's stages; in a fused build its
-          blocks and k slices.
+          least k; the mma.sync pipeline's stages; the bias gradients'
+          blocks (columns and row slices); in a fused build its blocks and
+          k slices.
 Each candidate is first set in Kconfig (a value outside a range or whose
 dependencies fail is refused, with Kconfig's reason), then compiled against
 the tile checks alone (tools/make/tune_check.cu: a refused tile gets the check's
@@ -122,6 +123,9 @@ KNOBS = {
     "GEMM_SPLIT_K_MAX": ["1", "4", "8", "16"],
     "GEMM_SPLIT_K_MIN_K": ["128", "256", "512"],
     "GEMM_STAGES": ["2", "3", "4", "6"],
+    # the bias gradients' blocks: more row slices for the batch's rows (docs/PERF.md v48: 16 x 32 took 1.7 us
+    # off the 99 % board's step; the order of a bias gradient's sum, so its last bits, changes with them)
+    "CUDA_BIAS": [{"CUDA_BIAS_COLS": c, "CUDA_BIAS_SLICES": s} for c, s in [("16", "32"), ("8", "32"), ("16", "16")]],
     # the step itself (a choice: one member set), and the resident fused kernels turned off
     "STEP": [{"STEP_FUSED": "y"}, {"STEP_LAYERED": "y"}],
     "FUSED_CLUSTER": ["n"],
