@@ -25,6 +25,8 @@ typedef uint16_t snn_twin;
 /* The bias half of host_linear_backward_weight_update (kernels/ops_proto.h),
  * alone: for a reference whose bias gradient reads another dY (tests). */
 void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, const snn_rate *rate);
+/* The bias gradient of host_linear_backward_weight alone: gb[n] = the sum over m of dy[m * ldy + n]. */
+void host_bias_grad(float *gb, const float *dy, int ldy, int M, int N);
 /* The dropout half of host_linear_forward (kernels/ops_proto.h), alone, in place on t[rows][width]: for the
  * tests of the draws. */
 void host_dropout(float *t, const snn_drop *drop, int rows, int width);

@@ -110,18 +110,29 @@ static void update_reduced(snn_model *m, const snn_layer *L)
     }
 }
 #else
+#ifdef CONFIG_STEP_UPDATE_PASS
+/* Where layer L's gradients are written, in the parameters' layout, biases after weights: one pass updates
+ * every layer (update_pass). */
+static float *weight_grads(snn_model *m, const snn_layer *L) { return m->grads + (L->w - m->params); }
+static float *bias_grads(snn_model *m, const snn_layer *L)
+{
+    return weight_grads(m, L) + (long)L->out * L->in;
+}
+#endif
+
 /* Layer L's weight gradient and update, after its input gradient (which reads the weights before it): fused
  * (one GEMM's epilogue), or the gradients written, for one pass over every layer after the last of them
- * (CONFIG_STEP_UPDATE_PASS). */
-static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy, const snn_twin *dy16, int B)
+ * (CONFIG_STEP_UPDATE_PASS); biases_summed: the output step has written the biases' (output_step's dx_sums).
+ */
+static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy, const snn_twin *dy16, int B,
+                        int biases_summed)
 {
     const snn_kernels *k = m->kernels;
 #ifdef CONFIG_STEP_UPDATE_PASS
-    /* in the parameters' layout, biases after weights: one pass updates every layer (update_pass) */
-    float *gw = m->grads + (L->w - m->params);
-    k->linear_backward_weight(gw, gw + (long)L->out * L->in, dy, dy16, L->out, m->act[l], m->act16[l], B,
-                              L->out, L->in);
+    k->linear_backward_weight(weight_grads(m, L), biases_summed ? NULL : bias_grads(m, L), dy, dy16, L->out,
+                              m->act[l], m->act16[l], B, L->out, L->in);
 #else
+    (void)biases_summed;
     k->linear_backward_weight_update(L->w, L->w16, L->sw, L->b, L->sb, dy, dy16, m->act[l], m->act16[l], B, L->out,
                                      L->in, m->clock.rate);
 #endif
@@ -133,6 +144,15 @@ static void weight_step(snn_model *m, const snn_layer *L, int l, const float *dy
 #define OUTPUT_STEP 1
 #else
 #define OUTPUT_STEP 0
+#endif
+/* The output step sums the biases' gradients of the layer below it (output_step's dx_sums) where the update
+ * pass reads them, so that layer's weight step launches no bias kernel (docs/PERF.md v49). */
+#if OUTPUT_STEP && defined(CONFIG_STEP_UPDATE_PASS) && SNN_LAYERS > 1
+#define SUMS_BELOW 1
+static float *sums_below(snn_model *m) { return bias_grads(m, &m->layer[SNN_LAYERS - 2]); }
+#else
+#define SUMS_BELOW 0
+static float *sums_below(snn_model *m) { return (void)m, NULL; }
 #endif
 
 #ifdef CONFIG_STEP_UPDATE_PASS
@@ -168,7 +188,7 @@ void snn_train_step(void *model)
                        take(&m->grad[0], (long)B * SNN_CLASSES), m->grad16[0], m->train_loss,
                        m->train_correct, l > 0 ? take(&m->grad[1], (long)B * L->in) : NULL, m->grad16[1],
                        m->act[l], m->act16[l], L->w, L->w16, L->sw, L->b, L->sb, m->batch_labels,
-                       m->train_step, SNN_DROPOUT_SCALE, B, L->in, m->clock.rate);
+                       m->train_step, SNN_DROPOUT_SCALE, B, L->in, m->clock.rate, sums_below(m));
         drop(&m->act[SNN_LAYERS]);
         drop(&m->grad[0]);
         if (l > 0)
@@ -193,7 +213,7 @@ void snn_train_step(void *model)
 #ifdef CONFIG_DP
         update_reduced(m, L);
 #else
-        weight_step(m, L, l, m->grad[g], m->grad16[g], B);
+        weight_step(m, L, l, m->grad[g], m->grad16[g], B, SUMS_BELOW && l == SNN_LAYERS - 2);
 #endif
         drop(&m->grad[g]);
         if (l > 0)

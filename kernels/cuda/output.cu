@@ -11,7 +11,9 @@
  *   columns   OUT_COLS input columns a block: the weight gradients of those columns for every class (the
  *             batch in OUT_GROUPS strided shares, a warp's four by butterflies, then the warps' in order),
  *             and their update; one more block the biases' gradients and update, and the step's loss from
- *             the rows' blocks' (a tree).
+ *             the rows' blocks' (a tree); where asked, more blocks the input gradient's column sums, the
+ *             biases' gradients of the layer below, in the bias kernel's order (gemm/bias.cuh), so that
+ *             its weight gradient needs no bias kernel after it.
  *
  * The GEMM operands are the twins (CONFIG_GEMM_TWINS), read as the GEMMs read them; every sum has a fixed
  * order, so both kernels are deterministic. */
@@ -21,6 +23,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/launch.cuh"
+#include "kernels/cuda/gemm/bias.cuh"
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/cuda/twin.cuh"
 #include "kernels/ops.h"
@@ -37,6 +40,9 @@ constexpr int COL_THREADS = OUT_COLS * OUT_GROUPS;
 constexpr int COL_CHUNK = 512;                  /* columns kernel: rows staged at a time */
 constexpr int COL_PER = COL_CHUNK / OUT_GROUPS; /* a thread's rows of a chunk */
 static_assert(COL_CHUNK * C % COL_THREADS == 0, "whole loops");
+constexpr int BIAS_SLICES = CONFIG_CUDA_BIAS_SLICES;
+constexpr int BELOW_COLS = COL_THREADS / BIAS_SLICES; /* columns kernel: dx's columns a bias block sums */
+static_assert(BELOW_COLS >= 1, "CONFIG_CUDA_BIAS_SLICES must be at most the columns kernel's 512 threads");
 
 /* V consecutive twins from t as floats: one 2V-byte load (V = 4: 8 bytes) or one at a time (V = 1). */
 template <int V> static __device__ __forceinline__ void load_twins(const SnnTwin *t, float (&v)[V])
@@ -176,22 +182,31 @@ __global__ void __launch_bounds__(ROW_THREADS, 4)
 
 /* OUT_COLS columns a block: thread (group, col) sums rows group, group + OUT_GROUPS, ... of its column for
  * every class, a chunk of rows at a time (its twins loaded first, all in flight); then a warp's four groups
- * by butterflies, the warps' sums in order, and the update, whose operands its threads loaded first. One more
- * block sums and updates the biases. */
+ * by butterflies, the warps' sums in order, and the update, whose operands its threads loaded first. Block
+ * col_blocks sums and updates the biases; the blocks after it (where dx_sums is given) sum BELOW_COLS
+ * columns of dx each into dx_sums. */
 __global__ void __launch_bounds__(COL_THREADS, 1)
     output_columns_kernel(float *__restrict__ w, SnnTwin *__restrict__ w16, snn_state sw,
                           float *__restrict__ b, snn_state sb, const float *__restrict__ dlogits,
                           const SnnTwin *__restrict__ x16, int rows, int K, const snn_rate *__restrict__ rate,
                           int row_blocks, float *__restrict__ loss, int32_t *__restrict__ correct,
-                          const int32_t *__restrict__ step)
+                          const int32_t *__restrict__ step, int col_blocks, float *__restrict__ dx_sums,
+                          const float *__restrict__ dx)
 {
     static_assert(OUT_COLS == 8 && COL_THREADS >= C * OUT_COLS, "a warp holds 4 groups of 8 columns");
     static_assert(C % 2 == 0, "a row's classes in pairs");
     snn_grid_wait();
     __shared__ __align__(8) float d[COL_CHUNK * C]; /* dlogits' rows rounded, as the GEMM reads them */
     __shared__ float part[COL_THREADS / 32][C][OUT_COLS + 1]; /* each warp's sums */
+    if (blockIdx.x > col_blocks) {
+        const int n0 = (blockIdx.x - col_blocks - 1) * BELOW_COLS;
+        gemm_bias_columns<BELOW_COLS, BIAS_SLICES>(dx, K, rows, K, n0, threadIdx.x % BELOW_COLS,
+                                                   threadIdx.x / BELOW_COLS,
+                                                   [&](int n, float g) { dx_sums[n] = g; });
+        return;
+    }
     const snn_rate r = *rate;
-    if (blockIdx.x == gridDim.x - 1) { /* the biases, from the FP32 gradients, as the bias kernel; the loss */
+    if (blockIdx.x == col_blocks) { /* the biases, from the FP32 gradients, as the bias kernel; the loss */
         if (b)
             for (int c = threadIdx.x / 32; c < C; c += COL_THREADS / 32) {
                 const float g = snn_column_sum(dlogits, C, rows, c);
@@ -268,7 +283,7 @@ extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogit
                                  int32_t *correct, float *dx, snn_twin *dx16, const float *x,
                                  const snn_twin *x16, float *w, snn_twin *w16, snn_state sw, float *b,
                                  snn_state sb, const uint8_t *y, const int32_t *step, float scale, int M,
-                                 int K, const snn_rate *rate)
+                                 int K, const snn_rate *rate, float *dx_sums)
 {
     if (M <= 0 || K <= 0)
         return;
@@ -281,11 +296,15 @@ extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogit
             "cuda_output_step: the layer's input and weights need their 16-bit twins (CONFIG_GEMM_TWINS)");
     const bool vec =
         K % 4 == 0 && snn_aligned(x16, 8) && snn_aligned(w16, 8) && snn_aligned(x, 16) && snn_aligned(dx, 16);
+    if (dx_sums && !dx)
+        snn_die("cuda_output_step: dx's column sums asked for without dx");
     const unsigned grid = (unsigned)(M < ROW_BLOCKS ? M : ROW_BLOCKS);
+    const int col_blocks = (K + OUT_COLS - 1) / OUT_COLS,
+              below = dx_sums ? (K + BELOW_COLS - 1) / BELOW_COLS : 0;
     SNN_LAUNCH(vec ? output_rows_kernel<4> : output_rows_kernel<1>, grid, ROW_THREADS, 0, logits, dlogits,
                snn_twin_ptr(dlogits16), dx, snn_twin_ptr(dx16), x, snn_twin_ptr(x16),
                snn_twin_ptr((const snn_twin *)w16), b, y, scale, M, K);
-    SNN_LAUNCH(output_columns_kernel, (unsigned)((K + OUT_COLS - 1) / OUT_COLS + 1), COL_THREADS, 0, w,
+    SNN_LAUNCH(output_columns_kernel, (unsigned)(col_blocks + 1 + below), COL_THREADS, 0, w,
                snn_twin_ptr(w16), sw, b, sb, dlogits, snn_twin_ptr(x16), M, K, rate, (int)grid, loss, correct,
-               step);
+               step, col_blocks, dx_sums, dx);
 }

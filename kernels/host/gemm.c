@@ -295,6 +295,11 @@ void host_bias_update(float *b, snn_state sb, const float *dy, int M, int N, con
     bias_grad(NULL, b, sb, rate, dy, N, M, N);
 }
 
+void host_bias_grad(float *gb, const float *dy, int ldy, int M, int N)
+{
+    bias_grad(gb, NULL, (snn_state){{NULL, NULL}}, NULL, dy, ldy, M, N);
+}
+
 void host_linear_backward_weight(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy,
                                  const float *x, const snn_twin *x16, int M, int N, int K)
 {
@@ -307,7 +312,7 @@ void host_linear_backward_weight(float *gw, float *gb, const float *dy, const sn
     };
     gemm_run(&g);
     if (gb)
-        bias_grad(gb, NULL, (snn_state){{NULL, NULL}}, NULL, dy, ldy, M, N);
+        host_bias_grad(gb, dy, ldy, M, N);
 }
 
 void host_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,

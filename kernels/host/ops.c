@@ -96,13 +96,15 @@ void host_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t
 void host_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
                       float *dx, snn_twin *dx16, const float *x, const snn_twin *x16, float *w, snn_twin *w16,
                       snn_state sw, float *b, snn_state sb, const uint8_t *y, const int32_t *step,
-                      float scale, int M, int K, const snn_rate *rate)
+                      float scale, int M, int K, const snn_rate *rate, float *dx_sums)
 {
     (void)dlogits16, (void)dx16, (void)x16, (void)w16;
     host_linear_forward(logits, NULL, x, NULL, w, NULL, b, M, SNN_CLASSES, K, 0, NULL);
     host_softmax_xent(dlogits, NULL, loss, correct, logits, y, step, M);
     if (dx)
         host_linear_backward_input(dx, NULL, dlogits, NULL, w, NULL, x, scale, M, SNN_CLASSES, K);
+    if (dx && dx_sums)
+        host_bias_grad(dx_sums, dx, K, M, K);
     host_linear_backward_weight_update(w, NULL, sw, b, sb, dlogits, NULL, x, NULL, M, SNN_CLASSES, K, rate);
 }
 

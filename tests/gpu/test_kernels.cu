@@ -34,6 +34,7 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/runtime.h"
+#include "kernels/cuda/gemm/bias.h"
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm_bf16_grad.h"
 #include "kernels/cuda/gemm_dropout.h"
@@ -585,8 +586,9 @@ static float *twin_rounded_copy(const float *src, long n)
 
 /* The output layer's step (kernels/cuda/output.cu) on M rows of K inputs, as its four ops, each against the
  * host's op on the GPU's inputs (the twins' roundings, the GPU's logits and their gradients): the same
- * products summed in another order. Twice from the same state, the same bits; misaligned: the one-element
- * loads. with_dx 0: an output layer that is the model's only layer (no input gradient). */
+ * products summed in another order; with dx, its column sums (the bias gradient below) the bias kernel's
+ * bits on the GPU's dx. Twice from the same state, the same bits; misaligned: the one-element loads.
+ * with_dx 0: an output layer that is the model's only layer (no input gradient). */
 static void test_output_step(int M, int K, int misalign, int with_dx)
 {
     enum { STEP = 2 };
@@ -612,6 +614,7 @@ static void test_output_step(int M, int K, int misalign, int with_dx)
     dbuf dx_in = dev_floats(x, nx, misalign), dw = dev_floats(NULL, nw, misalign),
          db = dev_floats(NULL, N, 0);
     dbuf dz = dev_floats(NULL, nz, 0), ddz = dev_floats(NULL, nz, 0), ddx = dev_floats(NULL, nx, misalign);
+    dbuf dsums = dev_floats(NULL, K, misalign), dref = dev_floats(NULL, K, 0);
     dbuf dloss = dev_floats(NULL, STEP + 1, 0), dsw[2], dsb[2];
     snn_state sw = {{NULL, NULL}}, sb = {{NULL, NULL}};
     for (int k = 0; k < S; k++) {
@@ -624,7 +627,7 @@ static void test_output_step(int M, int K, int misalign, int with_dx)
     snn_rt_upload(dy, y, (size_t)M);
     snn_rt_upload(dstep, &hstep, sizeof hstep);
 
-    float *z[2], *g[2], *gx[2], *gw[2], *gb[2], *gsw[2][2] = {}, *gsb[2][2] = {}, loss[2];
+    float *z[2], *g[2], *gx[2], *gw[2], *gb[2], *sums[2], *gsw[2][2] = {}, *gsb[2][2] = {}, loss[2];
     int32_t correct[2];
     for (int run = 0; run < 2; run++) {
         dev_upload(dw, w0);
@@ -635,12 +638,13 @@ static void test_output_step(int M, int K, int misalign, int with_dx)
         }
         poison(dz.p, sizeof(float) * (size_t)nz), poison(ddz.p, sizeof(float) * (size_t)nz);
         poison(ddx.p, sizeof(float) * (size_t)nx), poison(dloss.p, sizeof(float) * (STEP + 1));
-        poison(dcorrect, sizeof(int32_t) * (STEP + 1));
+        poison(dcorrect, sizeof(int32_t) * (STEP + 1)), poison(dsums.p, sizeof(float) * (size_t)K);
         cuda_output_step(dz.p, ddz.p, tw(ddz), dloss.p, dcorrect, with_dx ? ddx.p : NULL,
                          with_dx ? tw(ddx) : NULL, dx_in.p, tw(dx_in), dw.p, tw(dw), sw, db.p, sb, dy, dstep,
-                         scale, M, K, rate_dev);
+                         scale, M, K, rate_dev, with_dx ? dsums.p : NULL);
         z[run] = host_floats(nz), g[run] = host_floats(nz), gx[run] = host_floats(nx);
-        gw[run] = host_floats(nw), gb[run] = host_floats(N);
+        gw[run] = host_floats(nw), gb[run] = host_floats(N), sums[run] = host_floats(K);
+        snn_rt_download(sums[run], dsums.p, sizeof(float) * (size_t)K);
         snn_rt_download(z[run], dz.p, sizeof(float) * (size_t)nz);
         snn_rt_download(g[run], ddz.p, sizeof(float) * (size_t)nz);
         snn_rt_download(gx[run], ddx.p, sizeof(float) * (size_t)nx);
@@ -671,6 +675,16 @@ static void test_output_step(int M, int K, int misalign, int with_dx)
         host_linear_backward_input(want_x, NULL, gr, NULL, wr, NULL, x, scale, M, N, K);
         compare(why, "dx", gx[0], want_x, nx, SNN_TOL_STEP_OP);
         check_twin(why, "dx", ddx, gx[0]);
+        float *want_s = host_floats(K);
+        host_bias_grad(want_s, gx[0], K, M, K);
+        compare(why, "dx's column sums", sums[0], want_s, K, TOL_FP32);
+        gemm_bias_grad(dref.p, ddx.p, K, M, K);
+        snn_rt_download(want_s, dref.p, sizeof(float) * (size_t)K);
+        if (!why[0])
+            same_bits(why, "dx's column sums against the bias kernel's", sums[0], want_s,
+                      sizeof(float) * (size_t)K);
+        same_bits(why, "dx's column sums", sums[0], sums[1], sizeof(float) * (size_t)K);
+        free(want_s);
     } else {
         for (long i = 0; i < nx; i++)
             if (!isnan(gx[0][i])) {
@@ -709,11 +723,12 @@ static void test_output_step(int M, int K, int misalign, int with_dx)
     report(name, why);
 
     dev_free(dx_in), dev_free(dw), dev_free(db), dev_free(dz), dev_free(ddz), dev_free(ddx), dev_free(dloss);
+    dev_free(dsums), dev_free(dref);
     for (int k = 0; k < S; k++)
         dev_free(dsw[k]), dev_free(dsb[k]);
     snn_rt_free(dcorrect), snn_rt_free(dstep), snn_rt_free(dy);
     for (int run = 0; run < 2; run++) {
-        free(z[run]), free(g[run]), free(gx[run]), free(gw[run]), free(gb[run]);
+        free(z[run]), free(g[run]), free(gx[run]), free(gw[run]), free(gb[run]), free(sums[run]);
         for (int k = 0; k < S; k++)
             free(gsw[run][k]), free(gsb[run][k]);
     }

@@ -188,7 +188,7 @@ static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits
                                 int32_t *correct, float *dx, snn_twin *dx16, const float *x,
                                 const snn_twin *x16, float *w, snn_twin *w16, snn_state sw, float *b,
                                 snn_state sb, const uint8_t *y, const int32_t *step, float scale, int M,
-                                int K, const snn_rate *rate)
+                                int K, const snn_rate *rate, float *dx_sums)
 {
     const int N = SNN_CLASSES;
     const long nw = (long)N * K;
@@ -202,7 +202,7 @@ static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits
     snn_rate hrate;
     snn_rt_download(&hrate, rate, sizeof hrate);
     cuda_output_step(logits, dlogits, dlogits16, loss, correct, dx, dx16, x, x16, w, w16, sw, b, sb, y, step,
-                     scale, M, K, rate);
+                     scale, M, K, rate, dx_sums);
 
     float *z = fetch(logits, (long)M * N), *dz = fetch(dlogits, (long)M * N);
     float *want = snn_xmalloc((size_t)M * (K > N ? K : N) * sizeof(float), "host result");
@@ -225,6 +225,18 @@ static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits
         rounded_backward_input(want, dz, w0, hx, scale, M, N, K);
         op_verdict("output step: input gradient (ReLU and dropout mask)", M, K, N,
                    worse(0, dx, want, (long)M * K));
+    }
+    if (dx_sums) { /* the layer below's bias gradient, in double from the GPU's dx */
+        float *hdx = fetch(dx, (long)M * K);
+        for (int k = 0; k < K; k++) {
+            double sum = 0.0;
+            for (int m = 0; m < M; m++)
+                sum += hdx[(long)m * K + k];
+            want[k] = (float)sum;
+        }
+        op_verdict("output step: the bias gradient below (dx's column sums)", 1, K, M,
+                   worse(0, dx_sums, want, K));
+        free(hdx);
     }
     rounded_backward_weight_update(hw, hsw, hb, hsb, dz, hx, M, N, K, &hrate);
     op_verdict("output step: weight gradient and update", N, K, M,

@@ -137,11 +137,12 @@ static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *co
 static void t_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
                           float *dx, snn_twin *dx16, const float *x, const snn_twin *x16, float *w,
                           snn_twin *w16, snn_state sw, float *b, snn_state sb, const uint8_t *y,
-                          const int32_t *step, float scale, int M, int K, const snn_rate *rate)
+                          const int32_t *step, float scale, int M, int K, const snn_rate *rate,
+                          float *dx_sums)
 {
     timed("output_step" + dims(M, SNN_CLASSES, K), [&] {
         cuda_output_step(logits, dlogits, dlogits16, loss, correct, dx, dx16, x, x16, w, w16, sw, b, sb, y,
-                         step, scale, M, K, rate);
+                         step, scale, M, K, rate, dx_sums);
     });
 }
 static void t_advance(int32_t *step) { timed("step_advance", [&] { cuda_step_advance(step); }); }
