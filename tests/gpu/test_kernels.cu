@@ -216,7 +216,7 @@ static void same_bits(char *why, const char *what, const void *a, const void *b,
         size_t i = 0;
         while (x[i] == y[i])
             i++;
-        set_why(why, "%s: second run differs from the first at byte %zu (not deterministic)", what, i);
+        set_why(why, "%s: not the same bits (from byte %zu)", what, i);
     }
 }
 
@@ -382,6 +382,19 @@ static void test_backward_weight_update(shape s, int misalign)
     same_bits(why, "w", gw[0], gw[1], sizeof(float) * (size_t)nw);
     same_bits(why, "b", gb[0], gb[1], sizeof(float) * (size_t)s.N);
     check_twin(why, "w", dw, gw[1]);
+    /* the bias kernel alone from the same state: the bits of the update beside the GEMM (wgmma's side job) */
+    snn_rt_upload(db.p, b0, sizeof(float) * (size_t)s.N);
+    for (int k = 0; k < S; k++)
+        snn_rt_upload(sb.m[k], sb0[k], sizeof(float) * (size_t)s.N);
+    gemm_bias_update(db.p, sb, ddy.p, s.M, s.N, rate_dev);
+    float *kb = host_floats(s.N), *ksb = host_floats(s.N);
+    snn_rt_download(kb, db.p, sizeof(float) * (size_t)s.N);
+    same_bits(why, "b against the bias kernel's", gb[0], kb, sizeof(float) * (size_t)s.N);
+    for (int k = 0; k < S; k++) {
+        snn_rt_download(ksb, sb.m[k], sizeof(float) * (size_t)s.N);
+        same_bits(why, "bias state against the bias kernel's", gsb[0][k], ksb, sizeof(float) * (size_t)s.N);
+    }
+    free(kb), free(ksb);
     strncat(name, path_taken(), sizeof name - strlen(name) - 1);
     report(name, why);
 
@@ -474,6 +487,11 @@ static void test_weight_grad(shape s)
     host_linear_backward_weight(hgw, hgb, dy, NULL, s.N, x, NULL, s.M, s.N, s.K);
     compare(why, "gw", g[0], ref, nw, SNN_TOL_GEMM);
     compare(why, "gb", gb, hgb, s.N, 1e-5);
+    gemm_bias_grad(dg.p + nw, ddy.p, s.N, s.M, s.N); /* the bias kernel alone: the bits of the side job's */
+    float *kgb = host_floats(s.N);
+    snn_rt_download(kgb, dg.p + nw, sizeof(float) * (size_t)s.N);
+    same_bits(why, "gb against the bias kernel's", gb, kgb, sizeof(float) * (size_t)s.N);
+    free(kgb);
     same_bits(why, "gw", g[0], g[1], sizeof(float) * (size_t)nw);
     poison(dg.p, sizeof(float) * (size_t)(nw + s.N));
     for (int r0 = 0; r0 < s.N; r0 += 64) {
@@ -484,6 +502,7 @@ static void test_weight_grad(shape s)
     snn_rt_download(parts, dg.p, sizeof(float) * (size_t)(nw + s.N));
     compare(why, "gw by row ranges", parts, ref, nw, SNN_TOL_GEMM);
     compare(why, "gb by row ranges", parts + nw, hgb, s.N, 1e-5);
+    same_bits(why, "gb by row ranges", parts + nw, gb, sizeof(float) * (size_t)s.N);
 #ifdef CONFIG_DP_REDUCE_BF16
     weight_grad_bf16(why, s, g[0], gb, ddy, dxx);
     strncat(name, "; BF16 out", sizeof name - strlen(name) - 1);

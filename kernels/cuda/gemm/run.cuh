@@ -8,6 +8,7 @@
  *   |  |  `- gemm_split_k_reduce_launch  slices summed in order  -> gemm_split_k_reduce  gemm/split_k.cuh
  *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_f32_kernel        gemm/simt.cuh
  *   `- gemm_bias_update, _grad     (backward_weight[_update])    -> bias_update_kernel      gemm/bias.cu
+ *                                  unless wgmma summed them      -> GemmSideBias            gemm/side.cuh
  * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
 #ifndef SNN_GEMM_RUN_CUH
 #define SNN_GEMM_RUN_CUH
@@ -20,6 +21,7 @@
 #include "kernels/cuda/gemm/counters.h"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/gemm/side.cuh"
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/twin.cuh"
@@ -74,16 +76,17 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
 }
 #endif
 
-/* C[M,N] = A . B^T (A: M x K in layout LA, B: N x K in LB, gemm/tile.cuh) through epi, at the role's tile T:
- * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and TMA
- *    can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's, WGRAD,
+/* C[M,N] = A . B^T (A: M x K in layout LA, B: N x K in LB, gemm/tile.cuh) through epi, at the role's tile T;
+ * true where it ran on wgmma, with the side job beside it (gemm/side.cuh), which the others do not run:
+ * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and
+ * TMA can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's, WGRAD,
  *    gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
  * 2. a tensor-core precision: mma.sync, on the operands' 16-bit twins where both have them with rows in whole
  *    16-byte chunks, else on the FP32 operands, rounded as staged;
  * 3. FP32: the SIMT kernel. */
-template <class T, int LA, int LB, bool WGRAD = false, class Epi>
-static void gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B, const SnnTwin *tB, int ldb, int M,
-                     int N, int K, const Epi &epi)
+template <class T, int LA, int LB, bool WGRAD = false, class Epi, class Side = GemmSideNone>
+static bool gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B, const SnnTwin *tB, int ldb,
+                     int M, int N, int K, const Epi &epi, const Side &side = Side())
 {
 #ifdef CONFIG_GEMM_WGMMA
     if constexpr (!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_MAJOR && LB == GEMM_K_MAJOR))
@@ -92,28 +95,32 @@ static void gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B,
             if (a && b) {
                 typedef std::conditional_t<WGRAD, GemmWgmmaWgradTile, GemmWgmmaConfigTile> W;
                 if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_persistent_sms())
-                    gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallTile>(a, lda, b, ldb, M, N, K, epi);
+                    gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallTile>(a, lda, b, ldb, M, N, K, epi,
+                                                                    GEMM_WG_GRID_CONFIG, side);
                 else
-                    gemm_wgmma_run<LA, LB, Epi, W>(a, lda, b, ldb, M, N, K, epi);
+                    gemm_wgmma_run<LA, LB, Epi, W>(a, lda, b, ldb, M, N, K, epi, GEMM_WG_GRID_CONFIG, side);
                 gemm_runs.wgmma++;
-                return;
+                return true;
             }
         }
 #endif
+    (void)side;
     if (M <= 0 || N <= 0)
-        return;
+        return false;
     gemm_check_ld<T>(lda, ldb);
 #ifdef CONFIG_GEMM_TENSOR_CORES
 #ifdef CONFIG_GEMM_TWINS
     if (snn_twin_rows_aligned(tA, lda) && snn_twin_rows_aligned(tB, ldb)) {
         gemm_runs.mma_twins++;
-        return gemm_mma<T, LA, LB>(tA, lda, tB, ldb, M, N, K, epi);
+        gemm_mma<T, LA, LB>(tA, lda, tB, ldb, M, N, K, epi);
+        return false;
     }
 #endif
     gemm_mma<T, LA, LB>(A, lda, B, ldb, M, N, K, epi);
 #else
     gemm_f32_launch<T, LA, LB>(A, lda, B, ldb, M, N, K, epi);
 #endif
+    return false;
 }
 
 #endif

@@ -9,8 +9,9 @@
  * Tile::PINGPONG the two consumers take alternate tiles whole instead, and take turns at the k loop (the
  * `turn` barriers): one's epilogue (the update's memory traffic, in the weight gradient) runs while the
  * other's wgmmas do. An MN-major
- * operand is transposed by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores are
- * predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order. */
+ * operand is transposed by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores
+ * are predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order. The
+ * producer's other three warps run the side job, where there is one (gemm/side.cuh). */
 #ifndef SNN_GEMM_WGMMA_CUH
 #define SNN_GEMM_WGMMA_CUH
 
@@ -29,6 +30,7 @@
 #include "arch/sm90/wgmma.cuh"
 #include "kernels/cuda/gemm/epilogue.cuh"
 #include "kernels/cuda/gemm/launch.cuh"
+#include "kernels/cuda/gemm/side.cuh"
 #include "kernels/cuda/gemm/tile.cuh"
 #include "kernels/cuda/gemm/wgmma_shape.cuh"
 
@@ -251,10 +253,10 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
  * grid of as many blocks as fit, whose producer loads the next tile's first stages while the consumers finish
  * the current one (its last MMAs and its epilogue). The ring runs on across tiles: position `it` counts every
  * k tile the block has loaded. */
-template <class Tile, int LA, int LB, class Epi>
+template <class Tile, int LA, int LB, class Epi, class Side>
 __global__ void __launch_bounds__(Tile::THREADS, 1)
-    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M,
-                      int N, int K, Epi epi)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                      int M, int N, int K, Epi epi, Side side)
 {
     snn_grid_wait();
     static_assert(!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_MAJOR && LB == GEMM_K_MAJOR),
@@ -297,6 +299,9 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
                                                   &full[s]);
                 }
             }
+        if constexpr (Side::ACTIVE)
+            if (threadIdx.x >= 32)
+                side(3 * blockIdx.x + threadIdx.x / 32 - 1, 3 * gridDim.x);
         return;
     }
 
@@ -357,10 +362,10 @@ enum {
 
 /* C[M,N] = A . B^T with A(m,k), B(n,k) in layouts LA, LB, through the epilogue epi (gemm/epilogue.cuh), at
  * block tile Tile (the config's unless a benchmark picks another) on the grid `blocks` (tests and benchmarks
- * pick others than the config's), never more blocks than tiles. */
-template <int LA, int LB, class Epi, class Tile = GemmWgmmaConfigTile>
+ * pick others than the config's), never more blocks than tiles; the side job beside it. */
+template <int LA, int LB, class Epi, class Tile = GemmWgmmaConfigTile, class Side = GemmSideNone>
 void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int ldb, int M, int N, int K,
-                    const Epi &epi, int blocks = GEMM_WG_GRID_CONFIG)
+                    const Epi &epi, int blocks = GEMM_WG_GRID_CONFIG, const Side &side = Side())
 {
     if (M <= 0 || N <= 0)
         return;
@@ -369,7 +374,7 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
     CUtensorMap map_a, map_b;
     gemm_wgmma_map<LA, Tile::BM>(&map_a, A, lda, M, k_map, "wgmma GEMM operand A");
     gemm_wgmma_map<LB, Tile::BN>(&map_b, B, ldb, N, k_map, "wgmma GEMM operand B");
-    auto kernel = gemm_wgmma_kernel<Tile, LA, LB, Epi>;
+    auto kernel = gemm_wgmma_kernel<Tile, LA, LB, Epi, Side>;
     constexpr int smem = GemmWgmmaInputs<Tile, Epi>::SMEM_BYTES;
     static int resident; /* blocks the GPU holds at once, once per kernel instance */
     if (!resident) {
@@ -387,7 +392,7 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
         blocks = GEMM_WG_PERSISTENT ? GEMM_WG_GRID_RESIDENT : GEMM_WG_GRID_PER_TILE;
     long grid = blocks > 0 ? blocks : blocks == GEMM_WG_GRID_RESIDENT ? resident : tiles;
     grid = grid < tiles ? grid : tiles;
-    SNN_LAUNCH(kernel, (unsigned)grid, Tile::THREADS, smem, map_a, map_b, M, N, K, epi);
+    SNN_LAUNCH(kernel, (unsigned)grid, Tile::THREADS, smem, map_a, map_b, M, N, K, epi, side);
 }
 
 #endif
