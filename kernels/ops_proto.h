@@ -77,8 +77,9 @@ void OP(softmax_xent)(float *dlogits, snn_twin *dlogits16, float *loss, int32_t 
  *   softmax_xent(dlogits, loss, correct, logits, y, step, M);
  *   linear_backward_input(dx, dlogits, w, act = x, scale, M, SNN_CLASSES, K), unless dx is NULL;
  *   linear_backward_weight_update(w, sw, b, sb, dlogits, x, M, SNN_CLASSES, K, rate);
- *   and where dx_sums is given (with dx), dx's column sums over the M rows into it: the bias gradient of
- *   the layer below, as linear_backward_weight's gb of dY = dx (on the GPU, in the bias kernel's order).
+ *   and where dx_sums is given (with dx: alone it is refused), dx's column sums over the M rows into it: the
+ *   bias gradient of the layer below, as linear_backward_weight's gb of dY = dx (on the GPU, in the bias
+ *   kernel's order).
  * b may be NULL (no bias); the GPU's (CONFIG_CUDA_OUTPUT_STEP) needs the twins of x and w. */
 void OP(output_step)(float *logits, float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
                      float *dx, snn_twin *dx16, const float *x, const snn_twin *x16, float *w, snn_twin *w16,

@@ -285,8 +285,11 @@ extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogit
                                  snn_state sb, const uint8_t *y, const int32_t *step, float scale, int M,
                                  int K, const snn_rate *rate, float *dx_sums)
 {
-    if (M <= 0 || K <= 0)
+    if (M <= 0 || K <= 0) {
+        if (dx_sums && K > 0) /* no rows: sums of none, as the bias kernel writes them */
+            CUDA_CHECK(cudaMemsetAsync(dx_sums, 0, sizeof(float) * (size_t)K, snn_stream()));
         return;
+    }
     if (SNN_DP_WORLD > 1)
         snn_die(
             "cuda_output_step: the output step updates from its own gradients, which data parallelism must "

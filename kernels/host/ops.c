@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "kernels/distort.h"
+#include "snn_check.h"
 
 #if defined(CONFIG_HOST_OPENMP) && defined(_OPENMP)
 #define OMP(directive) _Pragma(directive)
@@ -103,7 +104,9 @@ void host_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float 
     host_softmax_xent(dlogits, NULL, loss, correct, logits, y, step, M);
     if (dx)
         host_linear_backward_input(dx, NULL, dlogits, NULL, w, NULL, x, scale, M, SNN_CLASSES, K);
-    if (dx && dx_sums)
+    if (dx_sums && !dx)
+        snn_die("host_output_step: dx's column sums asked for without dx");
+    if (dx_sums)
         host_bias_grad(dx_sums, dx, K, M, K);
     host_linear_backward_weight_update(w, NULL, sw, b, sb, dlogits, NULL, x, NULL, M, SNN_CLASSES, K, rate);
 }

@@ -183,7 +183,8 @@ static void checked_apply_update(float *p, snn_twin *p16, snn_state s, const flo
 
 /* The output layer's step (CONFIG_CUDA_OUTPUT_STEP) as its four ops, each on the GPU's inputs: the logits
  * against the host's forward, the logits' gradients and loss against the host's softmax of the GPU's logits,
- * the input gradient and the update against the host's from the GPU's logits' gradients. */
+ * the input gradient and the update against the host's from the GPU's logits' gradients; and the input
+ * gradient's column sums (the bias gradient below) against the host's, in double. */
 static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float *loss,
                                 int32_t *correct, float *dx, snn_twin *dx16, const float *x,
                                 const snn_twin *x16, float *w, snn_twin *w16, snn_state sw, float *b,

@@ -77,10 +77,10 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
 #endif
 
 /* C[M,N] = A . B^T (A: M x K in layout LA, B: N x K in LB, gemm/tile.cuh) through epi, at the role's tile T;
- * true where it ran on wgmma, with the side job beside it (gemm/side.cuh), which the others do not run:
+ * true where the side job ran beside it (gemm/side.cuh), which only the wgmma kernel runs:
  * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and
- * TMA can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's, WGRAD,
- *    gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
+ *    TMA can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's,
+ * WGRAD, gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
  * 2. a tensor-core precision: mma.sync, on the operands' 16-bit twins where both have them with rows in whole
  *    16-byte chunks, else on the FP32 operands, rounded as staged;
  * 3. FP32: the SIMT kernel. */
@@ -88,6 +88,9 @@ template <class T, int LA, int LB, bool WGRAD = false, class Epi, class Side = G
 static bool gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B, const SnnTwin *tB, int ldb,
                      int M, int N, int K, const Epi &epi, const Side &side = Side())
 {
+    (void)side;
+    if (M <= 0 || N <= 0)
+        return false;
 #ifdef CONFIG_GEMM_WGMMA
     if constexpr (!GEMM_WG_K_MAJOR_ONLY || (LA == GEMM_K_MAJOR && LB == GEMM_K_MAJOR))
         if (K >= CONFIG_GEMM_WGMMA_MIN_K && 2.0 * M * N * K >= CONFIG_GEMM_WGMMA_MIN_MFLOP * 1e6) {
@@ -100,13 +103,10 @@ static bool gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B,
                 else
                     gemm_wgmma_run<LA, LB, Epi, W>(a, lda, b, ldb, M, N, K, epi, GEMM_WG_GRID_CONFIG, side);
                 gemm_runs.wgmma++;
-                return true;
+                return Side::ACTIVE;
             }
         }
 #endif
-    (void)side;
-    if (M <= 0 || N <= 0)
-        return false;
     gemm_check_ld<T>(lda, ldb);
 #ifdef CONFIG_GEMM_TENSOR_CORES
 #ifdef CONFIG_GEMM_TWINS

@@ -1,7 +1,7 @@
 /* Work that a wgmma GEMM's producer warpgroup does beside its loads (gemm/wgmma.cuh), in its three warps that
  * issue none: work of another kernel in the step, which then needs no launch of its own (each costs the
  * layered step about 2 us, whatever its work: docs/PERF.md v49). A side job is a functor called once by each
- * of those warps, side(warp, warps), warp in 0 .. warps - 1 over the grid; ACTIVE false where there is none.
+ * of those warps, side(warp, warps), warp in 0 .. warps - 1 over the grid, where ACTIVE; none where not.
  * It runs after the producer's setmaxnreg.dec, within GEMM_WG_PRODUCER_REGS registers. */
 #ifndef SNN_GEMM_SIDE_CUH
 #define SNN_GEMM_SIDE_CUH
@@ -14,7 +14,6 @@
 
 struct GemmSideNone {
     static constexpr bool ACTIVE = false;
-    __device__ void operator()(int, int) const {}
 };
 
 /* Whether the optimizer's update of a bias fits the producer's registers: AdamW's does not (its division's
@@ -37,20 +36,19 @@ template <bool UPDATE> struct GemmSideBias {
     const snn_rate *rate;
     const float *dy;
     int ld, M, N;
+    /* called only where ACTIVE (the kernel's `if constexpr`), so instantiated only there */
     __device__ void operator()(int warp, int warps) const
     {
-        if constexpr (ACTIVE) {
-            constexpr int COLS = 32 / SLICES;
-            if (!out)
-                return;
-            for (int n0 = warp * COLS; n0 < N; n0 += warps * COLS)
-                gemm_bias_columns_warp<SLICES>(dy, ld, M, N, n0, [&](int n, float g) {
-                    if constexpr (UPDATE)
-                        snn_update_at(out, sb, (size_t)n, g, *rate);
-                    else
-                        out[n] = g;
-                });
-        }
+        constexpr int COLS = 32 / SLICES;
+        if (!out)
+            return;
+        for (int n0 = warp * COLS; n0 < N; n0 += warps * COLS)
+            gemm_bias_columns_warp<SLICES>(dy, ld, M, N, n0, [&](int n, float g) {
+                if constexpr (UPDATE)
+                    snn_update_at(out, sb, (size_t)n, g, *rate);
+                else
+                    out[n] = g;
+            });
     }
 };
 

@@ -13,9 +13,9 @@ extern "C" void cuda_linear_backward_weight_update(float *w, snn_twin *w16, snn_
      * MN-major. */
     const GemmEpiUpdate epi = {w, snn_twin_ptr(w16), sw, K, rate};
     const GemmSideBias<true> bias = {b, sb, rate, dy, N, M, N};
-    const bool beside = gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(
+    const bool summed = gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(
         dy, snn_twin_ptr(dy16), N, x, snn_twin_ptr(x16), K, N, K, M, epi, bias);
-    if (b && N > 0 && !(beside && GemmSideBias<true>::ACTIVE))
+    if (b && N > 0 && !summed)
         gemm_bias_update(b, sb, dy, M, N, rate);
 }
 
@@ -24,9 +24,9 @@ extern "C" void cuda_linear_backward_weight(float *gw, float *gb, const float *d
 {
     /* the GEMM of cuda_linear_backward_weight_update, stored */
     const GemmSideBias<false> bias = {gb, {{nullptr, nullptr}}, nullptr, dy, ldy, M, N};
-    const bool beside = gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(
+    const bool summed = gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(
         dy, snn_twin_ptr(dy16), ldy, x, snn_twin_ptr(x16), K, N, K, M, GemmEpiStore{gw, K}, bias);
-    if (gb && N > 0 && !(beside && GemmSideBias<false>::ACTIVE))
+    if (gb && N > 0 && !summed)
         gemm_bias_grad(gb, dy, ldy, M, N);
 }
 
@@ -36,10 +36,10 @@ extern "C" void cuda_linear_backward_weight_bf16(uint16_t *gw16, float *gb, cons
                                                  const snn_twin *x16, int M, int N, int K)
 {
     const GemmSideBias<false> bias = {gb, {{nullptr, nullptr}}, nullptr, dy, ldy, M, N};
-    const bool beside = gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(
+    const bool summed = gemm_run<GemmTileWgrad, GEMM_MN_MAJOR, GEMM_MN_MAJOR, true>(
         dy, snn_twin_ptr(dy16), ldy, x, snn_twin_ptr(x16), K, N, K, M,
         GemmEpiStoreBf16{(__nv_bfloat16 *)gw16, K}, bias);
-    if (gb && N > 0 && !(beside && GemmSideBias<false>::ACTIVE))
+    if (gb && N > 0 && !summed)
         gemm_bias_grad(gb, dy, ldy, M, N);
 }
 #endif
