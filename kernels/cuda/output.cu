@@ -285,6 +285,8 @@ extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogit
                                  snn_state sb, const uint8_t *y, const int32_t *step, float scale, int M,
                                  int K, const snn_rate *rate, float *dx_sums)
 {
+    if (dx_sums && !dx)
+        snn_die("cuda_output_step: dx's column sums asked for without dx");
     if (M <= 0 || K <= 0) {
         if (dx_sums && K > 0) /* no rows: sums of none, as the bias kernel writes them */
             CUDA_CHECK(cudaMemsetAsync(dx_sums, 0, sizeof(float) * (size_t)K, snn_stream()));
@@ -299,8 +301,6 @@ extern "C" void cuda_output_step(float *logits, float *dlogits, snn_twin *dlogit
             "cuda_output_step: the layer's input and weights need their 16-bit twins (CONFIG_GEMM_TWINS)");
     const bool vec =
         K % 4 == 0 && snn_aligned(x16, 8) && snn_aligned(w16, 8) && snn_aligned(x, 16) && snn_aligned(dx, 16);
-    if (dx_sums && !dx)
-        snn_die("cuda_output_step: dx's column sums asked for without dx");
     const unsigned grid = (unsigned)(M < ROW_BLOCKS ? M : ROW_BLOCKS);
     const int col_blocks = (K + OUT_COLS - 1) / OUT_COLS,
               below = dx_sums ? (K + BELOW_COLS - 1) / BELOW_COLS : 0;

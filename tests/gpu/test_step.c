@@ -131,6 +131,17 @@ static void checked_backward_weight_update(float *w, snn_twin *w16, snn_state sw
 
 /* The weight and bias gradients alone (CONFIG_STEP_UPDATE_PASS; data parallelism's buckets): the weights'
  * against the host's GEMM on the operands as rounded, the biases' against sums of the FP32 dY. */
+/* sums[n] = the sum over the M rows of a[m * ld + n], in double: a bias gradient's reference. */
+static void column_sums(float *sums, const float *a, long ld, int M, int N)
+{
+    for (int n = 0; n < N; n++) {
+        double sum = 0.0;
+        for (int m = 0; m < M; m++)
+            sum += a[m * ld + n];
+        sums[n] = (float)sum;
+    }
+}
+
 static void checked_backward_weight(float *gw, float *gb, const float *dy, const snn_twin *dy16, int ldy,
                                     const float *x, const snn_twin *x16, int M, int N, int K)
 {
@@ -143,12 +154,7 @@ static void checked_backward_weight(float *gw, float *gb, const float *dy, const
     host_linear_backward_weight(want, NULL, dyr, NULL, ldy, xr, NULL, M, N, K);
     double err = worse(0, gw, want, nw);
     if (gb) {
-        for (int j = 0; j < N; j++) {
-            double sum = 0.0;
-            for (int m = 0; m < M; m++)
-                sum += hdy[(long)m * ldy + j];
-            want_b[j] = (float)sum;
-        }
+        column_sums(want_b, hdy, ldy, M, N);
         err = worse(err, gb, want_b, N);
     }
     op_verdict("weight gradient", N, K, M, err);
@@ -229,12 +235,7 @@ static void checked_output_step(float *logits, float *dlogits, snn_twin *dlogits
     }
     if (dx_sums) { /* the layer below's bias gradient, in double from the GPU's dx */
         float *hdx = fetch(dx, (long)M * K);
-        for (int k = 0; k < K; k++) {
-            double sum = 0.0;
-            for (int m = 0; m < M; m++)
-                sum += hdx[(long)m * K + k];
-            want[k] = (float)sum;
-        }
+        column_sums(want, hdx, K, M, K);
         op_verdict("output step: the bias gradient below (dx's column sums)", 1, K, M,
                    worse(0, dx_sums, want, K));
         free(hdx);

@@ -80,7 +80,7 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
  * true where the side job ran beside it (gemm/side.cuh), which only the wgmma kernel runs:
  * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and
  *    TMA can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's,
- * WGRAD, gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
+ *    WGRAD, gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
  * 2. a tensor-core precision: mma.sync, on the operands' 16-bit twins where both have them with rows in whole
  *    16-byte chunks, else on the FP32 operands, rounded as staged;
  * 3. FP32: the SIMT kernel. */
