@@ -38,10 +38,10 @@ extern "C" {
 /* The grid-resident step's workspace in L2 (kernels/cuda/fused/grid_resident.cu): the hidden layers' outputs
  * and output gradients as 16-bit operands, by row and by unit; the normalised batch by pixel; each
  * hidden-to-hidden layer's 16-bit twin transposed; the logits' partial sums, the dlogits, each row's loss
- * and hit; where blocks share units (SNN_GR_SPLIT), layer 0's partial sums by slice. Two of most, taken by
- * step parity. Empty where the kernel is not built, where its first need, each block's FP32 weights and
- * moments of 8 units of every layer (of layer 0, its slice of the inputs), cannot fit in shared memory, or
- * where the batch exceeds a block's threads: it never runs there. */
+ * and hit; where blocks share units (SNN_GR_SPLIT), layer 0's partial sums by slice; the grid barrier's
+ * count of arrivals. Two of most, taken by step parity. Empty where the kernel is not built, where its
+ * first need, each block's FP32 weights and moments of 8 units of every layer (of layer 0, its slice of the
+ * inputs), cannot fit in shared memory, or where the batch exceeds a block's threads: it never runs there. */
 /* The one hidden width the resident kernels split across blocks; where there is none (no hidden layer, or
  * layers of different widths: they never run there) a placeholder that keeps their extents whole. */
 #define SNN_RESIDENT_WIDTH (SNN_HIDDEN > 0 ? SNN_HIDDEN : 16)
@@ -75,7 +75,8 @@ extern "C" {
      SNN_GR_R256((size_t)4 * (SNN_GR_BLOCKS + 1) * SNN_GR_BP * 16) +                                         \
      2 * SNN_GR_R256((size_t)4 * SNN_GR_BP) +                                                                \
      SNN_GR_R256(SNN_GR_SPLIT > 1 ? (size_t)4 * SNN_GR_SPLIT * SNN_GR_BLOCKS * SNN_GR_BP * SNN_GR_UNITS      \
-                                  : 0))
+                                  : 0) +                                                                     \
+     SNN_GR_R256(4))
 #else
 #define SNN_FUSED_GR_WS_BYTES 0
 #endif

@@ -356,12 +356,13 @@ static __device__ __forceinline__ float snn_column_sum(const float *a, int ld, i
 }
 
 /* The bias gradients of `cols` columns of dy[rows][ld], a warp a column, and the update of b[col] (moments
- * at bm[col], bm[col + stride]). The block's threads all call it. */
+ * at bm[col], bm[col + stride]). The block's warps from first_warp on all call it. */
 template <int THREADS>
 static __device__ __forceinline__ void snn_bias_update(float *b, float *bm, int stride, const float *dy,
-                                                       int ld, int rows, int cols, const snn_rate &r)
+                                                       int ld, int rows, int cols, const snn_rate &r,
+                                                       int first_warp = 0)
 {
-    for (int col = threadIdx.x / 32; col < cols; col += THREADS / 32) {
+    for (int col = threadIdx.x / 32 - first_warp; col < cols; col += THREADS / 32 - first_warp) {
         const float g = snn_column_sum(dy, ld, rows, col);
         if (threadIdx.x % 32 == 0)
             snn_param_update(&b[col], &bm[col], stride, nullptr, g, r);

@@ -28,12 +28,15 @@
  *               l - 1 from it; layer 0's update, local, ends the step
  *
  * so 2L - 2 grid barriers a step (one after each hidden forward layer and after the softmax, one before
- * each hidden-to-hidden input gradient; one more in F0 where blocks share units). Each step reads the next
- * step's samples and labels, computes its rate factors and, staged, copies its slice during its own, so that
- * it starts with them at hand. A layer's update writes the twin of the next step's parity: its input
- * gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync m16n8k16 with FP32
- * accumulators on operands rounded as the host reference rounds them; fixed splits and orders of summation:
- * deterministic. */
+ * each hidden-to-hidden input gradient; one more in F0 where blocks share units). A barrier's arrival and
+ * wait are apart (fused/grid_barrier.cuh): between them a block does work no other block reads. Where blocks
+ * share units, the last layer's update waits for the next step's first two barriers (DEFER), and layer 0's
+ * bias is updated by the warps that B0's GEMM leaves idle. Each step reads the next step's samples and
+ * labels, computes its rate factors and, staged, copies its slice during its own (the copies issued in the
+ * softmax's barrier), so that it starts with them at hand. A layer's update writes the twin of the next
+ * step's parity: its input gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync
+ * m16n8k16 with FP32 accumulators on operands rounded as the host reference rounds them; fixed splits and
+ * orders of summation: deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +47,7 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/sm80/cp_async.cuh"
+#include "kernels/cuda/fused/grid_barrier.cuh"
 #include "kernels/cuda/fused/kernel.h"
 #include "kernels/cuda/fused/mma16.cuh"
 #include "kernels/cuda/fused/resident.cuh"
@@ -96,6 +100,17 @@ constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + GRID - 1) / GRID, 4);
  * 32 rows, which the bias gradients read a lane each, fall in 32 banks (the last layer's two GEMMs, which
  * read them four rows a lane, meet two-way conflicts). */
 constexpr int ACT_LD = UNITS + 1, DL_LD = CLASSES_PAD + 1;
+/* Where blocks share units (one hidden layer), a step's update of the last layer waits for the next step,
+ * whose barriers it fills (GridBarrier: between a block's arrival and its wait): its columns in the split's
+ * barrier, before the logits read them, its bias in the logits' barrier, before the softmax. The same
+ * arithmetic on the same operands (the step's dlogits and outputs, which the next step rewrites after). */
+constexpr bool DEFER = SPLIT > 1;
+/* Layer 0's update leaves warps idle where its GEMM has fewer tiles than the block has warps (13 of 16 on
+ * the 98 % board): those update layer 0's bias meanwhile; without any, it is updated after the last layer's
+ * columns. */
+constexpr int B0_TILES = SLICE_K / 16 * (UNITS / 8);
+constexpr int B0_IDLE =
+    mma16_slices(WARPS, B0_TILES, BATCH_PAD / 16) == 1 ? snn_imax(0, WARPS - B0_TILES) : 0;
 
 struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
     alignas(16) float w[UNITS][W_LD];
@@ -158,13 +173,14 @@ constexpr size_t WS_PARTS[] = {
     (size_t)4 * (BLOCKS + 1) * BATCH_PAD * CLASSES_PAD,    /* logits' partials [block][row][class], dlogits */
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
     (size_t)4 * BATCH_PAD,                                 /* and hit */
-    SPLIT > 1 ? (size_t)4 * GRID * BATCH_PAD * UNITS : 0}; /* layer 0's partial sums [block][row][unit] */
+    SPLIT > 1 ? (size_t)4 * GRID * BATCH_PAD * UNITS : 0,  /* layer 0's partial sums [block][row][unit] */
+    4};                                                    /* the grid barrier's count */
 // clang-format on
 __host__ __device__ constexpr size_t ws_at(int part)
 {
     return part == 0 ? 0 : ws_at(part - 1) + (WS_PARTS[part - 1] + 255) / 256 * 256;
 }
-static_assert(!FITS || ws_at(9) <= SNN_FUSED_GR_WS_BYTES,
+static_assert(!FITS || ws_at(10) <= SNN_FUSED_GR_WS_BYTES,
               "grid-resident kernel: fused.h counts the workspace");
 
 struct Workspace {
@@ -172,12 +188,13 @@ struct Workspace {
     float *partial, *dlog, *rowloss;
     int32_t *rowright;
     float *sums0;
+    unsigned *arrivals;
     __device__ explicit Workspace(unsigned char *at)
         : hact((snn_twin *)(at + ws_at(0))), hactt((snn_twin *)(at + ws_at(1))),
           dy((snn_twin *)(at + ws_at(2))), xt((snn_twin *)(at + ws_at(3))), wt((snn_twin *)(at + ws_at(4))),
           partial((float *)(at + ws_at(5))), dlog(partial + (size_t)BLOCKS * BATCH_PAD * CLASSES_PAD),
           rowloss((float *)(at + ws_at(6))), rowright((int32_t *)(at + ws_at(7))),
-          sums0((float *)(at + ws_at(8)))
+          sums0((float *)(at + ws_at(8))), arrivals((unsigned *)(at + ws_at(9)))
     {
     }
     /* hidden layer l's output of step parity p, [row][unit] and [unit][row] */
@@ -464,11 +481,11 @@ static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, i
         }));
 }
 
-/* The bias of hidden layer l's units (the block's), from the gradient in S.dg. */
-static __device__ void bias_update(Shared &S, int l, int owned, const snn_rate &rate)
+/* The bias of hidden layer l's units (the block's), from the gradient in S.dg, by warps [first, WARPS). */
+static __device__ void bias_update(Shared &S, int l, int owned, const snn_rate &rate, int first = 0)
 {
     float *b = l == 0 ? S.b0 : S.mid[l - 1].b, *bm = l == 0 ? &S.b0m[0][0] : &S.mid[l - 1].bm[0][0];
-    snn_bias_update<THREADS>(b, bm, UNITS, &S.dg[0][0], ACT_LD, BATCH, owned, rate);
+    snn_bias_update<THREADS>(b, bm, UNITS, &S.dg[0][0], ACT_LD, BATCH, owned, rate, first);
 }
 
 /* ---------------------------------------------------------------------------
@@ -484,6 +501,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     Shared &S = resident_shared<Shared, THREADS, smem_bytes(STAGED)>();
     cg::grid_group grid = cg::this_grid();
     const Workspace W(net.gr_ws);
+    GridBarrier barrier(W.arrivals); /* read before the grid.sync below, which no block passes before all */
     const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
               tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
@@ -515,6 +533,17 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             W.batch_t(e >= PAD)[INPUTS * BATCH_PAD + e - (e >= PAD) * PAD] = snn_twin_bits(0.0f);
     }
     grid.sync(); /* every twin whole before the first input gradient reads it */
+
+    /* the last layer's update (DEFER: in the next step's barriers, with this step's rate factors) */
+    auto last_columns = [&](const snn_rate &r) {
+        last_layer_update(S, u0, r);
+        if (!(DEFER && B0_IDLE > 0))
+            bias_update(S, HIDDENS - 1, owned, r);
+    };
+    auto last_bias = [&](const snn_rate &r) {
+        snn_bias_update<THREADS>(S.bl, &S.blm[0][0], CLASSES_PAD, &S.dl[0][0], DL_LD, BATCH, SNN_CLASSES, r);
+    };
+    snn_rate deferred_rate = S.rate;
 
     for (int s = first; s < last; ++s) {
         const int p = s & 1;
@@ -561,7 +590,10 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             }
         }
         if constexpr (SPLIT > 1) {
-            grid.sync(); /* every slice's partial sums written */
+            barrier.arrive(); /* every slice's partial sums written */
+            if (DEFER && s > first)
+                last_columns(deferred_rate);
+            barrier.wait();
             slices_added(S, W, net, draws, p, c, u0);
         }
         if (tid < BATCH_PAD) {
@@ -574,7 +606,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         /* F1 .. F(L-2): the previous output, all of it, against the block's rows */
         for (int l = 1; l + 1 < LAYERS; l++) {
             fused_stamp(net, s, l - 1, false);
-            grid.sync();
+            barrier.sync();
             fused_stamp(net, s, l - 1, true);
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
                 Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)},
@@ -588,27 +620,31 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         /* F(L-1): partial sums, then a block per row: softmax, dlogits */
         logits_partial(S, W, c, q);
         fused_stamp(net, s, LAYERS - 2, false);
-        grid.sync();
+        barrier.arrive();
+        if (DEFER && s > first)
+            last_bias(deferred_rate);
+        barrier.wait();
         fused_stamp(net, s, LAYERS - 2, true);
         softmax_rows(S, W, net, b);
-        /* beside the softmax, which leaves most warps idle: the next step's rate and, into the buffer the
-         * step before read, its slice */
+        fused_stamp(net, s, LAYERS - 1, false);
+        barrier.arrive();
+        /* while the other blocks arrive: the next step's rate and, into the buffer the step before read, its
+         * slice, issued after the arrival, which would otherwise wait for the copies too */
         if (s + 1 < last) {
             if (tid == THREADS - 32)
                 S.rate = snn_clock_rate_in(net.clock, epoch, s + 1);
             if constexpr (STAGED)
                 stage(buffer(p ^ 1), S, net.train_images, k0, slice_kt);
         }
-        fused_stamp(net, s, LAYERS - 1, false);
-        grid.sync();
+        barrier.wait();
         fused_stamp(net, s, LAYERS - 1, true);
 
         /* B(L-1): the last layer, from the dlogits every block reads */
         for (int e = tid; e < BATCH_PAD * CLASSES_PAD; e += THREADS)
             S.dl[e / CLASSES_PAD][e % CLASSES_PAD] = W.dlog[e];
         __syncthreads();
-        snn_bias_update<THREADS>(S.bl, &S.blm[0][0], CLASSES_PAD, &S.dl[0][0], DL_LD, BATCH, SNN_CLASSES,
-                                 rate);
+        if (!DEFER)
+            last_bias(rate);
         if (b == 0 && tid / 32 == WARPS - 1) { /* the step's loss and hits: a warp, lanes by rows */
             double loss = 0.0;
             int right = 0;
@@ -628,8 +664,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             Mma16FloatMat<DL_LD, 1>{&S.dl[0][0]}, Mma16FloatMat<1, UNITS>{&S.wl[0][0]}, S.scratch,
             [&](int m, int n, float v) { hidden_grad(S, W, net, draws, HIDDENS - 1, u0, m, n, v); });
         __syncthreads(); /* the input gradient has read the last layer's columns before they change */
-        last_layer_update(S, u0, rate);
-        bias_update(S, HIDDENS - 1, owned, rate);
+        if (!DEFER)
+            last_columns(rate);
         if constexpr (HIDDENS > 1)
             mid_update(S, W, p, HIDDENS - 1, u0, rate);
         fused_stamp(net, s, LAYERS, false);
@@ -637,7 +673,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         /* B(L-2) .. B1: the whole output gradient of layer l against the twin's rows of the block's units */
         for (int l = LAYERS - 2; l >= 1; l--) {
             const int phase = 2 * LAYERS - 1 - l;
-            grid.sync();
+            barrier.sync();
             fused_stamp(net, s, phase - 1, true);
             const Mma16Mat<HIDDEN_PAD, 1> twin_rows{W.twin_t(p, l) + (size_t)u0 * HIDDEN_PAD};
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
@@ -652,7 +688,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         fused_stamp(net, s, 2 * LAYERS - 2, true); /* no barrier after the last input gradient */
 
         /* B0: layer 0's update, local: the block's slice of its inputs; a parameter at a time, as four at
-         * once (the other layers' mma16_update) was slower here (docs/PERF.md v48) */
+         * once (the other layers' mma16_update) was slower here (docs/PERF.md v48); where the GEMM leaves
+         * warps idle, they update layer 0's bias meanwhile */
         const Mma16Mat<DGRAD_LD, 1> grad_rows{&S.dgt[0][0]};
         auto w0_update = [&](int k, int n, float g) {
             if (k0 + k < INPUTS && u0 + n < HIDDEN)
@@ -665,9 +702,17 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
                 Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD}, grad_rows, S.scratch,
                 w0_update);
+        if (DEFER && B0_IDLE > 0 && tid / 32 >= B0_TILES)
+            bias_update(S, 0, owned, rate, B0_TILES);
         __syncthreads();
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
+        deferred_rate = rate;
+    }
+    if (DEFER && last > first) { /* the launch's last step's */
+        last_columns(deferred_rate);
+        last_bias(deferred_rate);
+        __syncthreads();
     }
     state_copy(S, net, c, q, false);
     if (b == 0 && tid == 0)
