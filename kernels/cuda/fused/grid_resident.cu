@@ -22,18 +22,20 @@
  *   F(L-1)      the logits' partial sums over the block's units -> barrier -> a block per row sums them,
  *               takes the softmax and writes the row's dlogits -> barrier
  *   B(L-1)      every block reads the dlogits: its units' gradient (local columns of the last layer),
- *               the last layer's update (its columns; the bias, every block the same)
+ *               the last layer's update (its columns; the bias, every block the same; where blocks share
+ *               units, in the next step's barriers)
  *   B(l)        each block's units' output gradient of layer l - 1 from the whole gradient of layer l and
  *               the twin's rows of its units (the all-gather again), then the update of its rows of layer
  *               l - 1 from it; layer 0's update, local, ends the step
  *
  * so 2L - 2 grid barriers a step (one after each hidden forward layer and after the softmax, one before
- * each hidden-to-hidden input gradient; one more in F0 where blocks share units). A barrier's arrival and
- * wait are apart (fused/grid_barrier.cuh): between them a block does work no other block reads. Where blocks
- * share units, the last layer's update waits for the next step's first two barriers (DEFER), and layer 0's
- * bias is updated by the warps that B0's GEMM leaves idle. Each step reads the next step's samples and
- * labels, computes its rate factors and, staged, copies its slice during its own (the copies issued in the
- * softmax's barrier), so that it starts with them at hand. A layer's update writes the twin of the next
+ * each hidden-to-hidden input gradient; one more in F0 where blocks share units). The step's barriers are
+ * the kernel's own (fused/grid_barrier.cuh), whose arrival and wait are apart: between them a block does
+ * work no other block reads. Where blocks share units, the last layer's update waits for the next step's
+ * first two barriers (DEFER), and layer 0's bias is updated by the warps that B0's GEMM leaves idle, where it
+ * leaves any (B0_IDLE). Each step reads the next step's samples and labels, computes its rate factors and,
+ * staged, copies its slice during its own (the rate and the copies in the softmax's barrier), so that it
+ * starts with them at hand. A layer's update writes the twin of the next
  * step's parity: its input gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync
  * m16n8k16 with FP32 accumulators on operands rounded as the host reference rounds them; fixed splits and
  * orders of summation: deterministic. */
@@ -105,9 +107,9 @@ constexpr int ACT_LD = UNITS + 1, DL_LD = CLASSES_PAD + 1;
  * barrier, before the logits read them, its bias in the logits' barrier, before the softmax. The same
  * arithmetic on the same operands (the step's dlogits and outputs, which the next step rewrites after). */
 constexpr bool DEFER = SPLIT > 1;
-/* Layer 0's update leaves warps idle where its GEMM has fewer tiles than the block has warps (13 of 16 on
- * the 98 % board): those update layer 0's bias meanwhile; without any, it is updated after the last layer's
- * columns. */
+/* Layer 0's update leaves warps idle where its GEMM has fewer tiles than the block has warps and does not
+ * split k (13 of 16 on the 98 % board): those update layer 0's bias meanwhile; without any, it is updated
+ * after the last layer's columns. */
 constexpr int B0_TILES = SLICE_K / 16 * (UNITS / 8);
 constexpr int B0_IDLE =
     mma16_slices(WARPS, B0_TILES, BATCH_PAD / 16) == 1 ? snn_imax(0, WARPS - B0_TILES) : 0;
@@ -117,7 +119,8 @@ constexpr int B0_IDLE =
  * whole row of inputs would not fit beside an unshared block's state (784-784x4 b64), which updates each
  * element in the GEMM's epilogue instead. */
 constexpr bool G0_BUFFERED = SPLIT > 1;
-constexpr int G0_LD = snn_round_up(SLICE_K - 4, 16) + 4;
+constexpr int G0_LD = SLICE_K + 4;
+static_assert(G0_LD % 16 == 4, "grid-resident kernel: layer 0's gradient rows 4 mod 16 floats apart");
 
 struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
     alignas(16) float w[UNITS][W_LD];
@@ -518,7 +521,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
         S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
     /* a step's rate factors, computed in double, took a thread a microsecond at the step's start: each step
-     * computes the next step's on a warp the softmax usually leaves idle */
+     * computes the next step's on one thread, in the softmax's barrier */
     const int32_t epoch = *net.clock.epoch;
     /* the sample of the thread's row (padding rows: the first's) in step `step` */
     auto sample_at = [&](int step) { return net.order[(long)step * BATCH + (tid < BATCH ? tid : 0)]; };
