@@ -727,12 +727,12 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 #pragma unroll
                 for (int i = 0; i < AT_ONCE; i++) {
                     const int e = tid + (i0 + i) * THREADS;
-                    g[i] = i0 + i < PER && e < ELEMENTS ? S.g0[e / SLICE_K][e % SLICE_K] : 0.0f;
+                    g[i] = e < ELEMENTS ? S.g0[e / SLICE_K][e % SLICE_K] : 0.0f; /* also i0 + i >= PER */
                 }
                 snn_param_updates(g, UNITS * W0_LD, rate, [&](int i, float *&w, float *&m, snn_twin *&twin) {
                     const int e = tid + (i0 + i) * THREADS, n = e / SLICE_K, k = e % SLICE_K;
                     w = &S.w0[n][k], m = &S.w0m[0][n][k], twin = nullptr;
-                    return i0 + i < PER && e < ELEMENTS && k0 + k < INPUTS && u0 + n < HIDDEN;
+                    return e < ELEMENTS && k0 + k < INPUTS && u0 + n < HIDDEN;
                 });
             }
             __syncthreads();
