@@ -1,9 +1,9 @@
 /* A grid barrier whose arrival and wait are two calls (fused/grid_resident.cu), so that a block can do work
  * of its own, which no other block reads, while the others arrive: a count of arrivals in global memory,
  * added to by each block's thread 0 with release semantics and read with acquire until every block of the
- * grid has arrived. It costs what cooperative groups' grid.sync() costs (1.05 against 1.09 us on an H200,
- * 128 blocks, docs/PERF.md v50). The count only grows, wrapping; a block reads where it starts before the
- * launch's first grid.sync(), when no block can have arrived yet. */
+ * grid has arrived. It costs what cooperative groups' grid.sync() costs (docs/PERF.md v50). The count only
+ * grows, wrapping; a block reads where it starts before the launch's first grid.sync(), when no block can
+ * have arrived yet. */
 #ifndef SNN_FUSED_GRID_BARRIER_CUH
 #define SNN_FUSED_GRID_BARRIER_CUH
 

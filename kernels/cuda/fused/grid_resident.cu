@@ -114,7 +114,7 @@ constexpr int B0_TILES = SLICE_K / 16 * (UNITS / 8);
 constexpr int B0_IDLE =
     mma16_slices(WARPS, B0_TILES, BATCH_PAD / 16) == 1 ? snn_imax(0, WARPS - B0_TILES) : 0;
 /* Where blocks share units, B0's GEMM writes layer 0's gradient to S.g0 and every thread then updates its
- * elements along the inputs at once (0.15 us a step faster on the 98 % board, docs/PERF.md v50); the rows
+ * elements along the inputs at once (faster on the 98 % board, docs/PERF.md v50); the rows
  * 4 mod 16 floats apart, so that the GEMM's units 2t, 2t + 1 of inputs g, g + 8 fall in distinct banks. A
  * whole row of inputs would not fit beside an unshared block's state (784-784x4 b64), which updates each
  * element in the GEMM's epilogue instead. */
