@@ -107,24 +107,71 @@ SNN_HD snn_rate snn_clock_rate(snn_clock c) { return snn_clock_rate_at(c, *c.ste
 
 /* sqrtf(x), x >= 0, and m / d, d > 0, with the operands kept off the GPU's slow paths: sqrt.rn and div.rn
  * hand subnormal operands, and div.rn numerators near them (below 2^-100 here, with room to spare), to a
- * software routine per element.
- * AdamW's moments of unused weights decay into that range and stay (0.9 x 2^-149 rounds back to 2^-149), which
- * slowed a step by a fifth over a run (docs/PERF.md v32). Scaling by a power of two is exact, so both are
- * IEEE's to the bit, but for a subnormal quotient, rounded twice (once scaled, once scaled back): one unit of
- * 2^-149 at most, which no weight update can show. */
+ * software routine per element. AdamW's moments of unused weights decay into that range and stay
+ * (0.9 x 2^-149 rounds back to 2^-149), which slowed a step by a fifth over a run (docs/PERF.md v32).
+ * Scaling by a power of two is exact, so both are IEEE's to the bit, but for a subnormal quotient, rounded
+ * twice (once scaled, once scaled back): one unit of 2^-149 at most, which no weight update can show. The
+ * GPU takes no branch at all (below). */
+#ifdef __CUDA_ARCH__
+/* sqrt.rn's and div.rn's fast paths as the compiler emits them (an estimate from the special function unit,
+ * then Newton steps), correctly rounded where their range checks pass, written out without the branch to the
+ * slow routine: its reconvergence kept the compiler from overlapping one parameter's update with the next
+ * (docs/PERF.md v51). The callers keep the operands in range: x in [2^-100, 2^128); |n| in [2^-100, 2^128)
+ * and d in [1, 2), so that no product or remainder leaves the normal range. */
+static __device__ __forceinline__ float snn_sqrt_fast(float x)
+{
+    float r, s, h;
+    asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(s) : "f"(x), "f"(r));
+    asm("mul.rn.ftz.f32 %0, %1, 0f3F000000;" : "=f"(h) : "f"(r));
+    return __fmaf_rn(__fmaf_rn(-s, s, x), h, s);
+}
+
+static __device__ __forceinline__ float snn_div_fast(float n, float d)
+{
+    float r;
+    asm volatile("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+    r = __fmaf_rn(r, __fmaf_rn(-d, r, 1.0f), r);
+    const float q = __fmaf_rn(n, r, 0.0f);
+    return __fmaf_rn(r, __fmaf_rn(-d, q, n), q);
+}
+
+/* n / d x f for |n| in [2^-100, 2^128), d > 0 finite, f 1 or 2^-64: d's significand in [1, 2) divides, its
+ * exponent and f scale the quotient after, exactly where it is normal (a subnormal one is rounded twice). */
+static __device__ __forceinline__ float snn_div_scaled_d(float n, float d, float f)
+{
+    const int sub = d < 0x1p-126f;
+    const uint32_t b = __float_as_uint(sub ? d * 0x1p64f : d), e = b >> 23; /* e in [1, 254] */
+    const float q = snn_div_fast(n, __uint_as_float((b & 0x007fffffu) | 0x3f800000u));
+    const float q2 = __fmul_rn(q, e < 254 ? __uint_as_float((254 - e) << 23) : 0x1p-127f); /* x 2^(127 - e) */
+    return __fmul_rn(q2, sub ? f * 0x1p64f : f);
+}
+#endif
+
 SNN_HD float snn_sqrtf_scaled(float x)
 {
-    const int sub = x < 0x1p-126f;
-    const float r = sqrtf(sub ? x * 0x1p64f : x);
+    const int sub = x < 0x1p-100f;
+    const float xs = sub ? x * 0x1p64f : x;
+#ifdef __CUDA_ARCH__
+    const float f = snn_sqrt_fast(xs), r = x == 0.0f || x == INFINITY ? x : f; /* +-0, infinity: themselves */
+#else
+    const float r = sqrtf(xs);
+#endif
     return sub ? r * 0x1p-32f : r;
 }
 
 SNN_HD float snn_divf_scaled(float m, float d)
 {
     const float a = fabsf(m);
-    const int zero = a == 0.0f, tiny = a < 0x1p-100f;
-    const float q = (zero ? 1.0f : tiny ? m * 0x1p64f : m) / d;
+    const int zero = a == 0.0f || d == INFINITY, tiny = a < 0x1p-100f;
+    const float n = zero ? 1.0f : tiny ? m * 0x1p64f : m;
+#ifdef __CUDA_ARCH__
+    const float q = snn_div_scaled_d(n, d, tiny ? 0x1p-64f : 1.0f);
+    return zero ? copysignf(0.0f, m) : q;
+#else
+    const float q = n / d;
     return zero ? copysignf(0.0f, m) : tiny ? q * 0x1p-64f : q; /* 0 / d; or a subnormal m flushed (host) */
+#endif
 }
 
 /* a x b + c and a x b as the update computes them: on the GPU each as written, fused where an FMA is written

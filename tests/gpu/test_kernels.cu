@@ -939,6 +939,71 @@ static void test_scaled_math(void)
     free(h);
 }
 
+/* The sweep's division operands, case i: its first 2^31 cases every pair of bit patterns a hash gives
+ * (|m| and d over the whole finite range, d from subnormal to infinity); the next 2^31 every significand of
+ * d, 256 numerators each, within 2^40 of it, so that most quotients are normal. */
+static __device__ void sweep_operands(uint64_t i, float *m, float *d)
+{
+    uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ull, h ^= h >> 29;
+    const uint32_t lo = (uint32_t)h, hi = (uint32_t)(h >> 32);
+    if (i < (1ull << 31)) {
+        *m = __uint_as_float(lo % 0x7f800000u | (hi & 0x80000000u)); /* finite, either sign */
+        *d = __uint_as_float(hi % 0x7f800001u + 1u);                 /* (0, infinity] */
+        return;
+    }
+    const uint32_t sig = (uint32_t)(i >> 8) & 0x007fffffu;
+    const int e = (int)(hi % 254u) + 1, em = min(max(e + (int)(lo >> 24) % 81 - 40, 1), 254);
+    *d = __uint_as_float((uint32_t)e << 23 | sig);
+    *m = __uint_as_float((lo & 0x807fffffu) | (uint32_t)em << 23);
+}
+
+/* Case i of the sweep against sqrt.rn and div.rn: the first 2^31 cases every x in [0, 2^128] by its bits
+ * (and -0), then the divisions; a mismatch counted, the first by index kept. */
+__global__ void scaled_math_sweep_kernel(unsigned long long *bad, unsigned long long *first, uint64_t cases)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < cases;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        int wrong;
+        if (i < (1ull << 31)) {
+            const float x = __uint_as_float(i <= 0x7f800000u ? (uint32_t)i : 0x80000000u);
+            wrong = __float_as_uint(snn_sqrtf_scaled(x)) != __float_as_uint(__fsqrt_rn(x));
+        } else {
+            float m, d;
+            sweep_operands(i - (1ull << 31), &m, &d);
+            const uint32_t q = __float_as_uint(snn_divf_scaled(m, d)), e = __float_as_uint(__fdiv_rn(m, d));
+            /* scaled_quotient_ok: the bits, or a subnormal quotient one unit off */
+            wrong = (e & 0x7f800000u) == 0
+                        ? (q >> 31) != (e >> 31) || (q & 0x7fffffffu) - (e & 0x7fffffffu) + 1u > 2u
+                        : q != e;
+        }
+        if (wrong) {
+            atomicAdd(bad, 1ull);
+            atomicMin(first, (unsigned long long)i);
+        }
+    }
+}
+
+/* The same on the device alone, 2^33 cases against the GPU's own sqrt.rn and div.rn: every x >= 0 and 6 G
+ * divisions (the operands' ranges: sweep_operands). The fast paths the update takes without a branch must
+ * be exact wherever the scaled operands fall, not only on the sample above. */
+static void test_scaled_math_sweep(void)
+{
+    char why[256] = "";
+    const uint64_t cases = 1ull << 33;
+    unsigned long long h[2] = {0, ~0ull};
+    unsigned long long *dev = (unsigned long long *)snn_rt_alloc(sizeof h);
+    snn_rt_upload(dev, h, sizeof h);
+    scaled_math_sweep_kernel<<<4096, 256, 0, snn_stream()>>>(dev, dev + 1, cases);
+    CUDA_CHECK_LAUNCH();
+    snn_rt_download(h, dev, sizeof h);
+    if (h[0])
+        set_why(why, "%llu of %llu cases wrong, the first case %llu (%s)", h[0], (unsigned long long)cases,
+                h[1], h[1] < (1ull << 31) ? "sqrt" : "division");
+    report("optimizer's sqrt and division, 2^33 cases on the GPU: div.rn's and sqrt.rn's bits", why);
+    snn_rt_free(dev);
+}
+
 /* schedule and clock_advance on the device against the host's, at every step of a short run that crosses
  * epochs (the factors within 1e-6: the GPU's cosf and powf are not the host's). */
 static void test_clock(void)
@@ -1222,6 +1287,7 @@ int main(int argc, char **argv)
         test_step_advance();
         test_clock();
         test_scaled_math();
+        test_scaled_math_sweep();
         test_run_step();
     }
     cuda_gemm_dropout_bind(NULL, 0);
