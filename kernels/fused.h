@@ -72,7 +72,7 @@ extern "C" {
      SNN_GR_HALFS((size_t)SNN_GR_NH * SNN_GR_BP * SNN_GR_HP) +                                               \
      SNN_GR_HALFS((size_t)2 * SNN_GR_XP * SNN_GR_BP) +                                                       \
      SNN_GR_HALFS((size_t)2 * SNN_GR_MIDS * SNN_GR_HP * SNN_GR_HP) +                                         \
-     SNN_GR_R256((size_t)4 * (SNN_GR_BLOCKS + 1) * SNN_GR_BP * 16) +                                         \
+     SNN_GR_R256((size_t)(8 * SNN_GR_BLOCKS + 4) * SNN_GR_BP * 16) +                                         \
      2 * SNN_GR_R256((size_t)4 * SNN_GR_BP) +                                                                \
      SNN_GR_R256(SNN_GR_SPLIT > 1 ? (size_t)4 * SNN_GR_SPLIT * SNN_GR_BLOCKS * SNN_GR_BP * SNN_GR_UNITS      \
                                   : 0) +                                                                     \

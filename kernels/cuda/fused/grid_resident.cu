@@ -19,26 +19,28 @@
  *               chosen at launch); else from the images in place, the block's pixels of the batch then
  *               transposed into L2 for every block's update of layer 0
  *   F1 .. F(L-2) every block reads the whole previous output (the all-gather) and computes its units'
- *   F(L-1)      the logits' partial sums over the block's units -> barrier -> a block per row sums them,
- *               takes the softmax and writes the row's dlogits -> barrier
+ *   F(L-1)      the logits' partial sums over the block's units -> barrier (none where they are tagged:
+ *               TAGGED) -> a block per row sums them, takes the softmax and writes the row's dlogits
+ *               -> barrier
  *   B(L-1)      every block reads the dlogits: its units' gradient (local columns of the last layer),
  *               the last layer's update (its columns; the bias, every block the same; where blocks share
- *               units, in the next step's barriers)
+ *               units, in the next step's split barrier and before its softmax)
  *   B(l)        each block's units' output gradient of layer l - 1 from the whole gradient of layer l and
  *               the twin's rows of its units (the all-gather again), then the update of its rows of layer
  *               l - 1 from it; layer 0's update, local, ends the step
  *
- * so 2L - 2 grid barriers a step (one after each hidden forward layer and after the softmax, one before
- * each hidden-to-hidden input gradient; one more in F0 where blocks share units). The step's barriers are
+ * so 2L - 2 grid barriers a step (one before each hidden-to-hidden layer's forward GEMM and its input
+ * gradient, one after the partial logits, one after the softmax; one fewer where the partials are tagged,
+ * one more in F0 where blocks share units). The step's barriers are
  * the kernel's own (fused/grid_barrier.cuh), whose arrival and wait are apart: between them a block does
  * work no other block reads. Where blocks share units, the last layer's update waits for the next step's
- * first two barriers (DEFER), and layer 0's bias is updated by the warps that B0's GEMM leaves idle, where it
- * leaves any (B0_IDLE). Each step reads the next step's samples and labels, computes its rate factors and,
- * staged, copies its slice during its own (the rate and the copies in the softmax's barrier), so that it
- * starts with them at hand. A layer's update writes the twin of the next
- * step's parity: its input gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync
- * m16n8k16 with FP32 accumulators on operands rounded as the host reference rounds them; fixed splits and
- * orders of summation: deterministic. */
+ * split barrier and partial logits (DEFER), and layer 0's bias is updated by the warps that B0's GEMM leaves
+ * idle, where it leaves any (B0_IDLE). Each step reads the next step's samples and labels, computes its rate
+ * factors and, staged, copies its slice during its own (the rate and the copies in the softmax's barrier), so
+ * that it starts with them at hand. A layer's update writes the twin of the next step's parity: its input
+ * gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync m16n8k16 with FP32
+ * accumulators on operands rounded as the host reference rounds them; fixed splits and orders of summation:
+ * deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,10 +104,18 @@ constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + GRID - 1) / GRID, 4);
  * 32 rows, which the bias gradients read a lane each, fall in 32 banks (the last layer's two GEMMs, which
  * read them four rows a lane, meet two-way conflicts). */
 constexpr int ACT_LD = UNITS + 1, DL_LD = CLASSES_PAD + 1;
+/* The logits' partial sums. Where each lane of a row's softmax reads one block's (at most 32 blocks), they
+ * are tagged records (fused/grid_barrier.cuh) that the softmax polls, with no barrier before it. With more
+ * blocks, the records a lane has in flight take twice the registers of plain sums: read in turns, or
+ * spilled, they were slower than plain sums after a barrier (784x4 b64, 1024x3 b32; docs/PERF.md v51).
+ * RECORDS: a row's, read in pairs. */
+constexpr int RECORDS = snn_round_up(SNN_CLASSES, 2);
+constexpr bool TAGGED = BLOCKS <= 32;
 /* Where blocks share units (one hidden layer), a step's update of the last layer waits for the next step,
- * whose barriers it fills (GridBarrier: between a block's arrival and its wait): its columns in the split's
- * barrier, before the logits read them, its bias in the logits' barrier, before the softmax. The same
- * arithmetic on the same operands (the step's dlogits and outputs, which the next step rewrites after). */
+ * whose waits it fills: its columns in the split's barrier (GridBarrier: between a block's arrival and its
+ * wait), before the logits read them, its bias while the other blocks' partial logits arrive, before the
+ * softmax. The same arithmetic on the same operands (the step's dlogits and outputs, which the next step
+ * rewrites after). */
 constexpr bool DEFER = SPLIT > 1;
 /* Layer 0's update leaves warps idle where its GEMM has fewer tiles than the block has warps and does not
  * split k (13 of 16 on the 98 % board): those update layer 0's bias meanwhile; without any, it is updated
@@ -181,7 +191,7 @@ constexpr size_t WS_PARTS[] = {
     (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
     (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
     (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
-    (size_t)4 * (BLOCKS + 1) * BATCH_PAD * CLASSES_PAD,    /* logits' partials [block][row][class], dlogits */
+    (size_t)((TAGGED ? 8 : 4) * BLOCKS + 4) * BATCH_PAD * CLASSES_PAD, /* the logits' partials, dlogits */
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
     (size_t)4 * BATCH_PAD,                                 /* and hit */
     SPLIT > 1 ? (size_t)4 * GRID * BATCH_PAD * UNITS : 0,  /* layer 0's partial sums [block][row][unit] */
@@ -196,14 +206,16 @@ static_assert(!FITS || ws_at(10) <= SNN_FUSED_GR_WS_BYTES,
 
 struct Workspace {
     snn_twin *hact, *hactt, *dy, *xt, *wt;
-    float *partial, *dlog, *rowloss;
+    uint64_t *partial; /* the logits' partial sums: TAGGED records, or floats */
+    float *dlog, *rowloss;
     int32_t *rowright;
     float *sums0;
     unsigned *arrivals;
     __device__ explicit Workspace(unsigned char *at)
         : hact((snn_twin *)(at + ws_at(0))), hactt((snn_twin *)(at + ws_at(1))),
           dy((snn_twin *)(at + ws_at(2))), xt((snn_twin *)(at + ws_at(3))), wt((snn_twin *)(at + ws_at(4))),
-          partial((float *)(at + ws_at(5))), dlog(partial + (size_t)BLOCKS * BATCH_PAD * CLASSES_PAD),
+          partial((uint64_t *)(at + ws_at(5))),
+          dlog((float *)(at + ws_at(5)) + (size_t)(TAGGED ? 2 : 1) * BLOCKS * BATCH_PAD * CLASSES_PAD),
           rowloss((float *)(at + ws_at(6))), rowright((int32_t *)(at + ws_at(7))),
           sums0((float *)(at + ws_at(8))), arrivals((unsigned *)(at + ws_at(9)))
     {
@@ -369,12 +381,14 @@ static __device__ __forceinline__ void hidden_grad(Shared &S, const Workspace &W
 
 /* The logits' partial sums over the block's units, [row][class], from the last hidden layer's outputs: rows
  * q, q + SPLIT, ... of them, the group's others the rest. */
-static __device__ void logits_partial(const Shared &S, const Workspace &W, int c, int q)
+static __device__ void logits_partial(const Shared &S, const Workspace &W, int c, int q, unsigned tag)
 {
     constexpr int ROWS = (BATCH_PAD + SPLIT - 1) / SPLIT;
-    float *part = W.partial + (size_t)c * BATCH_PAD * CLASSES_PAD;
-    for (int e = threadIdx.x; e < ROWS * CLASSES_PAD; e += THREADS) {
-        const int m = e / CLASSES_PAD * SPLIT + q, j = e % CLASSES_PAD;
+    uint64_t *part = W.partial + (size_t)c * BATCH_PAD * CLASSES_PAD;
+    float *sums = reinterpret_cast<float *>(W.partial) + (size_t)c * BATCH_PAD * CLASSES_PAD;
+    constexpr int WRITTEN = TAGGED ? RECORDS : CLASSES_PAD; /* a row's: plain, the padding's zeros too */
+    for (int e = threadIdx.x; e < ROWS * WRITTEN; e += THREADS) {
+        const int m = e / WRITTEN * SPLIT + q, j = e % WRITTEN;
         if (m >= BATCH_PAD)
             continue;
         float v = 0.0f;
@@ -382,7 +396,10 @@ static __device__ void logits_partial(const Shared &S, const Workspace &W, int c
 #pragma unroll
             for (int n = 0; n < UNITS; n++)
                 v += snn_twin_rounded(S.act[HIDDENS - 1][m][n]) * snn_twin_rounded(S.wl[j][n]);
-        part[m * CLASSES_PAD + j] = v;
+        if constexpr (TAGGED)
+            tagged_store(part + m * CLASSES_PAD + j, v, tag);
+        else
+            sums[m * CLASSES_PAD + j] = v;
     }
 }
 
@@ -410,16 +427,38 @@ static __device__ void slices_added(Shared &S, const Workspace &W, const snn_fus
     }
 }
 
-/* Softmax and cross-entropy of the batch's rows b, b + GRID, ..., a warp a row (class j on lane j): the
- * logits summed over the blocks' partials in block order, the row's dlogits, loss and hit to the workspace;
- * padding rows' dlogits 0. Tracing, the logits and dlogits too. */
-static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fused_net &net, int b)
+/* Row r's logits but the bias, class by class, in every lane of the warp: lane j adds the partials of
+ * blocks j, j + 32, ..., in that order, every load issued first (TAGGED, read again until all the warp's
+ * carry the step's tag); then a butterfly. */
+static __device__ void row_sums(const Workspace &W, int r, int j, unsigned tag, float (&sum)[SNN_CLASSES])
 {
-    const int warp = threadIdx.x / 32, j = threadIdx.x % 32;
-    for (int r = b + warp * GRID; r < BATCH_PAD; r += WARPS * GRID) {
-        const bool row = r < BATCH, cls = j < SNN_CLASSES;
-        /* lane j adds the partials of blocks j, j + 32, ..., every load issued first; then a butterfly */
-        constexpr int PER = (BLOCKS + 31) / 32;
+    constexpr int PER = (BLOCKS + 31) / 32;
+    if constexpr (TAGGED) {
+        float part[PER][RECORDS];
+        for (bool current = false; !current;) {
+            bool mine = true;
+#pragma unroll
+            for (int i = 0; i < PER; i++)
+#pragma unroll
+                for (int k = 0; k < RECORDS; k += 2) {
+                    const int block = j + 32 * i;
+                    part[i][k] = part[i][k + 1] = 0.0f;
+                    if (block < BLOCKS)
+                        mine &= tagged_load2(W.partial + ((size_t)block * BATCH_PAD + r) * CLASSES_PAD + k,
+                                             tag, part[i][k], part[i][k + 1]);
+                }
+            current = __all_sync(0xffffffffu, mine);
+        }
+#pragma unroll
+        for (int k = 0; k < SNN_CLASSES; k++) {
+            float v = 0.0f;
+#pragma unroll
+            for (int i = 0; i < PER; i++)
+                v += part[i][k];
+            sum[k] = snn_lanes_sum<32>(v);
+        }
+    } else {
+        const float *sums = reinterpret_cast<const float *>(W.partial);
         float4 part[PER][SNN_CLASSES / 4 + 1];
 #pragma unroll
         for (int i = 0; i < PER; i++)
@@ -427,17 +466,30 @@ static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fus
             for (int v = 0; v <= SNN_CLASSES / 4; v++)
                 part[i][v] = j + 32 * i < BLOCKS
                                  ? reinterpret_cast<const float4 *>(
-                                       W.partial + ((size_t)(j + 32 * i) * BATCH_PAD + r) * CLASSES_PAD)[v]
+                                       sums + ((size_t)(j + 32 * i) * BATCH_PAD + r) * CLASSES_PAD)[v]
                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        float sums[SNN_CLASSES];
 #pragma unroll
         for (int k = 0; k < SNN_CLASSES; k++) {
             float v = 0.0f;
 #pragma unroll
             for (int i = 0; i < PER; i++)
                 v += reinterpret_cast<const float *>(&part[i][k / 4])[k % 4];
-            sums[k] = snn_lanes_sum<32>(v);
+            sum[k] = snn_lanes_sum<32>(v);
         }
+    }
+}
+
+/* Softmax and cross-entropy of the batch's rows b, b + GRID, ..., a warp a row (class j on lane j): the
+ * logits summed over the blocks' partials in block order, the row's dlogits, loss and hit to the workspace;
+ * padding rows' dlogits 0. Tracing, the logits and dlogits too. */
+static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fused_net &net, int b,
+                                    unsigned tag)
+{
+    const int warp = threadIdx.x / 32, j = threadIdx.x % 32;
+    for (int r = b + warp * GRID; r < BATCH_PAD; r += WARPS * GRID) {
+        const bool row = r < BATCH, cls = j < SNN_CLASSES;
+        float sums[SNN_CLASSES];
+        row_sums(W, r, j, tag, sums);
         float z[1] = {-INFINITY};
 #pragma unroll
         for (int k = 0; k < SNN_CLASSES; k++)
@@ -538,6 +590,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     if constexpr (STAGED)
         stage(buffer(first & 1), S, net.train_images, k0, slice_kt);
     write_twins(S, W, u0);
+    /* the logits' records cleared, so that nothing the workspace held before passes for a current one */
+    for (int e = b * THREADS + tid; TAGGED && e < BLOCKS * BATCH_PAD * CLASSES_PAD; e += GRID * THREADS)
+        W.partial[e] = 0;
     if constexpr (!STAGED) { /* the batch's padding pixels, which the last slice's update reads and drops */
         constexpr int PAD = (INPUTS_PAD - INPUTS) * BATCH_PAD; /* a parity's elements */
         for (int e = b * THREADS + tid; e < 2 * PAD; e += GRID * THREADS)
@@ -629,14 +684,18 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         }
 
         /* F(L-1): partial sums, then a block per row: softmax, dlogits */
-        logits_partial(S, W, c, q);
+        logits_partial(S, W, c, q, barrier.tag());
         fused_stamp(net, s, LAYERS - 2, false);
-        barrier.arrive();
+        if constexpr (!TAGGED)
+            barrier.arrive();
         if (DEFER && s > first)
             last_bias(deferred_rate);
-        barrier.wait();
+        if constexpr (!TAGGED)
+            barrier.wait();
+        else if constexpr (DEFER)
+            __syncthreads(); /* the bias the softmax reads */
         fused_stamp(net, s, LAYERS - 2, true);
-        softmax_rows(S, W, net, b);
+        softmax_rows(S, W, net, b, barrier.tag());
         fused_stamp(net, s, LAYERS - 1, false);
         barrier.arrive();
         /* while the other blocks arrive: the next step's rate and, into the buffer the step before read, its
@@ -818,7 +877,7 @@ static void train(const snn_fused_net &net, int first, int last)
 static void describe(char *buf, int len)
 {
     fused_describe_resident(buf, len, "", GRID, THREADS, smem_bytes(staged), UNITS,
-                            2 * LAYERS - 2 + (SPLIT > 1), "grid");
+                            2 * LAYERS - 2 - TAGGED + (SPLIT > 1), "grid");
     const int at = (int)strlen(buf);
     if (SPLIT > 1 && at < len)
         snprintf(buf + at, len - at,
