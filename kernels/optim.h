@@ -136,12 +136,13 @@ static __device__ __forceinline__ float snn_div_fast(float n, float d)
     return __fmaf_rn(r, __fmaf_rn(-d, q, n), q);
 }
 
-/* n / d x f for |n| in [2^-100, 2^128), d > 0 finite, f 1 or 2^-64: d's significand in [1, 2) divides, its
- * exponent and f scale the quotient after, exactly where it is normal (a subnormal one is rounded twice). */
+/* n / d x f for |n| in [2^-100, 2^128), d > 0 finite (the caller discards what infinity gives), f 1 or
+ * 2^-64: d's significand in [1, 2) divides, its exponent and f scale the quotient after, exactly where it is
+ * normal (a subnormal one is rounded twice). */
 static __device__ __forceinline__ float snn_div_scaled_d(float n, float d, float f)
 {
     const int sub = d < 0x1p-126f;
-    const uint32_t b = __float_as_uint(sub ? d * 0x1p64f : d), e = b >> 23; /* e in [1, 254] */
+    const uint32_t b = __float_as_uint(sub ? d * 0x1p64f : d), e = b >> 23; /* finite: [1, 254] */
     const float q = snn_div_fast(n, __uint_as_float((b & 0x007fffffu) | 0x3f800000u));
     const float q2 = __fmul_rn(q, e < 254 ? __uint_as_float((254 - e) << 23) : 0x1p-127f); /* x 2^(127 - e) */
     return __fmul_rn(q2, sub ? f * 0x1p64f : f);

@@ -940,8 +940,8 @@ static void test_scaled_math(void)
 }
 
 /* The sweep's division operands, case i: its first 2^31 cases every pair of bit patterns a hash gives
- * (|m| and d over the whole finite range, d from subnormal to infinity); the next 2^31 every significand of
- * d, 256 numerators each, within 2^40 of it, so that most quotients are normal. */
+ * (|m| and d over the whole finite range, d from subnormal to infinity); the next 2^32 every significand of
+ * d twice, 256 numerators each time, within 2^40 of it, so that most quotients are normal. */
 static __device__ void sweep_operands(uint64_t i, float *m, float *d)
 {
     uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull;
@@ -949,7 +949,7 @@ static __device__ void sweep_operands(uint64_t i, float *m, float *d)
     const uint32_t lo = (uint32_t)h, hi = (uint32_t)(h >> 32);
     if (i < (1ull << 31)) {
         *m = __uint_as_float(lo % 0x7f800000u | (hi & 0x80000000u)); /* finite, either sign */
-        *d = __uint_as_float(hi % 0x7f800001u + 1u);                 /* (0, infinity] */
+        *d = __uint_as_float(hi % 0x7f800000u + 1u);                 /* (0, infinity] */
         return;
     }
     const uint32_t sig = (uint32_t)(i >> 8) & 0x007fffffu;

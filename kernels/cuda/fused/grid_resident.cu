@@ -104,13 +104,15 @@ constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + GRID - 1) / GRID, 4);
  * 32 rows, which the bias gradients read a lane each, fall in 32 banks (the last layer's two GEMMs, which
  * read them four rows a lane, meet two-way conflicts). */
 constexpr int ACT_LD = UNITS + 1, DL_LD = CLASSES_PAD + 1;
-/* The logits' partial sums. Where each lane of a row's softmax reads one block's (at most 32 blocks), they
- * are tagged records (fused/grid_barrier.cuh) that the softmax polls, with no barrier before it. With more
- * blocks, the records a lane has in flight take twice the registers of plain sums: read in turns, or
- * spilled, they were slower than plain sums after a barrier (784x4 b64, 1024x3 b32; docs/PERF.md v51).
- * RECORDS: a row's, read in pairs. */
+/* The logits' partial sums. Where each lane of a row's softmax reads one block's (at most 32 groups of
+ * units), they are tagged records (fused/grid_barrier.cuh) that the softmax polls, with no barrier before
+ * it. With more groups, the records a lane has in flight take twice the registers of plain sums: read in
+ * turns, or spilled, they were slower than plain sums after a barrier (784x4 b64, 1024x3 b32; docs/PERF.md
+ * v51). With one hidden layer and no split, the logits' barrier is also the only one between a block's
+ * reading of the step's dlogits and the next step's softmax rewriting them, an order that polls of relaxed
+ * records would not give in PTX's memory model: plain sums there too. RECORDS: a row's, read in pairs. */
 constexpr int RECORDS = snn_round_up(SNN_CLASSES, 2);
-constexpr bool TAGGED = BLOCKS <= 32;
+constexpr bool TAGGED = BLOCKS <= 32 && (SPLIT > 1 || LAYERS > 2);
 /* Where blocks share units (one hidden layer), a step's update of the last layer waits for the next step,
  * whose waits it fills: its columns in the split's barrier (GridBarrier: between a block's arrival and its
  * wait), before the logits read them, its bias while the other blocks' partial logits arrive, before the
