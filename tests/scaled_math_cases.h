@@ -14,6 +14,13 @@
 
 #define SCALED_MATH_CASES 40000
 
+/* scaled_quotient_ok and what it calls, also for the GPU's sweep (tests/gpu/test_kernels.cu) */
+#ifdef __CUDACC__
+#define SCALED_HD __host__ __device__
+#else
+#define SCALED_HD
+#endif
+
 static inline float bits_float(uint32_t u)
 {
     float f;
@@ -21,7 +28,7 @@ static inline float bits_float(uint32_t u)
     return f;
 }
 
-static inline uint32_t float_bits(float f)
+static inline SCALED_HD uint32_t float_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -30,7 +37,7 @@ static inline uint32_t float_bits(float f)
 
 /* snn_divf_scaled's result q against IEEE's e: the same bits, or for a subnormal quotient one unit apart
  * with the same sign. Compared as bits: the host's flushed arithmetic would read subnormals as 0. */
-static inline int scaled_quotient_ok(float q, float e)
+static inline SCALED_HD int scaled_quotient_ok(float q, float e)
 {
     const uint32_t a = float_bits(q), b = float_bits(e);
     if ((b & 0x7f800000u) == 0) /* e subnormal or 0 */

@@ -971,11 +971,7 @@ __global__ void scaled_math_sweep_kernel(unsigned long long *bad, unsigned long 
         } else {
             float m, d;
             sweep_operands(i - (1ull << 31), &m, &d);
-            const uint32_t q = __float_as_uint(snn_divf_scaled(m, d)), e = __float_as_uint(__fdiv_rn(m, d));
-            /* scaled_quotient_ok: the bits, or a subnormal quotient one unit off */
-            wrong = (e & 0x7f800000u) == 0
-                        ? (q >> 31) != (e >> 31) || (q & 0x7fffffffu) - (e & 0x7fffffffu) + 1u > 2u
-                        : q != e;
+            wrong = !scaled_quotient_ok(snn_divf_scaled(m, d), __fdiv_rn(m, d));
         }
         if (wrong) {
             atomicAdd(bad, 1ull);

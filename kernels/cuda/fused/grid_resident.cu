@@ -193,7 +193,8 @@ constexpr size_t WS_PARTS[] = {
     (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
     (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
     (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
-    (size_t)((TAGGED ? 8 : 4) * BLOCKS + 4) * BATCH_PAD * CLASSES_PAD, /* the logits' partials, dlogits */
+    /* the logits' partials [block][row][class] (TAGGED: 8-byte records), the dlogits [row][class] */
+    (size_t)((TAGGED ? 8 : 4) * BLOCKS + 4) * BATCH_PAD * CLASSES_PAD,
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
     (size_t)4 * BATCH_PAD,                                 /* and hit */
     SPLIT > 1 ? (size_t)4 * GRID * BATCH_PAD * UNITS : 0,  /* layer 0's partial sums [block][row][unit] */
