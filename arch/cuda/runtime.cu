@@ -202,7 +202,10 @@ void snn_rt_sync(void)
  * With CONFIG_CUDA_GRAPH, each distinct (step, ctx) runs eagerly on its first
  * call (a warm-up: the first use of every kernel loads its module and sets its
  * shared-memory attribute outside any capture), is captured into a graph on
- * its second call and replayed from then on. Every call runs the step once. */
+ * its second call and replayed from then on. Every call runs the step once.
+ * snn_rt_prepare_step captures it at once, without running it, where that is
+ * safe: the static arena allocates nothing during a step (the pool grows by
+ * cudaMalloc on first use), and NCCL connects on its first collective. */
 
 #ifdef CONFIG_CUDA_GRAPH
 typedef struct {
@@ -232,30 +235,45 @@ static snn_rt_graph *graph_entry(void (*step)(void *ctx), void *ctx)
 }
 #endif
 
-void snn_rt_run_step(void (*step)(void *ctx), void *ctx)
-{
 #ifdef CONFIG_CUDA_GRAPH
-    snn_rt_graph *g = graph_entry(step, ctx);
-    if (g->exec) {
-        CUDA_CHECK(cudaGraphLaunch(g->exec, g_stream));
-        return;
-    }
-    if (g->calls++ == 0) {
-        step(ctx);
-        return;
-    }
+static void capture(snn_rt_graph *g)
+{
     cudaGraph_t graph = NULL;
     /* Data parallel, NCCL's own threads work while the step is captured: only this thread's calls are held
      * to the capture's rules. */
     CUDA_CHECK(cudaStreamBeginCapture(g_stream, SNN_DP_WORLD > 1 ? cudaStreamCaptureModeThreadLocal
                                                                  : cudaStreamCaptureModeGlobal));
-    step(ctx);
+    g->step(g->ctx);
     CUDA_CHECK(cudaStreamEndCapture(g_stream, &graph));
     CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
     CUDA_CHECK(cudaGraphDestroy(graph));
+}
+#endif
+
+void snn_rt_run_step(void (*step)(void *ctx), void *ctx)
+{
+#ifdef CONFIG_CUDA_GRAPH
+    snn_rt_graph *g = graph_entry(step, ctx);
+    if (!g->exec && g->calls++ == 0) {
+        step(ctx);
+        return;
+    }
+    if (!g->exec)
+        capture(g);
     CUDA_CHECK(cudaGraphLaunch(g->exec, g_stream));
 #else
     step(ctx);
+#endif
+}
+
+void snn_rt_prepare_step(void (*step)(void *ctx), void *ctx)
+{
+#if defined(CONFIG_CUDA_GRAPH) && defined(CONFIG_MM_STATIC) && !defined(CONFIG_DP)
+    snn_rt_graph *g = graph_entry(step, ctx);
+    if (!g->exec)
+        capture(g);
+#else
+    (void)step, (void)ctx;
 #endif
 }
 

@@ -83,6 +83,7 @@ void snn_rt_upload(void *dst, const void *src, size_t bytes) { memcpy(dst, src, 
 void snn_rt_download(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 void snn_rt_sync(void) {}
 void snn_rt_run_step(void (*step)(void *ctx), void *ctx) { step(ctx); }
+void snn_rt_prepare_step(void (*step)(void *ctx), void *ctx) { (void)step, (void)ctx; }
 void snn_rt_release_steps(void) {}
 
 snn_mark *snn_rt_mark_new(void) { return snn_xmalloc(sizeof(snn_mark), "timer"); }
