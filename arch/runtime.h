@@ -34,12 +34,13 @@ void snn_rt_sync(void);
 
 /* Runs step(ctx) once. With CONFIG_CUDA_GRAPH the first call runs it directly
  * (loading its kernels outside any capture), the second captures it into a
- * graph as it runs, later calls replay that graph: step must read everything
- * that changes between calls from device memory. */
+ * graph as it runs, later calls replay that graph (every call, where
+ * snn_rt_prepare_step captured it first): step must read everything that
+ * changes between calls from device memory. */
 void snn_rt_run_step(void (*step)(void *ctx), void *ctx);
-/* Captures step(ctx) as its graph without running it, where the build allows (the static arena, one
- * process), so that its first snn_rt_run_step replays: the kernels' loading and the capture happen before a
- * run's clock starts, as PyTorch's warm-up and capture do. Elsewhere nothing. */
+/* Captures step(ctx) as its graph without running it, where that is safe (one process, a driver of CUDA
+ * 12.3 or later, no SNN_SYNC_CHECK), so that its first snn_rt_run_step replays: the kernels' loading and the
+ * capture happen before a run's clock starts, as PyTorch's warm-up and capture do. Elsewhere nothing. */
 void snn_rt_prepare_step(void (*step)(void *ctx), void *ctx);
 /* Destroys the steps' graphs (the next call of each runs it anew): before what they hold goes, as NCCL's
  * communicator, which waits for the graphs that use it. */

@@ -1,7 +1,7 @@
 /* From main() to a kernel, a call a line. The layered step on a CUDA target, to one GEMM's launch:
  *   main (app/mnist.c)                                   the run: its set-up, its epochs
  *   train_epoch (app/mnist.c)                            one epoch, its steps timed stretch by stretch
- *   snn_rt_run_step (arch/cuda/runtime.cu)               a step run, then captured as a CUDA graph, replayed
+ *   snn_rt_run_step (arch/cuda/runtime.cu)               the step captured as a CUDA graph, replayed
  *   snn_train_step (nn/train.c)                          the schedule, through the table m->kernels
  *   cuda_linear_forward (kernels/cuda/gemm/forward.cu)   the forward role's epilogue
  *   gemm_run (kernels/cuda/gemm/run.cuh)                 which kernel, as run.cuh's tree shows
@@ -10,8 +10,8 @@
  *   main, then train_epoch (app/mnist.c)
  *   snn_train_fused (nn/train.c)
  *   cuda_fused_train (kernels/cuda/fused/step.cu)        the first fused kernel that fits, in order
- *   train (kernels/cuda/fused/cluster.cu)                its launch (grid_resident.cu's, grid_wide.cu's alike)
- * tests/host/test_docs.py checks that each function is defined in the file named beside it. */
+ *   train (kernels/cuda/fused/cluster.cu)                its launch (grid_resident.cu's, grid_wide.cu's
+ * alike) tests/host/test_docs.py checks that each function is defined in the file named beside it. */
 #include "nn/train.h"
 
 #include <stdio.h>

@@ -23,6 +23,7 @@
 static cudaStream_t g_stream;
 static cudaStream_t g_redirect; /* where launches go instead, while data parallelism's update sets it */
 static int g_device = -1;
+static int g_driver; /* the driver's CUDA version, 12030 for 12.3 */
 
 cudaStream_t snn_stream(void)
 {
@@ -95,6 +96,7 @@ void snn_rt_init(snn_device_info *info, size_t plan_bytes)
      * message would blame the driver's version). */
     CUDA_CHECK(cudaDriverGetVersion(&driver));
     CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    g_driver = driver;
     if (driver == 0)
         snn_die("no NVIDIA driver found (no libcuda): this build targets %s and needs an NVIDIA GPU; on this "
                 "machine build the host target: make host_defconfig && make", SNN_TARGET_NAME);
@@ -204,8 +206,9 @@ void snn_rt_sync(void)
  * shared-memory attribute outside any capture), is captured into a graph on
  * its second call and replayed from then on. Every call runs the step once.
  * snn_rt_prepare_step captures it at once, without running it, where that is
- * safe: the static arena allocates nothing during a step (the pool grows by
- * cudaMalloc on first use), and NCCL connects on its first collective. */
+ * safe: its kernels then load inside the capture, which drivers before CUDA
+ * 12.3 refuse, and NCCL connects on its first collective, outside any. Not
+ * under SNN_SYNC_CHECK, whose check after each launch wants a run to check. */
 
 #ifdef CONFIG_CUDA_GRAPH
 typedef struct {
@@ -268,7 +271,9 @@ void snn_rt_run_step(void (*step)(void *ctx), void *ctx)
 
 void snn_rt_prepare_step(void (*step)(void *ctx), void *ctx)
 {
-#if defined(CONFIG_CUDA_GRAPH) && defined(CONFIG_MM_STATIC) && !defined(CONFIG_DP)
+#if defined(CONFIG_CUDA_GRAPH) && !defined(CONFIG_DP) && !defined(SNN_SYNC_CHECK)
+    if (g_driver < 12030)
+        return;
     snn_rt_graph *g = graph_entry(step, ctx);
     if (!g->exec)
         capture(g);

@@ -1036,7 +1036,8 @@ static void test_clock(void)
 
 /* snn_rt_run_step: a step that reads its step counter from device memory
  * gives the same results called directly and replayed (as a graph with
- * CONFIG_CUDA_GRAPH: warm-up, capture, replays), with two distinct steps. */
+ * CONFIG_CUDA_GRAPH: warm-up, capture, replays), with two distinct steps, the
+ * second captured beforehand by snn_rt_prepare_step, which runs nothing. */
 typedef struct {
     float *x, *w, *y;
     int32_t *step;
@@ -1087,6 +1088,11 @@ static void test_run_step(void)
         ctx[c].N = N;
         snn_rt_upload(ctx[c].step, &zero, sizeof zero);
     }
+    snn_rt_prepare_step(test_step_fn, &ctx[1]);
+    int32_t prepared_step = -1;
+    snn_rt_download(&prepared_step, ctx[1].step, sizeof prepared_step);
+    if (prepared_step != 0)
+        set_why(why, "snn_rt_prepare_step moved the step counter to %d: it ran the step", prepared_step);
     /* the two contexts interleaved, each through snn_rt_run_step */
     for (int s = 0; s < STEPS; s++)
         for (int c = 0; c < CTXS; c++) {
@@ -1111,7 +1117,8 @@ static void test_run_step(void)
         set_why(why, "step counter %d after %d calls", final_step, STEPS);
     report(
 #ifdef CONFIG_CUDA_GRAPH
-        "snn_rt_run_step: two steps, warm-up, capture and graph replays match direct calls",
+        "snn_rt_run_step: two steps, warm-up, capture and graph replays (or a prepared graph's) match direct "
+        "calls",
 #else
         "snn_rt_run_step: two steps match direct calls (CONFIG_CUDA_GRAPH off)",
 #endif
