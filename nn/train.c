@@ -10,8 +10,8 @@
  *   main, then train_epoch (app/mnist.c)
  *   snn_train_fused (nn/train.c)
  *   cuda_fused_train (kernels/cuda/fused/step.cu)        the first fused kernel that fits, in order
- *   train (kernels/cuda/fused/cluster.cu)                its launch (grid_resident.cu's, grid_wide.cu's
- * alike) tests/host/test_docs.py checks that each function is defined in the file named beside it. */
+ *   train (kernels/cuda/fused/cluster.cu)                its launch; grid_resident.cu's, grid_wide.cu's alike
+ * tests/host/test_docs.py checks that each function is defined in the file named beside it. */
 #include "nn/train.h"
 
 #include <stdio.h>
