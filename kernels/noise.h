@@ -146,11 +146,14 @@ SNN_HD uint32_t snn_dropout_keeps_run(const uint32_t key[2], int32_t epoch, int3
 
 /* A training step's dropout of hidden layer `layer`'s output, as a forward GEMM applies it after its ReLU
  * (kernels/ops_proto.h): rows from row noise.row0 of the batch, element i of the [rows][width] output taking
- * index noise.row0 x width + i, in step *step of epoch *noise.epoch (the backend's memory). */
+ * index noise.row0 x width + i, in step *step of epoch *noise.epoch (the backend's memory). next_width: the
+ * width of hidden layer layer + 1 where the step's next forward drops its units too (0: none), whose mask a
+ * GPU forward may draw beside this one (kernels/cuda/gemm_dropout.h). */
 typedef struct {
     snn_noise noise;
     const int32_t *step;
     int32_t layer;
+    int32_t next_width;
 } snn_drop;
 
 #ifdef __cplusplus

@@ -175,8 +175,8 @@ void snn_train_step(void *model)
                     m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise);
     for (int l = 0; l < SNN_LAYERS - OUTPUT_STEP; l++) {
         const snn_layer *L = &m->layer[l];
-        const snn_drop dropout = {m->noise, m->train_step, l};
         const int hidden = l + 1 < SNN_LAYERS;
+        const snn_drop dropout = {m->noise, m->train_step, l, l + 2 < SNN_LAYERS ? m->layer[l + 1].out : 0};
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,
                           L->w16, L->b, B, L->out, L->in, hidden, SNN_DROPOUT && hidden ? &dropout : NULL);
     }

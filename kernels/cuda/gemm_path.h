@@ -7,16 +7,18 @@
 extern "C" {
 #endif
 
-/* GEMMs run so far on each path (0 for a path the build lacks). */
+/* GEMMs run so far on each path (0 for a path the build lacks), and forward
+ * GEMMs whose dropout mask the GEMM before drew (kernels/cuda/gemm_dropout.h). */
 typedef struct {
-    long wgmma, mma_twins, split_k;
+    long wgmma, mma_twins, split_k, masks_ahead;
 } cuda_gemm_counts;
 
 /* What the GEMMs since a snapshot ran on: wgmma; mma.sync on the 16-bit
  * twins (neither: mma.sync from the FP32 tensors, or in an FP32 build the
- * SIMT kernel); and the slices of the last that split its k range (0: none). */
+ * SIMT kernel); the slices of the last that split its k range (0: none);
+ * whether one read a dropout mask drawn beside the GEMM before it. */
 typedef struct {
-    int wgmma, mma_twins, split_slices;
+    int wgmma, mma_twins, split_slices, mask_ahead;
 } cuda_gemm_path;
 
 cuda_gemm_counts cuda_gemm_counts_now(void);

@@ -87,7 +87,7 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
         const snn_layer *L = &gpu->layer[l];
         const float *w = old.params + (L->w - gpu->params), *b = old.params + (L->b - gpu->params);
         float *want = snn_xmalloc((size_t)B * L->out * 4, "forward");
-        const snn_drop dropout = {host->noise, &zero, l};
+        const snn_drop dropout = {host->noise, &zero, l, 0};
         const int hidden = l + 1 < SNN_LAYERS;
         rounded_forward(want, x[l], w, b, B, L->out, L->in, hidden, SNN_DROPOUT && hidden ? &dropout : NULL);
         snprintf(what, sizeof what, "layer %d forward %dx%dx%d on the GPU's inputs", l, B, L->out, L->in);

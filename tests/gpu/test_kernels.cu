@@ -239,7 +239,7 @@ static void test_forward(shape s, int bias, int relu, int misalign, int drop_lay
     float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
     float *b = random_floats(s.N, 1.0f), *ref = host_floats(ny), *y1 = host_floats(ny), *y2 = host_floats(ny);
     int32_t clock[2] = {7, 2}; /* the step, its epoch */
-    snn_drop hdrop = {snn_noise_of_seed(99, &clock[1]), &clock[0], drop_layer};
+    snn_drop hdrop = {snn_noise_of_seed(99, &clock[1]), &clock[0], drop_layer, 0};
     hdrop.noise.row0 = drop_layer == 2 ? s.M : 0;
     int32_t *dclock = (int32_t *)snn_rt_alloc(sizeof clock);
     snn_rt_upload(dclock, clock, sizeof clock);
@@ -272,6 +272,67 @@ static void test_forward(shape s, int bias, int relu, int misalign, int drop_lay
     dev_free(dx), dev_free(dw), dev_free(db), dev_free(dy);
     snn_rt_free(dclock);
     free(x), free(w), free(b), free(ref), free(y1), free(y2);
+}
+
+/* Hidden layers 0 and 1 forward with dropout as a training step runs them (M x N from K, then M x width from
+ * N; rank1: as data-parallel rank 1 of a batch of 2 x M): the first GEMM draws the second's mask beside it
+ * where it runs on wgmma at the small tile, and only there (large: a first GEMM that takes the config's tile
+ * on every SM count up to 144), and the second reads it. The second checked against the host's forward of
+ * the first's output. */
+static void test_forward_pair(shape s, int width, int misalign, int rank1, int large)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name, "gemm_%s %s linear_forward M=%d N=%d K=%d then %d wide, dropout%s%s",
+             SNN_PRECISION_NAME, tile_fwd, s.M, s.N, s.K, width, misalign ? " misaligned" : "",
+             rank1 ? " rank 1" : "");
+    const long ny = (long)s.M * s.N, nz = (long)s.M * width;
+    float *x = random_floats((long)s.M * s.K, 1.0f), *w = random_floats((long)s.N * s.K, 1.0f);
+    float *w2 = random_floats((long)width * s.N, 1.0f), *b = random_floats(s.N, 1.0f);
+    float *b2 = random_floats(width, 1.0f), *y = host_floats(ny), *ref = host_floats(nz);
+    float *z[2] = {host_floats(nz), host_floats(nz)};
+    int32_t clock[2] = {7, 2}; /* the step, its epoch */
+    snn_drop h0 = {snn_noise_of_seed(99, &clock[1]), &clock[0], 0, width};
+    h0.noise.row0 = rank1 ? s.M : 0;
+    snn_drop h1 = h0;
+    h1.layer = 1, h1.next_width = 0;
+    int32_t *dclock = (int32_t *)snn_rt_alloc(sizeof clock);
+    snn_rt_upload(dclock, clock, sizeof clock);
+    snn_drop d0 = h0, d1 = h1;
+    d0.step = d1.step = dclock, d0.noise.epoch = d1.noise.epoch = dclock + 1;
+
+    dbuf dx = dev_floats(x, (long)s.M * s.K, misalign), dw = dev_floats(w, (long)s.N * s.K, misalign);
+    dbuf dw2 = dev_floats(w2, (long)width * s.N, misalign), db = dev_floats(b, s.N, 0);
+    dbuf db2 = dev_floats(b2, width, 0), dy = dev_floats(NULL, ny, misalign),
+         dz = dev_floats(NULL, nz, misalign);
+    int first_wgmma = 0, ahead = 0;
+    for (int run = 0; run < 2; run++) {
+        poison(dz.p, sizeof(float) * (size_t)nz);
+        path_start();
+        cuda_linear_forward(dy.p, tw(dy), dx.p, tw(dx), dw.p, tw(dw), db.p, s.M, s.N, s.K, 1, &d0);
+        first_wgmma = cuda_gemm_path_since(path_before).wgmma;
+        path_start();
+        cuda_linear_forward(dz.p, tw(dz), dy.p, tw(dy), dw2.p, tw(dw2), db2.p, s.M, width, s.N, 1, &d1);
+        ahead = cuda_gemm_path_since(path_before).mask_ahead;
+        snn_rt_download(z[run], dz.p, sizeof(float) * (size_t)nz);
+    }
+    snn_rt_download(y, dy.p, sizeof(float) * (size_t)ny);
+    host_linear_forward(ref, NULL, y, NULL, w2, NULL, b2, s.M, width, s.N, 1, &h1);
+    compare(why, "z", z[0], ref, nz, SNN_TOL_GEMM);
+    for (long i = 0; i < nz && !why[0]; i++)
+        if (!snn_dropout_keeps(h1.noise.key, clock[1], clock[0], 1, (uint32_t)(h1.noise.row0 * width + i)) &&
+            z[0][i] != 0.0f)
+            set_why(why, "z[%ld] = %g where dropout drops it", i, z[0][i]);
+    same_bits(why, "z", z[0], z[1], sizeof(float) * (size_t)nz);
+    if (!why[0] && ahead != (first_wgmma && !large))
+        set_why(why, "the second mask %s drawn beside the first GEMM, which ran %s wgmma%s",
+                ahead ? "was" : "was not", first_wgmma ? "on" : "off", large ? " at the config's tile" : "");
+    strncat(name, ahead ? " (wgmma, the second mask drawn beside it)" : " (the masks drawn apart)",
+            sizeof name - strlen(name) - 1);
+    report(name, why);
+
+    dev_free(dx), dev_free(dw), dev_free(dw2), dev_free(db), dev_free(db2), dev_free(dy), dev_free(dz);
+    snn_rt_free(dclock);
+    free(x), free(w), free(w2), free(b), free(b2), free(y), free(ref), free(z[0]), free(z[1]);
 }
 
 /* scale: the kept units' of a dropout (1: none). */
@@ -1147,6 +1208,11 @@ static void test_gemm_roles(const shape *shapes, int n)
         test_forward((shape){37, 71, 50}, 1, 1, 0, 1);
         test_forward((shape){256, 1024, 784}, 1, 1, 0, 2);
         test_forward((shape){33, 100, 2600}, 1, 1, 1, 1);
+        test_forward_pair((shape){37, 71, 50}, 33, 0, 0, 0);
+        test_forward_pair((shape){512, 1024, 784}, 1024, 0, 0, 0);
+        test_forward_pair((shape){256, 1000, 784}, 1024, 1, 1, 0);
+        test_forward_pair((shape){129, 2048, 520}, 100, 0, 1, 0);
+        test_forward_pair((shape){1100, 4096, 256}, 100, 0, 0, 1);
     }
     for (int i = 0; i < n; i++)
         test_backward_input(shapes[i], 1, 0, 1.0f);
@@ -1215,9 +1281,9 @@ int main(int argc, char **argv)
     float *ws = (float *)snn_rt_alloc(sizeof(float) * (size_t)ws_floats);
     cuda_gemm_split_k_bind(ws, ws_floats);
 #endif
-    /* dropout's mask, as the engine binds one, for 8 Mi elements (a forward GEMM of these shapes has at most
-     * about 1 Mi) */
-    const long mask_bytes = 1L << 20;
+    /* dropout's two masks, as the engine binds them, for 8 Mi elements each (a forward GEMM of these shapes
+     * has at most about 4.5 Mi) */
+    const long mask_bytes = 2L << 20;
     uint8_t *mask = (uint8_t *)snn_rt_alloc((size_t)mask_bytes);
     cuda_gemm_dropout_bind(mask, mask_bytes);
 

@@ -534,7 +534,7 @@ static void check_batch_shares(int shares)
     float *x = nan_floats(n), *xs = nan_floats(n), *t = random_floats((long)rows * 5), *ts = copy_floats(t, rows * 5L);
     snn_noise whole = snn_noise_of_seed(77, &epoch);
     host_gather_batch(x, NULL, y, images, labels, order, &step, rows, 0.1f, 0.3f, whole);
-    const snn_drop whole_drop = {whole, &step, 0};
+    const snn_drop whole_drop = {whole, &step, 0, 0};
     host_dropout(t, &whole_drop, rows, 5);
     for (int r = 0; r < shares; r++) {
         snn_noise mine = whole;
@@ -542,7 +542,7 @@ static void check_batch_shares(int shares)
         mine.batch = rows;
         host_gather_batch(xs + (long)r * share * SNN_INPUT_DIM, NULL, ys + r * share, images, labels, order, &step,
                           share, 0.1f, 0.3f, mine);
-        const snn_drop my_drop = {mine, &step, 0};
+        const snn_drop my_drop = {mine, &step, 0, 0};
         host_dropout(ts + r * share * 5L, &my_drop, share, 5);
     }
     compare_bits("x", xs, x, n, why);

@@ -159,7 +159,7 @@ static void check_dropout(void)
         x[i] = 1.0f + (float)(rng_next() % 1000) / 1000.0f;
     memcpy(a, x, (size_t)n * sizeof(float));
     memcpy(b, x, (size_t)n * sizeof(float));
-    const snn_drop layer0 = {noise, &step, 0}, layer1 = {noise, &step, 1};
+    const snn_drop layer0 = {noise, &step, 0, 0}, layer1 = {noise, &step, 1, 0};
     host_dropout(a, &layer0, ROWS, WIDTH);
     host_dropout(b, &layer0, ROWS, WIDTH);
     if (memcmp(a, b, (size_t)n * sizeof(float)))
@@ -190,7 +190,7 @@ static void check_dropout(void)
     /* another step, another layer: other masks, agreeing as independent ones do */
     int32_t next = step + 1;
     memcpy(b, x, (size_t)n * sizeof(float));
-    const snn_drop next_step = {noise, &next, 0};
+    const snn_drop next_step = {noise, &next, 0, 0};
     host_dropout(b, &next_step, ROWS, WIDTH);
     float *c = snn_xmalloc((size_t)n * sizeof(float), "c");
     memcpy(c, x, (size_t)n * sizeof(float));

@@ -10,7 +10,8 @@ extern "C" cuda_gemm_counts cuda_gemm_counts_now(void) { return gemm_runs; }
 extern "C" cuda_gemm_path cuda_gemm_path_since(cuda_gemm_counts before)
 {
     const cuda_gemm_counts now = cuda_gemm_counts_now();
-    cuda_gemm_path p = {now.wgmma > before.wgmma, now.mma_twins > before.mma_twins, 0};
+    cuda_gemm_path p = {now.wgmma > before.wgmma, now.mma_twins > before.mma_twins, 0,
+                        now.masks_ahead > before.masks_ahead};
     if (now.split_k > before.split_k)
         p.split_slices = gemm_split_last;
     return p;

@@ -9,7 +9,7 @@
 extern "C" {
 #endif
 
-extern cuda_gemm_counts gemm_runs; /* per path: wgmma, mma.sync on twins, split-K */
+extern cuda_gemm_counts gemm_runs; /* per path: wgmma, mma.sync on twins, split-K; masks drawn ahead */
 extern int gemm_split_last;        /* the slices of the last GEMM that split */
 
 #ifdef __cplusplus

@@ -7,8 +7,10 @@
  *   |  |- gemm_mma                 from twins or FP32; split-K?  -> gemm_mma_kernel        gemm/mma.cuh
  *   |  |  `- gemm_split_k_reduce_launch  slices summed in order  -> gemm_split_k_reduce  gemm/split_k.cuh
  *   |  `- gemm_f32_launch          16-byte loads where allowed   -> gemm_f32_kernel        gemm/simt.cuh
- *   `- gemm_bias_update, _grad     (backward_weight[_update])    -> bias_update_kernel      gemm/bias.cu
- *                                  unless wgmma summed them      -> GemmSideBias            gemm/side.cuh
+ *   |- gemm_bias_update, _grad     (backward_weight[_update])    -> bias_update_kernel      gemm/bias.cu
+ *   |                              unless wgmma summed them      -> GemmSideBias            gemm/side.cuh
+ *   `- with dropout, the forward   a hidden layer's mask         -> dropout_mask_kernel     gemm/forward.cu
+ *                                  unless wgmma drew it before   -> GemmSideDropoutMask     gemm/forward.cu
  * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
 #ifndef SNN_GEMM_RUN_CUH
 #define SNN_GEMM_RUN_CUH
@@ -77,7 +79,8 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
 #endif
 
 /* C[M,N] = A . B^T (A: M x K in layout LA, B: N x K in LB, gemm/tile.cuh) through epi, at the role's tile T;
- * true where the side job ran beside it (gemm/side.cuh), which only the wgmma kernel runs:
+ * true where the side job ran beside it (gemm/side.cuh), which only the wgmma kernel runs (a SMALL_TILE_ONLY
+ * job only at the small tile):
  * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and
  *    TMA can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's,
  *    WGRAD, gemm/wgmma_shape.cuh), or the small one where that would leave SMs idle;
@@ -97,13 +100,19 @@ static bool gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B,
             const GemmWgmmaElem *a = gemm_wgmma_operand(A, tA, lda), *b = gemm_wgmma_operand(B, tB, ldb);
             if (a && b) {
                 typedef std::conditional_t<WGRAD, GemmWgmmaWgradTile, GemmWgmmaConfigTile> W;
-                if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_persistent_sms())
+                gemm_runs.wgmma++;
+                if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_persistent_sms()) {
                     gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallTile>(a, lda, b, ldb, M, N, K, epi,
                                                                     GEMM_WG_GRID_CONFIG, side);
-                else
+                    return Side::ACTIVE;
+                }
+                if constexpr (Side::SMALL_TILE_ONLY) {
+                    gemm_wgmma_run<LA, LB, Epi, W>(a, lda, b, ldb, M, N, K, epi, GEMM_WG_GRID_CONFIG);
+                    return false;
+                } else {
                     gemm_wgmma_run<LA, LB, Epi, W>(a, lda, b, ldb, M, N, K, epi, GEMM_WG_GRID_CONFIG, side);
-                gemm_runs.wgmma++;
-                return Side::ACTIVE;
+                    return Side::ACTIVE;
+                }
             }
         }
 #endif

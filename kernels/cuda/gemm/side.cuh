@@ -2,7 +2,9 @@
  * issue none: work of another kernel in the step, which then needs no launch of its own (each costs the
  * layered step about 2 us, whatever its work: docs/PERF.md v49). A side job is a functor called once by each
  * of those warps, side(warp, warps), warp in 0 .. warps - 1 over the grid, where ACTIVE; none where not.
- * It runs after the producer's setmaxnreg.dec, within GEMM_WG_PRODUCER_REGS registers. */
+ * It runs after the producer's setmaxnreg.dec, within GEMM_WG_PRODUCER_REGS registers; SMALL_TILE_ONLY: only
+ * beside the small tile's kernel (GemmWgmmaSmallTile), where the config's would spill it. The jobs: the bias
+ * gradient below, and the next hidden layer's dropout mask beside a forward GEMM (gemm/forward.cu). */
 #ifndef SNN_GEMM_SIDE_CUH
 #define SNN_GEMM_SIDE_CUH
 
@@ -13,7 +15,7 @@
 #include "snn_config.h"
 
 struct GemmSideNone {
-    static constexpr bool ACTIVE = false;
+    static constexpr bool ACTIVE = false, SMALL_TILE_ONLY = false;
 };
 
 /* Whether the optimizer's update of a bias fits the producer's registers: AdamW's does not (its division's
@@ -30,7 +32,8 @@ constexpr bool GEMM_SIDE_UPDATE_FITS = true;
  * where the slices do not divide a warp or the update does not fit: the bias kernel runs instead. */
 template <bool UPDATE> struct GemmSideBias {
     static constexpr int SLICES = CONFIG_CUDA_BIAS_SLICES;
-    static constexpr bool ACTIVE = 32 % SLICES == 0 && (!UPDATE || GEMM_SIDE_UPDATE_FITS);
+    static constexpr bool ACTIVE = 32 % SLICES == 0 && (!UPDATE || GEMM_SIDE_UPDATE_FITS),
+                          SMALL_TILE_ONLY = false;
     float *out;
     snn_state sb;
     const snn_rate *rate;
