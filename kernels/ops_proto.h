@@ -56,9 +56,12 @@ void OP(apply_update)(float *p, snn_twin *p16, snn_state s, const float *g, cons
  * where there is one process; a data-parallel training step's rows are its share of the batch),
  *   x[i][j] = (images[r][j] / 255 - mean) / std  (j < SNN_INPUT_DIM),  y[i] = labels[r].
  * A training step's gather (noise.epoch given) under CONFIG_TRAIN_AUGMENT_SHIFT reads each image translated
- * by snn_shift_of(noise.key, *noise.epoch, *step, noise.row0 + i) instead (kernels/noise.h). */
+ * by snn_shift_of(noise.key, *noise.epoch, *step, noise.row0 + i) instead (kernels/noise.h). dropout_width >
+ * 0: the step's first hidden layer, that wide, drops units, and a GPU gather may draw its mask beside the
+ * batch (kernels/cuda/dropout_mask.cuh), which that layer's forward then reads. */
 void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                      const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise);
+                      const int32_t *order, const int32_t *step, int rows, float mean, float std,
+                      snn_noise noise, int dropout_width);
 
 /* host_softmax_xent, cuda_softmax_xent: numerically stable softmax + cross-entropy over
  * logits[rows][SNN_CLASSES]:

@@ -172,7 +172,8 @@ void snn_train_step(void *model)
     const snn_kernels *k = m->kernels;
     const int B = SNN_LOCAL_BATCH; /* this process's rows: the batch, or its share of it */
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->train_images, m->train_labels, m->order,
-                    m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise);
+                    m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise,
+                    SNN_DROPOUT && SNN_LAYERS > 1 ? m->layer[0].out : 0);
     for (int l = 0; l < SNN_LAYERS - OUTPUT_STEP; l++) {
         const snn_layer *L = &m->layer[l];
         const int hidden = l + 1 < SNN_LAYERS;
@@ -235,7 +236,7 @@ static void eval_step(snn_model *m, const snn_eval_set *set, float *logits_host)
     const int B = SNN_EVAL_BATCH;
     static const snn_noise none; /* no draws: evaluation sees the images as they are, every unit */
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, set->images, set->labels, NULL, m->eval_step, B,
-                    SNN_PIXEL_MEAN, SNN_PIXEL_STD, none);
+                    SNN_PIXEL_MEAN, SNN_PIXEL_STD, none, 0);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,

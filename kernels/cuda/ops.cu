@@ -11,6 +11,7 @@
 #include "arch/cuda/check.h"
 #include "arch/cuda/launch.cuh"
 #include "arch/cuda/stream.h"
+#include "kernels/cuda/dropout_mask.cuh"
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/cuda/twin.cuh"
 #include "kernels/distort.h"
@@ -27,9 +28,10 @@
 #define GATHER_THREADS CONFIG_CUDA_GATHER_THREADS
 static_assert(GATHER_THREADS % 32 == 0, "CONFIG_CUDA_GATHER_THREADS must be a multiple of 32");
 __global__ void __launch_bounds__(GATHER_THREADS)
-    gather_batch_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y, const uint8_t *__restrict__ images,
-                        const uint8_t *__restrict__ labels, const int32_t *__restrict__ order,
-                        const int32_t *__restrict__ step, int rows, float mean, float std, snn_noise noise)
+    gather_batch_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y,
+                        const uint8_t *__restrict__ images, const uint8_t *__restrict__ labels,
+                        const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows,
+                        float mean, float std, snn_noise noise, DropoutMaskJob mask)
 {
     snn_grid_wait();
     const int j = blockIdx.x * GATHER_THREADS + threadIdx.x;
@@ -45,6 +47,8 @@ __global__ void __launch_bounds__(GATHER_THREADS)
         if (j == 0)
             y[i] = labels[r];
     }
+    mask.draw(((blockIdx.y * gridDim.x + blockIdx.x) * GATHER_THREADS + threadIdx.x) / 32,
+              gridDim.x * gridDim.y * (GATHER_THREADS / 32));
 }
 
 /* A training step's gather where the build distorts its images (kernels/distort.h): a block a row, two pixels
@@ -56,8 +60,8 @@ constexpr int DISTORT_THREADS = (SNN_PIXELS / 2 + 31) / 32 * 32;
 __global__ void __launch_bounds__(DISTORT_THREADS, 2)
     gather_distort_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y,
                           const uint8_t *__restrict__ images, const uint8_t *__restrict__ labels,
-                          const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows, float mean,
-                          float std, snn_noise noise)
+                          const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows,
+                          float mean, float std, snn_noise noise, DropoutMaskJob mask)
 {
     snn_grid_wait();
     constexpr int R = SNN_ELASTIC_RADIUS;
@@ -106,6 +110,7 @@ __global__ void __launch_bounds__(DISTORT_THREADS, 2)
     }
     if (t == 0)
         y[i] = labels[r];
+    mask.draw((blockIdx.x * DISTORT_THREADS + t) / 32, gridDim.x * (DISTORT_THREADS / 32));
 }
 
 /* Thread t of block b takes rows b x T + t, then a grid's rows further, ...: softmax, loss, arg-max and the
@@ -247,20 +252,25 @@ __global__ void schedule_kernel(snn_clock c, bool advance)
  * launchers
  * ------------------------------------------------------------------------- */
 
-extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                                  const int32_t *order, const int32_t *step, int rows, float mean, float std,
-                                  snn_noise noise)
+extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images,
+                                  const uint8_t *labels, const int32_t *order, const int32_t *step, int rows,
+                                  float mean, float std, snn_noise noise, int dropout_width)
 {
     if (rows <= 0)
         return;
+    /* the first hidden layer's mask, as its forward would draw it (gemm/forward.cu) */
+    const DropoutMaskJob mask = dropout_width > 0
+                                    ? cuda_dropout_mask_ahead(noise, step, 0, (long)rows * dropout_width,
+                                                              (uint32_t)noise.row0 * dropout_width)
+                                    : DropoutMaskJob{};
     if (snn_noise_distorts(noise)) {
         SNN_LAUNCH(gather_distort_kernel, rows, DISTORT_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels,
-                   order, step, rows, mean, std, noise);
+                   order, step, rows, mean, std, noise, mask);
         return;
     }
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
     SNN_LAUNCH(gather_batch_kernel, grid, GATHER_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels, order,
-               step, rows, mean, std, noise);
+               step, rows, mean, std, noise, mask);
 }
 
 extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,

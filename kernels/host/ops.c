@@ -15,9 +15,10 @@
 #endif
 
 void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                       const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise)
+                       const int32_t *order, const int32_t *step, int rows, float mean, float std,
+                       snn_noise noise, int dropout_width)
 {
-    (void)x16;
+    (void)x16, (void)dropout_width; /* the host's forward draws its dropout as it goes */
     const long first = snn_batch_first(noise, *step, rows);
     int shifted = snn_noise_translates(noise), distorted = snn_noise_distorts(noise);
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")

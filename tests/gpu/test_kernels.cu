@@ -852,8 +852,8 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
     float *ref = host_floats(nx), *x1 = host_floats(nx), *x2 = host_floats(nx);
     uint8_t *yref = (uint8_t *)snn_xmalloc((size_t)rows, "labels"), *y1 = (uint8_t *)snn_xmalloc((size_t)rows, "y"),
             *y2 = (uint8_t *)snn_xmalloc((size_t)rows, "y");
-    host_gather_batch(ref, NULL, yref, images, labels, with_order ? order : NULL, &hstep, rows, SNN_PIXEL_MEAN,
-                      SNN_PIXEL_STD, augment ? hnoise : none);
+    host_gather_batch(ref, NULL, yref, images, labels, with_order ? order : NULL, &hstep, rows,
+                      SNN_PIXEL_MEAN, SNN_PIXEL_STD, augment ? hnoise : none, 0);
 
     uint8_t *dimages = (uint8_t *)snn_rt_alloc((size_t)npx), *dlabels = (uint8_t *)snn_rt_alloc((size_t)count);
     int32_t *dorder = (int32_t *)snn_rt_alloc(sizeof(int32_t) * (size_t)count);
@@ -872,8 +872,8 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
     for (int run = 0; run < 2; run++) {
         poison(dx, sizeof(float) * (size_t)nx);
         poison(dy, (size_t)rows);
-        cuda_gather_batch(dx, NULL, dy, dimages, dlabels, with_order ? dorder : NULL, dstep, rows, SNN_PIXEL_MEAN,
-                          SNN_PIXEL_STD, augment ? dnoise : none);
+        cuda_gather_batch(dx, NULL, dy, dimages, dlabels, with_order ? dorder : NULL, dstep, rows,
+                          SNN_PIXEL_MEAN, SNN_PIXEL_STD, augment ? dnoise : none, 0);
         snn_rt_download(xs[run], dx, sizeof(float) * (size_t)nx);
         snn_rt_download(ys[run], dy, (size_t)rows);
     }
@@ -895,6 +895,71 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
     snn_rt_free(dimages), snn_rt_free(dlabels), snn_rt_free(dorder), snn_rt_free(dstep), snn_rt_free(depoch),
         snn_rt_free(dx), snn_rt_free(dy);
     free(images), free(labels), free(order), free(ref), free(x1), free(x2), free(yref), free(y1), free(y2);
+}
+
+/* dropout's two masks, as the engine binds them (main) */
+static uint8_t *masks;
+static long masks_bytes;
+
+/* A training step's gather of rows rows (rank1: as data-parallel rank 1 of a batch of 2 x rows), beside which
+ * the first hidden layer's mask is drawn for width units: its bits against the host's draws; then that
+ * layer's forward, which must read it rather than draw its own, every dropped unit 0. */
+static void test_gather_mask(int rows, int width, int rank1)
+{
+    char name[256], why[256] = "";
+    snprintf(name, sizeof name,
+             "gather_batch rows=%d with the mask of a first layer %d wide%s, then its forward", rows, width,
+             rank1 ? " as rank 1 of 2" : "");
+    /* step 0: the batch is the first 2 x rows images, this process's rows from noise.row0 */
+    const long npx = 2L * rows * SNN_INPUT_DIM, n = (long)rows * width, bytes = (n + 7) / 8;
+    uint8_t *images = (uint8_t *)snn_xmalloc((size_t)npx, "images");
+    uint8_t *labels = (uint8_t *)snn_xmalloc(2 * (size_t)rows, "labels");
+    for (long i = 0; i < npx; i++)
+        images[i] = (uint8_t)(rng_next() >> 56);
+    for (int i = 0; i < 2 * rows; i++)
+        labels[i] = (uint8_t)(rng_next() % SNN_CLASSES);
+    int32_t clock[2] = {0, 3}; /* the step, its epoch */
+    snn_noise noise = snn_noise_of_seed(0x5eed0000002bull, &clock[1]);
+    noise.row0 = rank1 ? rows : 0, noise.batch = 2 * rows;
+    const uint32_t first = (uint32_t)noise.row0 * (uint32_t)width;
+    int32_t *dclock = (int32_t *)snn_rt_alloc(sizeof clock);
+    snn_rt_upload(dclock, clock, sizeof clock);
+    snn_noise dnoise = noise;
+    dnoise.epoch = dclock + 1;
+    uint8_t *dimages = (uint8_t *)snn_rt_alloc((size_t)npx),
+            *dlabels = (uint8_t *)snn_rt_alloc(2 * (size_t)rows);
+    uint8_t *dy = (uint8_t *)snn_rt_alloc((size_t)rows);
+    snn_rt_upload(dimages, images, (size_t)npx);
+    snn_rt_upload(dlabels, labels, 2 * (size_t)rows);
+    float *w = random_floats((long)width * SNN_INPUT_DIM, 1.0f), *y = host_floats(n);
+    dbuf dx = dev_floats(NULL, (long)rows * SNN_INPUT_DIM, 0),
+         dw = dev_floats(w, (long)width * SNN_INPUT_DIM, 0);
+    dbuf dout = dev_floats(NULL, n, 0);
+    uint8_t *bits = (uint8_t *)snn_xmalloc((size_t)bytes, "mask");
+
+    poison(masks, (size_t)masks_bytes);
+    cuda_gather_batch(dx.p, NULL, dy, dimages, dlabels, NULL, dclock, rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD,
+                      dnoise, width);
+    snn_rt_download(bits, masks, (size_t)bytes); /* layer 0's: the first of the two */
+    for (long e = 0; e < n && !why[0]; e++) {
+        const int got = bits[e / 8] >> e % 8 & 1;
+        if (got != snn_dropout_keeps(noise.key, clock[1], clock[0], 0, first + (uint32_t)e))
+            set_why(why, "mask bit %ld is %d, not the host's draw", e, got);
+    }
+    const snn_drop drop = {dnoise, dclock, 0, 0};
+    path_start();
+    cuda_linear_forward(dout.p, NULL, dx.p, NULL, dw.p, NULL, NULL, rows, width, SNN_INPUT_DIM, 1, &drop);
+    if (!why[0] && !cuda_gemm_path_since(path_before).mask_ahead)
+        set_why(why, "the forward did not read the mask drawn beside the gather");
+    snn_rt_download(y, dout.p, sizeof(float) * (size_t)n);
+    for (long e = 0; e < n && !why[0]; e++)
+        if (!snn_dropout_keeps(noise.key, clock[1], clock[0], 0, first + (uint32_t)e) && y[e] != 0.0f)
+            set_why(why, "y[%ld] = %g where dropout drops it", e, y[e]);
+    report(name, why);
+
+    dev_free(dx), dev_free(dw), dev_free(dout);
+    snn_rt_free(dclock), snn_rt_free(dimages), snn_rt_free(dlabels), snn_rt_free(dy);
+    free(images), free(labels), free(w), free(y), free(bits);
 }
 
 static void test_softmax_xent(int rows, int with_grad)
@@ -1111,8 +1176,8 @@ static void test_step_fn(void *p)
 {
     step_ctx *c = (step_ctx *)p;
     const snn_noise none = {};
-    cuda_gather_batch(c->x, NULL, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD,
-                      none);
+    cuda_gather_batch(c->x, NULL, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN,
+                      SNN_PIXEL_STD, none, 0);
     cuda_linear_forward(c->y, NULL, c->x, NULL, c->w, NULL, NULL, c->rows, c->N, SNN_INPUT_DIM, 1, NULL);
     cuda_step_advance(c->step);
 }
@@ -1283,9 +1348,9 @@ int main(int argc, char **argv)
 #endif
     /* dropout's two masks, as the engine binds them, for 8 Mi elements each (a forward GEMM of these shapes
      * has at most about 4.5 Mi) */
-    const long mask_bytes = 2L << 20;
-    uint8_t *mask = (uint8_t *)snn_rt_alloc((size_t)mask_bytes);
-    cuda_gemm_dropout_bind(mask, mask_bytes);
+    masks_bytes = 2L << 20;
+    masks = (uint8_t *)snn_rt_alloc((size_t)masks_bytes);
+    cuda_gemm_dropout_bind(masks, masks_bytes);
 
     /* Shapes: every size cubed; each dimension swept with the others awkward;
      * the MLP's own (batch 64 and 1000, 784 -> 256 -> 10). */
@@ -1342,6 +1407,11 @@ int main(int argc, char **argv)
         test_gather(300, 100, 2, 1, 0);
         test_gather(300, 100, 1, 0, 0);
         test_gather(17, 1, 16, 1, 0);
+        if (SNN_DROPOUT) {
+            test_gather_mask(512, 1024, 0);
+            test_gather_mask(37, 71, 0);
+            test_gather_mask(3, 33, 1);
+        }
         if (SNN_AUGMENT_SHIFT > 0 || SNN_DISTORTS) {
             test_gather(300, 100, 2, 1, 1);
             test_gather(17, 1, 16, 1, 1);
@@ -1360,7 +1430,7 @@ int main(int argc, char **argv)
         test_run_step();
     }
     cuda_gemm_dropout_bind(NULL, 0);
-    snn_rt_free(mask);
+    snn_rt_free(masks);
 #ifdef CONFIG_GEMM_TENSOR_CORES
     cuda_gemm_split_k_bind(NULL, 0);
     snn_rt_free(ws);

@@ -498,7 +498,8 @@ static void check_gather(bool with_order, int32_t step)
     memset(y, 0xff, sizeof y);
     float *x = nan_floats((long)rows * SNN_INPUT_DIM);
     double *ref = new_doubles((long)rows * SNN_INPUT_DIM);
-    host_gather_batch(x, NULL, y, images, labels, with_order ? order : NULL, &step, rows, mean, std, (snn_noise){0});
+    host_gather_batch(x, NULL, y, images, labels, with_order ? order : NULL, &step, rows, mean, std,
+                      (snn_noise){0}, 0);
     for (int i = 0; i < rows; i++) {
         int r = with_order ? order[step * rows + i] : step * rows + i;
         for (int j = 0; j < SNN_INPUT_DIM; j++)
@@ -533,15 +534,15 @@ static void check_batch_shares(int shares)
     const long n = (long)rows * SNN_INPUT_DIM;
     float *x = nan_floats(n), *xs = nan_floats(n), *t = random_floats((long)rows * 5), *ts = copy_floats(t, rows * 5L);
     snn_noise whole = snn_noise_of_seed(77, &epoch);
-    host_gather_batch(x, NULL, y, images, labels, order, &step, rows, 0.1f, 0.3f, whole);
+    host_gather_batch(x, NULL, y, images, labels, order, &step, rows, 0.1f, 0.3f, whole, 0);
     const snn_drop whole_drop = {whole, &step, 0, 0};
     host_dropout(t, &whole_drop, rows, 5);
     for (int r = 0; r < shares; r++) {
         snn_noise mine = whole;
         mine.row0 = r * share;
         mine.batch = rows;
-        host_gather_batch(xs + (long)r * share * SNN_INPUT_DIM, NULL, ys + r * share, images, labels, order, &step,
-                          share, 0.1f, 0.3f, mine);
+        host_gather_batch(xs + (long)r * share * SNN_INPUT_DIM, NULL, ys + r * share, images, labels, order,
+                          &step, share, 0.1f, 0.3f, mine, 0);
         const snn_drop my_drop = {mine, &step, 0, 0};
         host_dropout(ts + r * share * 5L, &my_drop, share, 5);
     }

@@ -125,9 +125,12 @@ static void t_apply_update(float *p, snn_twin *p16, snn_state s, const float *g,
     timed("apply_update", [&] { cuda_apply_update(p, p16, s, g, g_bf16, n, rate); });
 }
 static void t_gather(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
-                     const int32_t *order, const int32_t *step, int rows, float mean, float std, snn_noise noise)
+                     const int32_t *order, const int32_t *step, int rows, float mean, float std,
+                     snn_noise noise, int dropout_width)
 {
-    timed("gather_batch", [&] { cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std, noise); });
+    timed("gather_batch", [&] {
+        cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std, noise, dropout_width);
+    });
 }
 static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
                    const uint8_t *y, const int32_t *step, int rows)

@@ -2,15 +2,9 @@
  * unit per role, so that a board's GEMM kernels compile side by side (make -j). */
 #include "arch/cuda/launch.cuh"
 #include "kernels/cuda/gemm/run.cuh"
+#include "kernels/cuda/dropout_mask.cuh"
 #include "kernels/cuda/gemm_dropout.h"
 #include "kernels/noise.h"
-
-/* A training step's draws where a replayed graph finds them: its epoch and step read from device memory
- * (read-only while the step's forward pass runs). */
-struct DropoutDrawsAt {
-    uint32_t key[2];
-    const int32_t *epoch, *step;
-};
 
 /* The masks: bit e % 8 of byte e / 8 for element first + e of the layer's output, hidden layer l's at
  * dropout_mask[l % 2] (gemm_dropout.h). */
@@ -24,63 +18,51 @@ extern "C" void cuda_gemm_dropout_bind(uint8_t *mask, long bytes)
     dropout_mask[1] = mask ? mask + dropout_mask_bytes : NULL;
 }
 
-/* Where a forward GEMM's side job drew the next hidden layer's mask: that layer's next forward with dropout
- * over the same elements reads it instead of drawing its own. Any other forward call forgets it. */
+/* The mask a job drew beside other work (a forward GEMM's side job, the gather): that layer's next forward
+ * with dropout over the same elements reads it instead of drawing its own. Any other forward call forgets
+ * it. */
 static struct {
     int layer;
     long elems;
     uint32_t first;
 } drawn_ahead = {-1, 0, 0};
 
-/* Bytes of the mask of n elements from `first` of hidden layer `layer`, drawn in step `step` of epoch
- * `epoch` (snn_dropout_keeps), by warp `warp` of `warps`: in passes of MASK_PASS_BYTES, each lane makes one
- * Philox call (4 elements) and a byte takes its 8 bits from the two or three lanes whose calls it spans.
- * Lean enough for a GEMM producer's registers (gemm/side.cuh); warp-uniform, as its shuffles ask. */
-constexpr uint32_t MASK_PASS_BYTES = 15; /* byte 14's third call is lane 30's */
-
-static __device__ __forceinline__ void dropout_mask_warp(uint8_t *mask, uint32_t n, uint32_t first, int layer,
-                                                         const uint32_t key[2], int32_t epoch, int32_t step,
-                                                         uint32_t warp, uint32_t warps)
+/* The job that draws hidden layer `layer`'s mask, elems elements from first, in the step of noise.epoch and
+ * step; no mask where it would not fit. */
+static DropoutMaskJob mask_job(const snn_noise &noise, const int32_t *step, int layer, long elems,
+                               uint32_t first)
 {
-    const uint32_t lane = threadIdx.x % 32, k = lane < MASK_PASS_BYTES ? lane : 0; /* this lane's byte */
-    for (uint32_t b0 = MASK_PASS_BYTES * warp; 8 * b0 < n; b0 += MASK_PASS_BYTES * warps) {
-        const snn_philox_out r = snn_dropout_draws(key, epoch, step, layer, 4 * (first / 4 + 2 * b0 + lane));
-        const uint32_t nibble = snn_dropout_word_keeps(r, 0) | snn_dropout_word_keeps(r, 1) << 1 |
-                                snn_dropout_word_keeps(r, 2) << 2 | snn_dropout_word_keeps(r, 3) << 3;
-        const uint32_t bits =
-            (__shfl_sync(0xffffffffu, nibble, 2 * k) | __shfl_sync(0xffffffffu, nibble, 2 * k + 1) << 4 |
-             __shfl_sync(0xffffffffu, nibble, 2 * k + 2) << 8) >>
-            first % 4;
-        const uint32_t e = 8 * (b0 + lane);
-        if (lane < MASK_PASS_BYTES && e < n)
-            mask[e / 8] = (uint8_t)(n - e < 8 ? bits & ((1u << (n - e)) - 1) : bits);
-    }
+    if (elems <= 0 || elems > 8 * dropout_mask_bytes)
+        return DropoutMaskJob{};
+    return {dropout_mask[layer % 2],      (uint32_t)elems, first, layer,
+            {noise.key[0], noise.key[1]}, noise.epoch,     step};
+}
+
+static void record_ahead(const DropoutMaskJob &job) { drawn_ahead = {job.layer, (long)job.n, job.first}; }
+
+DropoutMaskJob cuda_dropout_mask_ahead(const snn_noise &noise, const int32_t *step, int layer, long elems,
+                                       uint32_t first)
+{
+    const DropoutMaskJob job = SNN_DROPOUT ? mask_job(noise, step, layer, elems, first) : DropoutMaskJob{};
+    if (job.mask)
+        record_ahead(job);
+    return job;
 }
 
 /* The mask on every SM. */
-static __global__ void dropout_mask_kernel(uint8_t *mask, uint32_t n, uint32_t first, int layer,
-                                           DropoutDrawsAt at)
+static __global__ void dropout_mask_kernel(DropoutMaskJob job)
 {
     snn_grid_wait();
-    dropout_mask_warp(mask, n, first, layer, at.key, __ldg(at.epoch), __ldg(at.step),
-                      (blockIdx.x * blockDim.x + threadIdx.x) / 32, gridDim.x * blockDim.x / 32);
+    job.draw((blockIdx.x * blockDim.x + threadIdx.x) / 32, gridDim.x * blockDim.x / 32);
 }
 
-/* The next hidden layer's mask beside a forward GEMM (gemm/side.cuh); mask NULL, nothing. Only beside the
- * small tile: in the config tile's kernel (128 x 256) ptxas spills the Philox rounds within the producer's
- * registers, so there the mask kernel runs. */
+/* The next hidden layer's mask beside a forward GEMM (gemm/side.cuh); job.mask NULL, nothing. Only beside
+ * the small tile: in the config tile's kernel (128 x 256) ptxas spills the Philox rounds within the
+ * producer's registers, so there the mask kernel runs. */
 struct GemmSideDropoutMask {
     static constexpr bool ACTIVE = true, SMALL_TILE_ONLY = true;
-    uint8_t *mask;
-    uint32_t n, first;
-    int layer;
-    DropoutDrawsAt at;
-    __device__ void operator()(int warp, int warps) const
-    {
-        if (!mask)
-            return;
-        dropout_mask_warp(mask, n, first, layer, at.key, __ldg(at.epoch), __ldg(at.step), warp, warps);
-    }
+    DropoutMaskJob job;
+    __device__ void operator()(int warp, int warps) const { job.draw(warp, warps); }
 };
 
 /* The keep bits the forward epilogue reads (GemmEpiDropout's Draws): the mask's, element index - first. */
@@ -111,33 +93,29 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
     if constexpr (SNN_DROPOUT) {
         if (drop) {
             const snn_noise &n = drop->noise;
-            const DropoutDrawsAt at = {{n.key[0], n.key[1]}, n.epoch, drop->step};
             const int layer = (int)drop->layer;
-            const long elems = (long)M * N, bytes = (elems + 7) / 8, next_elems = (long)M * drop->next_width;
+            const long elems = (long)M * N, next_elems = (long)M * drop->next_width;
             const uint32_t first = (uint32_t)n.row0 * (uint32_t)N,
                            next_first = (uint32_t)n.row0 * (uint32_t)drop->next_width;
-            uint8_t *mask = dropout_mask[layer % 2];
             if ((elems > next_elems ? elems : next_elems) > 8 * dropout_mask_bytes)
                 snn_die(
                     "dropout's masks hold %ld elements each; a forward GEMM of %d x %d (the next %d wide) "
                     "needs more",
                     8 * dropout_mask_bytes, M, N, drop->next_width);
-            const bool ahead =
-                ahead_layer == layer && drawn_ahead.elems == elems && drawn_ahead.first == first;
-            if (ahead)
+            const DropoutMaskJob own = mask_job(n, drop->step, layer, elems, first);
+            if (ahead_layer == layer && drawn_ahead.elems == elems && drawn_ahead.first == first)
                 gemm_runs.masks_ahead++;
-            else if (bytes > 0)
+            else if (own.mask) /* a pass a warp, 8 warps a block */
                 SNN_LAUNCH(dropout_mask_kernel,
-                           (unsigned)((bytes + 8 * MASK_PASS_BYTES - 1) / (8 * MASK_PASS_BYTES)), 256, 0,
-                           mask, (uint32_t)elems, first, layer, at);
+                           (unsigned)((elems + 64 * MASK_PASS_BYTES - 1) / (64 * MASK_PASS_BYTES)), 256, 0,
+                           own);
             const GemmEpiDropout<DropoutMaskAt> dropped =
-                gemm_epi_dropout(epi, layer, first, DropoutMaskAt{mask, first});
-            const GemmSideDropoutMask side = {next_elems > 0 ? dropout_mask[(layer + 1) % 2] : NULL,
-                                              (uint32_t)next_elems, next_first, layer + 1, at};
+                gemm_epi_dropout(epi, layer, first, DropoutMaskAt{dropout_mask[layer % 2], first});
+            const GemmSideDropoutMask side = {mask_job(n, drop->step, layer + 1, next_elems, next_first)};
             if (gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(
                     x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16), K, M, N, K, dropped, side) &&
-                next_elems > 0)
-                drawn_ahead = {layer + 1, next_elems, next_first};
+                side.job.mask)
+                record_ahead(side.job);
             return;
         }
     }
