@@ -47,9 +47,10 @@ void OP(linear_backward_weight)(float *gw, float *gb, const float *dy, const snn
 /* host_apply_update, cuda_apply_update: the optimizer's update of n parameters from their gradients,
  * p[i] = snn_update(p[i], g[i], the state at i) at the step's factors *rate (kernels/optim.h), p16 (p's
  * twin, or NULL) rewritten beside it. g_bf16, where given, holds the gradients as BF16 bits instead of g
- * (data parallelism's all-reduced copy). */
+ * (data parallelism's all-reduced copy). advance, where given, the clock's step: *advance += 1, the training
+ * step's end (the update reads the factors, not the step). */
 void OP(apply_update)(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
-                      const snn_rate *rate);
+                      const snn_rate *rate, int32_t *advance);
 
 /* host_gather_batch, cuda_gather_batch: batch gather and normalisation: for i < rows, with
  * r = order ? order[f + i] : f + i, f = snn_batch_first(noise, *step, rows) (kernels/noise.h: *step * rows
@@ -58,10 +59,12 @@ void OP(apply_update)(float *p, snn_twin *p16, snn_state s, const float *g, cons
  * A training step's gather (noise.epoch given) under CONFIG_TRAIN_AUGMENT_SHIFT reads each image translated
  * by snn_shift_of(noise.key, *noise.epoch, *step, noise.row0 + i) instead (kernels/noise.h). dropout_width >
  * 0: the step's first hidden layer, that wide, drops units, and a GPU gather may draw its mask beside the
- * batch (kernels/cuda/dropout_mask.cuh), which that layer's forward then reads. */
+ * batch (kernels/cuda/dropout_mask.cuh), which that layer's forward then reads. clock, where given (a
+ * training step's gather, its first op): the step's factors into *clock->rate too (snn_clock_rate,
+ * kernels/optim.h), for its updates. */
 void OP(gather_batch)(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                       const int32_t *order, const int32_t *step, int rows, float mean, float std,
-                      snn_noise noise, int dropout_width);
+                      snn_noise noise, int dropout_width, const snn_clock *clock);
 
 /* host_softmax_xent, cuda_softmax_xent: numerically stable softmax + cross-entropy over
  * logits[rows][SNN_CLASSES]:
@@ -96,9 +99,6 @@ void OP(step_advance)(int32_t *step);
 /* host_schedule, cuda_schedule: *c.rate = the factors of the step the clock is at (snn_clock_rate,
  * kernels/optim.h). */
 void OP(schedule)(snn_clock c);
-/* host_clock_advance, cuda_clock_advance: the training step's end: *c.step += 1, then the next step's
- * factors into *c.rate. */
-void OP(clock_advance)(snn_clock c);
 
 /* host_write_twin, cuda_write_twin: t[i] = x[i] rounded to the twin's 16 bits, i < n: after x was written
  * other than by an op (the initial parameters). */

@@ -49,14 +49,14 @@ static void drop(float **slot)
 #if defined(CONFIG_DP) || defined(CONFIG_STEP_UPDATE_PASS)
 /* The parameters [at, at + n) updated from their gradients g (or the BF16 gradients g16 as all-reduced),
  * the twins rewritten beside them (layer 0's open the parameters', as its state the state's). */
-static void update_range(snn_model *m, long at, long n, const float *g, const uint16_t *g16)
+static void update_range(snn_model *m, long at, long n, const float *g, const uint16_t *g16, int32_t *advance)
 {
     const snn_layer *first = &m->layer[0];
     snn_state s = first->sw;
     for (int j = 0; j < SNN_OPTIM_MOMENTS; j++)
         s.m[j] += at;
-    m->kernels->apply_update(m->params + at, first->w16 ? first->w16 + at : NULL, s, g, g16, n,
-                             m->clock.rate);
+    m->kernels->apply_update(m->params + at, first->w16 ? first->w16 + at : NULL, s, g, g16, n, m->clock.rate,
+                             advance);
 }
 #endif
 
@@ -105,7 +105,7 @@ static void update_reduced(snn_model *m, const snn_layer *L)
         const long from = at + r0 * L->in;
         snn_dp_update_begin();
         update_range(m, from, snn_dp_bucket_floats(L->out, L->in, r0, rows),
-                     m->grads16 ? NULL : m->grads + from, m->grads16 ? m->grads16 + from : NULL);
+                     m->grads16 ? NULL : m->grads + from, m->grads16 ? m->grads16 + from : NULL, NULL);
         snn_dp_update_end();
     }
 }
@@ -158,11 +158,11 @@ static float *sums_below(snn_model *m) { return (void)m, NULL; }
 #ifdef CONFIG_STEP_UPDATE_PASS
 /* The update of every layer weight_step wrote gradients for (all but the output layer under
  * CONFIG_CUDA_OUTPUT_STEP), after the last of them: one kernel, not one a layer, as those layers lie one
- * after another from the parameters' start. */
+ * after another from the parameters' start. The step's last op, it moves the clock's step on. */
 static void update_pass(snn_model *m)
 {
     update_range(m, 0, OUTPUT_STEP ? (long)(m->layer[SNN_LAYERS - 1].w - m->params) : SNN_PARAMS, m->grads,
-                 NULL);
+                 NULL, m->clock.step);
 }
 #endif
 
@@ -173,7 +173,7 @@ void snn_train_step(void *model)
     const int B = SNN_LOCAL_BATCH; /* this process's rows: the batch, or its share of it */
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, m->train_images, m->train_labels, m->order,
                     m->train_step, B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, m->noise,
-                    SNN_DROPOUT && SNN_LAYERS > 1 ? m->layer[0].out : 0);
+                    SNN_DROPOUT && SNN_LAYERS > 1 ? m->layer[0].out : 0, &m->clock);
     for (int l = 0; l < SNN_LAYERS - OUTPUT_STEP; l++) {
         const snn_layer *L = &m->layer[l];
         const int hidden = l + 1 < SNN_LAYERS;
@@ -222,10 +222,12 @@ void snn_train_step(void *model)
     }
 #ifdef CONFIG_DP
     snn_dp_join(); /* every bucket's update done before the schedule moves on */
+    k->step_advance(m->clock.step);
 #elif defined(CONFIG_STEP_UPDATE_PASS)
     update_pass(m);
+#else
+    k->step_advance(m->clock.step);
 #endif
-    k->clock_advance(m->clock);
 }
 
 /* One evaluation step of `set`; logits_host, where given, gets its logits (a
@@ -236,7 +238,7 @@ static void eval_step(snn_model *m, const snn_eval_set *set, float *logits_host)
     const int B = SNN_EVAL_BATCH;
     static const snn_noise none; /* no draws: evaluation sees the images as they are, every unit */
     k->gather_batch(m->act[0], m->act16[0], m->batch_labels, set->images, set->labels, NULL, m->eval_step, B,
-                    SNN_PIXEL_MEAN, SNN_PIXEL_STD, none, 0);
+                    SNN_PIXEL_MEAN, SNN_PIXEL_STD, none, 0, NULL);
     for (int l = 0; l < SNN_LAYERS; l++) {
         const snn_layer *L = &m->layer[l];
         k->linear_forward(take(&m->act[l + 1], (long)B * L->out), m->act16[l + 1], m->act[l], m->act16[l], L->w,

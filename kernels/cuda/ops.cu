@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(GATHER_THREADS)
     gather_batch_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y,
                         const uint8_t *__restrict__ images, const uint8_t *__restrict__ labels,
                         const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows,
-                        float mean, float std, snn_noise noise, DropoutMaskJob mask)
+                        float mean, float std, snn_noise noise, DropoutMaskJob mask, snn_clock clock)
 {
     snn_grid_wait();
     const int j = blockIdx.x * GATHER_THREADS + threadIdx.x;
@@ -49,6 +49,8 @@ __global__ void __launch_bounds__(GATHER_THREADS)
     }
     mask.draw(((blockIdx.y * gridDim.x + blockIdx.x) * GATHER_THREADS + threadIdx.x) / 32,
               gridDim.x * gridDim.y * (GATHER_THREADS / 32));
+    if (clock.rate && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
+        *clock.rate = snn_clock_rate(clock);
 }
 
 /* A training step's gather where the build distorts its images (kernels/distort.h): a block a row, two pixels
@@ -61,7 +63,7 @@ __global__ void __launch_bounds__(DISTORT_THREADS, 2)
     gather_distort_kernel(float *__restrict__ x, SnnTwin *__restrict__ x16, uint8_t *__restrict__ y,
                           const uint8_t *__restrict__ images, const uint8_t *__restrict__ labels,
                           const int32_t *__restrict__ order, const int32_t *__restrict__ step, int rows,
-                          float mean, float std, snn_noise noise, DropoutMaskJob mask)
+                          float mean, float std, snn_noise noise, DropoutMaskJob mask, snn_clock clock)
 {
     snn_grid_wait();
     constexpr int R = SNN_ELASTIC_RADIUS;
@@ -111,6 +113,8 @@ __global__ void __launch_bounds__(DISTORT_THREADS, 2)
     if (t == 0)
         y[i] = labels[r];
     mask.draw((blockIdx.x * DISTORT_THREADS + t) / 32, gridDim.x * (DISTORT_THREADS / 32));
+    if (clock.rate && blockIdx.x == 0 && t == 0)
+        *clock.rate = snn_clock_rate(clock);
 }
 
 /* Thread t of block b takes rows b x T + t, then a grid's rows further, ...: softmax, loss, arg-max and the
@@ -221,10 +225,12 @@ static __device__ __forceinline__ void update_run(float *__restrict__ p, SnnTwin
  * one a thread: one launch, whatever n. */
 template <int V>
 __global__ void apply_update_kernel(float *__restrict__ p, SnnTwin *__restrict__ p16, snn_state s,
-                                    const float *__restrict__ g, const uint16_t *__restrict__ g_bf16, long whole,
-                                    long n, const snn_rate *__restrict__ rate)
+                                    const float *__restrict__ g, const uint16_t *__restrict__ g_bf16,
+                                    long whole, long n, const snn_rate *__restrict__ rate, int32_t *advance)
 {
     snn_grid_wait();
+    if (advance && blockIdx.x == 0 && threadIdx.x == 0) /* no kernel of the step reads it from here on */
+        *advance += 1;
     const snn_rate r = *rate;
     const long stride = V * (long)gridDim.x * blockDim.x;
     for (long i = V * (blockIdx.x * (long)blockDim.x + threadIdx.x); i < whole; i += stride)
@@ -239,12 +245,9 @@ __global__ void step_advance_kernel(int32_t *step)
     *step += 1;
 }
 
-/* With advance, the clock's step moves on first. */
-__global__ void schedule_kernel(snn_clock c, bool advance)
+__global__ void schedule_kernel(snn_clock c)
 {
     snn_grid_wait();
-    if (advance)
-        *c.step += 1;
     *c.rate = snn_clock_rate(c);
 }
 
@@ -254,7 +257,8 @@ __global__ void schedule_kernel(snn_clock c, bool advance)
 
 extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images,
                                   const uint8_t *labels, const int32_t *order, const int32_t *step, int rows,
-                                  float mean, float std, snn_noise noise, int dropout_width)
+                                  float mean, float std, snn_noise noise, int dropout_width,
+                                  const snn_clock *clock)
 {
     if (rows <= 0)
         return;
@@ -265,12 +269,12 @@ extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uin
                                     : DropoutMaskJob{};
     if (snn_noise_distorts(noise)) {
         SNN_LAUNCH(gather_distort_kernel, rows, DISTORT_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels,
-                   order, step, rows, mean, std, noise, mask);
+                   order, step, rows, mean, std, noise, mask, clock ? *clock : snn_clock{});
         return;
     }
     const dim3 grid((SNN_INPUT_DIM + GATHER_THREADS - 1) / GATHER_THREADS, rows < 65535 ? rows : 65535);
     SNN_LAUNCH(gather_batch_kernel, grid, GATHER_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels, order,
-               step, rows, mean, std, noise, mask);
+               step, rows, mean, std, noise, mask, clock ? *clock : snn_clock{});
 }
 
 extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct,
@@ -283,11 +287,14 @@ extern "C" void cuda_softmax_xent(float *dlogits, snn_twin *dlogits16, float *lo
                snn_twin_ptr(dlogits16), loss, correct, logits, y, step, rows);
 }
 
-extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
-                                  const snn_rate *rate)
+extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const float *g,
+                                  const uint16_t *g_bf16, long n, const snn_rate *rate, int32_t *advance)
 {
-    if (n <= 0)
+    if (n <= 0) {
+        if (advance)
+            cuda_step_advance(advance);
         return;
+    }
     SnnTwin *t = snn_twin_ptr(p16);
     bool vec = snn_aligned(p, 16) && (g_bf16 ? snn_aligned(g_bf16, 8) : snn_aligned(g, 16));
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
@@ -296,11 +303,9 @@ extern "C" void cuda_apply_update(float *p, snn_twin *p16, snn_state s, const fl
     const long whole = n / V * V, blocks = (whole / V + 255) / 256; /* at least one: the tail's */
     const unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks < 4096 ? blocks : 4096);
     SNN_LAUNCH(vec ? apply_update_kernel<4> : apply_update_kernel<1>, grid, 256, 0, p, t, s, g, g_bf16, whole,
-               n, rate);
+               n, rate, advance);
 }
 
 extern "C" void cuda_step_advance(int32_t *step) { SNN_LAUNCH(step_advance_kernel, 1, 1, 0, step); }
 
-extern "C" void cuda_schedule(snn_clock c) { SNN_LAUNCH(schedule_kernel, 1, 1, 0, c, false); }
-
-extern "C" void cuda_clock_advance(snn_clock c) { SNN_LAUNCH(schedule_kernel, 1, 1, 0, c, true); }
+extern "C" void cuda_schedule(snn_clock c) { SNN_LAUNCH(schedule_kernel, 1, 1, 0, c); }

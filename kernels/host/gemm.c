@@ -316,7 +316,7 @@ void host_linear_backward_weight(float *gw, float *gb, const float *dy, const sn
 }
 
 void host_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
-                       const snn_rate *rate)
+                       const snn_rate *rate, int32_t *advance)
 {
     (void)p16;
     for (long i = 0; i < n; i++) {
@@ -327,6 +327,8 @@ void host_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, con
         }
         snn_update_at(p, s, (size_t)i, gi, *rate);
     }
+    if (advance)
+        *advance += 1;
 }
 
 void host_linear_backward_weight_update(float *w, snn_twin *w16, snn_state sw, float *b, snn_state sb,

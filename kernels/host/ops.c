@@ -16,9 +16,11 @@
 
 void host_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                        const int32_t *order, const int32_t *step, int rows, float mean, float std,
-                       snn_noise noise, int dropout_width)
+                       snn_noise noise, int dropout_width, const snn_clock *clock)
 {
     (void)x16, (void)dropout_width; /* the host's forward draws its dropout as it goes */
+    if (clock)
+        host_schedule(*clock);
     const long first = snn_batch_first(noise, *step, rows);
     int shifted = snn_noise_translates(noise), distorted = snn_noise_distorts(noise);
     OMP("omp parallel for schedule(static) if (rows >= CONFIG_HOST_OPS_PARALLEL_MIN_ROWS)")
@@ -115,12 +117,6 @@ void host_output_step(float *logits, float *dlogits, snn_twin *dlogits16, float 
 void host_step_advance(int32_t *step) { *step += 1; }
 
 void host_schedule(snn_clock c) { *c.rate = snn_clock_rate(c); }
-
-void host_clock_advance(snn_clock c)
-{
-    *c.step += 1;
-    host_schedule(c);
-}
 
 void host_write_twin(snn_twin *t, const float *x, long n) { (void)t, (void)x, (void)n; }
 

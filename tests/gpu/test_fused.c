@@ -72,7 +72,7 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
     int32_t zero = 0;
     snn_rt_download(labels, n->labels[0], B);
     host_gather_batch(want_x0, NULL, want_labels, host->train_images, host->train_labels, host->order, &zero,
-                      B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, host->noise, 0);
+                      B, SNN_PIXEL_MEAN, SNN_PIXEL_STD, host->noise, 0, NULL);
     const int same = !memcmp(x0, want_x0, (size_t)B * SNN_INPUT_DIM * 4) && !memcmp(labels, want_labels, B);
     verdict(same, "gather of step 0: images and labels bit for bit as the host's");
 

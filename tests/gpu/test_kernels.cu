@@ -592,7 +592,7 @@ static void device_update(long n, int misalign, const float *p, float *const s0[
     cuda_apply_update(
         dp.p, tw(dp),
         (snn_state){{SNN_OPTIM_MOMENTS > 0 ? ds[0].p : NULL, SNN_OPTIM_MOMENTS > 1 ? ds[1].p : NULL}},
-        g16 ? NULL : dg.p, dg16, n, drate);
+        g16 ? NULL : dg.p, dg16, n, drate, NULL);
     snn_rt_download(out_p, dp.p, sizeof(float) * (size_t)n);
     check_twin(why, "p", dp, out_p);
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
@@ -628,7 +628,7 @@ static void test_apply_update(long n, int from_bf16)
         memcpy(hs[k], s0[k], sizeof(float) * (size_t)n);
     host_apply_update(
         hp, NULL, (snn_state){{SNN_OPTIM_MOMENTS > 0 ? hs[0] : NULL, SNN_OPTIM_MOMENTS > 1 ? hs[1] : NULL}},
-        from_bf16 ? NULL : g, from_bf16 ? g16 : NULL, n, &rate);
+        from_bf16 ? NULL : g, from_bf16 ? g16 : NULL, n, &rate, NULL);
     for (int misalign = 0; misalign < 2; misalign++)
         device_update(n, misalign, p, s0, g, from_bf16 ? g16 : NULL, drate, out_p[misalign], out_s[misalign],
                       why);
@@ -853,7 +853,7 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
     uint8_t *yref = (uint8_t *)snn_xmalloc((size_t)rows, "labels"), *y1 = (uint8_t *)snn_xmalloc((size_t)rows, "y"),
             *y2 = (uint8_t *)snn_xmalloc((size_t)rows, "y");
     host_gather_batch(ref, NULL, yref, images, labels, with_order ? order : NULL, &hstep, rows,
-                      SNN_PIXEL_MEAN, SNN_PIXEL_STD, augment ? hnoise : none, 0);
+                      SNN_PIXEL_MEAN, SNN_PIXEL_STD, augment ? hnoise : none, 0, NULL);
 
     uint8_t *dimages = (uint8_t *)snn_rt_alloc((size_t)npx), *dlabels = (uint8_t *)snn_rt_alloc((size_t)count);
     int32_t *dorder = (int32_t *)snn_rt_alloc(sizeof(int32_t) * (size_t)count);
@@ -873,7 +873,7 @@ static void test_gather(int count, int rows, int step, int with_order, int augme
         poison(dx, sizeof(float) * (size_t)nx);
         poison(dy, (size_t)rows);
         cuda_gather_batch(dx, NULL, dy, dimages, dlabels, with_order ? dorder : NULL, dstep, rows,
-                          SNN_PIXEL_MEAN, SNN_PIXEL_STD, augment ? dnoise : none, 0);
+                          SNN_PIXEL_MEAN, SNN_PIXEL_STD, augment ? dnoise : none, 0, NULL);
         snn_rt_download(xs[run], dx, sizeof(float) * (size_t)nx);
         snn_rt_download(ys[run], dy, (size_t)rows);
     }
@@ -939,7 +939,7 @@ static void test_gather_mask(int rows, int width, int rank1)
 
     poison(masks, (size_t)masks_bytes);
     cuda_gather_batch(dx.p, NULL, dy, dimages, dlabels, NULL, dclock, rows, SNN_PIXEL_MEAN, SNN_PIXEL_STD,
-                      dnoise, width);
+                      dnoise, width, NULL);
     snn_rt_download(bits, masks, (size_t)bytes); /* layer 0's: the first of the two */
     for (long e = 0; e < n && !why[0]; e++) {
         const int got = bits[e / 8] >> e % 8 & 1;
@@ -1126,8 +1126,10 @@ static void test_scaled_math_sweep(void)
     snn_rt_free(dev);
 }
 
-/* schedule and clock_advance on the device against the host's, at every step of a short run that crosses
- * epochs (the factors within 1e-6: the GPU's cosf and powf are not the host's). */
+/* The clock on the device against the host's, at every step of a short run that crosses epochs: schedule
+ * at each epoch's start, then each step a training gather (one row) writing its step's factors and an update
+ * (one parameter) moving the step on (the factors within 1e-6: the GPU's cosf and powf are not the host's).
+ */
 static void test_clock(void)
 {
     char why[256] = "";
@@ -1138,26 +1140,45 @@ static void test_clock(void)
     auto *d = (decltype(h) *)snn_rt_alloc(sizeof h);
     snn_rt_upload(d, &h, sizeof h);
     const snn_clock dc = {&d->epoch, &d->step, &d->rate, 4, 12}, hc = {&h.epoch, &h.step, &h.rate, 4, 12};
+    uint8_t images[4 * SNN_INPUT_DIM] = {0}, labels[4] = {0}, y;
+    float x[SNN_INPUT_DIM], p = 0.5f, g = 0.25f, hm[2] = {0, 0};
+    uint8_t *dimages = (uint8_t *)snn_rt_alloc(sizeof images),
+            *dlabels = (uint8_t *)snn_rt_alloc(sizeof labels);
+    uint8_t *dy = (uint8_t *)snn_rt_alloc(1);
+    float *dx = (float *)snn_rt_alloc(sizeof x), *dp = (float *)snn_rt_alloc(4 * sizeof(float));
+    snn_rt_upload(dimages, images, sizeof images);
+    snn_rt_upload(dlabels, labels, sizeof labels);
+    const float init[4] = {p, g, 0, 0}; /* the parameter, its gradient, its moments */
+    snn_rt_upload(dp, init, sizeof init);
+    const snn_noise none = {};
     for (int epoch = 0; epoch < 3; epoch++) {
         h.epoch = epoch, h.step = 0;
         snn_rt_upload(d, &h, 2 * sizeof(int32_t));
         cuda_schedule(dc);
         host_schedule(hc);
         for (int s = 0; s < 4; s++) {
+            cuda_gather_batch(dx, NULL, dy, dimages, dlabels, NULL, dc.step, 1, 0.0f, 1.0f, none, 0, &dc);
+            host_gather_batch(x, NULL, &y, images, labels, NULL, hc.step, 1, 0.0f, 1.0f, none, 0, &hc);
             snn_rt_download(&got, d, sizeof got);
             const float a[4] = {got.rate.lr, got.rate.keep, got.rate.step, got.rate.rsq};
             const float b[4] = {h.rate.lr, h.rate.keep, h.rate.step, h.rate.rsq};
             for (int i = 0; i < 4; i++)
                 if (!(fabsf(a[i] - b[i]) <= 1e-6f * fabsf(b[i])))
                     set_why(why, "epoch %d step %d: factor %d is %.9g, the host's %.9g", epoch, s, i, a[i], b[i]);
-            if (got.step != h.step || got.epoch != h.epoch)
-                set_why(why, "epoch %d step %d: the clock reads epoch %d step %d", epoch, s, got.epoch, got.step);
-            cuda_clock_advance(dc);
-            host_clock_advance(hc);
+            cuda_apply_update(dp, NULL, (snn_state){{dp + 2, dp + 3}}, dp + 1, NULL, 1, &d->rate, dc.step);
+            host_apply_update(&p, NULL, (snn_state){{&hm[0], &hm[1]}}, &g, NULL, 1, &h.rate, hc.step);
+            snn_rt_download(&got, d, sizeof got);
+            if (got.step != h.step || got.epoch != h.epoch || h.step != s + 1)
+                set_why(
+                    why,
+                    "epoch %d step %d: after the update the clock reads epoch %d step %d, the host's %d %d",
+                    epoch, s, got.epoch, got.step, h.epoch, h.step);
         }
     }
-    report("schedule and clock_advance, 3 epochs of 4 steps", why);
-    snn_rt_free(d);
+    report("the clock: schedule, a training gather's factors, the update's advance, 3 epochs of 4 steps",
+           why);
+    snn_rt_free(d), snn_rt_free(dimages), snn_rt_free(dlabels), snn_rt_free(dy), snn_rt_free(dx),
+        snn_rt_free(dp);
 }
 
 /* snn_rt_run_step: a step that reads its step counter from device memory
@@ -1177,7 +1198,7 @@ static void test_step_fn(void *p)
     step_ctx *c = (step_ctx *)p;
     const snn_noise none = {};
     cuda_gather_batch(c->x, NULL, c->lab, c->images, c->labels, NULL, c->step, c->rows, SNN_PIXEL_MEAN,
-                      SNN_PIXEL_STD, none, 0);
+                      SNN_PIXEL_STD, none, 0, NULL);
     cuda_linear_forward(c->y, NULL, c->x, NULL, c->w, NULL, NULL, c->rows, c->N, SNN_INPUT_DIM, 1, NULL);
     cuda_step_advance(c->step);
 }

@@ -163,7 +163,7 @@ static void checked_backward_weight(float *gw, float *gb, const float *dy, const
 
 /* The update pass on the GPU's gradients: the parameters and their state against the host's update. */
 static void checked_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16,
-                                 long n, const snn_rate *rate)
+                                 long n, const snn_rate *rate, int32_t *advance)
 {
     float *hp = fetch(p, n), *hg = fetch(g, n);
     uint16_t *hg16 = NULL;
@@ -176,8 +176,8 @@ static void checked_apply_update(float *p, snn_twin *p16, snn_state s, const flo
         hs.m[k] = fetch(s.m[k], n);
     snn_rate hrate;
     snn_rt_download(&hrate, rate, sizeof hrate);
-    cuda_apply_update(p, p16, s, g, g_bf16, n, rate);
-    host_apply_update(hp, NULL, hs, hg, hg16, n, &hrate);
+    cuda_apply_update(p, p16, s, g, g_bf16, n, rate, advance);
+    host_apply_update(hp, NULL, hs, hg, hg16, n, &hrate, NULL);
     double err = worse(0, p, hp, n);
     for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
         err = worse(err, s.m[k], hs.m[k], n);
@@ -258,7 +258,7 @@ static const snn_kernels checked_cuda_kernels = {
     .output_step = checked_output_step,
     .step_advance = cuda_step_advance,
     .schedule = cuda_schedule,
-    .clock_advance = cuda_clock_advance,
+
     .write_twin = cuda_write_twin,
     .bind_workspace = cuda_bind_workspace,
     .gemm_numerics = cuda_gemm_numerics,

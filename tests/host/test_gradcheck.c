@@ -111,8 +111,13 @@ int main(void)
         m.train_labels[i] = (uint8_t)snn_rng_below(&rng, SNN_CLASSES);
     for (int i = 0; i < SNN_FIT_COUNT; i++)
         m.order[i] = i;
-    *m.clock.rate = (snn_rate){.lr = 0, .keep = 1}; /* the weights stay; the momentum, from 0, gets the gradient */
+    /* The step moves the weights at its schedule's rate; the momentum, from 0, gets the gradient (v = g), and
+     * the weights are put back for the finite differences. */
+    float *before = snn_xmalloc(SNN_PARAMS * sizeof(float), "the parameters before the step");
+    memcpy(before, m.params, SNN_PARAMS * sizeof(float));
     snn_train_step(&m);
+    memcpy(m.params, before, SNN_PARAMS * sizeof(float));
+    free(before);
 
     long idx[WEIGHTS_PER_LAYER > SNN_MAX_DIM ? WEIGHTS_PER_LAYER : SNN_MAX_DIM];
     for (int l = 0; l < SNN_LAYERS; l++) {

@@ -300,7 +300,7 @@ static void check_weight_then_update(struct shape s)
     double *gw = new_doubles(nw), *gb = new_doubles(s.N);
     host_linear_backward_weight_update(p, NULL, st, p + nw, sb, dy, NULL, x, NULL, s.M, s.N, s.K, &rate);
     host_linear_backward_weight(g, g + nw, dy, NULL, s.N, x, NULL, s.M, s.N, s.K);
-    host_apply_update(p2, NULL, st2, g, NULL, nw + s.N, &rate);
+    host_apply_update(p2, NULL, st2, g, NULL, nw + s.N, &rate, NULL);
     ref_weight_grad(gw, gb, dy, x, s.M, s.N, s.K);
     compare("gw", g, gw, nw, TOL_FP32, why);
     compare("gb", g + nw, gb, s.N, TOL_FP32, why);
@@ -324,8 +324,8 @@ static void check_weight_then_update(struct shape s)
         bits = (uint32_t)bf[i] << 16;
         memcpy(&part[i], &bits, sizeof(bits));
     }
-    host_apply_update(p3, NULL, st3, NULL, bf, nw + s.N, &rate);
-    host_apply_update(p4, NULL, st4, part, NULL, nw + s.N, &rate);
+    host_apply_update(p3, NULL, st3, NULL, bf, nw + s.N, &rate, NULL);
+    host_apply_update(p4, NULL, st4, part, NULL, nw + s.N, &rate, NULL);
     compare_bits("updated from BF16 gradients", p3, p4, nw + s.N, why);
     free(bf), free(p3), free(p4), free_state(st3), free_state(st4);
     report(name, why);
@@ -499,7 +499,7 @@ static void check_gather(bool with_order, int32_t step)
     float *x = nan_floats((long)rows * SNN_INPUT_DIM);
     double *ref = new_doubles((long)rows * SNN_INPUT_DIM);
     host_gather_batch(x, NULL, y, images, labels, with_order ? order : NULL, &step, rows, mean, std,
-                      (snn_noise){0}, 0);
+                      (snn_noise){0}, 0, NULL);
     for (int i = 0; i < rows; i++) {
         int r = with_order ? order[step * rows + i] : step * rows + i;
         for (int j = 0; j < SNN_INPUT_DIM; j++)
@@ -534,7 +534,7 @@ static void check_batch_shares(int shares)
     const long n = (long)rows * SNN_INPUT_DIM;
     float *x = nan_floats(n), *xs = nan_floats(n), *t = random_floats((long)rows * 5), *ts = copy_floats(t, rows * 5L);
     snn_noise whole = snn_noise_of_seed(77, &epoch);
-    host_gather_batch(x, NULL, y, images, labels, order, &step, rows, 0.1f, 0.3f, whole, 0);
+    host_gather_batch(x, NULL, y, images, labels, order, &step, rows, 0.1f, 0.3f, whole, 0, NULL);
     const snn_drop whole_drop = {whole, &step, 0, 0};
     host_dropout(t, &whole_drop, rows, 5);
     for (int r = 0; r < shares; r++) {
@@ -542,7 +542,7 @@ static void check_batch_shares(int shares)
         mine.row0 = r * share;
         mine.batch = rows;
         host_gather_batch(xs + (long)r * share * SNN_INPUT_DIM, NULL, ys + r * share, images, labels, order,
-                          &step, share, 0.1f, 0.3f, mine, 0);
+                          &step, share, 0.1f, 0.3f, mine, 0, NULL);
         const snn_drop my_drop = {mine, &step, 0, 0};
         host_dropout(ts + r * share * 5L, &my_drop, share, 5);
     }
@@ -691,7 +691,8 @@ static void check_schedule(void)
     report("schedule: lr at chosen steps, against the reference", why);
 }
 
-/* The clock: schedule writes the rate of the step it is at, clock_advance moves on and writes the next. */
+/* The clock: schedule writes the rate of the step it is at; a training gather writes its step's too, and
+ * an update given the step moves it on. */
 static void check_clock(void)
 {
     char why[256] = "";
@@ -701,11 +702,18 @@ static void check_clock(void)
     host_schedule(c);
     if (rate.lr != snn_rate_at(25, 10, 100).lr)
         set_why(why, "schedule at epoch 2 step 5: lr %.9g, expected that of update 25", rate.lr);
-    host_clock_advance(c);
+    float p = 1.0f, g = 0.5f, m[2] = {0, 0};
+    host_apply_update(&p, NULL, (snn_state){{&m[0], &m[1]}}, &g, NULL, 1, &rate, &step);
+    rate = (snn_rate){NAN, NAN, NAN, NAN};
+    uint8_t images[7 * SNN_INPUT_DIM] = {0}, labels[7] = {0}, y;
+    float x[SNN_INPUT_DIM];
+    host_gather_batch(x, NULL, &y, images, labels, NULL, &step, 1, 0.0f, 1.0f, (snn_noise){0}, 0, &c);
     const snn_rate next = snn_rate_at(26, 10, 100);
     if (step != 6 || memcmp(&rate, &next, sizeof rate))
-        set_why(why, "clock_advance: step %d, lr %.9g; expected step 6 and update 26's rate", step, rate.lr);
-    report("schedule and clock_advance", why);
+        set_why(why,
+                "the update's advance, then a gather: step %d, lr %.9g; expected step 6 and update 26's rate",
+                step, rate.lr);
+    report("the clock: schedule, the update's advance, a training gather's factors", why);
 }
 
 /* The optimizer's square root and division, scaled off the GPU's slow paths, against sqrtf and '/' (the bits,

@@ -108,7 +108,7 @@ static void check_shifted_gather(void)
         order[i] = (i * 31) % IMAGES, labels[i] = (uint8_t)(i % SNN_CLASSES);
     float *x = snn_xmalloc((size_t)ROWS * SNN_INPUT_DIM * sizeof(float), "batch");
     const snn_noise noise = snn_noise_of_seed(0x123456789ull, &epoch);
-    host_gather_batch(x, NULL, y, images, labels, order, &step, ROWS, 0.0f, 1.0f, noise, 0);
+    host_gather_batch(x, NULL, y, images, labels, order, &step, ROWS, 0.0f, 1.0f, noise, 0, NULL);
     int moved = 0;
     for (int i = 0; i < ROWS; i++) {
         const uint8_t *px = images + (long)order[step * ROWS + i] * SNN_INPUT_DIM;
@@ -130,7 +130,7 @@ static void check_shifted_gather(void)
         set_why(why, "only %d of %d rows moved", moved, ROWS);
     /* an evaluation gather (no draws) leaves the images as they are */
     const snn_noise none = {{0, 0}, NULL, 0, 0};
-    host_gather_batch(x, NULL, y, images, labels, NULL, &step, ROWS, 0.0f, 1.0f, none, 0);
+    host_gather_batch(x, NULL, y, images, labels, NULL, &step, ROWS, 0.0f, 1.0f, none, 0, NULL);
     for (long j = 0; j < (long)ROWS * SNN_INPUT_DIM; j++)
         if (x[j] != images[(long)step * ROWS * SNN_INPUT_DIM + j] / 255.0f) {
             set_why(why, "an evaluation gather moved pixel %ld", j);

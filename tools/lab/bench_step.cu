@@ -119,17 +119,18 @@ static void t_backward_weight(float *gw, float *gb, const float *dy, const snn_t
     timed("linear_backward_weight" + dims(N, K, M),
           [&] { cuda_linear_backward_weight(gw, gb, dy, dy16, ldy, x, x16, M, N, K); });
 }
-static void t_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16, long n,
-                           const snn_rate *rate)
+static void t_apply_update(float *p, snn_twin *p16, snn_state s, const float *g, const uint16_t *g_bf16,
+                           long n, const snn_rate *rate, int32_t *advance)
 {
-    timed("apply_update", [&] { cuda_apply_update(p, p16, s, g, g_bf16, n, rate); });
+    timed("apply_update", [&] { cuda_apply_update(p, p16, s, g, g_bf16, n, rate, advance); });
 }
 static void t_gather(float *x, snn_twin *x16, uint8_t *y, const uint8_t *images, const uint8_t *labels,
                      const int32_t *order, const int32_t *step, int rows, float mean, float std,
-                     snn_noise noise, int dropout_width)
+                     snn_noise noise, int dropout_width, const snn_clock *clock)
 {
     timed("gather_batch", [&] {
-        cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std, noise, dropout_width);
+        cuda_gather_batch(x, x16, y, images, labels, order, step, rows, mean, std, noise, dropout_width,
+                          clock);
     });
 }
 static void t_xent(float *dlogits, snn_twin *dlogits16, float *loss, int32_t *correct, const float *logits,
@@ -149,8 +150,10 @@ static void t_output_step(float *logits, float *dlogits, snn_twin *dlogits16, fl
     });
 }
 static void t_advance(int32_t *step) { timed("step_advance", [&] { cuda_step_advance(step); }); }
-static void t_schedule(snn_clock c) { timed("schedule", [&] { cuda_schedule(c); }); }
-static void t_clock_advance(snn_clock c) { timed("clock_advance", [&] { cuda_clock_advance(c); }); }
+static void t_schedule(snn_clock c)
+{
+    timed("schedule", [&] { cuda_schedule(c); });
+}
 }
 
 static const snn_kernels timed_kernels = {
@@ -164,7 +167,7 @@ static const snn_kernels timed_kernels = {
     .output_step = t_output_step,
     .step_advance = t_advance,
     .schedule = t_schedule,
-    .clock_advance = t_clock_advance,
+
     .write_twin = cuda_write_twin,
     .bind_workspace = cuda_bind_workspace,
     .gemm_numerics = cuda_gemm_numerics,
