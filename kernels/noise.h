@@ -128,8 +128,8 @@ SNN_HD float snn_dropout(const uint32_t key[2], int32_t epoch, int32_t step, int
 }
 
 /* Which of n <= 32 consecutive elements from `index` survive: bit e for element index + e, as
- * snn_dropout_keeps says, with one Philox call for the elements that share one (a byte of the GPU's mask,
- * 8 elements, takes two where it is aligned; the grid-wide kernel's epilogue runs of 2 or 4, one). */
+ * snn_dropout_keeps says, with one Philox call for the elements that share one (the grid-wide kernel's
+ * epilogue runs of 2 or 4, one). */
 SNN_HD uint32_t snn_dropout_keeps_run(const uint32_t key[2], int32_t epoch, int32_t step, int layer,
                                       uint32_t index, int n)
 {

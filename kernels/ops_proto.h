@@ -105,7 +105,7 @@ void OP(schedule)(snn_clock c);
 void OP(write_twin)(snn_twin *t, const float *x, long n);
 
 /* host_bind_workspace, cuda_bind_workspace: binds the GEMMs' scratch memory, floats of it, once at
- * start-up (the GPU's split-K partial sums, then a hidden layer's dropout mask; NULL for none, and then a
+ * start-up (the GPU's split-K partial sums, then two hidden layers' dropout masks; NULL for none, and then a
  * forward GEMM with dropout is refused); the host reserves its packing buffers instead, so that a run
  * allocates nothing after start-up. */
 void OP(bind_workspace)(float *workspace, long floats);

@@ -78,17 +78,19 @@
 /* The clock region: the training step, the evaluation step, the epoch, padding; then the rate. */
 #define CLOCK_COUNTERS 4
 
+/* Unformatted: clang-format reads `COUNT * F` in these initialisers as a pointer declaration. */
+/* clang-format off */
 static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
-    [SNN_T_PARAMS] = {"parameters", SNN_PARAMS *F, 0},
+    [SNN_T_PARAMS] = {"parameters", SNN_PARAMS * F, 0},
     [SNN_T_OPTIM_STATE] = {SNN_OPTIM_MOMENTS == 2 ? "AdamW moments" : "momentum",
-                           SNN_OPTIM_MOMENTS *STATE_STRIDE *F, 0},
+                           SNN_OPTIM_MOMENTS * STATE_STRIDE * F, 0},
     [SNN_T_ACTIVATIONS] = {SNN_MM_PER_STEP ? "input batch" : "activations",
-                           (size_t)SNN_MAX_ROWS *ARENA_ACT_WIDTHS *F, 0},
-    [SNN_T_ACT_GRADS] = {"activation gradients", ARENA_GRAD_FLOATS *F, 0},
+                           (size_t)SNN_MAX_ROWS * ARENA_ACT_WIDTHS * F, 0},
+    [SNN_T_ACT_GRADS] = {"activation gradients", ARENA_GRAD_FLOATS * F, 0},
     [SNN_T_BATCH_LABELS] = {"batch labels", SNN_MAX_ROWS, 0},
-    [SNN_T_TRAIN_IMAGES] = {"train images (bytes)", (size_t)SNN_TRAIN_COUNT *SNN_INPUT_DIM, 0},
+    [SNN_T_TRAIN_IMAGES] = {"train images (bytes)", (size_t)SNN_TRAIN_COUNT * SNN_INPUT_DIM, 0},
     [SNN_T_TRAIN_LABELS] = {"train labels", SNN_TRAIN_COUNT, 0},
-    [SNN_T_TEST_IMAGES] = {"test images (bytes)", (size_t)SNN_TEST_COUNT *SNN_INPUT_DIM, 0},
+    [SNN_T_TEST_IMAGES] = {"test images (bytes)", (size_t)SNN_TEST_COUNT * SNN_INPUT_DIM, 0},
     [SNN_T_TEST_LABELS] = {"test labels", SNN_TEST_COUNT, 0},
     [SNN_T_ORDER] = {"sample order", SNN_FIT_COUNT * sizeof(int32_t), 0},
     [SNN_T_STEP_LOSSES] = {"step losses", (SNN_STEPS_PER_EPOCH + SNN_EVAL_STEPS_MAX) * F, 0},
@@ -101,6 +103,7 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_FUSED] = {"fused step buffers", FUSED_BYTES, 0},
     [SNN_T_GRADS] = {GRADS_NAME, GRADS_BYTES, 0},
 };
+/* clang-format on */
 
 void snn_model_plan(snn_plan *plan) { snn_plan_make(plan, tensor_table, SNN_T_COUNT); }
 

@@ -8,13 +8,13 @@
  *   cuda_linear_backward_weight,
  *   cuda_linear_backward_weight_bf16             gemm/weight.cu
  *
- * and here what the roles share at run time: the workspace (split-K sums, dropout's mask) and the numerics'
+ * and here what the roles share at run time: the workspace (split-K sums, dropout's masks) and the numerics'
  * name. */
 #include "kernels/cuda/gemm_dropout.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/ops.h"
 
-/* The workspace (nn/model.c): the split-K partial sums, then dropout's mask. */
+/* The workspace (nn/model.c): the split-K partial sums, then dropout's two masks. */
 extern "C" void cuda_bind_workspace(float *workspace, long floats)
 {
     const long split_k = workspace ? (long)SNN_SPLIT_K_FLOATS : 0;

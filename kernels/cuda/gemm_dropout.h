@@ -1,9 +1,10 @@
 /* Dropout's keep masks for the forward GEMMs (kernels/cuda/gemm/forward.cu): a training step's hidden layer
  * has its mask drawn, a bit an element, and the GEMM's epilogue reads the bits instead of drawing the Philox
- * numbers itself on the few blocks a batch-sized GEMM has. A layer's mask is drawn beside the forward GEMM
- * before it (the wgmma kernel's side job, gemm/side.cuh), or where that did not run by a kernel of its own
- * over every SM. Two masks, hidden layer l's at l % 2, so that one is drawn while the other is read: the GEMM
- * workspace's region after the split-K partial sums, bound once at start-up. */
+ * numbers itself on the few blocks a batch-sized GEMM has. A layer's mask is drawn beside the work before
+ * it (kernels/cuda/dropout_mask.cuh): the first hidden layer's beside the batch's gather, the next's beside
+ * the forward GEMM before it (the wgmma kernel's side job, gemm/side.cuh); where neither ran, by a kernel of
+ * its own over every SM. Two masks, hidden layer l's at l % 2, so that one is drawn while the other is read:
+ * the GEMM workspace's region after the split-K partial sums, bound once at start-up. */
 #ifndef SNN_GEMM_DROPOUT_H
 #define SNN_GEMM_DROPOUT_H
 

@@ -8,7 +8,8 @@ extern "C" {
 #endif
 
 /* GEMMs run so far on each path (0 for a path the build lacks), and forward
- * GEMMs whose dropout mask the GEMM before drew (kernels/cuda/gemm_dropout.h). */
+ * GEMMs whose dropout mask was drawn beside the work before them, the GEMM
+ * before or the gather (kernels/cuda/gemm_dropout.h). */
 typedef struct {
     long wgmma, mma_twins, split_k, masks_ahead;
 } cuda_gemm_counts;
@@ -16,7 +17,7 @@ typedef struct {
 /* What the GEMMs since a snapshot ran on: wgmma; mma.sync on the 16-bit
  * twins (neither: mma.sync from the FP32 tensors, or in an FP32 build the
  * SIMT kernel); the slices of the last that split its k range (0: none);
- * whether one read a dropout mask drawn beside the GEMM before it. */
+ * whether one read a dropout mask drawn beside the work before it. */
 typedef struct {
     int wgmma, mma_twins, split_slices, mask_ahead;
 } cuda_gemm_path;

@@ -258,7 +258,6 @@ static const snn_kernels checked_cuda_kernels = {
     .output_step = checked_output_step,
     .step_advance = cuda_step_advance,
     .schedule = cuda_schedule,
-
     .write_twin = cuda_write_twin,
     .bind_workspace = cuda_bind_workspace,
     .gemm_numerics = cuda_gemm_numerics,

@@ -167,7 +167,6 @@ static const snn_kernels timed_kernels = {
     .output_step = t_output_step,
     .step_advance = t_advance,
     .schedule = t_schedule,
-
     .write_twin = cuda_write_twin,
     .bind_workspace = cuda_bind_workspace,
     .gemm_numerics = cuda_gemm_numerics,

@@ -18,14 +18,16 @@ extern "C" void cuda_gemm_dropout_bind(uint8_t *mask, long bytes)
     dropout_mask[1] = mask ? mask + dropout_mask_bytes : NULL;
 }
 
-/* The mask a job drew beside other work (a forward GEMM's side job, the gather): that layer's next forward
- * with dropout over the same elements reads it instead of drawing its own. Any other forward call forgets
- * it. */
-static struct {
-    int layer;
-    long elems;
-    uint32_t first;
-} drawn_ahead = {-1, 0, 0};
+/* The mask a job drew beside other work (a forward GEMM's side job, the gather; mask NULL: none): the next
+ * forward call, where it has dropout and its own job is that one (the same layer, elements and draws), reads
+ * it instead of drawing its own. Any forward call forgets it. */
+static DropoutMaskJob drawn_ahead;
+
+static bool same_job(const DropoutMaskJob &a, const DropoutMaskJob &b)
+{
+    return a.mask == b.mask && a.n == b.n && a.first == b.first && a.layer == b.layer &&
+           a.key[0] == b.key[0] && a.key[1] == b.key[1] && a.epoch == b.epoch && a.step == b.step;
+}
 
 /* The job that draws hidden layer `layer`'s mask, elems elements from first, in the step of noise.epoch and
  * step; no mask where it would not fit. */
@@ -38,14 +40,11 @@ static DropoutMaskJob mask_job(const snn_noise &noise, const int32_t *step, int 
             {noise.key[0], noise.key[1]}, noise.epoch,     step};
 }
 
-static void record_ahead(const DropoutMaskJob &job) { drawn_ahead = {job.layer, (long)job.n, job.first}; }
-
 DropoutMaskJob cuda_dropout_mask_ahead(const snn_noise &noise, const int32_t *step, int layer, long elems,
                                        uint32_t first)
 {
     const DropoutMaskJob job = SNN_DROPOUT ? mask_job(noise, step, layer, elems, first) : DropoutMaskJob{};
-    if (job.mask)
-        record_ahead(job);
+    drawn_ahead = job;
     return job;
 }
 
@@ -88,8 +87,8 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
 {
     /* A = X [M][K], B = W [N][K]: both K-major. */
     const GemmEpiBiasRelu epi = {y, snn_twin_ptr(y16), b, N, relu};
-    const int ahead_layer = drawn_ahead.layer;
-    drawn_ahead.layer = -1;
+    const DropoutMaskJob ahead = drawn_ahead;
+    drawn_ahead = DropoutMaskJob{};
     if constexpr (SNN_DROPOUT) {
         if (drop) {
             const snn_noise &n = drop->noise;
@@ -103,7 +102,7 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
                     "needs more",
                     8 * dropout_mask_bytes, M, N, drop->next_width);
             const DropoutMaskJob own = mask_job(n, drop->step, layer, elems, first);
-            if (ahead_layer == layer && drawn_ahead.elems == elems && drawn_ahead.first == first)
+            if (own.mask && same_job(ahead, own))
                 gemm_runs.masks_ahead++;
             else if (own.mask) /* a pass a warp, 8 warps a block */
                 SNN_LAUNCH(dropout_mask_kernel,
@@ -115,11 +114,11 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
             if (gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(
                     x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16), K, M, N, K, dropped, side) &&
                 side.job.mask)
-                record_ahead(side.job);
+                drawn_ahead = side.job;
             return;
         }
     }
-    (void)ahead_layer;
+    (void)ahead;
     gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16), K, M, N,
                                                       K, epi);
 }

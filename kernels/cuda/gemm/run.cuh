@@ -10,7 +10,8 @@
  *   |- gemm_bias_update, _grad     (backward_weight[_update])    -> bias_update_kernel      gemm/bias.cu
  *   |                              unless wgmma summed them      -> GemmSideBias            gemm/side.cuh
  *   `- with dropout, the forward   a hidden layer's mask         -> dropout_mask_kernel     gemm/forward.cu
- *                                  unless wgmma drew it before   -> GemmSideDropoutMask     gemm/forward.cu
+ *                                  unless drawn beside the GEMM  -> GemmSideDropoutMask     gemm/forward.cu
+ *                                  before it, or the gather      -> gather_batch_kernel     ops.cu
  * Everything is asynchronous on the engine's stream and deterministic: no atomics, fixed summation orders. */
 #ifndef SNN_GEMM_RUN_CUH
 #define SNN_GEMM_RUN_CUH
