@@ -51,11 +51,11 @@ struct DropoutMaskJob {
     }
 };
 
-/* The job that draws hidden layer `layer`'s mask, elems elements from first, in the training step of
- * noise.epoch and step, beside other work (gemm/forward.cu): that layer's next forward reads it instead of
- * drawing its own. No mask where the build drops nothing or it would not fit (the forward then refuses).
- * For a job that will run before that forward. */
-DropoutMaskJob cuda_dropout_mask_ahead(const snn_noise &noise, const int32_t *step, int layer, long elems,
-                                       uint32_t first);
+/* The job that draws hidden layer `layer`'s mask for `rows` rows of `width` units (from row noise.row0), in
+ * the training step of noise.epoch and step, beside other work (gemm/forward.cu): that layer's next forward
+ * reads it instead of drawing its own. No mask where the build drops nothing or it would not fit (the
+ * forward then refuses). For a job that will run before that forward. */
+DropoutMaskJob cuda_dropout_mask_ahead(const snn_noise &noise, const int32_t *step, int layer, int rows,
+                                       int width);
 
 #endif

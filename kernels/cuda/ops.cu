@@ -263,10 +263,8 @@ extern "C" void cuda_gather_batch(float *x, snn_twin *x16, uint8_t *y, const uin
     if (rows <= 0)
         return;
     /* the first hidden layer's mask, as its forward would draw it (gemm/forward.cu) */
-    const DropoutMaskJob mask = dropout_width > 0
-                                    ? cuda_dropout_mask_ahead(noise, step, 0, (long)rows * dropout_width,
-                                                              (uint32_t)noise.row0 * dropout_width)
-                                    : DropoutMaskJob{};
+    const DropoutMaskJob mask =
+        dropout_width > 0 ? cuda_dropout_mask_ahead(noise, step, 0, rows, dropout_width) : DropoutMaskJob{};
     if (snn_noise_distorts(noise)) {
         SNN_LAUNCH(gather_distort_kernel, rows, DISTORT_THREADS, 0, x, snn_twin_ptr(x16), y, images, labels,
                    order, step, rows, mean, std, noise, mask, clock ? *clock : snn_clock{});

@@ -29,21 +29,26 @@ static bool same_job(const DropoutMaskJob &a, const DropoutMaskJob &b)
            a.key[0] == b.key[0] && a.key[1] == b.key[1] && a.epoch == b.epoch && a.step == b.step;
 }
 
-/* The job that draws hidden layer `layer`'s mask, elems elements from first, in the step of noise.epoch and
- * step; no mask where it would not fit. */
-static DropoutMaskJob mask_job(const snn_noise &noise, const int32_t *step, int layer, long elems,
-                               uint32_t first)
+/* The job that draws hidden layer `layer`'s mask for `rows` rows of `width` units, from row noise.row0 of
+ * the batch (snn_drop), in the step of noise.epoch and step; no mask where it would not fit. */
+static DropoutMaskJob mask_job(const snn_noise &noise, const int32_t *step, int layer, int rows, int width)
 {
+    const long elems = (long)rows * width;
     if (elems <= 0 || elems > 8 * dropout_mask_bytes)
         return DropoutMaskJob{};
-    return {dropout_mask[layer % 2],      (uint32_t)elems, first, layer,
-            {noise.key[0], noise.key[1]}, noise.epoch,     step};
+    return {dropout_mask[layer % 2],
+            (uint32_t)elems,
+            (uint32_t)noise.row0 * (uint32_t)width,
+            layer,
+            {noise.key[0], noise.key[1]},
+            noise.epoch,
+            step};
 }
 
-DropoutMaskJob cuda_dropout_mask_ahead(const snn_noise &noise, const int32_t *step, int layer, long elems,
-                                       uint32_t first)
+DropoutMaskJob cuda_dropout_mask_ahead(const snn_noise &noise, const int32_t *step, int layer, int rows,
+                                       int width)
 {
-    const DropoutMaskJob job = SNN_DROPOUT ? mask_job(noise, step, layer, elems, first) : DropoutMaskJob{};
+    const DropoutMaskJob job = SNN_DROPOUT ? mask_job(noise, step, layer, rows, width) : DropoutMaskJob{};
     drawn_ahead = job;
     return job;
 }
@@ -93,15 +98,14 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
         if (drop) {
             const snn_noise &n = drop->noise;
             const int layer = (int)drop->layer;
-            const long elems = (long)M * N, next_elems = (long)M * drop->next_width;
-            const uint32_t first = (uint32_t)n.row0 * (uint32_t)N,
-                           next_first = (uint32_t)n.row0 * (uint32_t)drop->next_width;
-            if ((elems > next_elems ? elems : next_elems) > 8 * dropout_mask_bytes)
+            const long elems = (long)M * N;
+            const uint32_t first = (uint32_t)n.row0 * (uint32_t)N;
+            if ((long)M * (N > drop->next_width ? N : drop->next_width) > 8 * dropout_mask_bytes)
                 snn_die(
                     "dropout's masks hold %ld elements each; a forward GEMM of %d x %d (the next %d wide) "
                     "needs more",
                     8 * dropout_mask_bytes, M, N, drop->next_width);
-            const DropoutMaskJob own = mask_job(n, drop->step, layer, elems, first);
+            const DropoutMaskJob own = mask_job(n, drop->step, layer, M, N);
             if (own.mask && same_job(ahead, own))
                 gemm_runs.masks_ahead++;
             else if (own.mask) /* a pass a warp, 8 warps a block */
@@ -110,7 +114,7 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
                            own);
             const GemmEpiDropout<DropoutMaskAt> dropped =
                 gemm_epi_dropout(epi, layer, first, DropoutMaskAt{dropout_mask[layer % 2], first});
-            const GemmSideDropoutMask side = {mask_job(n, drop->step, layer + 1, next_elems, next_first)};
+            const GemmSideDropoutMask side = {mask_job(n, drop->step, layer + 1, M, drop->next_width)};
             if (gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(
                     x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16), K, M, N, K, dropped, side) &&
                 side.job.mask)
