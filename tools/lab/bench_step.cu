@@ -228,7 +228,7 @@ static const char *phase_name(int p, char *buf, size_t len)
         else
             snprintf(buf, len, "B%d: input gradient of layer %d (%s)%s", l, l,
                      l == SNN_LAYERS - 1 ? "the dlogits read, its update" : "the gradient all-gathered",
-                     l >= 2 ? ", update of the layer below" : "");
+                     l >= 2 ? "; in its barrier, the update of the layer below" : "");
         return buf;
     }
     const bool resident = !strcmp(kernel, "cluster");

@@ -26,21 +26,22 @@
  *               the last layer's update (its columns; the bias, every block the same; where blocks share
  *               units, in the next step's split barrier and before its softmax)
  *   B(l)        each block's units' output gradient of layer l - 1 from the whole gradient of layer l and
- *               the twin's rows of its units (the all-gather again), then the update of its rows of layer
- *               l - 1 from it; layer 0's update, local, ends the step
+ *               the twin's rows of its units (the all-gather again), after the barrier in which the block
+ *               updates its rows of layer l from the gradient the phase before computed; layer 0's update,
+ *               local, ends the step
  *
  * so 2L - 2 grid barriers a step (one before each hidden-to-hidden layer's forward GEMM and its input
- * gradient, one after the partial logits, one after the softmax; one fewer where the partials are tagged,
- * one more in F0 where blocks share units). The step's barriers are
- * the kernel's own (fused/grid_barrier.cuh), whose arrival and wait are apart: between them a block does
- * work no other block reads. Where blocks share units, the last layer's update waits for the next step's
- * split barrier and partial logits (DEFER), and layer 0's bias is updated by the warps that B0's GEMM leaves
- * idle, where it leaves any (B0_IDLE). Each step reads the next step's samples and labels, computes its rate
- * factors and, staged, copies its slice during its own (the rate and the copies in the softmax's barrier), so
- * that it starts with them at hand. A layer's update writes the twin of the next step's parity: its input
- * gradient, in the same or the next phase, reads this step's. The GEMMs are mma.sync m16n8k16 with FP32
- * accumulators on operands rounded as the host reference rounds them; fixed splits and orders of summation:
- * deterministic. */
+ * gradient, one after the partial logits, one after the softmax; one fewer where the partials are tagged, one
+ * more in F0 where blocks share units). The step's barriers are the kernel's own (fused/grid_barrier.cuh),
+ * whose arrival and wait are apart: between them a block does work no other block reads: a hidden-to-hidden
+ * layer's update in the barrier before the next input gradient. Where blocks share units, the last layer's
+ * update waits for the next step's split barrier and partial logits (DEFER), and layer 0's bias is updated by
+ * the warps that B0's GEMM leaves idle, where it leaves any (B0_IDLE). Each step reads the next step's
+ * samples and labels, computes its rate factors and, staged, copies its slice during its own (the rate and
+ * the copies in the softmax's barrier), so that it starts with them at hand. A layer's update writes the twin
+ * of the next step's parity: its input gradient, in the same or the next phase, reads this step's. The GEMMs
+ * are mma.sync m16n8k16 with FP32 accumulators on operands rounded as the host reference rounds them; fixed
+ * splits and orders of summation: deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -739,14 +740,16 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         __syncthreads(); /* the input gradient has read the last layer's columns before they change */
         if (!DEFER)
             last_columns(rate);
-        if constexpr (HIDDENS > 1)
-            mid_update(S, W, p, HIDDENS - 1, u0, rate);
         fused_stamp(net, s, LAYERS, false);
 
-        /* B(L-2) .. B1: the whole output gradient of layer l against the twin's rows of the block's units */
+        /* B(L-2) .. B1: the whole output gradient of layer l against the twin's rows of the block's units;
+         * the update of layer l's rows, from the gradient the phase before left in S.dgt, while the other
+         * blocks arrive (it writes the twin of the next step's parity, which no block reads before then) */
         for (int l = LAYERS - 2; l >= 1; l--) {
             const int phase = 2 * LAYERS - 1 - l;
-            barrier.sync();
+            barrier.arrive();
+            mid_update(S, W, p, l, u0, rate);
+            barrier.wait();
             fused_stamp(net, s, phase - 1, true);
             const Mma16Mat<HIDDEN_PAD, 1> twin_rows{W.twin_t(p, l) + (size_t)u0 * HIDDEN_PAD};
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
@@ -754,8 +757,6 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                 [&](int m, int n, float v) { hidden_grad(S, W, net, draws, l - 1, u0, m, n, v); });
             __syncthreads();
             bias_update(S, l - 1, owned, rate);
-            if (l - 1 > 0)
-                mid_update(S, W, p, l - 1, u0, rate);
             fused_stamp(net, s, phase, false);
         }
         fused_stamp(net, s, 2 * LAYERS - 2, true); /* no barrier after the last input gradient */
