@@ -15,7 +15,8 @@
  *              and dlogits it computes -> a second barrier -> every block gathers every row's dlogits
  *   B(l), l>0  the block's units' input gradient (dY . its weight columns) and its weight columns' update
  *              (dY^T . its units); where layer l - 1 has an input gradient of its own to compute, the
- *              gradient's slices are exchanged through a cluster barrier, since every block needs all of it
+ *              gradient's slices are exchanged through a cluster barrier, since every block needs all of it,
+ *              and the update runs between the block's arrival and its wait
  *   B0         layer 0's weight gradient + update: local
  *
  * so 2L - 2 cluster barriers a step for L linear layers, and no block reads another's weights. Partials and
@@ -454,16 +455,20 @@ static __device__ void gather_softmax(Shared &S, const cg::cluster_group &cluste
 }
 
 /* Backward of layer l > 0, its output gradient in dfull [rows][N] (N its outputs as stored, `outs` of them
- * real): the block's units' input gradient through dx, then the update of its weight columns (twin
- * [N][UNITS_LD]; weights and moments [N][UNITS]) from the gradient against its units' inputs. */
+ * real), in two parts: the block's units' input gradient through dx, from its weight columns' twin
+ * [N][UNITS_LD]; then the update of the columns (weights and moments [N][UNITS], the twin) from the gradient
+ * against its units' inputs. */
 template <int N, class Dx>
-static __device__ __forceinline__ void backward(Shared &S, const Dx &dx, int l, int u0, int outs,
-                                                snn_twin *twin, float *w, float *wm, const snn_rate &rate)
+static __device__ __forceinline__ void input_gradient(Shared &S, const Dx &dx, const snn_twin *twin)
+{
+    mma16_gemm<THREADS, BATCH_PAD, UNITS, N>(Mma16Mat<mma16_ld(N), 1>{S.dfull}, Mma16Mat<1, UNITS_LD>{twin},
+                                             S.scratch, dx);
+}
+template <int N>
+static __device__ __forceinline__ void columns_update(Shared &S, int l, int u0, int outs, snn_twin *twin,
+                                                      float *w, float *wm, const snn_rate &rate)
 {
     constexpr int LD = mma16_ld(N);
-    mma16_gemm<THREADS, BATCH_PAD, UNITS, N>(Mma16Mat<LD, 1>{S.dfull}, Mma16Mat<1, UNITS_LD>{twin}, S.scratch,
-                                             dx);
-    __syncthreads(); /* the input gradient has read the weights before they change */
     mma16_gemm<THREADS, N, UNITS, BATCH_PAD>(
         Mma16Mat<1, LD>{S.dfull}, Mma16Mat<1, UNITS_LD>{&S.acth[l - 1][0][0]}, S.scratch,
         mma16_update(N * UNITS, rate, [&](int o, int n, float *&pw, float *&pm, snn_twin *&pt) {
@@ -651,18 +656,28 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                 gather_softmax(S, cluster, net, c, s,
                                reinterpret_cast<const SoftmaxShare *>(S.exch[(e - 1) & 1]), rate);
                 __syncthreads();
-                backward<CLASSES_PAD>(S, dx, l, u0, SNN_CLASSES, &S.wlt[0][0], &S.wl[0][0], &S.wlm[0][0][0],
-                                      rate);
+                input_gradient<CLASSES_PAD>(S, dx, &S.wlt[0][0]);
+            } else {
+                input_gradient<HIDDEN_PAD>(S, dx, &S.mid[l - 1].twin[0][0]);
+            }
+            __syncthreads(); /* the input gradient has read the weights before they change */
+            /* the block's slice of the gradient is written: its update while the peers arrive */
+            if (exchange)
+                cluster_arrive();
+            if (top) {
+                columns_update<CLASSES_PAD>(S, l, u0, SNN_CLASSES, &S.wlt[0][0], &S.wl[0][0], &S.wlm[0][0][0],
+                                            rate);
             } else {
                 Mid &M = S.mid[l - 1];
-                backward<HIDDEN_PAD>(S, dx, l, u0, HIDDEN, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0], rate);
+                columns_update<HIDDEN_PAD>(S, l, u0, HIDDEN, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0], rate);
                 snn_bias_update<THREADS>(M.b, &M.bm[0][0], UNITS, &S.dgrad[l & 1][0][0], UNITS, BATCH, owned,
                                          rate);
             }
             const int phase = 2 * LAYERS - 1 - l;
             fused_stamp(net, s, phase, false);
             if (exchange) {
-                cluster_sync();
+                __syncthreads(); /* the update has read dfull before the peers' gradient replaces it */
+                cluster_wait();
                 /* each block's [row][U] slice into the rows of dfull, 8 values a copy */
                 const snn_twin *mine = reinterpret_cast<const snn_twin *>(S.exch[e & 1]);
                 constexpr int COPIES = HIDDEN_PAD / 8;
