@@ -98,7 +98,8 @@ __host__ __device__ constexpr int xn_row(int r) { return r * PIXELS_LD + r / 4 *
 __host__ __device__ constexpr int xn_row(int r0, int r) { return r0 * (PIXELS_LD + 2) + xn_row(r); }
 /* Layer 0's FP32 weight rows, unit n's at w0 + w0_row(n): a pair's two rows 16 banks apart, F0's 16-byte
  * reads of two rows by a quarter warp (W0Rows) conflict-free; pairs 8 banks apart, B0's updates of rows
- * 2t (and of rows 2t + 1) by a warp conflict-free. */
+ * 2t (and of rows 2t + 1) by a warp conflict-free. The grid-resident kernel reorders its rows instead
+ * (Mma16UnitRows), which measured slower here (docs/PERF.md v54). */
 constexpr int W0_LD = snn_round_up(INPUTS - 16, 32) + 16; /* 16 mod 32 */
 __host__ __device__ constexpr int w0_row(int n) { return n * W0_LD + n / 2 * 8; }
 /* w0_row(n0 + n) for n0 even, the part of n0 linear */

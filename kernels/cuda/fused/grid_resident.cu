@@ -95,9 +95,14 @@ static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in 
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
  * no better than 8). */
 constexpr int L2_RUNS = 8;
-/* FP32 rows read four k a thread by a quarter warp's two rows: 16 mod 32 floats apart, conflict-free. */
-__host__ __device__ constexpr int float_ld(int k) { return snn_round_up(k - 16, 32) + 16; }
+/* The block's FP32 rows of layer 0 and of a hidden-to-hidden layer, weights and each moment, read by the
+ * GEMMs and updated by their epilogues without bank conflicts (Mma16UnitRows): W0_LD and W_LD floats apart,
+ * 8 mod 16. */
+__host__ __device__ constexpr int float_ld(int k) { return snn_round_up(k - 8, 16) + 8; }
 constexpr int W0_LD = float_ld(SLICE_K), W_LD = float_ld(SNN_GR_MIDS > 0 ? HIDDEN_PAD : 16);
+using W0Rows = Mma16UnitRows<W0_LD>;
+using MidRows = Mma16UnitRows<W_LD>;
+constexpr int W0_FLOATS = UNITS * W0_LD, W_FLOATS = UNITS * W_LD;
 constexpr int DGRAD_LD = mma16_ld(BATCH_PAD); /* the block's output gradient as an operand, [unit][row] */
 /* The block's pixels of the normalised batch, transposed in F0: a multiple of 4 pixels each. */
 constexpr int PIXELS_PER_BLOCK = snn_round_up((INPUTS + GRID - 1) / GRID, 4);
@@ -136,14 +141,14 @@ constexpr int G0_LD = SLICE_K + 4;
 static_assert(G0_LD % 16 == 4, "grid-resident kernel: layer 0's gradient rows 4 mod 16 floats apart");
 
 struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
-    alignas(16) float w[UNITS][W_LD];
-    float wm[MOMENTS][UNITS][W_LD];
+    alignas(16) float w[W_FLOATS]; /* unit n's row at MidRows::row(n) */
+    float wm[MOMENTS][W_FLOATS];
     float b[UNITS], bm[MOMENTS][UNITS];
 };
 
 struct alignas(128) Shared {
-    alignas(16) float w0[UNITS][W0_LD]; /* the block's slice of layer 0's inputs */
-    float w0m[MOMENTS][UNITS][W0_LD];
+    alignas(16) float w0[W0_FLOATS]; /* the block's slice of layer 0's inputs, unit n's at W0Rows::row(n) */
+    float w0m[MOMENTS][W0_FLOATS];
     float b0[UNITS], b0m[MOMENTS][UNITS];
     Mid mid[MIDS];
     float wl[CLASSES_PAD][UNITS],
@@ -299,17 +304,17 @@ static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, in
     };
     auto bias = [u0](int, int n) -> long { return u0 + n < HIDDEN ? u0 + n : -1; };
     const snn_fused_layer &L0 = net.layer[0];
-    snn_param_copy<THREADS>(in, UNITS, SLICE_K, &S.w0[0][0], W0_LD, &S.w0m[0][0][0], UNITS * W0_LD, nullptr,
-                            0, L0.w, L0.sw,
-                            [&](int n, int k) { return k0 + k < INPUTS ? row(n, k0 + k, INPUTS) : -1; });
+    snn_param_copy<THREADS>(
+        in, UNITS, SLICE_K, S.w0, W0_LD, S.w0m[0], W0_FLOATS, nullptr, 0, L0.w, L0.sw,
+        [&](int r, int k) { return k0 + k < INPUTS ? row(W0Rows::unit(r), k0 + k, INPUTS) : -1; });
     if (!in && q > 0)
         return;
     snn_param_copy<THREADS>(in, 1, UNITS, S.b0, UNITS, &S.b0m[0][0], UNITS, nullptr, 0, L0.b, L0.sb, bias);
     for (int l = 1; l + 1 < LAYERS; l++) {
         Mid &M = S.mid[l - 1];
         const snn_fused_layer &L = net.layer[l];
-        snn_param_copy<THREADS>(in, UNITS, HIDDEN, &M.w[0][0], W_LD, &M.wm[0][0][0], UNITS * W_LD, nullptr, 0,
-                                L.w, L.sw, [&](int n, int k) { return row(n, k, HIDDEN); });
+        snn_param_copy<THREADS>(in, UNITS, HIDDEN, M.w, W_LD, M.wm[0], W_FLOATS, nullptr, 0, L.w, L.sw,
+                                [&](int r, int k) { return row(MidRows::unit(r), k, HIDDEN); });
         snn_param_copy<THREADS>(in, 1, UNITS, M.b, UNITS, &M.bm[0][0], UNITS, nullptr, 0, L.b, L.sb, bias);
     }
     const snn_fused_layer &LL = net.layer[LAYERS - 1];
@@ -327,7 +332,7 @@ static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
     for (int l = 1; l + 1 < LAYERS; l++)
         for (int e = threadIdx.x; e < HIDDEN_PAD * UNITS; e += THREADS) {
             const int k = e / UNITS, n = e % UNITS;
-            const snn_twin h = snn_twin_bits(k < HIDDEN ? S.mid[l - 1].w[n][k] : 0.0f);
+            const snn_twin h = snn_twin_bits(k < HIDDEN ? S.mid[l - 1].w[MidRows::row(n) + k] : 0.0f);
             W.twin_t(0, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
             W.twin_t(1, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
         }
@@ -542,8 +547,9 @@ static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, i
     snn_twin *twin = W.twin_t(p ^ 1, l);
     mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD>(
         Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
-        mma16_update(UNITS * W_LD, rate, [&](int k, int n, float *&w, float *&m, snn_twin *&t) {
-            w = &M.w[n][k], m = &M.wm[0][n][k], t = &twin[(size_t)k * HIDDEN_PAD + u0 + n];
+        mma16_update(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_twin *&t) {
+            w = &M.w[MidRows::row(n) + k], m = &M.wm[0][MidRows::row(n) + k],
+            t = &twin[(size_t)k * HIDDEN_PAD + u0 + n];
             return k < HIDDEN && u0 + n < HIDDEN;
         }));
 }
@@ -636,7 +642,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
 
         /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier);
          * read in place, the block's pixels of the batch transposed for layer 0's update */
-        const Mma16FloatRows<Mma16RowsApart<W0_LD>> w0_rows{&S.w0[0][0]};
+        const Mma16FloatRows<W0Rows> w0_rows{S.w0};
         auto f0_out = [&](int m, int n, float v) {
             if constexpr (SPLIT == 1)
                 hidden_out(S, W, net, draws, p, 0, u0, m, n, v + S.b0[n]);
@@ -679,8 +685,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             barrier.sync();
             fused_stamp(net, s, l - 1, true);
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
-                Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)},
-                Mma16FloatRows<Mma16RowsApart<W_LD>>{&S.mid[l - 1].w[0][0]}, S.scratch,
+                Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)}, Mma16FloatRows<MidRows>{S.mid[l - 1].w}, S.scratch,
                 [&](int m, int n, float v) {
                     hidden_out(S, W, net, draws, p, l, u0, m, n, v + S.mid[l - 1].b[n]);
                 });
@@ -769,7 +774,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             if constexpr (G0_BUFFERED)
                 S.g0[n][k] = g;
             else if (k0 + k < INPUTS && u0 + n < HIDDEN)
-                snn_param_update(&S.w0[n][k], &S.w0m[0][n][k], UNITS * W0_LD, nullptr, g, rate);
+                snn_param_update(&S.w0[W0Rows::row(n) + k], &S.w0m[0][W0Rows::row(n) + k], W0_FLOATS, nullptr,
+                                 g, rate);
         };
         if constexpr (STAGED)
             mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(StagedColumns(slice), grad_rows, S.scratch,
@@ -792,9 +798,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                     const int e = tid + (i0 + i) * THREADS;
                     g[i] = e < ELEMENTS ? S.g0[e / SLICE_K][e % SLICE_K] : 0.0f; /* also i0 + i >= PER */
                 }
-                snn_param_updates(g, UNITS * W0_LD, rate, [&](int i, float *&w, float *&m, snn_twin *&twin) {
+                snn_param_updates(g, W0_FLOATS, rate, [&](int i, float *&w, float *&m, snn_twin *&twin) {
                     const int e = tid + (i0 + i) * THREADS, n = e / SLICE_K, k = e % SLICE_K;
-                    w = &S.w0[n][k], m = &S.w0m[0][n][k], twin = nullptr;
+                    w = &S.w0[W0Rows::row(n) + k], m = &S.w0m[0][W0Rows::row(n) + k], twin = nullptr;
                     return e < ELEMENTS && k0 + k < INPUTS && u0 + n < HIDDEN;
                 });
             }

@@ -106,10 +106,21 @@ template <class Rows> struct Mma16FloatRows {
         return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
     }
 };
-/* Rows LD floats apart. */
-template <int LD> struct Mma16RowsApart {
-    static_assert(LD % 4 == 0, "mma16 GEMM: FP32 rows of whole 16-byte quads");
-    static __device__ __forceinline__ int at(int n0, int n) { return (n0 + n) * LD; }
+/* A block's FP32 rows of units, unit n's at row(n): LD floats apart, LD 8 mod 16, each eight units' rows in
+ * the order 0 2 1 3 7 5 6 4, so that both ways the GEMMs touch them are conflict-free. A quarter warp's
+ * 16-byte reads of units 2j and 2j + 1 (Mma16FloatRows) meet rows 16 banks apart; an update epilogue's access
+ * of units 2t (or 2t + 1) for t < 4, 8 k each, four rows 8 banks apart. In unit order, rows 16 mod 32 apart
+ * serve the reads and put the epilogue's four rows in two runs of 8 banks. */
+template <int LD> struct Mma16UnitRows {
+    static_assert(LD % 16 == 8, "mma16 GEMM: FP32 rows of units 8 mod 16 floats apart");
+    static __host__ __device__ constexpr int row(int n)
+    {
+        return ((n & ~7) + (int)(0x46573120u >> 4 * (n & 7) & 7u)) * LD;
+    }
+    /* the unit whose row is the r-th of them: the order is its own inverse */
+    static __host__ __device__ constexpr int unit(int r) { return row(r) / LD; }
+    /* n0 a multiple of 8, its part linear: what a loop can step */
+    static __device__ __forceinline__ int at(int n0, int n) { return row(n0 + n); }
 };
 
 /* An epilogue whose element (m, n) is the gradient of the parameter that at(m, n, w, moments, twin) names
