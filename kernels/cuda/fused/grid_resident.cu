@@ -33,15 +33,16 @@
  * so 2L - 2 grid barriers a step (one before each hidden-to-hidden layer's forward GEMM and its input
  * gradient, one after the partial logits, one after the softmax; one fewer where the partials are tagged, one
  * more in F0 where blocks share units). The step's barriers are the kernel's own (fused/grid_barrier.cuh),
- * whose arrival and wait are apart: between them a block does work no other block reads: a hidden-to-hidden
- * layer's update in the barrier before the next input gradient. Where blocks share units, the last layer's
- * update waits for the next step's split barrier and partial logits (DEFER), and layer 0's bias is updated by
- * the warps that B0's GEMM leaves idle, where it leaves any (B0_IDLE). Each step reads the next step's
- * samples and labels, computes its rate factors and, staged, copies its slice during its own (the rate and
- * the copies in the softmax's barrier), so that it starts with them at hand. A layer's update writes the twin
- * of the next step's parity: its input gradient, in the same or the next phase, reads this step's. The GEMMs
- * are mma.sync m16n8k16 with FP32 accumulators on operands rounded as the host reference rounds them; fixed
- * splits and orders of summation: deterministic. */
+ * whose arrival and wait are apart: between them a block does work no other block reads before the wait: a
+ * hidden-to-hidden layer's update in the barrier before the next input gradient. Where blocks share units,
+ * the last layer's update waits for the next step's split barrier and partial logits (DEFER), and layer 0's
+ * bias is updated by the warps that B0's GEMM leaves idle, where it leaves any (B0_IDLE). Each step reads the
+ * next step's samples and labels, computes its rate factors and, staged, copies its slice during its own (the
+ * rate and the copies in the softmax's barrier), so that it starts with them at hand. A hidden-to-hidden
+ * layer's update writes the twin of the next step's parity: the input gradient through the layer, which the
+ * other blocks compute while a block updates, reads this step's. The GEMMs are mma.sync m16n8k16 with FP32
+ * accumulators on operands rounded as the host reference rounds them; fixed splits and orders of summation:
+ * deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,8 +97,8 @@ static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in 
  * no better than 8). */
 constexpr int L2_RUNS = 8;
 /* The block's FP32 rows of layer 0 and of a hidden-to-hidden layer, weights and each moment, read by the
- * GEMMs and updated by their epilogues without bank conflicts (Mma16UnitRows): W0_LD and W_LD floats apart,
- * 8 mod 16. */
+ * GEMMs and updated by their epilogues without bank conflicts where k is not split (Mma16UnitRows): W0_LD and
+ * W_LD floats apart, 8 mod 16. */
 __host__ __device__ constexpr int float_ld(int k) { return snn_round_up(k - 8, 16) + 8; }
 constexpr int W0_LD = float_ld(SLICE_K), W_LD = float_ld(SNN_GR_MIDS > 0 ? HIDDEN_PAD : 16);
 using W0Rows = Mma16UnitRows<W0_LD>;

@@ -107,10 +107,11 @@ template <class Rows> struct Mma16FloatRows {
     }
 };
 /* A block's FP32 rows of units, unit n's at row(n): LD floats apart, LD 8 mod 16, each eight units' rows in
- * the order 0 2 1 3 7 5 6 4, so that both ways the GEMMs touch them are conflict-free. A quarter warp's
- * 16-byte reads of units 2j and 2j + 1 (Mma16FloatRows) meet rows 16 banks apart; an update epilogue's access
- * of units 2t (or 2t + 1) for t < 4, 8 k each, four rows 8 banks apart. In unit order, rows 16 mod 32 apart
- * serve the reads and put the epilogue's four rows in two runs of 8 banks. */
+ * the order 0 2 1 3 7 5 6 4. A quarter warp's 16-byte reads of units 2j and 2j + 1 (Mma16FloatRows) meet rows
+ * 16 banks apart, and an update epilogue's access of units 2t (or 2t + 1) for t < 4, 8 k each (a thread's
+ * four elements of a tile, mma16_gemm where k is not split), four rows 8 banks apart: both conflict-free. In
+ * unit order, rows 16 mod 32 apart serve the reads and put the epilogue's four rows in one run of 8 banks.
+ * (Where k is split, a warp's 4 k of units 0-7 meet units four rows apart: two-way.) */
 template <int LD> struct Mma16UnitRows {
     static_assert(LD % 16 == 8, "mma16 GEMM: FP32 rows of units 8 mod 16 floats apart");
     static __host__ __device__ constexpr int row(int n)
