@@ -132,14 +132,6 @@ constexpr bool DEFER = SPLIT > 1;
 constexpr int B0_TILES = SLICE_K / 16 * (UNITS / 8);
 constexpr int B0_IDLE =
     mma16_slices(WARPS, B0_TILES, BATCH_PAD / 16) == 1 ? snn_imax(0, WARPS - B0_TILES) : 0;
-/* Where blocks share units, B0's GEMM writes layer 0's gradient to S.g0 and every thread then updates its
- * elements along the inputs at once (faster on the 98 % board, docs/PERF.md v50); the rows
- * 4 mod 16 floats apart, so that the GEMM's units 2t, 2t + 1 of inputs g, g + 8 fall in distinct banks. A
- * whole row of inputs would not fit beside an unshared block's state (784-784x4 b64), which updates each
- * element in the GEMM's epilogue instead. */
-constexpr bool G0_BUFFERED = SPLIT > 1;
-constexpr int G0_LD = SLICE_K + 4;
-static_assert(G0_LD % 16 == 4, "grid-resident kernel: layer 0's gradient rows 4 mod 16 floats apart");
 
 struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
     alignas(16) float w[W_FLOATS]; /* unit n's row at MidRows::row(n) */
@@ -161,7 +153,6 @@ struct alignas(128) Shared {
     float dl[BATCH_PAD][DL_LD];                /* the dlogits */
     float z[WARPS][CLASSES_PAD];               /* a row's logits, a warp's */
     float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
-    float g0[G0_BUFFERED ? UNITS : 1][G0_BUFFERED ? G0_LD : 1]; /* layer 0's gradient (G0_BUFFERED) */
     int32_t next[BATCH_PAD];                   /* the next step's samples (padding rows: the first's) */
     const uint8_t *image[BATCH_PAD];           /* the step's images */
     uint8_t label[BATCH_PAD];                  /* and labels */
@@ -767,14 +758,13 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         }
         fused_stamp(net, s, 2 * LAYERS - 2, true); /* no barrier after the last input gradient */
 
-        /* B0: layer 0's update, local: the block's slice of its inputs; unbuffered, a parameter at a time in
-         * the GEMM's epilogue, as four at once (the other layers' mma16_update) was slower here (docs/PERF.md
-         * v48); where the GEMM leaves warps idle, they update layer 0's bias meanwhile */
+        /* B0: layer 0's update, local: the block's slice of its inputs, a parameter at a time in the GEMM's
+         * epilogue (four at once, the other layers' mma16_update, and through a buffer, every thread's
+         * elements after the GEMM, were slower: docs/PERF.md v48, v54); where the GEMM leaves warps idle,
+         * they update layer 0's bias meanwhile */
         const Mma16Mat<DGRAD_LD, 1> grad_rows{&S.dgt[0][0]};
         auto w0_update = [&](int k, int n, float g) {
-            if constexpr (G0_BUFFERED)
-                S.g0[n][k] = g;
-            else if (k0 + k < INPUTS && u0 + n < HIDDEN)
+            if (k0 + k < INPUTS && u0 + n < HIDDEN)
                 snn_param_update(&S.w0[W0Rows::row(n) + k], &S.w0m[0][W0Rows::row(n) + k], W0_FLOATS, nullptr,
                                  g, rate);
         };
@@ -788,25 +778,6 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         if (DEFER && B0_IDLE > 0 && tid / 32 >= B0_TILES)
             bias_update(S, 0, owned, rate, B0_TILES);
         __syncthreads();
-        if constexpr (G0_BUFFERED) { /* a thread's elements THREADS apart, four at once (more: registers) */
-            constexpr int ELEMENTS = UNITS * SLICE_K, PER = (ELEMENTS + THREADS - 1) / THREADS,
-                          AT_ONCE = snn_imin(PER, 4);
-#pragma unroll 1
-            for (int i0 = 0; i0 < PER; i0 += AT_ONCE) {
-                float g[AT_ONCE];
-#pragma unroll
-                for (int i = 0; i < AT_ONCE; i++) {
-                    const int e = tid + (i0 + i) * THREADS;
-                    g[i] = e < ELEMENTS ? S.g0[e / SLICE_K][e % SLICE_K] : 0.0f; /* also i0 + i >= PER */
-                }
-                snn_param_updates(g, W0_FLOATS, rate, [&](int i, float *&w, float *&m, snn_twin *&twin) {
-                    const int e = tid + (i0 + i) * THREADS, n = e / SLICE_K, k = e % SLICE_K;
-                    w = &S.w0[W0Rows::row(n) + k], m = &S.w0m[0][W0Rows::row(n) + k], twin = nullptr;
-                    return e < ELEMENTS && k0 + k < INPUTS && u0 + n < HIDDEN;
-                });
-            }
-            __syncthreads();
-        }
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
         deferred_rate = rate;
