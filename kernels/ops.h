@@ -43,16 +43,24 @@ typedef struct {
 #undef OP
 } snn_kernels;
 
-#define SNN_KERNEL_TABLE(prefix)                                                                             \
-    {                                                                                                        \
-        .linear_forward = prefix##_linear_forward, .linear_backward_input = prefix##_linear_backward_input,  \
-        .linear_backward_weight_update = prefix##_linear_backward_weight_update,                             \
-        .linear_backward_weight = prefix##_linear_backward_weight, .apply_update = prefix##_apply_update,    \
-        .gather_batch = prefix##_gather_batch, .softmax_xent = prefix##_softmax_xent,                        \
-        .output_step = prefix##_output_step, .step_advance = prefix##_step_advance,                          \
-        .schedule = prefix##_schedule, .write_twin = prefix##_write_twin,                                    \
-        .bind_workspace = prefix##_bind_workspace, .gemm_numerics = prefix##_gemm_numerics,                  \
+/* clang-format off */
+#define SNN_KERNEL_TABLE(prefix)                                                 \
+    {                                                                            \
+        .linear_forward = prefix##_linear_forward,                               \
+        .linear_backward_input = prefix##_linear_backward_input,                 \
+        .linear_backward_weight_update = prefix##_linear_backward_weight_update, \
+        .linear_backward_weight = prefix##_linear_backward_weight,               \
+        .apply_update = prefix##_apply_update,                                   \
+        .gather_batch = prefix##_gather_batch,                                   \
+        .softmax_xent = prefix##_softmax_xent,                                   \
+        .output_step = prefix##_output_step,                                     \
+        .step_advance = prefix##_step_advance,                                   \
+        .schedule = prefix##_schedule,                                           \
+        .write_twin = prefix##_write_twin,                                       \
+        .bind_workspace = prefix##_bind_workspace,                               \
+        .gemm_numerics = prefix##_gemm_numerics,                                 \
     }
+/* clang-format on */
 
 extern const snn_kernels snn_host_kernels;
 #ifdef CONFIG_TARGET_CUDA
