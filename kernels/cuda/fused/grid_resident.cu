@@ -103,6 +103,7 @@ __host__ __device__ constexpr int float_ld(int k) { return snn_round_up(k - 8, 1
 constexpr int W0_LD = float_ld(SLICE_K), W_LD = float_ld(SNN_GR_MIDS > 0 ? HIDDEN_PAD : 16);
 using W0Rows = Mma16UnitRows<W0_LD>;
 using MidRows = Mma16UnitRows<W_LD>;
+static_assert(W0Rows::conflict_free() && MidRows::conflict_free(), "grid-resident kernel: FP32 rows' banks");
 constexpr int W0_FLOATS = UNITS * W0_LD, W_FLOATS = UNITS * W_LD;
 constexpr int DGRAD_LD = mma16_ld(BATCH_PAD); /* the block's output gradient as an operand, [unit][row] */
 /* The block's pixels of the normalised batch, transposed in F0: a multiple of 4 pixels each. */

@@ -122,6 +122,36 @@ template <int LD> struct Mma16UnitRows {
     static __host__ __device__ constexpr int unit(int r) { return row(r) / LD; }
     /* n0 a multiple of 8, its part linear: what a loop can step */
     static __device__ __forceinline__ int at(int n0, int n) { return row(n0 + n); }
+    /* Whether the two accesses above meet 32 distinct banks (k offsets shift every row alike): a quarter
+     * warp's 16 floats of units 2j and 2j + 1, an epilogue's 8 of units 2t + odd for t < 4; and whether
+     * unit() inverts row(). Its users assert it for their LD. */
+    static constexpr bool conflict_free()
+    {
+        auto distinct = [](int rows, const int *at, int floats) {
+            bool bank[32] = {};
+            for (int i = 0; i < rows; i++)
+                for (int f = 0; f < floats; f++) {
+                    if (bank[(at[i] + f) % 32])
+                        return false;
+                    bank[(at[i] + f) % 32] = true;
+                }
+            return true;
+        };
+        for (int j = 0; j < 4; j++) {
+            const int pair[2] = {row(2 * j), row(2 * j + 1)};
+            if (!distinct(2, pair, 16))
+                return false;
+        }
+        for (int odd = 0; odd < 2; odd++) {
+            const int four[4] = {row(odd), row(2 + odd), row(4 + odd), row(6 + odd)};
+            if (!distinct(4, four, 8))
+                return false;
+        }
+        for (int r = 0; r < 8; r++)
+            if (row(unit(r)) != r * LD)
+                return false;
+        return true;
+    }
 };
 
 /* An epilogue whose element (m, n) is the gradient of the parameter that at(m, n, w, moments, twin) names
