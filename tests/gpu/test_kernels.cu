@@ -1309,8 +1309,8 @@ static void test_gemm_roles(const shape *shapes, int n)
         test_forward_pair((shape){37, 71, 50}, 33, 0, 0, 0);
         test_forward_pair((shape){512, 1024, 784}, 1024, 0, 0, 0);
         test_forward_pair((shape){256, 1000, 784}, 1024, 1, 1, 0);
-        test_forward_pair((shape){129, 2048, 520}, 101, 0, 1,
-                          0); /* the next mask's first element 129 x 101 */
+        /* the next mask's first element 129 x 101 */
+        test_forward_pair((shape){129, 2048, 520}, 101, 0, 1, 0);
         test_forward_pair((shape){1100, 4096, 256}, 100, 0, 0, 1);
     }
     for (int i = 0; i < n; i++)
