@@ -98,8 +98,6 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
         if (drop) {
             const snn_noise &n = drop->noise;
             const int layer = (int)drop->layer;
-            const long elems = (long)M * N;
-            const uint32_t first = (uint32_t)n.row0 * (uint32_t)N;
             if ((long)M * (N > drop->next_width ? N : drop->next_width) > 8 * dropout_mask_bytes)
                 snn_die(
                     "dropout's masks hold %ld elements each; a forward GEMM of %d x %d (the next %d wide) "
@@ -110,10 +108,10 @@ extern "C" void cuda_linear_forward(float *y, snn_twin *y16, const float *x, con
                 gemm_runs.masks_ahead++;
             else if (own.mask) /* a pass a warp, 8 warps a block */
                 SNN_LAUNCH(dropout_mask_kernel,
-                           (unsigned)((elems + 64 * MASK_PASS_BYTES - 1) / (64 * MASK_PASS_BYTES)), 256, 0,
-                           own);
+                           (unsigned)(((long)own.n + 64 * MASK_PASS_BYTES - 1) / (64 * MASK_PASS_BYTES)), 256,
+                           0, own);
             const GemmEpiDropout<DropoutMaskAt> dropped =
-                gemm_epi_dropout(epi, layer, first, DropoutMaskAt{dropout_mask[layer % 2], first});
+                gemm_epi_dropout(epi, layer, own.first, DropoutMaskAt{dropout_mask[layer % 2], own.first});
             const GemmSideDropoutMask side = {mask_job(n, drop->step, layer + 1, M, drop->next_width)};
             if (gemm_run<GemmTileFwd, GEMM_K_MAJOR, GEMM_K_MAJOR>(
                     x, snn_twin_ptr(x16), K, w, snn_twin_ptr(w16), K, M, N, K, dropped, side) &&
