@@ -151,7 +151,7 @@ struct alignas(128) Shared {
     float act[HIDDENS][BATCH_PAD][ACT_LD];     /* hidden outputs of the block's units (the ReLU's mask) */
     float dg[BATCH_PAD][ACT_LD];               /* a hidden output's gradient, the block's units */
     alignas(16) snn_twin dgt[UNITS][DGRAD_LD]; /* the same as an operand */
-    float dl[BATCH_PAD][DL_LD];                /* the dlogits */
+    float dl[BATCH_PAD][DL_LD];                /* the dlogits (the padding classes' 0 since launch) */
     float z[WARPS][CLASSES_PAD];               /* a row's logits, a warp's */
     float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
     int32_t next[BATCH_PAD];                   /* the next step's samples (padding rows: the first's) */
@@ -192,7 +192,8 @@ constexpr size_t WS_PARTS[] = {
     (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
     (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
     (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
-    /* the logits' partials [block][row][class] (TAGGED: 8-byte records), the dlogits [row][class] */
+    /* the logits' partials [block][row][class] (TAGGED: 8-byte records), the dlogits [row][class], the
+     * classes unpadded: every block reads them all, so that fewer bytes are fewer L2 requests */
     (size_t)((TAGGED ? 8 : 4) * BLOCKS + 4) * BATCH_PAD * CLASSES_PAD,
     (size_t)4 * BATCH_PAD,                                 /* each row's loss */
     (size_t)4 * BATCH_PAD,                                 /* and hit */
@@ -506,10 +507,10 @@ static __device__ void softmax_rows(Shared &S, const Workspace &W, const snn_fus
             W.rowloss[r] = sm.loss(S.z[warp], label, true);
             W.rowright[r] = sm.arg == label;
         }
-        if (j < CLASSES_PAD) {
-            const float g = row && cls ? sm.grad(0, label, BATCH) : 0.0f;
-            W.dlog[r * CLASSES_PAD + j] = g;
-            if (net.trace && row && cls) {
+        if (cls) {
+            const float g = row ? sm.grad(0, label, BATCH) : 0.0f;
+            W.dlog[r * SNN_CLASSES + j] = g;
+            if (net.trace && row) {
                 net.act[LAYERS][r * SNN_CLASSES + j] = z[0];
                 net.grad[LAYERS - 1][r * SNN_CLASSES + j] = g;
             }
@@ -712,8 +713,8 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         fused_stamp(net, s, LAYERS - 1, true);
 
         /* B(L-1): the last layer, from the dlogits every block reads */
-        for (int e = tid; e < BATCH_PAD * CLASSES_PAD; e += THREADS)
-            S.dl[e / CLASSES_PAD][e % CLASSES_PAD] = W.dlog[e];
+        for (int e = tid; e < BATCH_PAD * SNN_CLASSES; e += THREADS)
+            S.dl[e / SNN_CLASSES][e % SNN_CLASSES] = W.dlog[e];
         __syncthreads();
         if (!DEFER)
             last_bias(rate);
