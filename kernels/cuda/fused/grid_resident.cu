@@ -52,6 +52,7 @@
 
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
+#include "arch/sm75/mma.cuh"
 #include "arch/sm80/cp_async.cuh"
 #include "kernels/cuda/fused/grid_barrier.cuh"
 #include "kernels/cuda/fused/kernel.h"
@@ -161,8 +162,8 @@ struct alignas(128) Shared {
 };
 /* The block's slice of the batch staged in shared memory after the Shared, two steps' buffers of BATCH_PAD
  * rows of bytes: pieces of 16 bytes, rows 16 x odd bytes apart, where rows with bit 3 set swap pieces in
- * pairs (staged_at), so that neither F0's reads (a thread four k of a row) nor B0's (a thread four rows of a
- * pixel, rows 4 apart across the quad) meet bank conflicts. */
+ * pairs (staged_at), so that F0's reads (a thread four k of a row) meet no bank conflicts. B0's ldmatrix
+ * (StagedColumns) meets two-way ones; a layout without them measured the same (docs/PERF.md v55). */
 constexpr int STAGE_LD = 16 * (snn_round_up(SLICE_K / 16, 2) + 1);
 constexpr int STAGE_BYTES = BATCH_PAD * STAGE_LD;
 __host__ __device__ constexpr int staged_at(int row, int k)
@@ -270,20 +271,31 @@ struct Staged : Mma16Pairs<Staged> {
     }
 };
 
-/* The same transposed for layer 0's update: element (i, k), pixel i of row k, four rows' bytes a thread. */
-struct StagedColumns : Mma16Pairs<StagedColumns> {
+/* The same transposed for layer 0's update, as an A operand: element (i, k), pixel staged_pixel(i) of row k.
+ * A k16 step's fragment is two 8 x 8 pieces of 16-bit elements, each two pixels of a row, by
+ * ldmatrix.trans, whose rows are those of the fragments' k slots read four k a thread (QUAD: slots 2t, 2t +
+ * 1 the rows 4t, 4t + 1 of the first piece, slots 2t + 8, 2t + 9 rows 4t + 2, 4t + 3 of the second): a
+ * lane's element of a piece holds pixels 2g and 2g + 1 of a tile's 16, its rows g and g + 8. */
+struct StagedColumns {
+    static constexpr bool KEEPS = false;
     const uint8_t *p;
     __device__ explicit StagedColumns(const uint8_t *p) : p(p) {}
-    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
+    template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
     {
-        static_assert(GAP == 2, "grid-resident kernel: staged columns are read four rows a thread");
-        uint32_t four = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            four |= (uint32_t)p[staged_at(k + j, i)] << 8 * j;
-        return snn_pixels_twin4(four);
+        static_assert(QUAD, "grid-resident kernel: staged columns are read four rows a thread");
+        const int lane = threadIdx.x % 32, i = lane % 8, piece = lane / 8 % 2;
+        uint32_t r[2];
+        sm75_ldmatrix_x2_trans(r, p + staged_at(k + 2 * i - (i & 1) + 2 * piece, m0));
+        /* bytes 0 and 2 of a piece's element: pixel 2g in its two rows; bytes 1 and 3: pixel 2g + 1 */
+        auto pixel = [](uint32_t two_rows, int which) {
+            return snn_twin_bits2(snn_pixel_fma(two_rows, which), snn_pixel_fma(two_rows, which + 2));
+        };
+        return make_uint4(pixel(r[0], 0), pixel(r[0], 1), pixel(r[1], 0), pixel(r[1], 1));
     }
 };
+/* The pixel of a staged slice that row m of StagedColumns holds: within each 16, rows g and g + 8 pixels 2g
+ * and 2g + 1. */
+__device__ __forceinline__ int staged_pixel(int m) { return m / 16 * 16 + m % 8 * 2 + m % 16 / 8; }
 
 /* ---------------------------------------------------------------------------
  * the block's share of the model in and out
@@ -771,8 +783,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                                  g, rate);
         };
         if constexpr (STAGED)
-            mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(StagedColumns(slice), grad_rows, S.scratch,
-                                                           w0_update);
+            mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
+                StagedColumns(slice), grad_rows, S.scratch,
+                [&](int m, int n, float g) { w0_update(staged_pixel(m), n, g); });
         else
             mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
                 Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD}, grad_rows, S.scratch,
