@@ -97,6 +97,17 @@ static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in 
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
  * no better than 8). */
 constexpr int L2_RUNS = 8;
+/* Operands read from L2 two k16 steps at a time (mma16_gemm's PAIRS): one 16-byte load of a row's eight k
+ * where a step at a time makes two of 8 bytes. Their warps waited on the queue of load instructions more than
+ * on L2, which delivered 39 % of its bandwidth (docs/PERF.md v55). */
+constexpr bool PAIRS = true;
+/* The input gradient, both of whose operands are read from L2, pairs its steps where ptxas fits it in the 128
+ * registers of 512 threads: the sm80 build of 784-1024x3-10 b32 spilled 16 bytes there. */
+#ifdef CONFIG_TARGET_SM80
+constexpr bool GRAD_PAIRS = false;
+#else
+constexpr bool GRAD_PAIRS = PAIRS;
+#endif
 /* The block's FP32 rows of layer 0 and of a hidden-to-hidden layer, weights and each moment, read by the
  * GEMMs and updated by their epilogues without bank conflicts where k is not split (Mma16UnitRows): W0_LD and
  * W_LD floats apart, 8 mod 16. */
@@ -256,6 +267,11 @@ struct Pixels : Mma16Pairs<Pixels> {
     {
         static_assert(GAP == 2, "grid-resident kernel: image rows are read four k a thread");
         return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(image[i] + k0 + k));
+    }
+    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
+    {
+        const uint2 eight = *reinterpret_cast<const uint2 *>(image[i] + k0 + k);
+        lo = snn_pixels_twin4(eight.x), hi = snn_pixels_twin4(eight.y);
     }
 };
 
@@ -551,7 +567,7 @@ static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, i
 {
     Mid &M = S.mid[l - 1];
     snn_twin *twin = W.twin_t(p ^ 1, l);
-    mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD>(
+    mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD, true, 4, false, PAIRS>(
         Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
         mma16_update(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_twin *&t) {
             w = &M.w[MidRows::row(n) + k], m = &M.wm[0][MidRows::row(n) + k],
@@ -659,7 +675,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, 4, (SPLIT > 1)>(Staged(slice), w0_rows,
                                                                                  S.scratch, f0_out, slice_kt);
         } else {
-            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, (SPLIT > 1)>(
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, (SPLIT > 1), PAIRS>(
                 Pixels(S.image, k0), w0_rows, S.scratch, f0_out, slice_kt);
             for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
                 const int m = e % BATCH_PAD, k = b * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
@@ -690,7 +706,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             fused_stamp(net, s, l - 1, false);
             barrier.sync();
             fused_stamp(net, s, l - 1, true);
-            mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS, false, PAIRS>(
                 Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)}, Mma16FloatRows<MidRows>{S.mid[l - 1].w}, S.scratch,
                 [&](int m, int n, float v) {
                     hidden_out(S, W, net, draws, p, l, u0, m, n, v + S.mid[l - 1].b[n]);
@@ -763,7 +779,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             barrier.wait();
             fused_stamp(net, s, phase - 1, true);
             const Mma16Mat<HIDDEN_PAD, 1> twin_rows{W.twin_t(p, l) + (size_t)u0 * HIDDEN_PAD};
-            mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS>(
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS, false, GRAD_PAIRS>(
                 Mma16Mat<HIDDEN_PAD, 1>{W.grad(l)}, twin_rows, S.scratch,
                 [&](int m, int n, float v) { hidden_grad(S, W, net, draws, l - 1, u0, m, n, v); });
             __syncthreads();
@@ -787,7 +803,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                 StagedColumns(slice), grad_rows, S.scratch,
                 [&](int m, int n, float g) { w0_update(staged_pixel(m), n, g); });
         else
-            mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD>(
+            mma16_gemm<THREADS, SLICE_K, UNITS, BATCH_PAD, true, 4, false, PAIRS>(
                 Mma16Mat<BATCH_PAD, 1>{W.batch_t(p) + (size_t)k0 * BATCH_PAD}, grad_rows, S.scratch,
                 w0_update);
         if (DEFER && B0_IDLE > 0 && tid / 32 >= B0_TILES)

@@ -40,9 +40,27 @@ static __device__ __forceinline__ void mma16(float (&d)[4], const uint32_t (&a)[
  * take elements 4t .. 4t + 3 of each k16 step instead, the same in both operands (the same products, added by
  * the tensor core in another order). Views built on frag<GAP>(i, k), the pairs (i, k), (i, k + 1) and (i, k +
  * GAP), (i, k + GAP + 1) each with its first element low, as mma.sync reads a fragment's pair, get both from
- * Mma16Pairs. */
+ * Mma16Pairs. PAIRS (mma16_gemm): two k16 steps' fragments at once, a16x2(m0, k, s0, s1) and b16x2, thread
+ * t's elements 8t .. 8t + 7 of the 32, the first four in step k's QUAD slots and the last four in step k +
+ * 16's: one load of 8 contiguous k where QUAD loads 4 twice (views on frag8(i, k, lo, hi), the frag<2> of k
+ * and of k + 4). */
 template <class View> struct Mma16Pairs {
     static constexpr bool KEEPS = false; /* an A view that keeps what it reads: mma16_gemm hands it back */
+    __device__ __forceinline__ void a16x2(int m0, int k, uint4 &s0, uint4 &s1) const
+    {
+        const int lane = threadIdx.x % 32, g = lane / 4;
+        const View &v = static_cast<const View &>(*this);
+        uint2 lo0, hi0, lo1, hi1;
+        v.frag8(m0 + g, k + 8 * (lane % 4), lo0, hi0);
+        v.frag8(m0 + g + 8, k + 8 * (lane % 4), lo1, hi1);
+        s0 = make_uint4(lo0.x, lo1.x, lo0.y, lo1.y);
+        s1 = make_uint4(hi0.x, hi1.x, hi0.y, hi1.y);
+    }
+    __device__ __forceinline__ void b16x2(int n0, int k, uint2 &s0, uint2 &s1) const
+    {
+        const int lane = threadIdx.x % 32;
+        static_cast<const View &>(*this).frag8(n0 + lane / 4, k + 8 * (lane % 4), s0, s1);
+    }
     template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
     {
         const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -79,6 +97,12 @@ template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
             return make_uint2((uint32_t)e[0] | (uint32_t)e[SJ] << 16,
                               (uint32_t)e[GAP * SJ] | (uint32_t)e[(GAP + 1) * SJ] << 16);
     }
+    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
+    {
+        static_assert(SJ == 1 && SI % 8 == 0, "mma16 GEMM: paired steps read rows of whole 16-byte runs");
+        const uint4 r = *reinterpret_cast<const uint4 *>(p + i * SI + k);
+        lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
+    }
 };
 
 /* An FP32 matrix whose element (i, j) is p[i * SI + j * SJ], each pair rounded as a twin holds it as it is
@@ -104,6 +128,14 @@ template <class Rows> struct Mma16FloatRows {
         const int lane = threadIdx.x % 32;
         const float4 v = *reinterpret_cast<const float4 *>(p + Rows::at(n0, lane / 4) + k + 4 * (lane % 4));
         return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
+    }
+    __device__ __forceinline__ void b16x2(int n0, int k, uint2 &s0, uint2 &s1) const
+    {
+        const int lane = threadIdx.x % 32;
+        const float *e = p + Rows::at(n0, lane / 4) + k + 8 * (lane % 4);
+        const float4 v0 = *reinterpret_cast<const float4 *>(e), v1 = *reinterpret_cast<const float4 *>(e + 4);
+        s0 = make_uint2(snn_twin_bits2(v0.x, v0.y), snn_twin_bits2(v0.z, v0.w));
+        s1 = make_uint2(snn_twin_bits2(v1.x, v1.y), snn_twin_bits2(v1.z, v1.w));
     }
 };
 /* A block's FP32 rows of units, unit n's at row(n): LD floats apart, LD 8 mod 16, each eight units' rows in
@@ -191,8 +223,8 @@ __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
  * it. QUAD (the views above): each thread's four k contiguous; off where a strided operand's rows 4 apart
  * share banks, and for ldmatrix. CUT: only the first kt_end k16 steps are summed, a count known at run time
  * (neither operand is read past it). */
-template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, bool CUT = false, class A,
-          class B, class Epi>
+template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, bool CUT = false,
+          bool PAIRS = false, class A, class B, class Epi>
 static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
                                                   const Epi &epi, int kt_end = K / 16)
 {
@@ -211,11 +243,18 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
      * registers (the updates' activations and output gradients); not where k ends at run time, which would
      * index them by a run-time step */
     constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8 && !CUT;
+    static_assert(!PAIRS || (QUAD && !A::KEEPS), "mma16 GEMM: paired steps are QUAD's slots, not kept");
     uint2 bonce[BONCE ? KT : 1];
-    if constexpr (BONCE) {
+    if constexpr (BONCE) { /* paired as the steps below pair them: from 0, the last alone where KT is odd */
 #pragma unroll
-        for (int kt = 0; kt < KT; kt++)
+        for (int kt = 0; kt < KT; kt += PAIRS ? 2 : 1) {
+            if constexpr (PAIRS)
+                if (kt + 1 < KT) {
+                    b.b16x2(0, kt * 16, bonce[kt], bonce[kt + 1]);
+                    continue;
+                }
             bonce[kt] = b.template b16<QUAD>(0, kt * 16);
+        }
     }
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int item0 = threadIdx.x / 32; item0 < ITEMS; item0 += P * WARPS) {
@@ -236,9 +275,18 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
             uint4 af[P][STEPS];
             uint2 bf[P][STEPS];
 #pragma unroll
-            for (int u = 0; u < STEPS; u++)
+            for (int u = 0; u < STEPS; u += PAIRS ? 2 : 1)
 #pragma unroll
                 for (int j = 0; j < P; j++) {
+                    if constexpr (PAIRS)
+                        if (u + 1 < STEPS) {
+                            a.a16x2(m0[j], (kt + u) * 16, af[j][u], af[j][u + 1]);
+                            if constexpr (BONCE)
+                                bf[j][u] = bonce[kt + u], bf[j][u + 1] = bonce[kt + u + 1];
+                            else
+                                b.b16x2(n0[j], (kt + u) * 16, bf[j][u], bf[j][u + 1]);
+                            continue;
+                        }
                     af[j][u] = a.template a16<QUAD>(m0[j], (kt + u) * 16);
                     if constexpr (BONCE)
                         bf[j][u] = bonce[kt + u];
@@ -282,6 +330,11 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
                     self(std::integral_constant<int, R / 2>{}, self);
             };
             halves(std::integral_constant<int, RUN / 2>{}, halves);
+        }
+        if constexpr (PAIRS) {
+#pragma unroll(BONCE ? KT : 1)
+            for (; kt + 2 <= k1; kt += 2)
+                steps(std::integral_constant<int, 2>{}, kt);
         }
 #pragma unroll(BONCE ? KT : 1)
         for (; kt < k1; ++kt)
