@@ -97,9 +97,9 @@ static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in 
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
  * no better than 8). */
 constexpr int L2_RUNS = 8;
-/* Operands read from L2 two k16 steps at a time (mma16_gemm's PAIRS): one 16-byte load of a row's eight k
- * where a step at a time makes two of 8 bytes. Their warps waited on the queue of load instructions more than
- * on L2, which delivered 39 % of its bandwidth (docs/PERF.md v55). */
+/* Operands read from L2 two k16 steps at a time (mma16_gemm's PAIRS; not layer 0's forward, F0 below): one
+ * 16-byte load of a row's eight k where a step at a time makes two of 8 bytes. Their warps waited on the
+ * queue of load instructions more than on L2, which delivered 39 % of its bandwidth (docs/PERF.md v55). */
 constexpr bool PAIRS = true;
 /* The input gradient, both of whose operands are read from L2, pairs its steps where ptxas fits it in the 128
  * registers of 512 threads: the sm80 build of 784-1024x3-10 b32 spilled 16 bytes there. */
@@ -267,11 +267,6 @@ struct Pixels : Mma16Pairs<Pixels> {
     {
         static_assert(GAP == 2, "grid-resident kernel: image rows are read four k a thread");
         return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(image[i] + k0 + k));
-    }
-    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
-    {
-        const uint2 eight = *reinterpret_cast<const uint2 *>(image[i] + k0 + k);
-        lo = snn_pixels_twin4(eight.x), hi = snn_pixels_twin4(eight.y);
     }
 };
 
@@ -663,7 +658,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             net, p, [&](int r) { return S.image[r]; }, [&](int r) { return S.label[r]; });
 
         /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier);
-         * read in place, the block's pixels of the batch transposed for layer 0's update */
+         * read in place, the block's pixels of the batch transposed for layer 0's update; a k16 step at a
+         * time: paired, F0 took 3.33 us where it took 2.94 on 784x4 b64, and 156 registers in the 256-thread
+         * split build, one block an SM (docs/PERF.md v55) */
         const Mma16FloatRows<W0Rows> w0_rows{S.w0};
         auto f0_out = [&](int m, int n, float v) {
             if constexpr (SPLIT == 1)
@@ -675,7 +672,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, 4, (SPLIT > 1)>(Staged(slice), w0_rows,
                                                                                  S.scratch, f0_out, slice_kt);
         } else {
-            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, (SPLIT > 1), PAIRS>(
+            mma16_gemm<THREADS, BATCH_PAD, UNITS, SLICE_K, true, L2_RUNS, (SPLIT > 1)>(
                 Pixels(S.image, k0), w0_rows, S.scratch, f0_out, slice_kt);
             for (int e = tid; e < BATCH_PAD * (PIXELS_PER_BLOCK / 4); e += THREADS) {
                 const int m = e % BATCH_PAD, k = b * PIXELS_PER_BLOCK + e / BATCH_PAD * 4;
