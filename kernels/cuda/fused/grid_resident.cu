@@ -101,16 +101,18 @@ constexpr int L2_RUNS = 8;
  * 16-byte load of a row's eight k where a step at a time makes two of 8 bytes. Their warps waited on the
  * queue of load instructions more than on L2, which delivered 39 % of its bandwidth (docs/PERF.md v55). */
 constexpr bool PAIRS = true;
-/* The input gradient, both of whose operands are read from L2, pairs its steps where ptxas fits it in the 128
- * registers of 512 threads: the sm80 build of 784-1024x3-10 b32 spilled 16 bytes there. */
+/* In the sm80 build the input gradient, both of whose operands are read from L2, reads a step at a time:
+ * paired, ptxas spilled 16 bytes there in 784-1024x3-10 b32, whatever the run length (8, 6 or 4 steps). The
+ * sm80 and sm90 builds then add its products in different orders. */
 #ifdef CONFIG_TARGET_SM80
 constexpr bool GRAD_PAIRS = false;
 #else
 constexpr bool GRAD_PAIRS = PAIRS;
 #endif
 /* The block's FP32 rows of layer 0 and of a hidden-to-hidden layer, weights and each moment, read by the
- * GEMMs and updated by their epilogues without bank conflicts where k is not split (Mma16UnitRows): W0_LD and
- * W_LD floats apart, 8 mod 16. */
+ * GEMMs and updated by their epilogues without bank conflicts where k is not split (Mma16UnitRows; the
+ * forward GEMMs' paired reads of a hidden-to-hidden layer's meet two-way ones): W0_LD and W_LD floats apart,
+ * 8 mod 16. */
 __host__ __device__ constexpr int float_ld(int k) { return snn_round_up(k - 8, 16) + 8; }
 constexpr int W0_LD = float_ld(SLICE_K), W_LD = float_ld(SNN_GR_MIDS > 0 ? HIDDEN_PAD : 16);
 using W0Rows = Mma16UnitRows<W0_LD>;

@@ -20,7 +20,8 @@
 #endif
 
 /* A row stride, in 16-bit elements, for a matrix read four k a thread (mma16_gemm): a half warp's four rows
- * of four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart. */
+ * of four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart. (Paired steps' 16-byte reads,
+ * PAIRS, meet two-way conflicts on it.) */
 __host__ __device__ constexpr int mma16_ld(int n)
 {
     return snn_round_up(n, 16) % 32 == 16 ? snn_round_up(n, 16) : snn_round_up(n, 16) + 16;
@@ -139,11 +140,12 @@ template <class Rows> struct Mma16FloatRows {
     }
 };
 /* A block's FP32 rows of units, unit n's at row(n): LD floats apart, LD 8 mod 16, each eight units' rows in
- * the order 0 2 1 3 7 5 6 4. A quarter warp's 16-byte reads of units 2j and 2j + 1 (Mma16FloatRows) meet rows
- * 16 banks apart, and an update epilogue's access of units 2t (or 2t + 1) for t < 4, 8 k each (a thread's
- * four elements of a tile, mma16_gemm where k is not split), four rows 8 banks apart: both conflict-free. In
- * unit order, rows 16 mod 32 apart serve the reads and put the epilogue's four rows in one run of 8 banks.
- * (Where k is split, a warp's 4 k of units 0-7 meet units four rows apart: two-way.) */
+ * the order 0 2 1 3 7 5 6 4. A quarter warp's 16-byte reads of units 2j and 2j + 1 (Mma16FloatRows::b16; its
+ * paired reads, 8t apart, meet two-way conflicts) meet rows 16 banks apart, and an update epilogue's access
+ * of units 2t (or 2t + 1) for t < 4, 8 k each (a thread's four elements of a tile, mma16_gemm where k is not
+ * split), four rows 8 banks apart: both conflict-free. In unit order, rows 16 mod 32 apart serve the reads
+ * and put the epilogue's four rows in one run of 8 banks. (Where k is split, a warp's 4 k of units 0-7 meet
+ * units four rows apart: two-way.) */
 template <int LD> struct Mma16UnitRows {
     static_assert(LD % 16 == 8, "mma16 GEMM: FP32 rows of units 8 mod 16 floats apart");
     static __host__ __device__ constexpr int row(int n)
@@ -221,8 +223,9 @@ __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
  * that computed it (an update epilogue, mma16_update, a thread's four of a tile at once), or where k is
  * split, after the block's barrier, by a thread that adds the slices in order. The block's threads all call
  * it. QUAD (the views above): each thread's four k contiguous; off where a strided operand's rows 4 apart
- * share banks, and for ldmatrix. CUT: only the first kt_end k16 steps are summed, a count known at run time
- * (neither operand is read past it). */
+ * share banks, and for ldmatrix in the fragments' own k order (a view whose ldmatrix rows it chooses can hold
+ * QUAD's k instead). PAIRS: two k16 steps' fragments at once (the views above), both operands. CUT: only the
+ * first kt_end k16 steps are summed, a count known at run time (neither operand is read past it). */
 template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, bool CUT = false,
           bool PAIRS = false, class A, class B, class Epi>
 static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
@@ -244,6 +247,10 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
      * index them by a run-time step */
     constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8 && !CUT;
     static_assert(!PAIRS || (QUAD && !A::KEEPS), "mma16 GEMM: paired steps are QUAD's slots, not kept");
+    /* B loaded once pairs its steps from 0, the last alone where KT is odd: so do the loops below where runs
+     * are the whole of k or a power of two long (halving runs then stay even but for a last single) */
+    static_assert(!(PAIRS && BONCE) || RUN == KT || (RUN >= 2 && (RUN & (RUN - 1)) == 0),
+                  "mma16 GEMM: B loaded once is paired as the runs pair their steps");
     uint2 bonce[BONCE ? KT : 1];
     if constexpr (BONCE) { /* paired as the steps below pair them: from 0, the last alone where KT is odd */
 #pragma unroll
@@ -313,8 +320,9 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
         };
         /* whole runs, then the slice's last steps: no guard in a run, whose branches would keep each load's
          * uses beside it, and k offsets the compiler can step. After runs longer than 4 (operands from L2,
-         * each run a round trip), the rest in halving runs; else one at a time. The same products in the same
-         * order. */
+         * each run a round trip), the rest in halving runs; else two at a time where steps pair, then one at
+         * a time. Paired, a run's steps pair from its start. The same products in the same order for the
+         * same RUNS and PAIRS. */
         int kt = ks * PER;
 #pragma unroll(BONCE ? KT : 1)
         for (; kt + RUN <= k1; kt += RUN)
