@@ -127,16 +127,19 @@ template <class Rows> struct Mma16FloatRows {
     {
         static_assert(QUAD, "mma16 GEMM: FP32 rows are read four k a thread");
         const int lane = threadIdx.x % 32;
-        const float4 v = *reinterpret_cast<const float4 *>(p + Rows::at(n0, lane / 4) + k + 4 * (lane % 4));
-        return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
+        return rounded(*reinterpret_cast<const float4 *>(p + Rows::at(n0, lane / 4) + k + 4 * (lane % 4)));
     }
     __device__ __forceinline__ void b16x2(int n0, int k, uint2 &s0, uint2 &s1) const
     {
         const int lane = threadIdx.x % 32;
         const float *e = p + Rows::at(n0, lane / 4) + k + 8 * (lane % 4);
         const float4 v0 = *reinterpret_cast<const float4 *>(e), v1 = *reinterpret_cast<const float4 *>(e + 4);
-        s0 = make_uint2(snn_twin_bits2(v0.x, v0.y), snn_twin_bits2(v0.z, v0.w));
-        s1 = make_uint2(snn_twin_bits2(v1.x, v1.y), snn_twin_bits2(v1.z, v1.w));
+        s0 = rounded(v0), s1 = rounded(v1);
+    }
+    /* four k of a row as two pairs rounded */
+    static __device__ __forceinline__ uint2 rounded(float4 v)
+    {
+        return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
     }
 };
 /* A block's FP32 rows of units, unit n's at row(n): LD floats apart, LD 8 mod 16, each eight units' rows in
