@@ -232,11 +232,18 @@ static const char *phase_name(int p, char *buf, size_t len)
         return buf;
     }
     const bool resident = !strcmp(kernel, "cluster");
+    if (resident && p < SNN_LAYERS - 1) {
+        snprintf(buf, len, "F%d: forward layer %d, the block's units%s%s", p, p,
+                 p ? " from its copy of their rows" : "", p + 2 < SNN_LAYERS ? ", all-gathered" : "");
+        return buf;
+    }
     if (p < SNN_LAYERS) {
-        const char *what = resident ? (p == 0 ? ", the block's units" : ", partial sums exchanged")
-                                    : (p == 0 ? ", next batch's gather" : "");
-        const char *top = resident ? ", the block's rows' softmax, dlogits exchanged" : ", softmax";
-        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, what, p == SNN_LAYERS - 1 ? top : "");
+        const char *what = resident
+                               ? ", partial sums to the rows' blocks, their softmax, dlogits all-gathered"
+                           : p == 0 ? ", next batch's gather"
+                                    : "";
+        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, what,
+                 p == SNN_LAYERS - 1 && !resident ? ", softmax" : "");
         return buf;
     }
     const int l = 2 * SNN_LAYERS - 1 - p;
@@ -245,7 +252,7 @@ static const char *phase_name(int p, char *buf, size_t len)
             snprintf(buf, len, "B0: update of layer 0");
         else
             snprintf(buf, len, "B%d: input gradient and update of layer %d%s", l, l,
-                     l >= 2 ? ", the gradient exchanged" : "");
+                     l >= 2 ? ", the gradient all-gathered" : "");
     } else if (l == 0)
         snprintf(buf, len, "B0: update of layer%s 0", SNN_LAYERS > 1 ? "s 1 and" : "");
     else if (l == SNN_LAYERS - 1)

@@ -4,30 +4,37 @@
  * at its end.
  *
  * Block c owns hidden units [c U, c U + U) of every hidden layer: layer 0's weight rows of those units (its
- * output units) and every later layer's weight columns of them (its input units). A step:
+ * output units), every later layer's weight columns of them (its input units) with their optimizer state,
+ * and a 16-bit copy of each hidden-to-hidden layer's rows of them. A step:
  *
  *   F0         layer 0's forward for the block's units: local (each block holds the whole batch, its bytes
  *              copied in by cp.async during the step before; F0 normalises them, once, into 16-bit operands
  *              that B0 reads back)
- *   F(l), l>0  the product of the block's units with its weight columns, a partial sum of layer l's output
- *              -> a cluster barrier -> each block adds the cluster's partials of its own units (a hidden
- *              layer) or of the logits of its sixteenth of the batch's rows (the last layer), whose softmax
- *              and dlogits it computes -> a second barrier -> every block gathers every row's dlogits
- *   B(l), l>0  the block's units' input gradient (dY . its weight columns) and its weight columns' update
- *              (dY^T . its units); where layer l - 1 has an input gradient of its own to compute, the
- *              gradient's slices are exchanged through a cluster barrier, since every block needs all of it,
- *              and the update runs between the block's arrival and its wait
+ *   F(l), l>0  a hidden-to-hidden layer: the previous layer's output all-gathered (16-bit), then the
+ *              block's units from its copy of their rows; the last layer: the partial sums of the logits
+ *              from the block's units and its weight columns, each sixteenth of the batch's rows to its
+ *              block, which adds them, computes their softmax and dlogits, and all-gathers the dlogits
+ *   B(l), l>0  the block's units' input gradient (dY . its weight columns), all-gathered where layer l - 1
+ *              has an input gradient of its own to compute, and its weight columns' update (dY^T . its
+ *              units) while the gradient travels; a hidden-to-hidden layer's updated columns then go to the
+ *              blocks that hold those rows, for the next step's forward
  *   B0         layer 0's weight gradient + update: local
  *
- * so 2L - 2 cluster barriers a step for L linear layers, and no block reads another's weights. Partials and
- * gradient slices travel through distributed shared memory in two exchange buffers taken in turn: a buffer
- * is rewritten two exchanges later, after a barrier that every reader of it has passed. What a block reads
- * of its peers is kept small: the SM-to-SM network of one cluster moves only a few hundred GB/s (every block
- * summing every logit cost 3 us a step on 784-128-10 b64). The GEMMs are
- * mma.sync m16n8k16 on 16-bit operands in shared memory with FP32 accumulators; master weights and optimizer
- * state in FP32, their 16-bit twins beside them (layer 0's rounded as F0 reads them), rounded as the
- * grid-wide kernel rounds its operands. Deterministic: a fixed split of the work and fixed orders of
- * summation. */
+ * Every exchange is pushed: a block stores what it shares into its peers' shared memory by st.async, which
+ * counts the bytes against the receiver's mbarrier, and each block waits for its own, with no cluster
+ * barrier inside a step (the all-gathers push 16-bit values, half the bytes the partial sums of a
+ * hidden-to-hidden layer would, and a pushed all-gather took 0.70 us where a pulled one took 0.99 and a
+ * pulled reduce-scatter of FP32 partial sums 1.46: docs/PERF.md v56). Deterministic: a fixed split of the
+ * work and fixed orders of summation. The GEMMs are mma.sync m16n8k16 on 16-bit operands in shared memory
+ * with FP32 accumulators; master weights and optimizer state in FP32, their 16-bit twins beside them
+ * (layer 0's rounded as F0 reads them), rounded as the grid-wide kernel rounds its operands.
+ *
+ * Why no block overwrites what a peer still reads (`Exchanges` below): every exchange but the rows' goes
+ * from every block to every block, in the same order on each, and a block pushes the next only after
+ * waiting for its own of the one before; so a block that pushes exchange x has seen every block's push of x
+ * - 1, each made after that block had waited for x - 2. A buffer is pushed to again only where every block
+ * has read it before its push of the exchange before; the mbarriers alternate, so a phase's bytes never
+ * meet the phase before. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +51,7 @@
 #include "arch/cuda/target.h"
 #include "arch/sm80/cp_async.cuh"
 #include "arch/sm80/mma.cuh"
+#include "arch/sm90/dsmem.cuh"
 #include "kernels/cuda/fused/kernel.h"
 #include "kernels/cuda/fused/mma16.cuh"
 #include "kernels/cuda/fused/resident.cuh"
@@ -60,13 +68,16 @@ namespace resident_cluster
  *
  *   BLOCKS          16, the cluster: the most an H100 schedules (a non-portable size)
  *   THREADS         a block's (CONFIG_FUSED_CLUSTER_THREADS)
- *   HIDDEN          the hidden width; HIDDEN_PAD: UNITS x BLOCKS, the hidden-to-hidden layers' output extent
+ *   HIDDEN          the hidden width; HIDDEN_PAD: UNITS x BLOCKS, a hidden-to-hidden layer's extents (all
+ *                   blocks' units); GATHER_LD: the row stride of a [.][HIDDEN_PAD] operand
  *   UNITS           the hidden units a block owns, a multiple of 8 (an n extent); UNITS_K: the same as a k
  *                   extent (a multiple of 16); UNITS_LD: the row stride of a [.][UNITS_K] operand
  *   BATCH           the batch; BATCH_PAD: padded to 16 rows; ROWS_PER_BLOCK: a block's rows of the softmax
  *   CLASSES_PAD     the classes padded to two n8 tiles
  *   MIDS, HIDDENS   hidden-to-hidden layers, hidden layers (at least 1: placeholders where there are none)
- *   MOMENTS         optimizer moments per parameter (at least 1) */
+ *   MOMENTS         optimizer moments per parameter (at least 1)
+ *   EXCHANGES       a step's exchanges but the rows': an all-gather before each hidden-to-hidden layer's
+ *                   forward and after its input gradient, the logits' partial sums, the dlogits */
 constexpr int BLOCKS = 16;
 constexpr int THREADS = CONFIG_FUSED_CLUSTER_THREADS, WARPS = THREADS / 32;
 static_assert(THREADS % 32 == 0, "cluster kernel: whole warps (CONFIG_FUSED_CLUSTER_THREADS)");
@@ -77,6 +88,7 @@ constexpr int UNITS_K = snn_round_up(UNITS, 16);
 constexpr int UNITS_LD = mma16_ld(UNITS_K);
 /* without a hidden-to-hidden layer, their code, never run, shrinks to one tile */
 constexpr int HIDDEN_PAD = SNN_LAYERS > 2 ? UNITS *BLOCKS : 16;
+constexpr int GATHER_LD = mma16_ld(HIDDEN_PAD);
 constexpr int CLASSES_PAD = 16;
 constexpr int BATCH = SNN_BATCH, BATCH_PAD = snn_round_up(SNN_BATCH, 16);
 constexpr int INPUTS = SNN_INPUT_DIM;
@@ -85,7 +97,7 @@ static_assert(SNN_CLASSES <= CLASSES_PAD, "cluster kernel: the classes in two n8
 constexpr int MOMENTS = snn_imax(SNN_OPTIM_MOMENTS, 1);
 constexpr int MIDS = snn_imax(LAYERS - 2, 1);
 constexpr int HIDDENS = snn_imax(LAYERS - 1, 1);
-constexpr int BARRIERS = 2 * LAYERS - 2;
+constexpr int EXCHANGES = 2 * LAYERS - 2;
 constexpr int ROWS_PER_BLOCK = BATCH_PAD / BLOCKS;
 static_assert(BATCH_PAD % BLOCKS == 0, "cluster kernel: the padded batch in whole rows a block");
 
@@ -107,16 +119,28 @@ __host__ __device__ constexpr int w0_row(int n0, int n) { return n0 * (W0_LD + 4
 constexpr int W0_FLOATS = w0_row(UNITS);
 constexpr int DGRAD0_LD =
     BATCH_PAD + 8; /* layer 0's output gradient, transposed: B0's fragments conflict-free */
-constexpr int DGRAD_WIDEST = snn_imax(HIDDEN_PAD, CLASSES_PAD); /* the widest output gradient */
+constexpr int DLOGITS_LD = mma16_ld(CLASSES_PAD);
 
-/* A hidden-to-hidden layer's weight columns of the block's units and the bias of those units; a model
- * without such a layer keeps a placeholder of one row, whose code never runs (the shared memory saved gives
+/* A hidden-to-hidden layer's weight columns of the block's units and the bias of those units, and a 16-bit
+ * copy of its rows of those units (refreshed from the columns' blocks after each update); a model without
+ * such a layer keeps a placeholder of one row, whose code never runs (the shared memory saved gives
  * 784-128-10 b64's blocks room for 384 threads' k-slice scratch). */
 constexpr int MID_ROWS = SNN_LAYERS > 2 ? HIDDEN_PAD : 1;
+constexpr int GATHER_ROWS = SNN_LAYERS > 2 ? BATCH_PAD : 1; /* the all-gathers' rows, the same placeholder */
+constexpr int GATHER_BUFFERS = SNN_LAYERS > 2 ? 3 : 1;
 struct Mid {
     alignas(16) snn_twin twin[MID_ROWS][UNITS_LD];
+    alignas(16) snn_twin rows[UNITS][GATHER_LD];
     float w[MID_ROWS][UNITS], wm[MOMENTS][MID_ROWS][UNITS];
     float b[UNITS], bm[MOMENTS][UNITS];
+};
+
+/* What a block shares of its rows' softmax beside their dlogits: the sums of their dlogits by class (its
+ * share of the last layer's bias gradient), their loss and hits; whole 16-byte stores. */
+struct alignas(16) SoftmaxShare {
+    float bias[CLASSES_PAD];
+    double loss;
+    int32_t right;
 };
 
 struct alignas(128) Shared {
@@ -133,12 +157,17 @@ struct alignas(128) Shared {
     /* a hidden output's gradient, the block's units, by layer parity */
     float dgrad[snn_imin(2, HIDDENS)][BATCH_PAD][UNITS];
     alignas(16) snn_twin dgrad0[UNITS_K][DGRAD0_LD]; /* layer 0's, as an operand: [unit][row] */
-    alignas(16) snn_twin
-        dfull[BATCH_PAD * mma16_ld(DGRAD_WIDEST)]; /* a whole output gradient, row stride mma16_ld(width) */
-    float logits[ROWS_PER_BLOCK][CLASSES_PAD];     /* the block's rows' (below), then their dlogits */
-    /* partial sums, or gradient slices as snn_twin; 128-byte aligned, so that a peer's 32-byte reads of a row
-     * each cross the SM-to-SM network as one sector, not two (docs/PERF.md, v20) */
-    alignas(128) float exch[2][BATCH_PAD * DGRAD_WIDEST];
+    alignas(16) snn_twin dslice[GATHER_ROWS][UNITS]; /* a later one's, the block's units, to all-gather */
+    /* a hidden layer's output or gradient, every block's units: the all-gathers' buffers, in turn */
+    alignas(16) snn_twin gathered[GATHER_BUFFERS][GATHER_ROWS][GATHER_LD];
+    alignas(16) float partial[BATCH_PAD][CLASSES_PAD]; /* the block's partial sums of the logits */
+    alignas(16) float partials[BLOCKS][ROWS_PER_BLOCK][CLASSES_PAD]; /* every block's of the block's rows */
+    float logits[ROWS_PER_BLOCK][CLASSES_PAD];            /* the block's rows' (below), then their dlogits */
+    alignas(16) snn_twin dl[ROWS_PER_BLOCK][CLASSES_PAD]; /* their dlogits as operands, to all-gather */
+    alignas(16) snn_twin dlogits[BATCH_PAD][DLOGITS_LD];  /* every row's */
+    SoftmaxShare share, shares[BLOCKS];                   /* the block's, and every block's */
+    uint64_t exchanged[2];                                /* the exchanges' mbarriers, taken in turn */
+    uint64_t refreshed[MIDS];                             /* the rows' of each hidden-to-hidden layer */
     float scratch[WARPS][16 * 8];  /* k slices' partial tiles */
     float rowloss[ROWS_PER_BLOCK]; /* the block's rows' loss and hit */
     int32_t rowright[ROWS_PER_BLOCK];
@@ -207,8 +236,8 @@ struct W0Rows {
  * the model's state in and out
  * ------------------------------------------------------------------------- */
 
-/* The block's share of the model, from it (in) or back to it; the last layer's bias, which every block
- * keeps, goes back from block 0. */
+/* The block's share of the model, from it (in, with the rows' copies) or back to it; the last layer's bias,
+ * which every block keeps, goes back from block 0. */
 static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, bool in)
 {
     const int u0 = c * UNITS;
@@ -227,6 +256,10 @@ static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, bo
         snn_param_copy<THREADS>(in, HIDDEN, UNITS, &M.w[0][0], UNITS, &M.wm[0][0][0], HIDDEN_PAD * UNITS,
                                 &M.twin[0][0], UNITS_LD, L.w, L.sw, column);
         snn_param_copy<THREADS>(in, 1, UNITS, M.b, UNITS, &M.bm[0][0], UNITS, nullptr, 0, L.b, L.sb, bias);
+        for (int e = threadIdx.x; in && e < UNITS * HIDDEN; e += THREADS)
+            if (unit(e / HIDDEN))
+                M.rows[e / HIDDEN][e % HIDDEN] =
+                    snn_twin_bits(L.w[(long)(u0 + e / HIDDEN) * HIDDEN + e % HIDDEN]);
     }
     const snn_fused_layer &LL = net.layer[LAYERS - 1];
     snn_param_copy<THREADS>(in, SNN_CLASSES, UNITS, &S.wl[0][0], UNITS, &S.wlm[0][0][0], CLASSES_PAD * UNITS,
@@ -351,28 +384,18 @@ static __device__ void softmax_rows(Shared &S, const snn_fused_net &net, int r0,
     }
 }
 
-/* What a block shares of its rows' softmax: their dlogits as operands, the sums of their dlogits by class
- * (its share of the last layer's bias gradient), their loss and hits. */
-struct SoftmaxShare {
-    snn_twin dl[ROWS_PER_BLOCK][CLASSES_PAD];
-    float bias[CLASSES_PAD];
-    double loss;
-    int32_t right;
-};
-static_assert(sizeof(SoftmaxShare) <= sizeof(Shared::exch[0]),
-              "cluster kernel: the share in an exchange buffer");
-
-/* The block's rows' share, from the softmax's results, into `mine`. */
-static __device__ void share_softmax(const Shared &S, int r0, SoftmaxShare &mine)
+/* The block's rows' share of the softmax, from its results: their dlogits as operands into S.dl, the sums of
+ * their dlogits by class, their loss and hits into S.share. */
+static __device__ void share_softmax(Shared &S, int r0)
 {
     for (int i = threadIdx.x; i < ROWS_PER_BLOCK * CLASSES_PAD; i += THREADS)
-        mine.dl[i / CLASSES_PAD][i % CLASSES_PAD] =
+        S.dl[i / CLASSES_PAD][i % CLASSES_PAD] =
             snn_twin_bits(S.logits[i / CLASSES_PAD][i % CLASSES_PAD]); /* padding is 0 */
     if (threadIdx.x < CLASSES_PAD) {
         float b = 0.0f;
         for (int i = 0; i < ROWS_PER_BLOCK; i++)
             b += S.logits[i][threadIdx.x];
-        mine.bias[threadIdx.x] = b;
+        S.share.bias[threadIdx.x] = b;
     }
     if (threadIdx.x == 32) { /* another warp than the bias's */
         double loss = 0.0;
@@ -381,64 +404,20 @@ static __device__ void share_softmax(const Shared &S, int r0, SoftmaxShare &mine
             loss += (double)S.rowloss[i];
             right += S.rowright[i];
         }
-        mine.loss = loss;
-        mine.right = right;
+        S.share.loss = loss;
+        S.share.right = right;
     }
 }
 
-/* 16 bytes at p in block rank's shared memory. */
-struct PeerAt {
-    const void *p;
-    int rank;
-};
-
-/* For each i < ITEMS, the 16 bytes at from(i) (a PeerAt) to to(i) in the block's shared memory: every
- * thread's remote loads issued before its first store, which the compiler may not pass (it cannot tell the
- * two apart). The block's threads all call it. */
-template <int ITEMS, class From, class To>
-static __device__ __forceinline__ void copy_peers(const cg::cluster_group &cluster, const From &from,
-                                                  const To &to)
+/* From every block's share: the last layer's bias updated from the bias shares summed in rank order (every
+ * block keeps the same bias), and, by block 0, the step's loss and correct count. */
+static __device__ void softmax_totals(Shared &S, const snn_fused_net &net, int c, int s, const snn_rate &rate)
 {
-    constexpr int PER = (ITEMS + THREADS - 1) / THREADS;
-    uint4 v[PER];
-#pragma unroll
-    for (int j = 0; j < PER; j++) {
-        const int i = threadIdx.x + j * THREADS;
-        if (i < ITEMS) {
-            const PeerAt at = from(i);
-            v[j] = *static_cast<const uint4 *>(cluster.map_shared_rank(at.p, at.rank));
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < PER; j++) {
-        const int i = threadIdx.x + j * THREADS;
-        if (i < ITEMS)
-            *reinterpret_cast<uint4 *>(to(i)) = v[j];
-    }
-}
-
-/* Every block's share, `share` in each block's shared memory: every row's dlogits into dfull, the last
- * layer's bias updated from the bias shares summed in rank order (every block keeps the same bias), and, by
- * block 0, the step's loss and correct count. */
-static __device__ void gather_softmax(Shared &S, const cg::cluster_group &cluster, const snn_fused_net &net,
-                                      int c, int s, const SoftmaxShare *share, const snn_rate &rate)
-{
-    constexpr int LD = mma16_ld(CLASSES_PAD), COPIES = CLASSES_PAD / 8; /* 16-byte copies a row */
-    copy_peers<BATCH_PAD * COPIES>(
-        cluster,
-        [&](int i) {
-            return PeerAt{&share->dl[i / COPIES % ROWS_PER_BLOCK][i % COPIES * 8],
-                          i / COPIES / ROWS_PER_BLOCK};
-        },
-        [&](int i) { return &S.dfull[i / COPIES * LD + i % COPIES * 8]; });
     if (threadIdx.x < SNN_CLASSES) {
-        float part[BLOCKS], g = 0.0f;
+        float g = 0.0f;
 #pragma unroll
         for (int q = 0; q < BLOCKS; q++)
-            part[q] = *cluster.map_shared_rank(&share->bias[threadIdx.x], q);
-#pragma unroll
-        for (int q = 0; q < BLOCKS; q++)
-            g += part[q];
+            g += S.shares[q].bias[threadIdx.x];
         snn_param_update(&S.bl[threadIdx.x], &S.blm[0][threadIdx.x], CLASSES_PAD, nullptr, g, rate);
     }
     if (c == 0 && threadIdx.x == 32) {
@@ -446,86 +425,141 @@ static __device__ void gather_softmax(Shared &S, const cg::cluster_group &cluste
         int right = 0;
 #pragma unroll
         for (int q = 0; q < BLOCKS; q++) {
-            const SoftmaxShare *peer = cluster.map_shared_rank(share, q);
-            loss += peer->loss;
-            right += peer->right;
+            loss += S.shares[q].loss;
+            right += S.shares[q].right;
         }
         net.train_loss[s] = (float)(loss / BATCH);
         net.train_correct[s] = right;
     }
 }
 
-/* Backward of layer l > 0, its output gradient in dfull [rows][N] (N its outputs as stored, `outs` of them
- * real), in two parts: the block's units' input gradient through dx, from its weight columns' twin
- * [N][UNITS_LD]; then the update of the columns (weights and moments [N][UNITS], the twin) from the gradient
- * against its units' inputs. */
-template <int N, class Dx>
-static __device__ __forceinline__ void input_gradient(Shared &S, const Dx &dx, const snn_twin *twin)
+/* Backward of layer l > 0, its output gradient dy [rows][LD] (N its outputs as stored, `outs` of them real),
+ * in two parts: the block's units' input gradient through dx, from its weight columns' twin [N][UNITS_LD];
+ * then the update of the columns (weights and moments [N][UNITS], the twin) from the gradient against its
+ * units' inputs. */
+template <int N, int LD, class Dx>
+static __device__ __forceinline__ void input_gradient(Shared &S, const snn_twin *dy, const Dx &dx,
+                                                      const snn_twin *twin)
 {
-    mma16_gemm<THREADS, BATCH_PAD, UNITS, N>(Mma16Mat<mma16_ld(N), 1>{S.dfull}, Mma16Mat<1, UNITS_LD>{twin},
-                                             S.scratch, dx);
+    mma16_gemm<THREADS, BATCH_PAD, UNITS, N>(Mma16Mat<LD, 1>{dy}, Mma16Mat<1, UNITS_LD>{twin}, S.scratch, dx);
 }
-template <int N>
-static __device__ __forceinline__ void columns_update(Shared &S, int l, int u0, int outs, snn_twin *twin,
-                                                      float *w, float *wm, const snn_rate &rate)
+template <int N, int LD>
+static __device__ __forceinline__ void columns_update(Shared &S, const snn_twin *dy, int l, int u0, int outs,
+                                                      snn_twin *twin, float *w, float *wm,
+                                                      const snn_rate &rate)
 {
-    constexpr int LD = mma16_ld(N);
     mma16_gemm<THREADS, N, UNITS, BATCH_PAD>(
-        Mma16Mat<1, LD>{S.dfull}, Mma16Mat<1, UNITS_LD>{&S.acth[l - 1][0][0]}, S.scratch,
+        Mma16Mat<1, LD>{dy}, Mma16Mat<1, UNITS_LD>{&S.acth[l - 1][0][0]}, S.scratch,
         mma16_update(N * UNITS, rate, [&](int o, int n, float *&pw, float *&pm, snn_twin *&pt) {
             pw = &w[o * UNITS + n], pm = &wm[o * UNITS + n], pt = &twin[o * UNITS_LD + n];
             return o < outs && u0 + n < HIDDEN;
         }));
 }
 
-/* The cluster barrier between exchanges: a release fence over the block's own shared-memory writes, a relaxed
- * arrival, the wait, an acquire fence over its reads of the peers'. Only shared memory crosses blocks, so the
- * plain barrier's release, a GPU-scope fence that waits on every memory operation in flight (0.3-0.4 us a
- * barrier on an H100), buys nothing. The other direction, a peer's reads of a buffer before the buffer's
- * rewrite two exchanges later, rests on the hardware, not on these fences: every such read's value is used
- * (stored, added) before the peer's next arrival, so it has returned; a remote read whose value is not used
- * before the barrier (a prefetch) would need a release fence over shared::cluster. Every thread of each warp
- * arrives together: the aligned forms. Between arrival and wait a block may do work of its own that no peer
- * waits for. */
-static __device__ __forceinline__ void cluster_arrive()
+/* ---------------------------------------------------------------------------
+ * the exchanges, pushed into the peers' shared memory (arch/sm90/dsmem.cuh)
+ * ------------------------------------------------------------------------- */
+
+/* 16 bytes at `from` in the block's shared memory to what `to` names in block rank's. */
+struct Push {
+    const void *from;
+    void *to;
+    int rank;
+};
+
+/* For each i < ITEMS, the push item(i), counted against the receiver's mbarrier `bar`. The block's threads
+ * all call it. */
+template <int ITEMS, class Item> static __device__ __forceinline__ void push(uint64_t *bar, const Item &item)
 {
-    asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\t"
-                 "barrier.cluster.arrive.relaxed.aligned;"
-                 :
-                 :
-                 : "memory");
-}
-static __device__ __forceinline__ void cluster_wait()
-{
-    asm volatile("barrier.cluster.wait.aligned;\n\t"
-                 "fence.acquire.sync_restrict::shared::cluster.cluster;"
-                 :
-                 :
-                 : "memory");
-}
-static __device__ __forceinline__ void cluster_sync()
-{
-    cluster_arrive();
-    cluster_wait();
+    for (int i = threadIdx.x; i < ITEMS; i += THREADS) {
+        const Push p = item(i);
+        sm90_store_peer_16(p.to, p.rank, *static_cast<const uint4 *>(p.from), bar);
+    }
 }
 
-/* The sum over the cluster's blocks, in rank order, of the 4 floats at `at` (16-byte aligned) in each block's
- * shared memory: every block's loads issued before the first add. */
-static __device__ __forceinline__ float4 sum_peers(const cg::cluster_group &cluster, const float *at)
+/* Waits for the phase of parity `parity` of the block's mbarrier `bar`, `bytes` of pushes. */
+static __device__ __forceinline__ void receive(uint64_t *bar, uint32_t parity, uint32_t bytes)
 {
-    float4 part[BLOCKS];
-#pragma unroll
-    for (int q = 0; q < BLOCKS; q++)
-        part[q] = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(at, q));
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int q = 0; q < BLOCKS; q++) {
-        v.x += part[q].x;
-        v.y += part[q].y;
-        v.z += part[q].z;
-        v.w += part[q].w;
+    if (threadIdx.x == 0)
+        sm90_mbarrier_arrive_expect_tx(bar, bytes);
+    sm90_mbarrier_wait_cluster(bar, parity);
+}
+
+/* Exchange k of step s, from every block to every block, counted from the launch's first step: its
+ * mbarrier and the parity of its phase there. */
+struct Exchange {
+    uint64_t *bar;
+    uint32_t parity;
+    __device__ Exchange(Shared &S, int first, int s, int k)
+    {
+        const int x = (s - first) * EXCHANGES + k;
+        bar = &S.exchanged[x & 1], parity = (uint32_t)(x >> 1) & 1;
     }
-    return v;
+    __device__ void wait(uint32_t bytes) const { receive(bar, parity, bytes); }
+};
+
+/* The buffer of all-gather k of step s: a step's GATHERS (a hidden-to-hidden layer's input before its
+ * forward, its output gradient after the layer above's input gradient) take the buffers in turn, counted
+ * from the launch's first step. A gradient is read until the update after the next exchange: three
+ * buffers. */
+constexpr int GATHERS = 2 * (LAYERS - 2);
+static __device__ __forceinline__ snn_twin *gathered(Shared &S, int first, int s, int k)
+{
+    return &S.gathered[((s - first) * GATHERS + k) % GATHER_BUFFERS][0][0];
+}
+
+/* The block's units' 16-bit values of every row, from + m LD + n, into `to` (a gathered buffer) of every
+ * block. */
+constexpr int UNIT_PIECES = UNITS / 8; /* 16-byte pieces of a row's units */
+constexpr uint32_t GATHER_BYTES = BLOCKS * BATCH_PAD * UNITS * sizeof(snn_twin);
+template <int LD>
+static __device__ __forceinline__ void all_gather(const snn_twin *from, snn_twin *to, int u0, uint64_t *bar)
+{
+    static_assert(LD % 8 == 0, "cluster kernel: rows of whole 16-byte pieces");
+    push<BLOCKS * BATCH_PAD * UNIT_PIECES>(bar, [&](int i) {
+        const int q = i % BLOCKS, m = i / BLOCKS / UNIT_PIECES, n = i / BLOCKS % UNIT_PIECES * 8;
+        return Push{from + m * LD + n, to + m * GATHER_LD + u0 + n, q};
+    });
+}
+
+/* The block's columns of hidden-to-hidden layer l's twin, updated, into the rows' copies of the blocks that
+ * own those rows. A block has read its copy in its forward, before the all-gather of its output that every
+ * block waits for before its own update: one copy. */
+constexpr uint32_t REFRESH_BYTES = BLOCKS * UNITS * UNITS * sizeof(snn_twin);
+static __device__ __forceinline__ void refresh_rows(Shared &S, int l, int u0)
+{
+    Mid &M = S.mid[l - 1];
+    push<BLOCKS * UNITS * UNIT_PIECES>(&S.refreshed[l - 1], [&](int i) {
+        const int q = i % BLOCKS, o = i / BLOCKS / UNIT_PIECES, n = i / BLOCKS % UNIT_PIECES * 8;
+        return Push{&M.twin[q * UNITS + o][n], &M.rows[o][u0 + n], q};
+    });
+}
+
+/* Each row's partial sums of the logits to the block that owns the row. */
+constexpr uint32_t PARTIAL_BYTES = BLOCKS * ROWS_PER_BLOCK * CLASSES_PAD * sizeof(float);
+static __device__ __forceinline__ void scatter_partials(Shared &S, int c, uint64_t *bar)
+{
+    constexpr int PIECES = CLASSES_PAD / 4;
+    push<BATCH_PAD * PIECES>(bar, [&](int i) {
+        const int m = i / PIECES, j = i % PIECES * 4;
+        return Push{&S.partial[m][j], &S.partials[c][m % ROWS_PER_BLOCK][j], m / ROWS_PER_BLOCK};
+    });
+}
+
+/* The block's rows' dlogits and its share of the softmax to every block. */
+constexpr int DL_PIECES = ROWS_PER_BLOCK * CLASSES_PAD / 8, SHARE_PIECES = sizeof(SoftmaxShare) / 16;
+constexpr uint32_t SOFTMAX_BYTES = BLOCKS * (DL_PIECES + SHARE_PIECES) * 16;
+static __device__ __forceinline__ void gather_softmax(Shared &S, int c, int r0, uint64_t *bar)
+{
+    push<BLOCKS *(DL_PIECES + SHARE_PIECES)>(bar, [&](int i) {
+        const int q = i % BLOCKS, k = i / BLOCKS;
+        if (k < DL_PIECES) {
+            const int r = k / (CLASSES_PAD / 8), j = k % (CLASSES_PAD / 8) * 8;
+            return Push{&S.dl[r][j], &S.dlogits[r0 + r][j], q};
+        }
+        return Push{reinterpret_cast<const uint4 *>(&S.share) + k - DL_PIECES,
+                    reinterpret_cast<uint4 *>(&S.shares[c]) + k - DL_PIECES, q};
+    });
 }
 
 /* ---------------------------------------------------------------------------
@@ -541,17 +575,23 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     const int c = (int)cluster.block_rank(), u0 = c * UNITS, r0 = c * ROWS_PER_BLOCK, tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
     state_copy(S, net, c, true);
+    if (tid == 0) {
+        for (int i = 0; i < 2; i++)
+            sm90_mbarrier_init(&S.exchanged[i], 1);
+        for (int l = 0; l < MIDS; l++)
+            sm90_mbarrier_init(&S.refreshed[l], 1);
+        sm90_mbarrier_init_fence();
+    }
     if (tid < BATCH) {
         S.samples[first & 1][tid] = net.order[(long)first * BATCH + tid];
         if (first + 1 < last)
             S.samples[(first + 1) & 1][tid] = net.order[(long)(first + 1) * BATCH + tid];
         S.labels[first & 1][tid] = net.train_labels[S.samples[first & 1][tid]];
     }
-    __syncthreads();
+    cluster.sync(); /* every block's mbarriers are ready before a peer pushes */
     const bool translates = snn_noise_translates(net.noise);
     gather_images(S.next, S.samples[first & 1], net.train_images);
     const int32_t epoch = *net.clock.epoch;
-    int e = 0; /* exchanges so far: the buffer of the next is e & 1 */
 
     for (int s = first; s < last; ++s) {
         const int p = s & 1;
@@ -576,122 +616,120 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             if (s + 1 < last)
                 next_label = net.train_labels[S.samples[p ^ 1][tid]];
         }
+        /* the step's first exchange: the next batch's copies issued while it travels */
+        auto next_batch = [&] {
+            if (s + 1 < last)
+                gather_images(S.next, S.samples[p ^ 1], net.train_images);
+        };
 
         resident_trace_batch<THREADS>(
             net, p, [&](int r) { return S.next[r]; }, [&](int r) { return S.labels[p][r]; });
 
-        /* F0 */
-        mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS>(
-            Pixels<INPUTS>(&S.next[0][0], S.xn), Mma16FloatRows<W0Rows>{S.w0}, S.scratch,
-            [&](int m, int n, float v) { hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]); });
-        __syncthreads(); /* the batch's operand is whole, and its bytes' buffer free for the next */
-        fused_stamp(net, s, 0, false);
-        fused_stamp(net, s, 0, true);
-
-        /* F1 .. F(L-1) */
-        for (int l = 1; l < LAYERS; l++) {
-            float *ex = S.exch[e & 1];
-            const Mma16Mat<UNITS_LD, 1> in = {&S.acth[l - 1][0][0]};
-            if (l + 1 < LAYERS)
-                mma16_gemm<THREADS, BATCH_PAD, HIDDEN_PAD, UNITS_K>(
-                    in, Mma16Mat<UNITS_LD, 1>{&S.mid[l - 1].twin[0][0]}, S.scratch,
-                    [&](int m, int n, float v) { ex[m * HIDDEN_PAD + n] = v; });
-            else
-                mma16_gemm<THREADS, BATCH_PAD, CLASSES_PAD, UNITS_K>(
-                    in, Mma16Mat<UNITS_LD, 1>{&S.wlt[0][0]}, S.scratch,
-                    [&](int m, int n, float v) { ex[m * CLASSES_PAD + n] = v; });
-            /* the step's first barrier: the next batch's copies issued while the peers arrive */
-            auto sync = [&] {
-                cluster_arrive();
-                if (l == 1 && s + 1 < last)
-                    gather_images(S.next, S.samples[p ^ 1], net.train_images);
-                cluster_wait();
-            };
-            if (l + 1 < LAYERS) {
-                fused_stamp(net, s, l, false);
-                sync();
-                fused_stamp(net, s, l, true);
-                e++;
-                for (int i = tid; i < BATCH_PAD * UNITS / 4; i += THREADS) {
-                    const int m = i / (UNITS / 4), n = i % (UNITS / 4) * 4;
-                    const float4 v = sum_peers(cluster, ex + m * HIDDEN_PAD + u0 + n);
-                    const float *b = &S.mid[l - 1].b[n];
-                    hidden_out(S, net, draws, l, u0, m, n, v.x + b[0]);
-                    hidden_out(S, net, draws, l, u0, m, n + 1, v.y + b[1]);
-                    hidden_out(S, net, draws, l, u0, m, n + 2, v.z + b[2]);
-                    hidden_out(S, net, draws, l, u0, m, n + 3, v.w + b[3]);
-                }
-            } else { /* the block's rows' logits, their softmax, shared by a second barrier */
-                sync();
-                e++;
-                constexpr int QUADS = (SNN_CLASSES + 3) / 4;
-                for (int i = tid; i < ROWS_PER_BLOCK * QUADS; i += THREADS) {
-                    const int i0 = i / QUADS, m = r0 + i0, j = i % QUADS * 4;
-                    float4 v =
-                        m < BATCH ? sum_peers(cluster, ex + m * CLASSES_PAD + j) : make_float4(0, 0, 0, 0);
-                    const float add[4] = {v.x, v.y, v.z, v.w};
-                    for (int k = 0; k < 4; k++)
-                        S.logits[i0][j + k] = m < BATCH && j + k < SNN_CLASSES ? add[k] + S.bl[j + k] : 0.0f;
-                }
-                __syncthreads();
-                softmax_rows(S, net, r0, p);
-                __syncthreads();
-                share_softmax(S, r0, *reinterpret_cast<SoftmaxShare *>(S.exch[e & 1]));
-                fused_stamp(net, s, l, false);
-                cluster_sync();
-                fused_stamp(net, s, l, true);
-                e++;
+        /* F0 .. F(L-2): hidden layer l's output for the block's units, all-gathered where a hidden-to-hidden
+         * layer follows */
+        for (int l = 0; l + 1 < LAYERS; l++) {
+            if (l == 0) {
+                mma16_gemm<THREADS, BATCH_PAD, UNITS, INPUTS>(
+                    Pixels<INPUTS>(&S.next[0][0], S.xn), Mma16FloatRows<W0Rows>{S.w0}, S.scratch,
+                    [&](int m, int n, float v) { hidden_out(S, net, draws, 0, u0, m, n, v + S.b0[n]); });
+            } else {
+                Mid &M = S.mid[l - 1];
+                if (s > first) /* the copy the step before refreshed */
+                    receive(&S.refreshed[l - 1], (uint32_t)(s - 1 - first) & 1, REFRESH_BYTES);
+                mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD>(
+                    Mma16Mat<GATHER_LD, 1>{gathered(S, first, s, l - 1)},
+                    Mma16Mat<GATHER_LD, 1>{&M.rows[0][0]}, S.scratch,
+                    [&](int m, int n, float v) { hidden_out(S, net, draws, l, u0, m, n, v + M.b[n]); });
             }
-            __syncthreads();
+            __syncthreads(); /* the output is whole; after F0, the batch's bytes' buffer is free for the next
+                              */
+            const Exchange ex(S, first, s, l);
+            if (l + 2 < LAYERS) {
+                all_gather<UNITS_LD>(&S.acth[l][0][0], gathered(S, first, s, l), u0, ex.bar);
+                if (l == 0)
+                    next_batch();
+            }
+            fused_stamp(net, s, l, false);
+            if (l + 2 < LAYERS)
+                ex.wait(GATHER_BYTES);
+            fused_stamp(net, s, l, true);
         }
+
+        /* F(L-1): the logits' partial sums of the block's units to the rows' blocks; the block's rows'
+         * softmax; their dlogits to every block */
+        mma16_gemm<THREADS, BATCH_PAD, CLASSES_PAD, UNITS_K>(
+            Mma16Mat<UNITS_LD, 1>{&S.acth[LAYERS - 2][0][0]}, Mma16Mat<UNITS_LD, 1>{&S.wlt[0][0]}, S.scratch,
+            [&](int m, int n, float v) { S.partial[m][n] = v; });
+        __syncthreads();
+        const Exchange partials(S, first, s, LAYERS - 2);
+        scatter_partials(S, c, partials.bar);
+        if (LAYERS == 2)
+            next_batch();
+        partials.wait(PARTIAL_BYTES);
+        constexpr int QUADS = (SNN_CLASSES + 3) / 4;
+        for (int i = tid; i < ROWS_PER_BLOCK * QUADS; i += THREADS) {
+            const int i0 = i / QUADS, m = r0 + i0, j = i % QUADS * 4;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4 /* unrolled whole, its loads hold registers that 384 threads a block do not have */
+            for (int q = 0; q < BLOCKS; q++) {
+                const float4 part = *reinterpret_cast<const float4 *>(&S.partials[q][i0][j]);
+                v.x += part.x, v.y += part.y, v.z += part.z, v.w += part.w;
+            }
+            const float add[4] = {v.x, v.y, v.z, v.w};
+            for (int k = 0; k < 4; k++)
+                S.logits[i0][j + k] = m < BATCH && j + k < SNN_CLASSES ? add[k] + S.bl[j + k] : 0.0f;
+        }
+        __syncthreads();
+        softmax_rows(S, net, r0, p);
+        __syncthreads();
+        share_softmax(S, r0);
+        __syncthreads();
+        const Exchange dlogits(S, first, s, LAYERS - 1);
+        gather_softmax(S, c, r0, dlogits.bar);
+        fused_stamp(net, s, LAYERS - 1, false);
+        dlogits.wait(SOFTMAX_BYTES);
+        fused_stamp(net, s, LAYERS - 1, true);
+        softmax_totals(S, net, c, s, rate);
 
         /* B(L-1) .. B1 */
         for (int l = LAYERS - 1; l >= 1; l--) {
             const bool top = l == LAYERS - 1, exchange = l >= 2;
-            snn_twin *op = exchange ? reinterpret_cast<snn_twin *>(S.exch[e & 1]) : &S.dgrad0[0][0];
+            /* the output gradient of a hidden-to-hidden layer, all-gathered in the phase before */
+            const snn_twin *dy = top ? nullptr : gathered(S, first, s, 2 * LAYERS - 4 - l);
+            snn_twin *op = exchange ? &S.dslice[0][0] : &S.dgrad0[0][0];
             const int sm = exchange ? UNITS : 1, sn = exchange ? 1 : DGRAD0_LD;
             auto dx = [&](int m, int n, float v) {
                 hidden_grad(S, net, draws, l - 1, u0, m, n, v, op, sm, sn);
             };
             if (top) {
-                gather_softmax(S, cluster, net, c, s,
-                               reinterpret_cast<const SoftmaxShare *>(S.exch[(e - 1) & 1]), rate);
-                __syncthreads();
-                input_gradient<CLASSES_PAD>(S, dx, &S.wlt[0][0]);
+                input_gradient<CLASSES_PAD, DLOGITS_LD>(S, &S.dlogits[0][0], dx, &S.wlt[0][0]);
             } else {
-                input_gradient<HIDDEN_PAD>(S, dx, &S.mid[l - 1].twin[0][0]);
+                input_gradient<HIDDEN_PAD, GATHER_LD>(S, dy, dx, &S.mid[l - 1].twin[0][0]);
             }
-            __syncthreads(); /* the input gradient has read the weights before they change */
-            /* the block's slice of the gradient is written: its update while the peers arrive */
+            __syncthreads(); /* the input gradient has read the weights before they change; its slice is whole
+                              */
+            /* the slice travels while the block updates its columns */
+            const Exchange ex(S, first, s, 2 * LAYERS - 1 - l);
             if (exchange)
-                cluster_arrive();
+                all_gather<UNITS>(&S.dslice[0][0], gathered(S, first, s, 2 * LAYERS - 3 - l), u0, ex.bar);
             if (top) {
-                columns_update<CLASSES_PAD>(S, l, u0, SNN_CLASSES, &S.wlt[0][0], &S.wl[0][0], &S.wlm[0][0][0],
-                                            rate);
+                columns_update<CLASSES_PAD, DLOGITS_LD>(S, &S.dlogits[0][0], l, u0, SNN_CLASSES, &S.wlt[0][0],
+                                                        &S.wl[0][0], &S.wlm[0][0][0], rate);
             } else {
                 Mid &M = S.mid[l - 1];
-                columns_update<HIDDEN_PAD>(S, l, u0, HIDDEN, &M.twin[0][0], &M.w[0][0], &M.wm[0][0][0], rate);
+                columns_update<HIDDEN_PAD, GATHER_LD>(S, dy, l, u0, HIDDEN, &M.twin[0][0], &M.w[0][0],
+                                                      &M.wm[0][0][0], rate);
                 snn_bias_update<THREADS>(M.b, &M.bm[0][0], UNITS, &S.dgrad[l & 1][0][0], UNITS, BATCH, owned,
                                          rate);
+                __syncthreads(); /* the twin is whole */
+                if (s + 1 < last)
+                    refresh_rows(S, l, u0);
             }
             const int phase = 2 * LAYERS - 1 - l;
             fused_stamp(net, s, phase, false);
-            if (exchange) {
-                __syncthreads(); /* the update has read dfull before the peers' gradient replaces it */
-                cluster_wait();
-                /* each block's [row][U] slice into the rows of dfull, 8 values a copy */
-                const snn_twin *mine = reinterpret_cast<const snn_twin *>(S.exch[e & 1]);
-                constexpr int COPIES = HIDDEN_PAD / 8;
-                copy_peers<BATCH_PAD * COPIES>(
-                    cluster,
-                    [&](int i) {
-                        const int col = i % COPIES * 8;
-                        return PeerAt{mine + i / COPIES * UNITS + col % UNITS, col / UNITS};
-                    },
-                    [&](int i) { return &S.dfull[i / COPIES * mma16_ld(HIDDEN_PAD) + i % COPIES * 8]; });
-                e++;
-            }
-            __syncthreads();
+            if (exchange)
+                ex.wait(GATHER_BYTES);
+            __syncthreads(); /* every push has read the slice before the next phase rewrites it */
             fused_stamp(net, s, phase, true);
         }
 
@@ -713,7 +751,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
     }
-    cluster_sync(); /* no block leaves while another may read its exchange buffers */
+    cluster.sync(); /* no block leaves while a peer may still push to it */
     state_copy(S, net, c, false);
     if (c == 0 && tid == 0)
         *net.train_step = last;
@@ -770,8 +808,8 @@ static void train(const snn_fused_net &net, int first, int last)
 
 static void describe(char *buf, int len)
 {
-    fused_describe_resident(buf, len, "one cluster of ", BLOCKS, THREADS, SMEM_BYTES, UNITS, BARRIERS,
-                            "cluster");
+    fused_describe_resident(buf, len, "one cluster of ", BLOCKS, THREADS, SMEM_BYTES, UNITS, EXCHANGES,
+                            "exchange");
 }
 
 } // namespace resident_cluster

@@ -889,7 +889,7 @@ static void train(const snn_fused_net &net, int first, int last)
 static void describe(char *buf, int len)
 {
     fused_describe_resident(buf, len, "", GRID, THREADS, smem_bytes(staged), UNITS,
-                            2 * LAYERS - 2 - TAGGED + (SPLIT > 1), "grid");
+                            2 * LAYERS - 2 - TAGGED + (SPLIT > 1), "grid barrier");
     const int at = (int)strlen(buf);
     if (SPLIT > 1 && at < len)
         snprintf(buf + at, len - at,

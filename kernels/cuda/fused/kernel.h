@@ -26,9 +26,9 @@ extern const FusedKernel
     fused_grid_wide; /* GEMM tiles between grid barriers (fused/grid_wide.cu); always fits */
 /* A resident kernel's describe: its grid, `blocks` blocks after `grid` ("one cluster of ", or ""), of
  * `threads` threads each, the model in `smem` bytes of each block's shared memory, `units` of each hidden
- * layer a block, `barriers` barriers of kind `barrier` ("cluster", "grid") a step. */
+ * layer a block, `syncs` of what names a step's synchronisations ("exchange", "grid barrier") a step. */
 void fused_describe_resident(char *buf, int len, const char *grid, int blocks, int threads, int smem,
-                             int units, int barriers, const char *barrier);
+                             int units, int syncs, const char *sync);
 /* The per-step losses and correct counts of an evaluation set: the grid-wide kernel's forward phases
  * (cuda_fused_evaluate). */
 void fused_grid_wide_evaluate(const snn_fused_net &net, const uint8_t *images, const uint8_t *labels,

@@ -43,12 +43,12 @@ static const FusedKernel &fused_kernel(char *skipped, int len)
 }
 
 void fused_describe_resident(char *buf, int len, const char *grid, int blocks, int threads, int smem,
-                             int units, int barriers, const char *barrier)
+                             int units, int syncs, const char *sync)
 {
     snprintf(buf, len,
              "%s%d blocks of %d threads, the model resident in %d KB of shared memory each (%d units of each "
-             "hidden layer a block), %d %s barrier%s per step",
-             grid, blocks, threads, (smem + 1023) / 1024, units, barriers, barrier, barriers == 1 ? "" : "s");
+             "hidden layer a block), %d %s%s per step",
+             grid, blocks, threads, (smem + 1023) / 1024, units, syncs, sync, syncs == 1 ? "" : "s");
 }
 
 extern "C" void cuda_fused_train(const snn_fused_net *net, int first, int last)
