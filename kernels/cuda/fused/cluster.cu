@@ -273,22 +273,23 @@ static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, bo
  * the batch
  * ------------------------------------------------------------------------- */
 
-/* The images of samples[0 .. B) into x, by cp.async (16-byte rows' pieces), one group. */
+/* The images of samples[LO .. HI) into rows LO .. HI of x, by cp.async (16-byte rows' pieces), one group. */
+template <int LO, int HI>
 static __device__ __forceinline__ void gather_images(uint8_t (*x)[INPUTS], const int32_t *samples,
                                                      const uint8_t *images)
 {
     /* a warp a row, its lanes along the row; the warp's samples read before its first copy (a copy is
      * volatile asm with a memory clobber) */
-    constexpr int PIECES = INPUTS / 16, ROWS = (BATCH + WARPS - 1) / WARPS;
+    constexpr int PIECES = INPUTS / 16, ROWS = (HI - LO + WARPS - 1) / WARPS;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int32_t sample[ROWS];
+    int32_t sample[ROWS > 0 ? ROWS : 1];
 #pragma unroll
     for (int j = 0; j < ROWS; j++)
-        sample[j] = warp + j * WARPS < BATCH ? samples[warp + j * WARPS] : 0;
+        sample[j] = LO + warp + j * WARPS < HI ? samples[LO + warp + j * WARPS] : 0;
 #pragma unroll
     for (int j = 0; j < ROWS; j++) {
-        const int r = warp + j * WARPS;
-        if (r < BATCH)
+        const int r = LO + warp + j * WARPS;
+        if (r < HI)
             for (int q = lane; q < PIECES; q += 32)
                 sm80_cp_async_16(&x[r][16 * q], images + (size_t)sample[j] * INPUTS + 16 * q);
     }
@@ -590,7 +591,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     }
     cluster.sync(); /* every block's mbarriers are ready before a peer pushes */
     const bool translates = snn_noise_translates(net.noise);
-    gather_images(S.next, S.samples[first & 1], net.train_images);
+    gather_images<0, BATCH>(S.next, S.samples[first & 1], net.train_images);
     const int32_t epoch = *net.clock.epoch;
 
     for (int s = first; s < last; ++s) {
@@ -616,10 +617,13 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             if (s + 1 < last)
                 next_label = net.train_labels[S.samples[p ^ 1][tid]];
         }
-        /* the step's first exchange: the next batch's copies issued while it travels */
-        auto next_batch = [&] {
-            if (s + 1 < last)
-                gather_images(S.next, S.samples[p ^ 1], net.train_images);
+        /* the next batch's copies, issued in halves while the step's first two exchanges travel (in the
+         * first alone they outlast its flight) */
+        auto next_batch = [&](int k) {
+            if (s + 1 < last && k == 0)
+                gather_images<0, BATCH / 2>(S.next, S.samples[p ^ 1], net.train_images);
+            if (s + 1 < last && k == 1)
+                gather_images<BATCH / 2, BATCH>(S.next, S.samples[p ^ 1], net.train_images);
         };
 
         resident_trace_batch<THREADS>(
@@ -646,8 +650,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             const Exchange ex(S, first, s, l);
             if (l + 2 < LAYERS) {
                 all_gather<UNITS_LD>(&S.acth[l][0][0], gathered(S, first, s, l), u0, ex.bar);
-                if (l == 0)
-                    next_batch();
+                next_batch(l);
             }
             fused_stamp(net, s, l, false);
             if (l + 2 < LAYERS)
@@ -663,8 +666,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         __syncthreads();
         const Exchange partials(S, first, s, LAYERS - 2);
         scatter_partials(S, c, partials.bar);
-        if (LAYERS == 2)
-            next_batch();
+        next_batch(LAYERS - 2);
         partials.wait(PARTIAL_BYTES);
         constexpr int QUADS = (SNN_CLASSES + 3) / 4;
         for (int i = tid; i < ROWS_PER_BLOCK * QUADS; i += THREADS) {
@@ -686,6 +688,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         __syncthreads();
         const Exchange dlogits(S, first, s, LAYERS - 1);
         gather_softmax(S, c, r0, dlogits.bar);
+        next_batch(LAYERS - 1);
         fused_stamp(net, s, LAYERS - 1, false);
         dlogits.wait(SOFTMAX_BYTES);
         fused_stamp(net, s, LAYERS - 1, true);
