@@ -606,6 +606,10 @@ check_fused() {
     full && fused_variant sm90-bf16-128x3-b32-t1024 90 BF16 3 128 32 - CONFIG_FUSED_CLUSTER_THREADS=1024
     fused_variant sm90-fp16-40x1-b13-t384 90 FP16 1 40 13 "$(full && echo sanitize)" CONFIG_FUSED_CLUSTER_THREADS=384 \
         CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="1e-3"' 'CONFIG_TRAIN_DROPOUT="0.1"' CONFIG_TRAIN_AUGMENT_SHIFT=2
+    # four hidden layers on the cluster kernel: its all-gathers' three buffers in turn, three layers' rows
+    # copied and refreshed, padding units (100 = 12.5 blocks of 8), FP16 with dropout and translation
+    fused_variant sm90-fp16-100x4-b20 90 FP16 4 100 20 sanitize \
+        'CONFIG_TRAIN_DROPOUT="0.1"' CONFIG_TRAIN_AUGMENT_SHIFT=1
     fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64
     fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
     fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32
