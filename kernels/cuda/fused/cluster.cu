@@ -29,12 +29,12 @@
  * with FP32 accumulators; master weights and optimizer state in FP32, their 16-bit twins beside them
  * (layer 0's rounded as F0 reads them), rounded as the grid-wide kernel rounds its operands.
  *
- * Why no block overwrites what a peer still reads (`Exchanges` below): every exchange but the rows' goes
- * from every block to every block, in the same order on each, and a block pushes the next only after
- * waiting for its own of the one before; so a block that pushes exchange x has seen every block's push of x
- * - 1, each made after that block had waited for x - 2. A buffer is pushed to again only where every block
- * has read it before its push of the exchange before; the mbarriers alternate, so a phase's bytes never
- * meet the phase before. */
+ * Why no push overwrites what a block still reads (`Exchange`, `gathered`, `refresh_rows` below): every
+ * exchange but the rows' refresh goes from every block to every block, in the same order on each, and a block
+ * pushes exchange x + 1 only after waiting for its own bytes of x. A push of x' therefore follows every
+ * block's push of x' - 1, so x' may rewrite a buffer that every block has read before pushing x' - 1; and the
+ * bytes of x + 2 follow every block's wait for x, so two mbarriers taken in turn keep each phase's bytes
+ * apart. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -126,7 +126,8 @@ constexpr int DLOGITS_LD = mma16_ld(CLASSES_PAD);
  * such a layer keeps a placeholder of one row, whose code never runs (the shared memory saved gives
  * 784-128-10 b64's blocks room for 384 threads' k-slice scratch). */
 constexpr int MID_ROWS = SNN_LAYERS > 2 ? HIDDEN_PAD : 1;
-constexpr int GATHER_ROWS = SNN_LAYERS > 2 ? BATCH_PAD : 1; /* the all-gathers' rows, the same placeholder */
+/* the all-gathers' rows, one where nothing is gathered (784-128-10 b64's blocks have no room for more) */
+constexpr int GATHER_ROWS = SNN_LAYERS > 2 ? BATCH_PAD : 1;
 constexpr int GATHER_BUFFERS = SNN_LAYERS > 2 ? 3 : 1;
 struct Mid {
     alignas(16) snn_twin twin[MID_ROWS][UNITS_LD];
@@ -524,8 +525,9 @@ static __device__ __forceinline__ void all_gather(const snn_twin *from, snn_twin
 }
 
 /* The block's columns of hidden-to-hidden layer l's twin, updated, into the rows' copies of the blocks that
- * own those rows. A block has read its copy in its forward, before the all-gather of its output that every
- * block waits for before its own update: one copy. */
+ * own those rows. A block reads its copy in its forward before it pushes the layer's output (or the logits'
+ * partial sums), which every block waits for before its update: one copy, and one mbarrier whose phases
+ * follow the steps. */
 constexpr uint32_t REFRESH_BYTES = BLOCKS * UNITS * UNITS * sizeof(snn_twin);
 static __device__ __forceinline__ void refresh_rows(Shared &S, int l, int u0)
 {
