@@ -76,8 +76,9 @@ namespace resident_cluster
  *   CLASSES_PAD     the classes padded to two n8 tiles
  *   MIDS, HIDDENS   hidden-to-hidden layers, hidden layers (at least 1: placeholders where there are none)
  *   MOMENTS         optimizer moments per parameter (at least 1)
- *   EXCHANGES       a step's exchanges but the rows': an all-gather before each hidden-to-hidden layer's
- *                   forward and after its input gradient, the logits' partial sums, the dlogits */
+ *   EXCHANGES       a step's exchanges but the rows' refreshes: a hidden layer's output all-gathered before
+ *                   each hidden-to-hidden layer's forward, the logits' partial sums, the dlogits, and the
+ *                   input gradient of each layer above layer 1 all-gathered */
 constexpr int BLOCKS = 16;
 constexpr int THREADS = CONFIG_FUSED_CLUSTER_THREADS, WARPS = THREADS / 32;
 static_assert(THREADS % 32 == 0, "cluster kernel: whole warps (CONFIG_FUSED_CLUSTER_THREADS)");
@@ -647,8 +648,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                     Mma16Mat<GATHER_LD, 1>{&M.rows[0][0]}, S.scratch,
                     [&](int m, int n, float v) { hidden_out(S, net, draws, l, u0, m, n, v + M.b[n]); });
             }
-            __syncthreads(); /* the output is whole; after F0, the batch's bytes' buffer is free for the next
-                              */
+            __syncthreads(); /* the output is whole; after F0, the batch's bytes are free for the next */
+            /* built where nothing is exchanged too, its index then another's and never used: the code
+             * measured faster so (docs/PERF.md v56) */
             const Exchange ex(S, first, s, l);
             if (l + 2 < LAYERS) {
                 all_gather<UNITS_LD>(&S.acth[l][0][0], gathered(S, first, s, l), u0, ex.bar);
@@ -711,10 +713,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             } else {
                 input_gradient<HIDDEN_PAD, GATHER_LD>(S, dy, dx, &S.mid[l - 1].twin[0][0]);
             }
-            __syncthreads(); /* the input gradient has read the weights before they change; its slice is whole
-                              */
+            __syncthreads(); /* the weights are read before they change, and the slice is whole */
             /* the slice travels while the block updates its columns */
-            const Exchange ex(S, first, s, 2 * LAYERS - 1 - l);
+            const Exchange ex(S, first, s, 2 * LAYERS - 1 - l); /* likewise built where not used */
             if (exchange)
                 all_gather<UNITS>(&S.dslice[0][0], gathered(S, first, s, 2 * LAYERS - 3 - l), u0, ex.bar);
             if (top) {
@@ -756,7 +757,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
         fused_stamp(net, s, 2 * LAYERS - 1, false);
         fused_stamp(net, s, 2 * LAYERS - 1, true);
     }
-    cluster.sync(); /* no block leaves while a peer may still push to it */
+    /* each block has received every push made to it; the barrier also keeps a block from leaving while its
+     * own last pushes may be in flight (the guide's rule for distributed shared memory) */
+    cluster.sync();
     state_copy(S, net, c, false);
     if (c == 0 && tid == 0)
         *net.train_step = last;
