@@ -1,6 +1,7 @@
 /* Hopper (sm_90) stores into another block's shared memory within a cluster (distributed shared memory)
  * that announce themselves on the receiving block's mbarrier (arch/sm90/mbarrier.cuh): the receiver
- * expects the bytes of a phase and waits for it, with no cluster barrier. Device code only. */
+ * expects the bytes of a phase and waits for it (sm90_mbarrier_wait<true>), with no cluster barrier. Device
+ * code only. */
 #ifndef SNN_SM90_DSMEM_CUH
 #define SNN_SM90_DSMEM_CUH
 
@@ -26,21 +27,6 @@ static __device__ __forceinline__ void sm90_store_peer_16(void *to, int rank, ui
             sm90_cluster_addr(to, rank)),
         "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(sm90_cluster_addr(bar, rank))
         : "memory");
-}
-
-/* Waits until the phase of parity `parity` has completed, acquiring what the cluster's blocks stored
- * against it (sm90_store_peer_16 releases at cluster scope). */
-static __device__ __forceinline__ void sm90_mbarrier_wait_cluster(uint64_t *bar, uint32_t parity)
-{
-    uint32_t done;
-    do {
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(sm90_smem_addr(bar)), "r"(parity)
-            : "memory");
-    } while (!done);
 }
 
 #endif

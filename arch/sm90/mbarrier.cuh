@@ -37,16 +37,27 @@ static __device__ __forceinline__ void sm90_mbarrier_arrive_expect_tx(uint64_t *
 }
 
 /* Waits until the phase of parity `parity` has completed. A new barrier is
- * in phase 0, so waiting on parity 1 returns at once (the "previous" phase). */
+ * in phase 0, so waiting on parity 1 returns at once (the "previous" phase).
+ * CLUSTER: acquiring at cluster scope what the cluster's blocks stored
+ * against the barrier (arch/sm90/dsmem.cuh), not only the block's own. */
+template <bool CLUSTER = false>
 static __device__ __forceinline__ void sm90_mbarrier_wait(uint64_t *bar, uint32_t parity)
 {
     uint32_t done;
     do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(sm90_smem_addr(bar)), "r"(parity)
-                     : "memory");
+        if constexpr (CLUSTER)
+            asm volatile(
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                "selp.u32 %0, 1, 0, p;\n}\n"
+                : "=r"(done)
+                : "r"(sm90_smem_addr(bar)), "r"(parity)
+                : "memory");
+        else
+            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done)
+                         : "r"(sm90_smem_addr(bar)), "r"(parity)
+                         : "memory");
     } while (!done);
 }
 

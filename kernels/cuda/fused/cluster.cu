@@ -485,7 +485,7 @@ static __device__ __forceinline__ void receive(uint64_t *bar, uint32_t parity, u
 {
     if (threadIdx.x == 0)
         sm90_mbarrier_arrive_expect_tx(bar, bytes);
-    sm90_mbarrier_wait_cluster(bar, parity);
+    sm90_mbarrier_wait<true>(bar, parity);
 }
 
 /* Exchange k of step s, from every block to every block, counted from the launch's first step: its
