@@ -215,8 +215,8 @@ static void bench_replayed(snn_model &m, const char *device)
 static const char *phase_name(int p, char *buf, size_t len)
 {
     const char *kernel = cuda_fused_kernel_name();
+    const int l = 2 * SNN_LAYERS - 1 - p; /* a backward phase's layer */
     if (!strcmp(kernel, "grid-resident")) {
-        const int l = 2 * SNN_LAYERS - 1 - p; /* a backward phase's layer */
         if (p < SNN_LAYERS - 1)
             snprintf(buf, len, "F%d: forward layer %d, %s%s", p, p,
                      p == 0 ? "the images read in place" : "the previous output all-gathered",
@@ -231,29 +231,26 @@ static const char *phase_name(int p, char *buf, size_t len)
                      l >= 2 ? "; in its barrier, the update of the layer below" : "");
         return buf;
     }
-    const bool resident = !strcmp(kernel, "cluster");
-    if (resident && p < SNN_LAYERS - 1) {
-        snprintf(buf, len, "F%d: forward layer %d, the block's units%s%s", p, p,
-                 p ? " from its copy of their rows" : "", p + 2 < SNN_LAYERS ? ", all-gathered" : "");
-        return buf;
-    }
-    if (p < SNN_LAYERS) {
-        const char *what = resident
-                               ? ", partial sums to the rows' blocks, their softmax, dlogits all-gathered"
-                           : p == 0 ? ", next batch's gather"
-                                    : "";
-        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, what,
-                 p == SNN_LAYERS - 1 && !resident ? ", softmax" : "");
-        return buf;
-    }
-    const int l = 2 * SNN_LAYERS - 1 - p;
-    if (resident) {
-        if (l == 0)
+    if (!strcmp(kernel, "cluster")) {
+        if (p < SNN_LAYERS - 1)
+            snprintf(buf, len, "F%d: forward layer %d, the block's units%s%s", p, p,
+                     p ? " from its copy of their rows" : "", p + 2 < SNN_LAYERS ? ", all-gathered" : "");
+        else if (p == SNN_LAYERS - 1)
+            snprintf(buf, len,
+                     "F%d: forward layer %d, partial sums to the rows' blocks, their softmax, dlogits "
+                     "all-gathered",
+                     p, p);
+        else if (l == 0)
             snprintf(buf, len, "B0: update of layer 0");
         else
             snprintf(buf, len, "B%d: input gradient and update of layer %d%s", l, l,
                      l >= 2 ? ", the gradient all-gathered" : "");
-    } else if (l == 0)
+        return buf;
+    }
+    if (p < SNN_LAYERS)
+        snprintf(buf, len, "F%d: forward layer %d%s%s", p, p, p == 0 ? ", next batch's gather" : "",
+                 p == SNN_LAYERS - 1 ? ", softmax" : "");
+    else if (l == 0)
         snprintf(buf, len, "B0: update of layer%s 0", SNN_LAYERS > 1 ? "s 1 and" : "");
     else if (l == SNN_LAYERS - 1)
         snprintf(buf, len, "B%d: input gradient of layer %d", l, l);
