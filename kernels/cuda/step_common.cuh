@@ -114,9 +114,9 @@ static __host__ __device__ __forceinline__ float snn_gather_pixel(uint8_t c, flo
 }
 
 /* The same in one multiply-add, c * SNN_PIXEL_FMA_SCALE + SNN_PIXEL_FMA_OFFSET: rounded to 16 bits, the
- * same bits as snn_gather_pixel's two divisions for every byte where snn_pixels_fma_exact() (the kernels
- * that use it check before they run), and work for the arithmetic pipes where a table would load from shared
- * memory, the pipe a resident kernel's first layer is bound by. */
+ * same bits as snn_gather_pixel's two divisions for every byte where snn_pixels_op_exact() (the kernels
+ * that use it, fused/mma16.cuh, check before they run), and work for the arithmetic pipes where a table would
+ * load from shared memory, the pipe a resident kernel's first layer is bound by. */
 constexpr float SNN_PIXEL_FMA_SCALE = 1.0f / (255.0f * SNN_PIXEL_STD),
                 SNN_PIXEL_FMA_OFFSET = -SNN_PIXEL_MEAN / SNN_PIXEL_STD;
 
@@ -134,17 +134,6 @@ static __device__ __forceinline__ uint2 snn_pixels_twin4(uint32_t four)
 {
     return make_uint2(snn_twin_bits2(snn_pixel_fma(four, 0), snn_pixel_fma(four, 1)),
                       snn_twin_bits2(snn_pixel_fma(four, 2), snn_pixel_fma(four, 3)));
-}
-
-/* Whether every byte normalised by one multiply-add rounds to the 16 bits snn_gather_pixel's value rounds
- * to: true of both datasets' means and deviations, in both precisions. */
-static inline bool snn_pixels_fma_exact()
-{
-    for (int c = 0; c < 256; c++)
-        if (snn_twin_bits(fmaf((float)c, SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET)) !=
-            snn_twin_bits(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
-            return false;
-    return true;
 }
 
 /* ---------------------------------------------------------------------------
@@ -301,15 +290,17 @@ template <bool LAST> struct SnnL2Hint {
 };
 
 /* N distinct parameters with gradients g[i], each where at(i, w, m, twin) names it (false: padding, left
- * alone): *w and its moments at m[0], m[stride] updated, its twin (if any) rewritten. Every parameter's loads
- * issue before any store, which separate updates do not allow the compiler (it cannot prove their addresses
- * distinct), so that the N chains of arithmetic overlap (docs/PERF.md v48). */
-template <int N, class At>
+ * alone): *w and its moments at m[0], m[stride] updated, its twin (if any) rewritten: 16-bit bits, or where
+ * Twin is 32 bits wide, TF32 in an FP32 word (the resident fused kernels' operands in TF32). Every
+ * parameter's loads issue before any store, which separate updates do not allow the compiler (it cannot
+ * prove their addresses distinct), so that the N chains of arithmetic overlap (docs/PERF.md v48). */
+template <int N, class Twin = snn_twin, class At>
 static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], int stride, const snn_rate &r,
                                                          At at)
 {
+    static_assert(sizeof(Twin) == 2 || sizeof(Twin) == 4, "snn_param_updates: 16-bit or TF32 twins");
     float *w[N], *m[N], v[N], s[N][2] = {};
-    snn_twin *twin[N];
+    Twin *twin[N];
     bool on[N];
 #pragma unroll
     for (int i = 0; i < N; i++) {
@@ -329,8 +320,12 @@ static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], in
 #pragma unroll
             for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
                 m[i][k * stride] = s[i][k];
-            if (twin[i])
-                *twin[i] = snn_twin_bits(v[i]);
+            if (twin[i]) {
+                if constexpr (sizeof(Twin) == 4)
+                    *twin[i] = sm80_cvt_tf32(v[i]);
+                else
+                    *twin[i] = snn_twin_bits(v[i]);
+            }
         }
 }
 

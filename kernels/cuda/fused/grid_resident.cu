@@ -8,9 +8,9 @@
  * hidden layer, CONFIG_FUSED_GRID_RESIDENT_SPLIT), block c x SPLIT + q owns slice q of layer 0's inputs: its
  * columns of those rows, its pixels of the batch in F0 and B0; F0's partial sums cross through L2 and every
  * block of the group adds them, in slice order, after one more grid barrier, then does the rest of the step
- * for the units as one block would. What crosses blocks goes through L2 as 16-bit
- * operands (SNN_FUSED_GR_WS_BYTES): each hidden layer's output, by row and by unit; its output gradient by
- * row; unstaged, the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed, so that a
+ * for the units as one block would. What crosses blocks goes through L2 as operands, 16-bit or in TF32
+ * 32-bit (snn_op, SNN_FUSED_GR_WS_BYTES): each hidden layer's output, by row and by unit; its output gradient
+ * by row; unstaged, the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed, so that a
  * block reads the columns of its units as rows. A step, for L linear layers:
  *
  *   F0          layer 0 for the block's units, the pixels normalised as read: from the block's slice of
@@ -40,9 +40,9 @@
  * next step's samples and labels, computes its rate factors and, staged, copies its slice during its own (the
  * rate and the copies in the softmax's barrier), so that it starts with them at hand. A hidden-to-hidden
  * layer's update writes the twin of the next step's parity: the input gradient through the layer, which the
- * other blocks compute while a block updates, reads this step's. The GEMMs are mma.sync m16n8k16 with FP32
- * accumulators on operands rounded as the host reference rounds them; fixed splits and orders of summation:
- * deterministic. */
+ * other blocks compute while a block updates, reads this step's. The GEMMs are mma.sync m16n8k16 (TF32:
+ * m16n8k8) with FP32 accumulators on operands rounded as the host reference rounds them; fixed splits and
+ * orders of summation: deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,7 +71,7 @@ namespace resident_grid
  *
  *   BLOCKS          one block per UNITS hidden units, an even count (a 16-wide k extent)
  *   SPLIT, GRID     blocks sharing each block's units, slices of layer 0's inputs; the grid: BLOCKS x SPLIT
- *   SLICE_K         a slice's inputs, whole k16 steps (INPUTS_PAD: SPLIT slices)
+ *   SLICE_K         a slice's inputs, in whole 16s (INPUTS_PAD: SPLIT slices)
  *   THREADS         a block's (CONFIG_FUSED_GRID_RESIDENT_THREADS)
  *   UNITS           8, the hidden units a block owns
  *   HIDDEN          the hidden width; HIDDEN_PAD: UNITS x BLOCKS
@@ -91,13 +91,13 @@ constexpr int BATCH = SNN_BATCH, BATCH_PAD = SNN_GR_BP, INPUTS = SNN_INPUT_DIM, 
 constexpr int MOMENTS = snn_imax(SNN_OPTIM_MOMENTS, 1);
 constexpr int SPLIT = SNN_GR_SPLIT, GRID = BLOCKS * SPLIT, SLICE_K = 16 * SNN_GR_SLICE_KT,
               INPUTS_PAD = SNN_GR_XP;
-static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k extents in whole k16 steps");
+static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k extents in whole 16s");
 static_assert(SPLIT == 1 || SNN_GR_MIDS == 0, "grid-resident kernel: the split is layer 0's (Kconfig)");
 static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in two n8 tiles");
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
  * no better than 8). */
 constexpr int L2_RUNS = 8;
-/* Operands read from L2 two k16 steps at a time (mma16_gemm's PAIRS; not layer 0's forward, F0 below): one
+/* Operands read from L2 two k steps at a time (mma16_gemm's PAIRS; not layer 0's forward, F0 below): one
  * 16-byte load of a row's eight k where a step at a time makes two of 8 bytes. Their warps waited on the
  * queue of load instructions more than on L2, which delivered 39 % of its bandwidth (docs/PERF.md v55). */
 constexpr bool PAIRS = true;
@@ -146,7 +146,7 @@ constexpr bool DEFER = SPLIT > 1;
  * after the last layer's columns. */
 constexpr int B0_TILES = SLICE_K / 16 * (UNITS / 8);
 constexpr int B0_IDLE =
-    mma16_slices(WARPS, B0_TILES, BATCH_PAD / 16) == 1 ? snn_imax(0, WARPS - B0_TILES) : 0;
+    mma16_slices(WARPS, B0_TILES, BATCH_PAD / OP_KSTEP) == 1 ? snn_imax(0, WARPS - B0_TILES) : 0;
 
 struct Mid { /* a hidden-to-hidden layer's rows of the block's units */
     alignas(16) float w[W_FLOATS]; /* unit n's row at MidRows::row(n) */
@@ -164,7 +164,7 @@ struct alignas(128) Shared {
     float bl[CLASSES_PAD], blm[MOMENTS][CLASSES_PAD]; /* its bias: every block the same copy */
     float act[HIDDENS][BATCH_PAD][ACT_LD];     /* hidden outputs of the block's units (the ReLU's mask) */
     float dg[BATCH_PAD][ACT_LD];               /* a hidden output's gradient, the block's units */
-    alignas(16) snn_twin dgt[UNITS][DGRAD_LD]; /* the same as an operand */
+    alignas(16) snn_op dgt[UNITS][DGRAD_LD];   /* the same as an operand */
     float dl[BATCH_PAD][DL_LD];                /* the dlogits (the padding classes' 0 since launch) */
     float z[WARPS][CLASSES_PAD];               /* a row's logits, a warp's */
     float scratch[WARPS][16 * 8];              /* k slices' partial tiles */
@@ -195,17 +195,21 @@ constexpr bool GRID_FITS = GRID <= SNN_FUSED_MAX_BLOCKS; /* every block's clock 
 /* BATCH_PAD <= THREADS: a thread fetches each sample of the batch */
 constexpr bool FITS = SNN_FUSED_GR_WS_BYTES > 0 && SMEM_BYTES <= SNN_GR_SMEM_MAX &&
                       !(SNN_AUGMENT_SHIFT > 0) && BATCH_PAD <= THREADS && GRID_FITS;
-constexpr bool STAGEABLE = FITS && STAGED_SMEM_BYTES <= SNN_GR_SMEM_MAX;
+/* the staged kernel's B0 reads byte pairs as 16-bit operands (StagedColumns): not in TF32 */
+constexpr bool STAGEABLE = FITS && STAGED_SMEM_BYTES <= SNN_GR_SMEM_MAX && OP_ELEMS == 2;
 
 /* The workspace's tensors (SNN_FUSED_GR_WS_BYTES), each 256-byte aligned, in the order fused.h counts them:
- * their bytes (the batch's too, which the staged kernel leaves unused: the choice is made at launch). */
+ * their bytes (the batch's too, which the staged kernel leaves unused: the choice is made at launch); OP: an
+ * operand's (SNN_GR_OP_BYTES). */
+constexpr size_t OP = sizeof(snn_op);
+static_assert(OP == SNN_GR_OP_BYTES, "grid-resident kernel: fused.h counts the operands' bytes");
 // clang-format off
 constexpr size_t WS_PARTS[] = {
-    (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer][row][unit] */
-    (size_t)2 * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
-    (size_t)2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
-    (size_t)2 * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
-    (size_t)2 * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
+    OP * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer][row][unit] */
+    OP * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
+    OP * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
+    OP * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
+    OP * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
     /* the logits' partials [block][row][class] (TAGGED: 8-byte records), the dlogits [row][class], the
      * classes unpadded: every block reads them all, so that fewer bytes are fewer L2 requests */
     (size_t)((TAGGED ? 8 : 4) * BLOCKS + 4) * BATCH_PAD * CLASSES_PAD,
@@ -222,16 +226,15 @@ static_assert(!FITS || ws_at(10) <= SNN_FUSED_GR_WS_BYTES,
               "grid-resident kernel: fused.h counts the workspace");
 
 struct Workspace {
-    snn_twin *hact, *hactt, *dy, *xt, *wt;
+    snn_op *hact, *hactt, *dy, *xt, *wt;
     uint64_t *partial; /* the logits' partial sums: TAGGED records, or floats */
     float *dlog, *rowloss;
     int32_t *rowright;
     float *sums0;
     unsigned *arrivals;
     __device__ explicit Workspace(unsigned char *at)
-        : hact((snn_twin *)(at + ws_at(0))), hactt((snn_twin *)(at + ws_at(1))),
-          dy((snn_twin *)(at + ws_at(2))), xt((snn_twin *)(at + ws_at(3))), wt((snn_twin *)(at + ws_at(4))),
-          partial((uint64_t *)(at + ws_at(5))),
+        : hact((snn_op *)(at + ws_at(0))), hactt((snn_op *)(at + ws_at(1))), dy((snn_op *)(at + ws_at(2))),
+          xt((snn_op *)(at + ws_at(3))), wt((snn_op *)(at + ws_at(4))), partial((uint64_t *)(at + ws_at(5))),
           dlog((float *)(at + ws_at(5)) + (size_t)(TAGGED ? 2 : 1) * BLOCKS * BATCH_PAD * CLASSES_PAD),
           rowloss((float *)(at + ws_at(6))), rowright((int32_t *)(at + ws_at(7))),
           sums0((float *)(at + ws_at(8))), arrivals((unsigned *)(at + ws_at(9)))
@@ -239,17 +242,17 @@ struct Workspace {
     }
     /* hidden layer l's output of step parity p, [row][unit] and [unit][row] */
     static constexpr size_t LAYER = (size_t)BATCH_PAD * HIDDEN_PAD; /* one hidden layer's elements */
-    __device__ snn_twin *out(int p, int l) const { return hact + ((size_t)p * HIDDENS + l) * LAYER; }
-    __device__ snn_twin *out_t(int p, int l) const { return hactt + ((size_t)p * HIDDENS + l) * LAYER; }
-    __device__ snn_twin *grad(int l) const { return dy + (size_t)l * LAYER; } /* [row][unit] */
-    __device__ snn_twin *batch_t(int p) const
+    __device__ snn_op *out(int p, int l) const { return hact + ((size_t)p * HIDDENS + l) * LAYER; }
+    __device__ snn_op *out_t(int p, int l) const { return hactt + ((size_t)p * HIDDENS + l) * LAYER; }
+    __device__ snn_op *grad(int l) const { return dy + (size_t)l * LAYER; } /* [row][unit] */
+    __device__ snn_op *batch_t(int p) const
     {
         return xt + (size_t)p * INPUTS_PAD * BATCH_PAD;
     } /* [pixel][row] */
     /* block b's partial sums of layer 0 over its slice, [row][unit] */
     __device__ float *slice_sums(int b) const { return sums0 + (size_t)b * BATCH_PAD * UNITS; }
     /* hidden-to-hidden layer l's twin for steps of parity p, transposed: [input unit][output unit] */
-    __device__ snn_twin *twin_t(int p, int l) const
+    __device__ snn_op *twin_t(int p, int l) const
     {
         return wt + ((size_t)p * MIDS + l - 1) * HIDDEN_PAD * HIDDEN_PAD;
     }
@@ -267,8 +270,8 @@ struct Pixels : Mma16Pairs<Pixels> {
     __device__ Pixels(const uint8_t *const *image, int k0) : image(image), k0(k0) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        static_assert(GAP == 2, "grid-resident kernel: image rows are read four k a thread");
-        return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(image[i] + k0 + k));
+        static_assert(GAP == OP_ELEMS, "grid-resident kernel: image rows are read two words a thread");
+        return snn_pixels_op(image[i] + k0 + k);
     }
 };
 
@@ -279,8 +282,8 @@ struct Staged : Mma16Pairs<Staged> {
     __device__ explicit Staged(const uint8_t *p) : p(p) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        static_assert(GAP == 2, "grid-resident kernel: staged rows are read four k a thread");
-        return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(p + staged_at(i, k)));
+        static_assert(GAP == OP_ELEMS, "grid-resident kernel: staged rows are read two words a thread");
+        return snn_pixels_op(p + staged_at(i, k));
     }
 };
 
@@ -351,7 +354,7 @@ static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
     for (int l = 1; l + 1 < LAYERS; l++)
         for (int e = threadIdx.x; e < HIDDEN_PAD * UNITS; e += THREADS) {
             const int k = e / UNITS, n = e % UNITS;
-            const snn_twin h = snn_twin_bits(k < HIDDEN ? S.mid[l - 1].w[MidRows::row(n) + k] : 0.0f);
+            const snn_op h = snn_op_bits(k < HIDDEN ? S.mid[l - 1].w[MidRows::row(n) + k] : 0.0f);
             W.twin_t(0, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
             W.twin_t(1, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
         }
@@ -386,22 +389,22 @@ static __device__ __forceinline__ void hidden_out(Shared &S, const Workspace &W,
     v = resident_hidden_out(net, d, l, m, u0 + n, v);
     S.act[l][m][n] = v;
     if (l + 2 < LAYERS) {
-        const snn_twin h = snn_twin_bits(v);
+        const snn_op h = snn_op_bits(v);
         W.out(p, l)[m * HIDDEN_PAD + u0 + n] = h;
         W.out_t(p, l)[(u0 + n) * BATCH_PAD + m] = h;
     }
 }
 
 /* The gradient of hidden layer l's output at row m, the block's unit n, from dY . W (v)
- * (resident_hidden_grad): FP32 for the bias, 16-bit for the update and, where a layer below needs all of it
- * (l > 0), for every block. */
+ * (resident_hidden_grad): FP32 for the bias, an operand for the update and, where a layer below needs all of
+ * it (l > 0), for every block. */
 static __device__ __forceinline__ void hidden_grad(Shared &S, const Workspace &W, const snn_fused_net &net,
                                                    const SnnStepDraws &d, int l, int u0, int m, int n,
                                                    float v)
 {
     v = resident_hidden_grad(net, d, l, m, u0 + n, S.act[l][m][n], v);
     S.dg[m][n] = v;
-    const snn_twin h = snn_twin_bits(v);
+    const snn_op h = snn_op_bits(v);
     S.dgt[n][m] = h;
     if (l > 0)
         W.grad(l)[m * HIDDEN_PAD + u0 + n] = h;
@@ -423,7 +426,7 @@ static __device__ void logits_partial(const Shared &S, const Workspace &W, int c
         if (j < SNN_CLASSES)
 #pragma unroll
             for (int n = 0; n < UNITS; n++)
-                v += snn_twin_rounded(S.act[HIDDENS - 1][m][n]) * snn_twin_rounded(S.wl[j][n]);
+                v += snn_op_rounded(S.act[HIDDENS - 1][m][n]) * snn_op_rounded(S.wl[j][n]);
         if constexpr (TAGGED)
             tagged_store(part + m * CLASSES_PAD + j, v, tag);
         else
@@ -551,7 +554,7 @@ static __device__ void last_layer_update(Shared &S, int u0, const snn_rate &rate
 {
     mma16_gemm<THREADS, CLASSES_PAD, UNITS, BATCH_PAD>(
         Mma16FloatMat<1, DL_LD>{&S.dl[0][0]}, Mma16FloatMat<1, ACT_LD>{&S.act[HIDDENS - 1][0][0]}, S.scratch,
-        mma16_update(CLASSES_PAD * UNITS, rate, [&](int j, int n, float *&w, float *&m, snn_twin *&twin) {
+        mma16_update(CLASSES_PAD * UNITS, rate, [&](int j, int n, float *&w, float *&m, snn_op *&twin) {
             w = &S.wl[j][n], m = &S.wlm[0][j][n], twin = nullptr;
             return j < SNN_CLASSES && u0 + n < HIDDEN;
         }));
@@ -563,10 +566,10 @@ static __device__ void last_layer_update(Shared &S, int u0, const snn_rate &rate
 static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, int u0, const snn_rate &rate)
 {
     Mid &M = S.mid[l - 1];
-    snn_twin *twin = W.twin_t(p ^ 1, l);
+    snn_op *twin = W.twin_t(p ^ 1, l);
     mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD, true, 4, false, PAIRS>(
         Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
-        mma16_update(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_twin *&t) {
+        mma16_update(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_op *&t) {
             w = &M.w[MidRows::row(n) + k], m = &M.wm[0][MidRows::row(n) + k],
             t = &twin[(size_t)k * HIDDEN_PAD + u0 + n];
             return k < HIDDEN && u0 + n < HIDDEN;
@@ -597,7 +600,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
               tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
-    const int slice_kt = snn_imin(SLICE_K, INPUTS - k0) / 16;    /* its slice's k16 steps that are inputs */
+    const int slice_kt = snn_imin(SLICE_K, INPUTS - k0) / OP_KSTEP; /* its slice's k steps that are inputs */
     state_copy(S, net, c, q, true);
     for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
         S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
@@ -625,7 +628,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     if constexpr (!STAGED) { /* the batch's padding pixels, which the last slice's update reads and drops */
         constexpr int PAD = (INPUTS_PAD - INPUTS) * BATCH_PAD; /* a parity's elements */
         for (int e = b * THREADS + tid; e < 2 * PAD; e += GRID * THREADS)
-            W.batch_t(e >= PAD)[INPUTS * BATCH_PAD + e - (e >= PAD) * PAD] = snn_twin_bits(0.0f);
+            W.batch_t(e >= PAD)[INPUTS * BATCH_PAD + e - (e >= PAD) * PAD] = snn_op_bits(0.0f);
     }
     grid.sync(); /* every twin whole before the first input gradient reads it */
 
@@ -660,7 +663,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             net, p, [&](int r) { return S.image[r]; }, [&](int r) { return S.label[r]; });
 
         /* F0 (where the group splits it, each slice's partial sums; the group adds them after a barrier);
-         * read in place, the block's pixels of the batch transposed for layer 0's update; a k16 step at a
+         * read in place, the block's pixels of the batch transposed for layer 0's update; a k step at a
          * time: paired, F0 took 3.33 us where it took 2.94 on 784x4 b64, and 156 registers in the 256-thread
          * split build, one block an SM (docs/PERF.md v55) */
         const Mma16FloatRows<W0Rows> w0_rows{S.w0};
@@ -682,7 +685,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                     const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
 #pragma unroll
                     for (int i = 0; i < 4; i++)
-                        W.batch_t(p)[(k + i) * BATCH_PAD + m] = snn_twin_bits(snn_pixel_fma(four, i));
+                        W.batch_t(p)[(k + i) * BATCH_PAD + m] = snn_op_bits(snn_pixel_fma(four, i));
                 }
             }
         }

@@ -1,10 +1,11 @@
-/* The resident fused kernels' GEMM (kernels/cuda/fused/cluster.cu, grid_resident.cu): mma.sync m16n8k16
- * with FP32 accumulators over views of 16-bit operands (snn_twin bits) in shared memory or L2, its k split
- * across warps where the tiles leave warps idle. */
+/* The resident fused kernels' GEMM (kernels/cuda/fused/cluster.cu, grid_resident.cu): mma.sync with FP32
+ * accumulators over views of operands (snn_op bits, below) in shared memory or L2, its k split across warps
+ * where the tiles leave warps idle. */
 #ifndef SNN_FUSED_MMA16_CUH
 #define SNN_FUSED_MMA16_CUH
 
 #include <stdint.h>
+#include <string.h>
 
 #include <type_traits>
 
@@ -15,36 +16,115 @@
 #include "kernels/cuda/step_common.cuh"
 #include "snn_config.h"
 
-#if !defined(CONFIG_PRECISION_BF16) && !defined(CONFIG_PRECISION_FP16)
-#error "the resident fused kernels multiply BF16 or FP16 operands"
+#if !defined(CONFIG_PRECISION_BF16) && !defined(CONFIG_PRECISION_FP16) && !defined(CONFIG_PRECISION_TF32)
+#error "the resident fused kernels multiply BF16, FP16 or TF32 operands"
 #endif
 
-/* A row stride, in 16-bit elements, for a matrix read four k a thread (mma16_gemm): a half warp's four rows
- * of four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart. (Paired steps' 16-byte reads,
- * PAIRS, meet two-way conflicts on it.) */
+/* The operands' element: a 16-bit twin's bits (BF16, FP16), or in TF32 an FP32 word rounded to TF32 as the
+ * layered mma.sync kernels round their operands (cvt.rna). A fragment's 32-bit register holds OP_ELEMS of
+ * them, and a k step is 32 bytes of a row, OP_KSTEP elements: m16n8k16, or m16n8k8 in TF32. Both
+ * instructions place a register's words alike (arch/sm80/mma.cuh), so that the views below, in words, serve
+ * both; the bank layouts were chosen for 16-bit operands. */
+#ifdef CONFIG_PRECISION_TF32
+typedef uint32_t snn_op;
+#else
+typedef snn_twin snn_op;
+#endif
+constexpr int OP_ELEMS = 4 / (int)sizeof(snn_op), OP_KSTEP = 8 * OP_ELEMS;
+
+/* v rounded to the operands' precision, as bits */
+static __host__ __device__ __forceinline__ snn_op snn_op_bits(float v)
+{
+#if defined(CONFIG_PRECISION_TF32) && defined(__CUDA_ARCH__)
+    return sm80_cvt_tf32(v);
+#elif defined(CONFIG_PRECISION_TF32)
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return (u + 0x1000u) & 0xffffe000u; /* cvt.rna.tf32.f32's rounding of finite values */
+#else
+    return snn_twin_bits(v);
+#endif
+}
+/* the value such bits hold */
+static __device__ __forceinline__ float snn_op_value(snn_op h)
+{
+#ifdef CONFIG_PRECISION_TF32
+    return __uint_as_float(h);
+#else
+    return snn_twin_value(h);
+#endif
+}
+static __device__ __forceinline__ float snn_op_rounded(float v) { return snn_op_value(snn_op_bits(v)); }
+/* A fragment's register from floats e[0], e[s], ... (OP_ELEMS of them), rounded; the first low. */
+static __device__ __forceinline__ uint32_t snn_op_word(const float *e, int s)
+{
+#ifdef CONFIG_PRECISION_TF32
+    return sm80_cvt_tf32(e[0]);
+#else
+    return snn_twin_bits2(e[0], e[s]);
+#endif
+}
+/* The same from operand bits h[0], h[s], ... */
+static __device__ __forceinline__ uint32_t snn_op_word(const snn_op *h, int s)
+{
+    if constexpr (OP_ELEMS == 1)
+        return h[0];
+    else
+        return (uint32_t)h[0] | (uint32_t)h[s] << 16;
+}
+/* Pixel bytes p[0 .. 2 OP_ELEMS), normalised by one multiply-add (snn_pixel_fma) and rounded: two registers.
+ */
+static __device__ __forceinline__ uint2 snn_pixels_op(const uint8_t *p)
+{
+#ifdef CONFIG_PRECISION_TF32
+    const uint32_t two = *reinterpret_cast<const uint16_t *>(p);
+    return make_uint2(sm80_cvt_tf32(snn_pixel_fma(two, 0)), sm80_cvt_tf32(snn_pixel_fma(two, 1)));
+#else
+    return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(p));
+#endif
+}
+
+/* Whether every byte normalised by one multiply-add rounds to the operand snn_gather_pixel's value rounds
+ * to: true of both datasets' means and deviations, in the three precisions. */
+static inline bool snn_pixels_op_exact()
+{
+    for (int c = 0; c < 256; c++)
+        if (snn_op_bits(fmaf((float)c, SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET)) !=
+            snn_op_bits(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
+            return false;
+    return true;
+}
+
+/* A row stride, in elements, for a matrix read QUAD's two words a thread (mma16_gemm): a half warp's four
+ * rows of four 8-byte runs fall in distinct banks when rows lie 8 or 24 banks apart (32 bytes mod 64).
+ * (Paired steps' 16-byte reads, PAIRS, meet two-way conflicts on it.) */
 __host__ __device__ constexpr int mma16_ld(int n)
 {
-    return snn_round_up(n, 16) % 32 == 16 ? snn_round_up(n, 16) : snn_round_up(n, 16) + 16;
+    return snn_round_up(n, OP_KSTEP) % (2 * OP_KSTEP) == OP_KSTEP ? snn_round_up(n, OP_KSTEP)
+                                                                  : snn_round_up(n, OP_KSTEP) + OP_KSTEP;
 }
 
 static __device__ __forceinline__ void mma16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
-#ifdef CONFIG_PRECISION_BF16
+#if defined(CONFIG_PRECISION_BF16)
     sm80_mma_16x8x16_f32_bf16(d, a, b);
-#else
+#elif defined(CONFIG_PRECISION_FP16)
     sm80_mma_16x8x16_f32_f16(d, a, b);
+#else
+    sm80_mma_16x8x8_f32_tf32(d, a, b);
 #endif
 }
 
-/* Operand views. mma16_gemm asks an A operand for a16(m0, k), the m16 x k16 fragment at rows m0.., k0 = k,
- * and a B operand for b16(n0, k), the n8 x k16 one; QUAD: the fragments' k slots 2t, 2t + 1, 2t + 8, 2t + 9
- * take elements 4t .. 4t + 3 of each k16 step instead, the same in both operands (the same products, added by
- * the tensor core in another order). Views built on frag<GAP>(i, k), the pairs (i, k), (i, k + 1) and (i, k +
- * GAP), (i, k + GAP + 1) each with its first element low, as mma.sync reads a fragment's pair, get both from
- * Mma16Pairs. PAIRS (mma16_gemm): two k16 steps' fragments at once, a16x2(m0, k, s0, s1) and b16x2, thread
- * t's elements 8t .. 8t + 7 of the 32, the first four in step k's QUAD slots and the last four in step k +
- * 16's: one load of 8 contiguous k where QUAD loads 4 twice (views on frag8(i, k, lo, hi), the frag<2> of k
- * and of k + 4). */
+/* Operand views, in words of OP_ELEMS elements (a fragment's register). mma16_gemm asks an A operand for
+ * a16(m0, k), the m16 x k-step fragment at rows m0.., k0 = k, and a B operand for b16(n0, k), the n8 x k-step
+ * one; a step's words are 8 a row, thread t's at words t and t + 4 (16-bit: elements 2t, 2t + 1 and 2t + 8,
+ * 2t + 9); QUAD: words 2t and 2t + 1 instead (16-bit: elements 4t .. 4t + 3), the same in both operands (the
+ * same products, added by the tensor core in another order). Views built on frag<GAP>(i, k), the words at
+ * elements (i, k) and (i, k + GAP), each with its first element low, as mma.sync reads a fragment's register,
+ * get both from Mma16Pairs. PAIRS (mma16_gemm): two k steps' fragments at once, a16x2(m0, k, s0, s1) and
+ * b16x2, thread t's words 4t .. 4t + 3 of the 16, the first two in step k's QUAD slots and the last two in
+ * the next step's: one 16-byte load where QUAD makes two of 8 (views on frag8(i, k, lo, hi), the frag<QUAD's
+ * GAP> of k and of k + 2 words). */
 template <class View> struct Mma16Pairs {
     static constexpr bool KEEPS = false; /* an A view that keeps what it reads: mma16_gemm hands it back */
     __device__ __forceinline__ void a16x2(int m0, int k, uint4 &s0, uint4 &s1) const
@@ -52,21 +132,21 @@ template <class View> struct Mma16Pairs {
         const int lane = threadIdx.x % 32, g = lane / 4;
         const View &v = static_cast<const View &>(*this);
         uint2 lo0, hi0, lo1, hi1;
-        v.frag8(m0 + g, k + 8 * (lane % 4), lo0, hi0);
-        v.frag8(m0 + g + 8, k + 8 * (lane % 4), lo1, hi1);
+        v.frag8(m0 + g, k + 4 * OP_ELEMS * (lane % 4), lo0, hi0);
+        v.frag8(m0 + g + 8, k + 4 * OP_ELEMS * (lane % 4), lo1, hi1);
         s0 = make_uint4(lo0.x, lo1.x, lo0.y, lo1.y);
         s1 = make_uint4(hi0.x, hi1.x, hi0.y, hi1.y);
     }
     __device__ __forceinline__ void b16x2(int n0, int k, uint2 &s0, uint2 &s1) const
     {
         const int lane = threadIdx.x % 32;
-        static_cast<const View &>(*this).frag8(n0 + lane / 4, k + 8 * (lane % 4), s0, s1);
+        static_cast<const View &>(*this).frag8(n0 + lane / 4, k + 4 * OP_ELEMS * (lane % 4), s0, s1);
     }
     template <bool QUAD> __device__ __forceinline__ uint4 a16(int m0, int k) const
     {
         const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        constexpr int GAP = QUAD ? 2 : 8;
-        k += (QUAD ? 4 : 2) * t;
+        constexpr int GAP = (QUAD ? 1 : 4) * OP_ELEMS;
+        k += (QUAD ? 2 : 1) * OP_ELEMS * t;
         const View &v = static_cast<const View &>(*this);
         const uint2 a0 = v.template frag<GAP>(m0 + g, k), a1 = v.template frag<GAP>(m0 + g + 8, k);
         return make_uint4(a0.x, a1.x, a0.y, a1.y);
@@ -74,72 +154,86 @@ template <class View> struct Mma16Pairs {
     template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
     {
         const int lane = threadIdx.x % 32;
-        constexpr int GAP = QUAD ? 2 : 8;
-        return static_cast<const View &>(*this).template frag<GAP>(n0 + lane / 4,
-                                                                   k + (QUAD ? 4 : 2) * (lane % 4));
+        constexpr int GAP = (QUAD ? 1 : 4) * OP_ELEMS;
+        return static_cast<const View &>(*this).template frag<GAP>(
+            n0 + lane / 4, k + (QUAD ? 2 : 1) * OP_ELEMS * (lane % 4));
     }
 };
 
-/* A 16-bit matrix whose element (i, j) is p[i * SI + j * SJ]; from contiguous rows (SJ 1) with GAP 2, a pair
- * of pairs in one 8-byte load. */
+/* A matrix of operand bits whose element (i, j) is p[i * SI + j * SJ]; from contiguous rows (SJ 1) with
+ * QUAD's GAP, two words in one 8-byte load. */
 template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
-    static_assert(SJ != 1 || SI % 4 == 0, "mma16 GEMM: rows of whole 8-byte quads");
-    const snn_twin *p;
-    __device__ Mma16Mat(const snn_twin *p) : p(p) {}
+    static_assert(SJ != 1 || SI % (2 * OP_ELEMS) == 0, "mma16 GEMM: rows of whole 8-byte runs");
+    const snn_op *p;
+    __device__ Mma16Mat(const snn_op *p) : p(p) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        const snn_twin *e = p + i * SI + k * SJ;
-        if constexpr (SJ == 1 && GAP == 2)
+        const snn_op *e = p + i * SI + k * SJ;
+        if constexpr (SJ == 1 && GAP == OP_ELEMS)
             return *reinterpret_cast<const uint2 *>(e);
         else if constexpr (SJ == 1)
             return make_uint2(*reinterpret_cast<const uint32_t *>(e),
                               *reinterpret_cast<const uint32_t *>(e + GAP));
         else
-            return make_uint2((uint32_t)e[0] | (uint32_t)e[SJ] << 16,
-                              (uint32_t)e[GAP * SJ] | (uint32_t)e[(GAP + 1) * SJ] << 16);
+            return make_uint2(snn_op_word(e, SJ), snn_op_word(e + GAP * SJ, SJ));
     }
     __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
     {
-        static_assert(SJ == 1 && SI % 8 == 0, "mma16 GEMM: paired steps read rows of whole 16-byte runs");
+        static_assert(SJ == 1 && SI % (4 * OP_ELEMS) == 0,
+                      "mma16 GEMM: paired steps read rows of whole 16-byte runs");
         const uint4 r = *reinterpret_cast<const uint4 *>(p + i * SI + k);
         lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
     }
 };
 
-/* An FP32 matrix whose element (i, j) is p[i * SI + j * SJ], each pair rounded as a twin holds it as it is
- * read: a block's FP32 tiles (the dlogits, an activation, by row) as operands by column or by row. */
+/* An FP32 matrix whose element (i, j) is p[i * SI + j * SJ], rounded to an operand as it is read: a block's
+ * FP32 tiles (the dlogits, an activation, by row) as operands by column or by row. */
 template <int SI, int SJ> struct Mma16FloatMat : Mma16Pairs<Mma16FloatMat<SI, SJ>> {
     const float *p;
     __device__ Mma16FloatMat(const float *p) : p(p) {}
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
         const float *e = p + i * SI + k * SJ;
-        return make_uint2(snn_twin_bits2(e[0], e[SJ]), snn_twin_bits2(e[GAP * SJ], e[(GAP + 1) * SJ]));
+        return make_uint2(snn_op_word(e, SJ), snn_op_word(e + GAP * SJ, SJ));
     }
 };
 
-/* FP32 rows as a B operand, four k a thread (one 16-byte load), each pair rounded as a twin holds it: unit
- * n0 + n's k-th at p[Rows::at(n0, n) + k], n the unit within an n8 tile (Rows may keep n0's part linear,
- * what a loop can step). */
+/* FP32 rows as a B operand, QUAD's two words a thread (one 16-byte load, in TF32 one of 8), rounded as read:
+ * unit n0 + n's k-th at p[Rows::at(n0, n) + k], n the unit within an n8 tile (Rows may keep n0's part
+ * linear, what a loop can step). */
 template <class Rows> struct Mma16FloatRows {
     const float *p;
     template <bool QUAD> __device__ __forceinline__ uint2 b16(int n0, int k) const
     {
-        static_assert(QUAD, "mma16 GEMM: FP32 rows are read four k a thread");
+        static_assert(QUAD, "mma16 GEMM: FP32 rows are read two words a thread");
         const int lane = threadIdx.x % 32;
-        return rounded(*reinterpret_cast<const float4 *>(p + Rows::at(n0, lane / 4) + k + 4 * (lane % 4)));
+        return words(p + Rows::at(n0, lane / 4) + k + 2 * OP_ELEMS * (lane % 4));
     }
     __device__ __forceinline__ void b16x2(int n0, int k, uint2 &s0, uint2 &s1) const
     {
         const int lane = threadIdx.x % 32;
-        const float *e = p + Rows::at(n0, lane / 4) + k + 8 * (lane % 4);
-        const float4 v0 = *reinterpret_cast<const float4 *>(e), v1 = *reinterpret_cast<const float4 *>(e + 4);
-        s0 = rounded(v0), s1 = rounded(v1);
+        const float *e = p + Rows::at(n0, lane / 4) + k + 4 * OP_ELEMS * (lane % 4);
+        if constexpr (OP_ELEMS == 1) {
+            const float4 v = *reinterpret_cast<const float4 *>(e);
+            s0 = make_uint2(sm80_cvt_tf32(v.x), sm80_cvt_tf32(v.y));
+            s1 = make_uint2(sm80_cvt_tf32(v.z), sm80_cvt_tf32(v.w));
+        } else {
+            const float4 v0 = *reinterpret_cast<const float4 *>(e),
+                         v1 = *reinterpret_cast<const float4 *>(e + 4);
+            s0 = make_uint2(snn_twin_bits2(v0.x, v0.y), snn_twin_bits2(v0.z, v0.w));
+            s1 = make_uint2(snn_twin_bits2(v1.x, v1.y), snn_twin_bits2(v1.z, v1.w));
+        }
     }
-    /* four k of a row as two pairs rounded */
-    static __device__ __forceinline__ uint2 rounded(float4 v)
+    /* two words' elements from e on, rounded */
+    static __device__ __forceinline__ uint2 words(const float *e)
     {
-        return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
+        if constexpr (OP_ELEMS == 1) {
+            const float2 v = *reinterpret_cast<const float2 *>(e);
+            return make_uint2(sm80_cvt_tf32(v.x), sm80_cvt_tf32(v.y));
+        } else {
+            const float4 v = *reinterpret_cast<const float4 *>(e);
+            return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
+        }
     }
 };
 /* A block's FP32 rows of units, unit n's at row(n): LD floats apart, LD 8 mod 16, each eight units' rows in
@@ -201,7 +295,7 @@ template <class At> struct Mma16Update {
     template <int N>
     __device__ __forceinline__ void updates(const int (&m)[N], const int (&n)[N], const float (&g)[N]) const
     {
-        snn_param_updates(g, stride, rate, [&](int i, float *&w, float *&mom, snn_twin *&twin) {
+        snn_param_updates<N, snn_op>(g, stride, rate, [&](int i, float *&w, float *&mom, snn_op *&twin) {
             return at(m[i], n[i], w, mom, twin);
         });
     }
@@ -215,7 +309,7 @@ __device__ __forceinline__ Mma16Update<At> mma16_update(int stride, const snn_ra
 template <class Epi> constexpr bool mma16_is_update = false;
 template <class At> constexpr bool mma16_is_update<Mma16Update<At>> = true;
 
-/* The k slices of a GEMM of `tiles` 16x8 tiles and kt k16 steps on `warps` warps: where the tiles leave warps
+/* The k slices of a GEMM of `tiles` 16x8 tiles and kt k steps on `warps` warps: where the tiles leave warps
  * idle, as many as give each warp one. */
 __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
 {
@@ -227,16 +321,17 @@ __host__ __device__ constexpr int mma16_slices(int warps, int tiles, int kt)
  * split, after the block's barrier, by a thread that adds the slices in order. The block's threads all call
  * it. QUAD (the views above): each thread's four k contiguous; off where a strided operand's rows 4 apart
  * share banks, and for ldmatrix in the fragments' own k order (a view whose ldmatrix rows it chooses can hold
- * QUAD's k instead). PAIRS: two k16 steps' fragments at once (the views above), both operands. CUT: only the
- * first kt_end k16 steps are summed, a count known at run time (neither operand is read past it). */
+ * QUAD's k instead). PAIRS: two k steps' fragments at once (the views above), both operands. CUT: only the
+ * first kt_end k steps are summed, a count known at run time (neither operand is read past it). */
 template <int THREADS, int M, int N, int K, bool QUAD = true, int RUNS = 4, bool CUT = false,
           bool PAIRS = false, class A, class B, class Epi>
 static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float (*scratch)[16 * 8],
-                                                  const Epi &epi, int kt_end = K / 16)
+                                                  const Epi &epi, int kt_end = K / OP_KSTEP)
 {
     constexpr int WARPS = THREADS / 32;
-    static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "mma16 GEMM: whole m16n8k16 tiles");
-    constexpr int MB = M / 16, NB = N / 8, KT = K / 16, KS = mma16_slices(WARPS, MB * NB, KT),
+    static_assert(M % 16 == 0 && N % 8 == 0 && K % OP_KSTEP == 0,
+                  "mma16 GEMM: whole m16n8 tiles and k steps");
+    constexpr int MB = M / 16, NB = N / 8, KT = K / OP_KSTEP, KS = mma16_slices(WARPS, MB * NB, KT),
                   PER = (KT + KS - 1) / KS;
     constexpr int ITEMS = MB * NB * KS;
     /* two tiles a warp at once where every warp has two (then k is not split): their chains of mma and their
@@ -246,9 +341,9 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
      * keeps in program order, and two warps a scheduler cannot hide a load a step */
     constexpr int RUN = snn_imin(RUNS, PER);
     /* one n tile and k not split: every tile has the same B fragments, loaded once where they fit in a few
-     * registers (the updates' activations and output gradients); not where k ends at run time, which would
-     * index them by a run-time step */
-    constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 8 && !CUT;
+     * registers (the updates' activations and output gradients: up to 8 k steps, 4 in TF32, whose 8 spilled
+     * in 784-130x2-10 b64); not where k ends at run time, which would index them by a run-time step */
+    constexpr bool BONCE = NB == 1 && KS == 1 && KT <= 4 * OP_ELEMS && !CUT;
     static_assert(!PAIRS || (QUAD && !A::KEEPS), "mma16 GEMM: paired steps are QUAD's slots, not kept");
     /* B loaded once pairs its steps from 0, the last alone where KT is odd: so do the loops below where runs
      * are the whole of k or a power of two long (halving runs then stay even but for a last single) */
@@ -260,10 +355,10 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
         for (int kt = 0; kt < KT; kt += PAIRS ? 2 : 1) {
             if constexpr (PAIRS)
                 if (kt + 1 < KT) {
-                    b.b16x2(0, kt * 16, bonce[kt], bonce[kt + 1]);
+                    b.b16x2(0, kt * OP_KSTEP, bonce[kt], bonce[kt + 1]);
                     continue;
                 }
-            bonce[kt] = b.template b16<QUAD>(0, kt * 16);
+            bonce[kt] = b.template b16<QUAD>(0, kt * OP_KSTEP);
         }
     }
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -290,18 +385,18 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
                 for (int j = 0; j < P; j++) {
                     if constexpr (PAIRS)
                         if (u + 1 < STEPS) {
-                            a.a16x2(m0[j], (kt + u) * 16, af[j][u], af[j][u + 1]);
+                            a.a16x2(m0[j], (kt + u) * OP_KSTEP, af[j][u], af[j][u + 1]);
                             if constexpr (BONCE)
                                 bf[j][u] = bonce[kt + u], bf[j][u + 1] = bonce[kt + u + 1];
                             else
-                                b.b16x2(n0[j], (kt + u) * 16, bf[j][u], bf[j][u + 1]);
+                                b.b16x2(n0[j], (kt + u) * OP_KSTEP, bf[j][u], bf[j][u + 1]);
                             continue;
                         }
-                    af[j][u] = a.template a16<QUAD>(m0[j], (kt + u) * 16);
+                    af[j][u] = a.template a16<QUAD>(m0[j], (kt + u) * OP_KSTEP);
                     if constexpr (BONCE)
                         bf[j][u] = bonce[kt + u];
                     else
-                        bf[j][u] = b.template b16<QUAD>(n0[j], (kt + u) * 16);
+                        bf[j][u] = b.template b16<QUAD>(n0[j], (kt + u) * OP_KSTEP);
                 }
 #pragma unroll
             for (int u = 0; u < STEPS; u++)
@@ -318,7 +413,7 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
                 for (int u = 0; u < STEPS; u++)
 #pragma unroll
                     for (int j = 0; j < P; j++)
-                        a.keep(m0[j], (kt + u) * 16, af[j][u]);
+                        a.keep(m0[j], (kt + u) * OP_KSTEP, af[j][u]);
             }
         };
         /* whole runs, then the slice's last steps: no guard in a run, whose branches would keep each load's

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "kernels/cuda/fused/mma16.cuh"
 #include "kernels/cuda/step_common.cuh"
 #include "kernels/fused.h"
 
@@ -71,7 +72,7 @@ static __device__ void resident_trace_batch(const snn_fused_net &net, int p, con
 static inline bool resident_fits(char *why, int len, bool fits, int rows, int threads,
                                  const char *threads_symbol, int smem, int smem_max)
 {
-    static const bool exact = snn_pixels_fma_exact(); /* a property of the build: checked once */
+    static const bool exact = snn_pixels_op_exact(); /* a property of the build: checked once */
     if (fits && exact)
         return true;
     if (SNN_LAYERS < 2)
@@ -86,7 +87,7 @@ static inline bool resident_fits(char *why, int len, bool fits, int rows, int th
                  "a block's share of the model, %d KB of shared memory, exceeds the %d KB a block has",
                  (smem + 1023) / 1024, smem_max / 1024);
     else
-        snprintf(why, len, "the dataset's pixel normalisation is not one multiply-add to 16 bits");
+        snprintf(why, len, "the dataset's pixel normalisation is not one multiply-add to its operands' bits");
     return false;
 }
 
