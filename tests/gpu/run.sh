@@ -562,8 +562,8 @@ PY
 check_fused() {
     # make test: one variant per kernel and target (marked below: the others only in make test-full).
     # sm90 BF16/FP16 models that fit one cluster train on the cluster kernel (fused/cluster.cu), those whose
-    # share of 8 units a block fits one block on the grid-resident one (fused/grid_resident.cu, also sm80), the
-    # rest on the grid-wide one (fused/grid_wide.cu): every kind below, each checked as the others
+    # share of 8 units a block fits one block on the grid-resident one (fused/grid_resident.cu, also sm80 and
+    # TF32), the rest on the grid-wide one (fused/grid_wide.cu): every kind below, each checked as the others
     fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
     full && fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
     full && fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7
@@ -610,7 +610,13 @@ check_fused() {
     # copied and refreshed, padding units (100 = 12.5 blocks of 8), FP16 with dropout and translation
     fused_variant sm90-fp16-100x4-b20 90 FP16 4 100 20 sanitize \
         'CONFIG_TRAIN_DROPOUT="0.1"' CONFIG_TRAIN_AUGMENT_SHIFT=1
-    fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64
+    # TF32 on the grid-resident kernel (32-bit operands, m16n8k8; padding units: 130 = 16.25 blocks of 8), on
+    # its split, on sm80; and on the grid-wide kernel
+    fused_variant sm90-tf32-130x2-b64 90 TF32 2 130 64 sanitize
+    full && fused_variant sm90-tf32-100x1-b13-split3 90 TF32 1 100 13 sanitize \
+        CONFIG_FUSED_GRID_RESIDENT_SPLIT=3 'CONFIG_TRAIN_DROPOUT="0.2"'
+    full && fused_variant sm80-tf32-100x3-b13 80 TF32 3 100 13 - CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="1e-3"'
+    fused_variant sm90-tf32-130x2-b64-grid 90 TF32 2 130 64 - CONFIG_FUSED_GRID_RESIDENT=n
     fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
     fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32
     fused_variant sm75-fp16acc16-50x1-b5 75 FP16_ACC16 1 50 5
