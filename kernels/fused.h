@@ -36,13 +36,13 @@ extern "C" {
 #define SNN_FUSED_CLOCKS ((2 * SNN_LAYERS + 1) * (SNN_FUSED_MAX_BLOCKS + 1))
 
 /* The grid-resident step's workspace in L2 (kernels/cuda/fused/grid_resident.cu): the hidden layers' outputs
- * and output gradients as operands (16-bit, or TF32 in 32 bits: SNN_GR_OP_BYTES), by row and by unit; the
- * normalised batch by pixel; each hidden-to-hidden layer's twin transposed; the logits' partial sums, the
- * dlogits, each row's loss and hit; where blocks share units (SNN_GR_SPLIT), layer 0's partial sums by slice;
- * the grid barrier's count of arrivals. Two of most, taken by step parity. Empty where the kernel is not
- * built, where its first need, each block's FP32 weights and moments of 8 units of every layer (of layer 0,
- * its slice of the inputs), cannot fit in shared memory, or where the batch exceeds a block's threads: it
- * never runs there. */
+ * and output gradients as operands (16-bit, or TF32 and FP32 in 32 bits: SNN_GR_OP_BYTES), by row and by
+ * unit; the normalised batch by pixel; each hidden-to-hidden layer's twin transposed; the logits' partial
+ * sums, the dlogits, each row's loss and hit; where blocks share units (SNN_GR_SPLIT), layer 0's partial sums
+ * by slice; the grid barrier's count of arrivals. Two of most, taken by step parity. Empty where the kernel
+ * is not built, where its first need, each block's FP32 weights and moments of 8 units of every layer (of
+ * layer 0, its slice of the inputs), cannot fit in shared memory, or where the batch exceeds a block's
+ * threads: it never runs there. */
 /* The one hidden width the resident kernels split across blocks; where there is none (no hidden layer, or
  * layers of different widths: they never run there) a placeholder that keeps their extents whole. */
 #define SNN_RESIDENT_WIDTH (SNN_HIDDEN > 0 ? SNN_HIDDEN : 16)
@@ -60,8 +60,8 @@ extern "C" {
 #define SNN_GR_NH (SNN_LAYERS - 1)                        /* hidden layers */
 #define SNN_GR_MIDS (SNN_LAYERS > 2 ? SNN_LAYERS - 2 : 0) /* hidden-to-hidden layers */
 #define SNN_GR_R256(b) (((size_t)(b) + 255) / 256 * 256)
-#ifdef CONFIG_PRECISION_TF32
-#define SNN_GR_OP_BYTES 4 /* an operand in L2: TF32 in an FP32 word */
+#if defined(CONFIG_PRECISION_TF32) || defined(CONFIG_PRECISION_FP32)
+#define SNN_GR_OP_BYTES 4 /* an operand in L2: an FP32 word (in TF32 rounded) */
 #else
 #define SNN_GR_OP_BYTES 2 /* a 16-bit twin */
 #endif

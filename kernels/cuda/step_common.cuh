@@ -17,6 +17,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
+
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -289,16 +292,50 @@ template <bool LAST> struct SnnL2Hint {
     }
 };
 
+/* The resident fused kernels' operand (fused/mma16.cuh): a 16-bit twin's bits (BF16, FP16); in TF32 an FP32
+ * word rounded to TF32 as the layered mma.sync kernels round their operands (cvt.rna); in FP32 the word
+ * itself. */
+#if defined(CONFIG_PRECISION_TF32) || defined(CONFIG_PRECISION_FP32)
+typedef uint32_t snn_op;
+#else
+typedef snn_twin snn_op;
+#endif
+/* v rounded to the operands' precision, as bits */
+static __host__ __device__ __forceinline__ snn_op snn_op_bits(float v)
+{
+#if defined(CONFIG_PRECISION_TF32) && defined(__CUDA_ARCH__)
+    return sm80_cvt_tf32(v);
+#elif defined(CONFIG_PRECISION_TF32) || defined(CONFIG_PRECISION_FP32)
+    uint32_t u;
+    memcpy(&u, &v, 4);
+#ifdef CONFIG_PRECISION_TF32
+    u = (u + 0x1000u) & 0xffffe000u; /* cvt.rna.tf32.f32's rounding of finite values */
+#endif
+    return u;
+#else
+    return snn_twin_bits(v);
+#endif
+}
+/* the value such bits hold, and v rounded as they hold it */
+static __device__ __forceinline__ float snn_op_value(snn_op h)
+{
+#if defined(CONFIG_PRECISION_TF32) || defined(CONFIG_PRECISION_FP32)
+    return __uint_as_float(h);
+#else
+    return snn_twin_value(h);
+#endif
+}
+static __device__ __forceinline__ float snn_op_rounded(float v) { return snn_op_value(snn_op_bits(v)); }
+
 /* N distinct parameters with gradients g[i], each where at(i, w, m, twin) names it (false: padding, left
- * alone): *w and its moments at m[0], m[stride] updated, its twin (if any) rewritten: 16-bit bits, or where
- * Twin is 32 bits wide, TF32 in an FP32 word (the resident fused kernels' operands in TF32). Every
+ * alone): *w and its moments at m[0], m[stride] updated, its twin (if any) rewritten: a 16-bit twin, or a
+ * resident fused kernel's operand (Twin snn_op, where it is not the twin: TF32, FP32). Every
  * parameter's loads issue before any store, which separate updates do not allow the compiler (it cannot
  * prove their addresses distinct), so that the N chains of arithmetic overlap (docs/PERF.md v48). */
 template <int N, class Twin = snn_twin, class At>
 static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], int stride, const snn_rate &r,
                                                          At at)
 {
-    static_assert(sizeof(Twin) == 2 || sizeof(Twin) == 4, "snn_param_updates: 16-bit or TF32 twins");
     float *w[N], *m[N], v[N], s[N][2] = {};
     Twin *twin[N];
     bool on[N];
@@ -321,10 +358,10 @@ static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], in
             for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
                 m[i][k * stride] = s[i][k];
             if (twin[i]) {
-                if constexpr (sizeof(Twin) == 4)
-                    *twin[i] = sm80_cvt_tf32(v[i]);
-                else
+                if constexpr (std::is_same<Twin, snn_twin>::value)
                     *twin[i] = snn_twin_bits(v[i]);
+                else
+                    *twin[i] = snn_op_bits(v[i]);
             }
         }
 }

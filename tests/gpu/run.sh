@@ -562,8 +562,8 @@ PY
 check_fused() {
     # make test: one variant per kernel and target (marked below: the others only in make test-full).
     # sm90 BF16/FP16 models that fit one cluster train on the cluster kernel (fused/cluster.cu), those whose
-    # share of 8 units a block fits one block on the grid-resident one (fused/grid_resident.cu, also sm80 and
-    # TF32), the rest on the grid-wide one (fused/grid_wide.cu): every kind below, each checked as the others
+    # share of 8 units a block fits one block on the grid-resident one (fused/grid_resident.cu, also sm80, TF32
+    # and FP32), the rest on the grid-wide one (fused/grid_wide.cu): every kind below, each checked as the others
     fused_variant sm90-bf16-100x3-b33 90 BF16 3 100 33 sanitize
     full && fused_variant sm90-fp16-0-b1 90 FP16 0 256 1
     full && fused_variant sm90-bf16-10x8-b7 90 BF16 8 10 7
@@ -617,7 +617,12 @@ check_fused() {
         CONFIG_FUSED_GRID_RESIDENT_SPLIT=3 'CONFIG_TRAIN_DROPOUT="0.2"'
     full && fused_variant sm80-tf32-100x3-b13 80 TF32 3 100 13 - CONFIG_TRAIN_OPTIMIZER_ADAMW=y 'CONFIG_TRAIN_LR="1e-3"'
     fused_variant sm90-tf32-130x2-b64-grid 90 TF32 2 130 64 - CONFIG_FUSED_GRID_RESIDENT=n
+    # FP32 on the grid-resident kernel (its products on the CUDA cores, mma16), on its split; and on the
+    # grid-wide kernel
     fused_variant sm80-fp32-36x2-b17 80 FP32 2 36 17 sanitize
+    full && fused_variant sm90-fp32-256x1-b256-split4 90 FP32 1 256 256 sanitize CONFIG_FUSED_GRID_RESIDENT_SPLIT=4 \
+        CONFIG_TRAIN_OPTIMIZER_ADAMW=y
+    fused_variant sm80-fp32-36x2-b17-grid 80 FP32 2 36 17 - CONFIG_FUSED_GRID_RESIDENT=n
     fused_variant sm80-bf16-1024x3-b32 80 BF16 3 1024 32
     fused_variant sm75-fp16acc16-50x1-b5 75 FP16_ACC16 1 50 5
     full && fused_variant sm75-fp32-128x3-b32 75 FP32 3 128 32

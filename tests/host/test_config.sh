@@ -233,8 +233,8 @@ if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && [ "$(step_of "$d")"
     ! grep -q '^CONFIG_FUSED_CLUSTER=y' "$d/.config"; then
     echo "ok - a TF32 fused build has no resident fused step"
 else echo "not ok - a TF32 fused build: CONFIG_FUSED_CLUSTER set, or not fused"; fi
-# The grid-resident fused step (FUSED_GRID_RESIDENT): the wide boards' kernel; on sm80 too, in TF32 too, never
-# on sm75.
+# The grid-resident fused step (FUSED_GRID_RESIDENT): the wide boards' kernel; on sm80 too, in TF32 and FP32
+# too, never on sm75.
 d=$T/STEP-h100_784x4_b64
 if $M O="$d" h100_784x4_b64_defconfig >/dev/null 2>&1 && grep -qx 'CONFIG_FUSED_GRID_RESIDENT=y' "$d/.config"; then
     echo "ok - the h100_784x4_b64 board has the grid-resident fused step"
@@ -243,10 +243,12 @@ d=$(with gridres-sm80 'CONFIG_TARGET_SM80=y' 'CONFIG_STEP_FUSED=y')
 if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && grep -qx 'CONFIG_FUSED_GRID_RESIDENT=y' "$d/.config"; then
     echo "ok - an sm80 fused build has the grid-resident fused step"
 else echo "not ok - an sm80 fused build: CONFIG_FUSED_GRID_RESIDENT not set"; fi
-d=$(with gridres-tf32 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_PRECISION_TF32=y')
-if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && grep -qx 'CONFIG_FUSED_GRID_RESIDENT=y' "$d/.config"; then
-    echo "ok - a TF32 fused build has the grid-resident fused step"
-else echo "not ok - a TF32 fused build: CONFIG_FUSED_GRID_RESIDENT not set"; fi
+for p in TF32 FP32; do
+    d=$(with gridres-$p 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' "CONFIG_PRECISION_$p=y")
+    if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && grep -qx 'CONFIG_FUSED_GRID_RESIDENT=y' "$d/.config"; then
+        echo "ok - a $p fused build has the grid-resident fused step"
+    else echo "not ok - a $p fused build: CONFIG_FUSED_GRID_RESIDENT not set"; fi
+done
 refused "the grid-resident step on sm75 refused" 'CONFIG_FUSED_GRID_RESIDENT=y cannot be set (it depends on' \
     'CONFIG_TARGET_SM75=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_FUSED_GRID_RESIDENT=y'
 refused "the fused step without the static arena refused" 'CONFIG_STEP_FUSED=y cannot be set (it depends on' \

@@ -95,8 +95,13 @@ static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k
 static_assert(SPLIT == 1 || SNN_GR_MIDS == 0, "grid-resident kernel: the split is layer 0's (Kconfig)");
 static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in two n8 tiles");
 /* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
- * no better than 8). */
+ * no better than 8); in FP32, whose products shuffle operands between lanes (mma16), 2 (longer runs spilled
+ * and were slower: docs/PERF.md v57). */
+#ifdef CONFIG_PRECISION_FP32
+constexpr int L2_RUNS = 2;
+#else
 constexpr int L2_RUNS = 8;
+#endif
 /* Operands read from L2 two k steps at a time (mma16_gemm's PAIRS; not layer 0's forward, F0 below): one
  * 16-byte load of a row's eight k where a step at a time makes two of 8 bytes. Their warps waited on the
  * queue of load instructions more than on L2, which delivered 39 % of its bandwidth (docs/PERF.md v55). */
@@ -685,7 +690,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
                     const uint32_t four = *reinterpret_cast<const uint32_t *>(S.image[m] + k);
 #pragma unroll
                     for (int i = 0; i < 4; i++)
-                        W.batch_t(p)[(k + i) * BATCH_PAD + m] = snn_op_bits(snn_pixel_fma(four, i));
+                        W.batch_t(p)[(k + i) * BATCH_PAD + m] = snn_op_bits(snn_pixel_op(four, i));
                 }
             }
         }

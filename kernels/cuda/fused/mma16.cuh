@@ -1,11 +1,10 @@
 /* The resident fused kernels' GEMM (kernels/cuda/fused/cluster.cu, grid_resident.cu): mma.sync with FP32
- * accumulators over views of operands (snn_op bits, below) in shared memory or L2, its k split across warps
- * where the tiles leave warps idle. */
+ * accumulators (in FP32 the same fragments' products on the CUDA cores) over views of operands (snn_op bits)
+ * in shared memory or L2, its k split across warps where the tiles leave warps idle. */
 #ifndef SNN_FUSED_MMA16_CUH
 #define SNN_FUSED_MMA16_CUH
 
 #include <stdint.h>
-#include <string.h>
 
 #include <type_traits>
 
@@ -16,53 +15,24 @@
 #include "kernels/cuda/step_common.cuh"
 #include "snn_config.h"
 
-#if !defined(CONFIG_PRECISION_BF16) && !defined(CONFIG_PRECISION_FP16) && !defined(CONFIG_PRECISION_TF32)
-#error "the resident fused kernels multiply BF16, FP16 or TF32 operands"
+#if !defined(CONFIG_PRECISION_BF16) && !defined(CONFIG_PRECISION_FP16) && !defined(CONFIG_PRECISION_TF32) && \
+    !defined(CONFIG_PRECISION_FP32)
+#error "the resident fused kernels multiply BF16, FP16, TF32 or FP32 operands"
 #endif
 
-/* The operands' element: a 16-bit twin's bits (BF16, FP16), or in TF32 an FP32 word rounded to TF32 as the
- * layered mma.sync kernels round their operands (cvt.rna). A fragment's 32-bit register holds OP_ELEMS of
- * them, and a k step is 32 bytes of a row, OP_KSTEP elements: m16n8k16, or m16n8k8 in TF32. Both
- * instructions place a register's words alike (arch/sm80/mma.cuh), so that the views below, in words, serve
- * both; the bank layouts were chosen for 16-bit operands. */
-#ifdef CONFIG_PRECISION_TF32
-typedef uint32_t snn_op;
-#else
-typedef snn_twin snn_op;
-#endif
+/* The operands' element (snn_op, kernels/cuda/step_common.cuh): a fragment's 32-bit register holds OP_ELEMS
+ * of them, and a k step is 32 bytes of a row, OP_KSTEP elements: m16n8k16 on 16-bit operands, m16n8k8 on TF32
+ * (or FP32, mma16 below). Both instructions place a register's words alike (arch/sm80/mma.cuh), so that the
+ * views below, in words, serve both; the bank layouts were chosen for 16-bit operands. */
 constexpr int OP_ELEMS = 4 / (int)sizeof(snn_op), OP_KSTEP = 8 * OP_ELEMS;
 
-/* v rounded to the operands' precision, as bits */
-static __host__ __device__ __forceinline__ snn_op snn_op_bits(float v)
-{
-#if defined(CONFIG_PRECISION_TF32) && defined(__CUDA_ARCH__)
-    return sm80_cvt_tf32(v);
-#elif defined(CONFIG_PRECISION_TF32)
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return (u + 0x1000u) & 0xffffe000u; /* cvt.rna.tf32.f32's rounding of finite values */
-#else
-    return snn_twin_bits(v);
-#endif
-}
-/* the value such bits hold */
-static __device__ __forceinline__ float snn_op_value(snn_op h)
-{
-#ifdef CONFIG_PRECISION_TF32
-    return __uint_as_float(h);
-#else
-    return snn_twin_value(h);
-#endif
-}
-static __device__ __forceinline__ float snn_op_rounded(float v) { return snn_op_value(snn_op_bits(v)); }
 /* A fragment's register from floats e[0], e[s], ... (OP_ELEMS of them), rounded; the first low. */
 static __device__ __forceinline__ uint32_t snn_op_word(const float *e, int s)
 {
-#ifdef CONFIG_PRECISION_TF32
-    return sm80_cvt_tf32(e[0]);
-#else
-    return snn_twin_bits2(e[0], e[s]);
-#endif
+    if constexpr (OP_ELEMS == 1)
+        return snn_op_bits(e[0]);
+    else
+        return snn_twin_bits2(e[0], e[s]);
 }
 /* The same from operand bits h[0], h[s], ... */
 static __device__ __forceinline__ uint32_t snn_op_word(const snn_op *h, int s)
@@ -72,27 +42,41 @@ static __device__ __forceinline__ uint32_t snn_op_word(const snn_op *h, int s)
     else
         return (uint32_t)h[0] | (uint32_t)h[s] << 16;
 }
-/* Pixel bytes p[0 .. 2 OP_ELEMS), normalised by one multiply-add (snn_pixel_fma) and rounded: two registers.
- */
-static __device__ __forceinline__ uint2 snn_pixels_op(const uint8_t *p)
+/* Byte k of four normalised as the operands take it: by one multiply-add (snn_pixel_fma), which rounds to the
+ * 16-bit or TF32 operand of snn_gather_pixel's value (snn_pixels_op_exact); in FP32, which keeps every bit,
+ * by snn_gather_pixel's own divisions. */
+static __device__ __forceinline__ float snn_pixel_op(uint32_t four, int k)
 {
-#ifdef CONFIG_PRECISION_TF32
-    const uint32_t two = *reinterpret_cast<const uint16_t *>(p);
-    return make_uint2(sm80_cvt_tf32(snn_pixel_fma(two, 0)), sm80_cvt_tf32(snn_pixel_fma(two, 1)));
+#ifdef CONFIG_PRECISION_FP32
+    return snn_gather_pixel((uint8_t)(four >> 8 * k), SNN_PIXEL_MEAN, SNN_PIXEL_STD);
 #else
-    return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(p));
+    return snn_pixel_fma(four, k);
 #endif
 }
+/* Pixel bytes p[0 .. 2 OP_ELEMS), normalised and rounded: two registers. */
+static __device__ __forceinline__ uint2 snn_pixels_op(const uint8_t *p)
+{
+    if constexpr (OP_ELEMS == 1) {
+        const uint32_t two = *reinterpret_cast<const uint16_t *>(p);
+        return make_uint2(snn_op_bits(snn_pixel_op(two, 0)), snn_op_bits(snn_pixel_op(two, 1)));
+    } else {
+        return snn_pixels_twin4(*reinterpret_cast<const uint32_t *>(p));
+    }
+}
 
-/* Whether every byte normalised by one multiply-add rounds to the operand snn_gather_pixel's value rounds
- * to: true of both datasets' means and deviations, in the three precisions. */
+/* Whether snn_pixel_op's every byte is the operand snn_gather_pixel's value rounds to: true of both
+ * datasets' means and deviations, in every precision. */
 static inline bool snn_pixels_op_exact()
 {
+#ifdef CONFIG_PRECISION_FP32
+    return true; /* it divides as snn_gather_pixel does */
+#else
     for (int c = 0; c < 256; c++)
         if (snn_op_bits(fmaf((float)c, SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET)) !=
             snn_op_bits(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
             return false;
     return true;
+#endif
 }
 
 /* A row stride, in elements, for a matrix read QUAD's two words a thread (mma16_gemm): a half warp's four
@@ -104,14 +88,30 @@ __host__ __device__ constexpr int mma16_ld(int n)
                                                                   : snn_round_up(n, OP_KSTEP) + OP_KSTEP;
 }
 
+/* d += a b for one m16n8 tile and k step. FP32 takes the m16n8k8 fragments' products on the CUDA cores: each
+ * lane's four outputs, over the step's eight slots in slot order, their operands shuffled from the lanes that
+ * hold them (the sums' order is the slots', not the host's k order). */
 static __device__ __forceinline__ void mma16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
 #if defined(CONFIG_PRECISION_BF16)
     sm80_mma_16x8x16_f32_bf16(d, a, b);
 #elif defined(CONFIG_PRECISION_FP16)
     sm80_mma_16x8x16_f32_f16(d, a, b);
-#else
+#elif defined(CONFIG_PRECISION_TF32)
     sm80_mma_16x8x8_f32_tf32(d, a, b);
+#else
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int j = 0; j < 8; j++) { /* slot j: A's rows g, g + 8 at lane (g, j % 4), B's n at lane (n, j % 4) */
+        const float lo = __uint_as_float(__shfl_sync(~0u, a[j < 4 ? 0 : 2], 4 * g + j % 4)),
+                    hi = __uint_as_float(__shfl_sync(~0u, a[j < 4 ? 1 : 3], 4 * g + j % 4)),
+                    b0 = __uint_as_float(__shfl_sync(~0u, b[j < 4 ? 0 : 1], 8 * t + j % 4)),
+                    b1 = __uint_as_float(__shfl_sync(~0u, b[j < 4 ? 0 : 1], 8 * t + 4 + j % 4));
+        d[0] = fmaf(lo, b0, d[0]);
+        d[1] = fmaf(lo, b1, d[1]);
+        d[2] = fmaf(hi, b0, d[2]);
+        d[3] = fmaf(hi, b1, d[3]);
+    }
 #endif
 }
 
@@ -198,8 +198,8 @@ template <int SI, int SJ> struct Mma16FloatMat : Mma16Pairs<Mma16FloatMat<SI, SJ
     }
 };
 
-/* FP32 rows as a B operand, QUAD's two words a thread (one 16-byte load, in TF32 one of 8), rounded as read:
- * unit n0 + n's k-th at p[Rows::at(n0, n) + k], n the unit within an n8 tile (Rows may keep n0's part
+/* FP32 rows as a B operand, QUAD's two words a thread (one 16-byte load, in 32-bit one of 8), rounded as
+ * read: unit n0 + n's k-th at p[Rows::at(n0, n) + k], n the unit within an n8 tile (Rows may keep n0's part
  * linear, what a loop can step). */
 template <class Rows> struct Mma16FloatRows {
     const float *p;
@@ -215,8 +215,8 @@ template <class Rows> struct Mma16FloatRows {
         const float *e = p + Rows::at(n0, lane / 4) + k + 4 * OP_ELEMS * (lane % 4);
         if constexpr (OP_ELEMS == 1) {
             const float4 v = *reinterpret_cast<const float4 *>(e);
-            s0 = make_uint2(sm80_cvt_tf32(v.x), sm80_cvt_tf32(v.y));
-            s1 = make_uint2(sm80_cvt_tf32(v.z), sm80_cvt_tf32(v.w));
+            s0 = make_uint2(snn_op_bits(v.x), snn_op_bits(v.y));
+            s1 = make_uint2(snn_op_bits(v.z), snn_op_bits(v.w));
         } else {
             const float4 v0 = *reinterpret_cast<const float4 *>(e),
                          v1 = *reinterpret_cast<const float4 *>(e + 4);
@@ -229,7 +229,7 @@ template <class Rows> struct Mma16FloatRows {
     {
         if constexpr (OP_ELEMS == 1) {
             const float2 v = *reinterpret_cast<const float2 *>(e);
-            return make_uint2(sm80_cvt_tf32(v.x), sm80_cvt_tf32(v.y));
+            return make_uint2(snn_op_bits(v.x), snn_op_bits(v.y));
         } else {
             const float4 v = *reinterpret_cast<const float4 *>(e);
             return make_uint2(snn_twin_bits2(v.x, v.y), snn_twin_bits2(v.z, v.w));
