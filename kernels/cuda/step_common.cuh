@@ -300,6 +300,13 @@ typedef uint32_t snn_op;
 #else
 typedef snn_twin snn_op;
 #endif
+/* An FP32 word's bits rounded to TF32 (10 mantissa bits, to nearest, ties away), as cvt.rna.tf32.f32 rounds
+ * finite values: a value in FP32's layout, which PTX leaves cvt's result to the implementation (only mma
+ * reads that). */
+static __host__ __device__ __forceinline__ uint32_t snn_tf32_rounded_bits(uint32_t u)
+{
+    return (u + 0x1000u) & 0xffffe000u;
+}
 /* v rounded to the operands' precision, as bits */
 static __host__ __device__ __forceinline__ snn_op snn_op_bits(float v)
 {
@@ -309,23 +316,24 @@ static __host__ __device__ __forceinline__ snn_op snn_op_bits(float v)
     uint32_t u;
     memcpy(&u, &v, 4);
 #ifdef CONFIG_PRECISION_TF32
-    u = (u + 0x1000u) & 0xffffe000u; /* cvt.rna.tf32.f32's rounding of finite values */
+    u = snn_tf32_rounded_bits(u);
 #endif
     return u;
 #else
     return snn_twin_bits(v);
 #endif
 }
-/* the value such bits hold, and v rounded as they hold it */
-static __device__ __forceinline__ float snn_op_value(snn_op h)
+/* v rounded as an operand holds it, as a float */
+static __device__ __forceinline__ float snn_op_rounded(float v)
 {
-#if defined(CONFIG_PRECISION_TF32) || defined(CONFIG_PRECISION_FP32)
-    return __uint_as_float(h);
+#if defined(CONFIG_PRECISION_TF32)
+    return __uint_as_float(snn_tf32_rounded_bits(__float_as_uint(v)));
+#elif defined(CONFIG_PRECISION_FP32)
+    return v;
 #else
-    return snn_twin_value(h);
+    return snn_twin_rounded(v);
 #endif
 }
-static __device__ __forceinline__ float snn_op_rounded(float v) { return snn_op_value(snn_op_bits(v)); }
 
 /* N distinct parameters with gradients g[i], each where at(i, w, m, twin) names it (false: padding, left
  * alone): *w and its moments at m[0], m[stride] updated, its twin (if any) rewritten: a 16-bit twin, or a

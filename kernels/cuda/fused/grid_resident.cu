@@ -8,10 +8,10 @@
  * hidden layer, CONFIG_FUSED_GRID_RESIDENT_SPLIT), block c x SPLIT + q owns slice q of layer 0's inputs: its
  * columns of those rows, its pixels of the batch in F0 and B0; F0's partial sums cross through L2 and every
  * block of the group adds them, in slice order, after one more grid barrier, then does the rest of the step
- * for the units as one block would. What crosses blocks goes through L2 as operands, 16-bit or in TF32
- * 32-bit (snn_op, SNN_FUSED_GR_WS_BYTES): each hidden layer's output, by row and by unit; its output gradient
- * by row; unstaged, the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed, so that a
- * block reads the columns of its units as rows. A step, for L linear layers:
+ * for the units as one block would. What crosses blocks goes through L2 as operands, 16-bit or in TF32 and
+ * FP32 32-bit (snn_op, SNN_FUSED_GR_WS_BYTES): each hidden layer's output, by row and by unit; its output
+ * gradient by row; unstaged, the normalised batch by pixel; each hidden-to-hidden layer's twin, transposed,
+ * so that a block reads the columns of its units as rows. A step, for L linear layers:
  *
  *   F0          layer 0 for the block's units, the pixels normalised as read: from the block's slice of
  *               the batch, staged in shared memory by cp.async during the step before, where the GPU holds
@@ -41,8 +41,8 @@
  * rate and the copies in the softmax's barrier), so that it starts with them at hand. A hidden-to-hidden
  * layer's update writes the twin of the next step's parity: the input gradient through the layer, which the
  * other blocks compute while a block updates, reads this step's. The GEMMs are mma.sync m16n8k16 (TF32:
- * m16n8k8) with FP32 accumulators on operands rounded as the host reference rounds them; fixed splits and
- * orders of summation: deterministic. */
+ * m16n8k8; FP32: the same fragments' products on the CUDA cores) with FP32 accumulators on operands rounded
+ * as the host reference rounds them; fixed splits and orders of summation: deterministic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -200,7 +200,7 @@ constexpr bool GRID_FITS = GRID <= SNN_FUSED_MAX_BLOCKS; /* every block's clock 
 /* BATCH_PAD <= THREADS: a thread fetches each sample of the batch */
 constexpr bool FITS = SNN_FUSED_GR_WS_BYTES > 0 && SMEM_BYTES <= SNN_GR_SMEM_MAX &&
                       !(SNN_AUGMENT_SHIFT > 0) && BATCH_PAD <= THREADS && GRID_FITS;
-/* the staged kernel's B0 reads byte pairs as 16-bit operands (StagedColumns): not in TF32 */
+/* the staged kernel's B0 reads byte pairs as 16-bit operands (StagedColumns): not with 32-bit ones */
 constexpr bool STAGEABLE = FITS && STAGED_SMEM_BYTES <= SNN_GR_SMEM_MAX && OP_ELEMS == 2;
 
 /* The workspace's tensors (SNN_FUSED_GR_WS_BYTES), each 256-byte aligned, in the order fused.h counts them:
@@ -605,7 +605,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
               tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
-    const int slice_kt = snn_imin(SLICE_K, INPUTS - k0) / OP_KSTEP; /* its slice's k steps that are inputs */
+    /* its slice's inputs: k steps, and 16-byte pieces of the images (staged) */
+    const int slice_kt = snn_imin(SLICE_K, INPUTS - k0) / OP_KSTEP,
+              slice_pieces = snn_imin(SLICE_K, INPUTS - k0) / 16;
     state_copy(S, net, c, q, true);
     for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
         S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
@@ -625,7 +627,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     /* staged, the buffer of step parity p's slice */
     auto buffer = [&S](int p) { return reinterpret_cast<uint8_t *>(&S) + sizeof(Shared) + p * STAGE_BYTES; };
     if constexpr (STAGED)
-        stage(buffer(first & 1), S, net.train_images, k0, slice_kt);
+        stage(buffer(first & 1), S, net.train_images, k0, slice_pieces);
     write_twins(S, W, u0);
     /* the logits' records cleared, so that nothing the workspace held before passes for a current one */
     for (int e = b * THREADS + tid; TAGGED && e < BLOCKS * BATCH_PAD * CLASSES_PAD; e += GRID * THREADS)
@@ -742,7 +744,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             if (tid == THREADS - 32)
                 S.rate = snn_clock_rate_in(net.clock, epoch, s + 1);
             if constexpr (STAGED)
-                stage(buffer(p ^ 1), S, net.train_images, k0, slice_kt);
+                stage(buffer(p ^ 1), S, net.train_images, k0, slice_pieces);
         }
         barrier.wait();
         fused_stamp(net, s, LAYERS - 1, true);
