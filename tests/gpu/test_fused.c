@@ -57,11 +57,11 @@ static struct state take_state(const snn_model *m)
     return s;
 }
 
-/* One fused step from order step 0, each op checked on the GPU's inputs. */
-/* An op's tolerance: the precision's, but in FP32 where the grid-resident kernel trains, which adds the
- * products of a tile in its fragments' slot order rather than the host's k order
- * (kernels/cuda/fused/mma16.cuh): the tolerance for the same products summed in another order. */
-static double op_tolerance(void)
+/* An update's tolerance: the precision's op tolerance, but in FP32 where the grid-resident kernel trains,
+ * which adds a tile's products in its fragments' slot order rather than the host's k order
+ * (kernels/cuda/fused/mma16.cuh): the tolerance for the same products summed in another order, which AdamW
+ * needs where it turns gradients near 0 into whole steps (tests/gpu/tolerance.h). */
+static double update_tolerance(void)
 {
 #ifndef CONFIG_GEMM_TENSOR_CORES
     if (strcmp(cuda_fused_kernel_name(), "grid-resident") == 0)
@@ -70,9 +70,10 @@ static double op_tolerance(void)
     return SNN_TOL_STEP_OP;
 }
 
+/* One fused step from order step 0, each op checked on the GPU's inputs. */
 static void op_by_op(snn_model *gpu, const snn_model *host)
 {
-    const double tol = op_tolerance();
+    const double tol = SNN_TOL_STEP_OP, tol_update = update_tolerance();
     const int B = SNN_BATCH;
     const snn_fused_net *n = &gpu->fused;
     struct state old = take_state(gpu);
@@ -139,14 +140,14 @@ static void op_by_op(snn_model *gpu, const snn_model *host)
         for (int k = 0; k < SNN_OPTIM_MOMENTS; k++) {
             snprintf(what, sizeof what, "layer %d weight gradient %dx%dx%d + update: optimizer state %d", l,
                      L->out, L->in, B, k);
-            check(what, L->sw.m[k], hsw.m[k], nw, tol);
+            check(what, L->sw.m[k], hsw.m[k], nw, tol_update);
             snprintf(what, sizeof what, "layer %d bias gradient + update: the bias's optimizer state %d", l, k);
-            check(what, L->sb.m[k], hsb.m[k], L->out, tol);
+            check(what, L->sb.m[k], hsb.m[k], L->out, tol_update);
         }
         snprintf(what, sizeof what, "layer %d weight gradient + update: weights", l);
-        check(what, L->w, hw, nw, tol);
+        check(what, L->w, hw, nw, tol_update);
         snprintf(what, sizeof what, "layer %d bias gradient + update: bias", l);
-        check(what, L->b, hb, L->out, tol);
+        check(what, L->b, hb, L->out, tol_update);
     }
     for (int l = 0; l <= SNN_LAYERS; l++)
         free(x[l]);

@@ -24,9 +24,9 @@
  *   TF32 on wgmma (CONFIG_GEMM_WGMMA) truncates the operands it reads
  *         where the reference rounds them (kernels/cuda/gemm.cu), and which GEMMs
  *         wgmma takes is the kernel's choice: its GEMM tolerance (9.2e-4).
- * SNN_TOL_STEP_OP_REORDERED, the same in FP32 where the sums are not in k
- * order (the grid-resident fused kernel: tests/gpu/test_fused.c): the
- * tensor cores' 1e-4. AdamW's first step turns a gradient near 0 into an
+ * SNN_TOL_STEP_OP_REORDERED, a weight update's in FP32 where the sums are
+ * not in k order (the grid-resident fused kernel: tests/gpu/test_fused.c):
+ * the tensor cores' 1e-4. AdamW's first step turns a gradient near 0 into an
  * update near lr whichever its sign: FP32's 1e-5 failed on one layer (a
  * sum over 256 rows: 1.07e-5).
  * SNN_TOL_STEP, the logits and loss of a step run free against the FP32

@@ -231,7 +231,7 @@ else echo "not ok - the h100_128x1_b64 board: CONFIG_FUSED_CLUSTER not set"; fi
 d=$(with cluster-tf32 'CONFIG_TARGET_SM90=y' 'CONFIG_STEP_FUSED=y' 'CONFIG_PRECISION_TF32=y')
 if $M O="$d" defconfig DEFCONFIG="$d/def" >/dev/null 2>&1 && [ "$(step_of "$d")" = FUSED ] &&
     ! grep -q '^CONFIG_FUSED_CLUSTER=y' "$d/.config"; then
-    echo "ok - a TF32 fused build has no resident fused step"
+    echo "ok - a TF32 fused build has no cluster kernel"
 else echo "not ok - a TF32 fused build: CONFIG_FUSED_CLUSTER set, or not fused"; fi
 # The grid-resident fused step (FUSED_GRID_RESIDENT): the wide boards' kernel; on sm80 too, in TF32 and FP32
 # too, never on sm75.
