@@ -44,11 +44,14 @@ static __device__ __forceinline__ uint32_t snn_op_word(const snn_op *h, int s)
 }
 /* Byte k of four normalised as the operands take it: by one multiply-add (snn_pixel_fma), which rounds to the
  * 16-bit or TF32 operand of snn_gather_pixel's value (snn_pixels_op_exact); in FP32, which keeps every bit,
- * by snn_gather_pixel's own divisions. */
+ * by snn_gather_pixel's own divisions, but for a zero byte (most of MNIST's), whose division by 255 would
+ * take the IEEE division's slow path: its value, folded at compile time. */
 static __device__ __forceinline__ float snn_pixel_op(uint32_t four, int k)
 {
 #ifdef CONFIG_PRECISION_FP32
-    return snn_gather_pixel((uint8_t)(four >> 8 * k), SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    const uint8_t c = (uint8_t)(four >> 8 * k);
+    const float v = snn_gather_pixel(c ? c : 1, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    return c ? v : snn_gather_pixel(0, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
 #else
     return snn_pixel_fma(four, k);
 #endif
