@@ -605,9 +605,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     const int b = blockIdx.x, c = b / SPLIT, q = b % SPLIT, u0 = c * UNITS, k0 = q * SLICE_K,
               tid = threadIdx.x;
     const int owned = snn_imax(0, snn_imin(UNITS, HIDDEN - u0)); /* the block's units that are not padding */
-    /* its slice's inputs: k steps, and 16-byte pieces of the images (staged) */
-    const int slice_kt = snn_imin(SLICE_K, INPUTS - k0) / OP_KSTEP,
-              slice_pieces = snn_imin(SLICE_K, INPUTS - k0) / 16;
+    /* its slice's inputs, as k steps and as 16-byte pieces of the images (staged) */
+    const int slice_inputs = snn_imin(SLICE_K, INPUTS - k0), slice_kt = slice_inputs / OP_KSTEP,
+              slice_pieces = slice_inputs / 16;
     state_copy(S, net, c, q, true);
     for (int e = tid; e < (CLASSES_PAD - SNN_CLASSES) * UNITS; e += THREADS) /* k padding of the gradient's */
         S.wl[SNN_CLASSES + e / UNITS][e % UNITS] = 0.0f;
