@@ -132,6 +132,22 @@ static __device__ __forceinline__ float snn_pixel_fma(uint32_t four, int k)
 {
     return fmaf(snn_byte_value(four, k), SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET);
 }
+/* RN(a / b) without a division, rb = RN(1 / b): the product corrected once by its remainder. Not every
+ * quotient's rounding, but the same bits as snn_gather_pixel's two IEEE divisions for every byte of both
+ * datasets (snn_pixel_divided, checked by snn_pixels_op_exact), and no division's slow path, which zero
+ * takes. */
+static __host__ __device__ __forceinline__ float snn_div_by(float a, float b, float rb)
+{
+    const float q = a * rb;
+    return fmaf(fmaf(-q, b, a), rb, q);
+}
+constexpr float SNN_PIXEL_RCP_255 = 1.0f / 255.0f, SNN_PIXEL_RCP_STD = 1.0f / SNN_PIXEL_STD;
+/* Byte value c normalised in FP32: snn_gather_pixel's value, by snn_div_by. */
+static __host__ __device__ __forceinline__ float snn_pixel_divided(float c)
+{
+    return snn_div_by(snn_div_by(c, 255.0f, SNN_PIXEL_RCP_255) - SNN_PIXEL_MEAN, SNN_PIXEL_STD,
+                      SNN_PIXEL_RCP_STD);
+}
 /* Four pixel bytes normalised and rounded: two mma.sync operand registers, the first pair low. */
 static __device__ __forceinline__ uint2 snn_pixels_twin4(uint32_t four)
 {

@@ -42,16 +42,13 @@ static __device__ __forceinline__ uint32_t snn_op_word(const snn_op *h, int s)
     else
         return (uint32_t)h[0] | (uint32_t)h[s] << 16;
 }
-/* Byte k of four normalised as the operands take it: by one multiply-add (snn_pixel_fma), which rounds to the
- * 16-bit or TF32 operand of snn_gather_pixel's value (snn_pixels_op_exact); in FP32, which keeps every bit,
- * by snn_gather_pixel's own divisions, but for a zero byte (most of MNIST's), whose division by 255 would
- * take the IEEE division's slow path: its value, folded at compile time. */
+/* Byte k of four normalised as the operands take it (snn_pixels_op_exact): by one multiply-add
+ * (snn_pixel_fma), which rounds to the 16-bit or TF32 operand of snn_gather_pixel's value; in FP32, which
+ * keeps every bit, by its divisions' products and corrections (snn_pixel_divided). */
 static __device__ __forceinline__ float snn_pixel_op(uint32_t four, int k)
 {
 #ifdef CONFIG_PRECISION_FP32
-    const uint8_t c = (uint8_t)(four >> 8 * k);
-    const float v = snn_gather_pixel(c ? c : 1, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
-    return c ? v : snn_gather_pixel(0, SNN_PIXEL_MEAN, SNN_PIXEL_STD);
+    return snn_pixel_divided(snn_byte_value(four, k));
 #else
     return snn_pixel_fma(four, k);
 #endif
@@ -71,15 +68,16 @@ static __device__ __forceinline__ uint2 snn_pixels_op(const uint8_t *p)
  * datasets' means and deviations, in every precision. */
 static inline bool snn_pixels_op_exact()
 {
+    for (int c = 0; c < 256; c++) {
 #ifdef CONFIG_PRECISION_FP32
-    return true; /* it divides as snn_gather_pixel does */
+        const float op = snn_pixel_divided((float)c);
 #else
-    for (int c = 0; c < 256; c++)
-        if (snn_op_bits(fmaf((float)c, SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET)) !=
-            snn_op_bits(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
-            return false;
-    return true;
+        const float op = fmaf((float)c, SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET);
 #endif
+        if (snn_op_bits(op) != snn_op_bits(snn_gather_pixel((uint8_t)c, SNN_PIXEL_MEAN, SNN_PIXEL_STD)))
+            return false;
+    }
+    return true;
 }
 
 /* A row stride, in elements, for a matrix read QUAD's two words a thread (mma16_gemm): a half warp's four

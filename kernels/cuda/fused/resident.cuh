@@ -68,7 +68,7 @@ static __device__ void resident_trace_batch(const snn_fused_net &net, int p, con
 /* Whether a resident kernel whose compile-time checks came to `fits` runs this build's model, and where not,
  * why: a thread fetches each of the batch's `rows` samples, so they are at most its `threads` (the Kconfig
  * symbol `threads_symbol`); a block's share of the model takes `smem` bytes of at most `smem_max`; F0 reads
- * the pixels by one multiply-add. */
+ * the pixels without a division (snn_pixel_op), to the operand bits of the dataset's normalisation. */
 static inline bool resident_fits(char *why, int len, bool fits, int rows, int threads,
                                  const char *threads_symbol, int smem, int smem_max)
 {
@@ -87,7 +87,8 @@ static inline bool resident_fits(char *why, int len, bool fits, int rows, int th
                  "a block's share of the model, %d KB of shared memory, exceeds the %d KB a block has",
                  (smem + 1023) / 1024, smem_max / 1024);
     else
-        snprintf(why, len, "the dataset's pixel normalisation is not one multiply-add to its operands' bits");
+        snprintf(why, len,
+                 "F0's arithmetic does not give the operand bits of the dataset's normalised pixels");
     return false;
 }
 
