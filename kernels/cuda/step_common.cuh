@@ -132,10 +132,10 @@ static __device__ __forceinline__ float snn_pixel_fma(uint32_t four, int k)
 {
     return fmaf(snn_byte_value(four, k), SNN_PIXEL_FMA_SCALE, SNN_PIXEL_FMA_OFFSET);
 }
-/* RN(a / b) without a division, rb = RN(1 / b): the product corrected once by its remainder. Not every
- * quotient's rounding, but the same bits as snn_gather_pixel's two IEEE divisions for every byte of both
- * datasets (snn_pixel_divided, checked by snn_pixels_op_exact), and no division's slow path, which zero
- * takes. */
+/* a / b without a division, rb = RN(1 / b): the product corrected once by its remainder. Not correctly
+ * rounded for every a and b, but the same bits as snn_gather_pixel's two IEEE divisions for every byte of
+ * both datasets (snn_pixel_divided, checked by snn_pixels_op_exact), with no slow path, which a division of
+ * zero takes. */
 static __host__ __device__ __forceinline__ float snn_div_by(float a, float b, float rb)
 {
     const float q = a * rb;
