@@ -102,6 +102,11 @@ static const shape shapes[] = {
     {"1024x3 forward (batch 32)", 32, 1024, 1024, false},
     {"8192x3 forward (batch 32)", 32, 8192, 8192, false},
     {"8192x3 weight grad", 8192, 8192, 32, true},
+    {"99 % board layer 0 (batch 512)", 512, 1024, 784, false},
+    {"99 % board forward (batch 512)", 512, 1024, 1024, false},
+    {"99 % board weight grad", 1024, 1024, 512, true},
+    {"2048x3 forward (batch 256)", 256, 2048, 2048, false},
+    {"2048x3 weight grad", 2048, 2048, 256, true},
     {"4096 cubed", 4096, 4096, 4096, false},
     {"8192 cubed", 8192, 8192, 8192, false},
 };
