@@ -228,5 +228,8 @@ int main(void)
     check_layouts<GemmWgmmaTile<256, 128, 2, 4>>(); /* two m64 slices per consumer */
     check_layouts<GemmWgmmaTile<128, 128, 2, 4, true>>(); /* ping-pong: the whole tile per consumer */
     check_layouts<GemmWgmmaTile<64, 256, 2, 3, true>>();
+    /* k tiles into two and three accumulator sets in turn */
+    check_layouts<GemmWgmmaTile<64, 64, 1, gemm_wgmma_stages_fit(64, 64), false, 2>>();
+    check_layouts<GemmWgmmaTile<64, 128, 1, gemm_wgmma_stages_fit(64, 128), false, 3>>();
     return n_failed != 0;
 }

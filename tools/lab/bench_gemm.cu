@@ -22,7 +22,8 @@
  * than any config's), so the small shapes split as in the engine. With
  * CONFIG_GEMM_WGMMA the Hopper kernel is also timed, on the same 16-bit
  * (TF32: FP32) operands as cuBLAS, at several block tiles (the config's
- * first); in TF32 the engine's forward itself runs on it where it can.
+ * first) and accumulator sets (a); in TF32 the engine's forward itself
+ * runs on it where it can.
  * Tensor-core builds first measure the mma.sync ceiling of the GEMM's
  * instruction on this GPU (a kernel of register operands only, which no
  * GEMM on mma.sync can beat) and give each staticnn row's fraction of it:
@@ -324,9 +325,9 @@ static void bench_wgmma(const shape &s, const void *a_in, const void *b_in, floa
         run();
         CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
         const double d = rel_l2(download(c, nc), theirs), t = time_ms(run);
-        printf("| wgmma %dx%dx%d c%d s%d, %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | | | | |\n", Tile::BM, Tile::BN,
-               GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, how, s.m, s.n, s.k, flop / t / 1e9, flop / t_ref / 1e9,
-               t_ref / t, d);
+        printf("| wgmma %dx%dx%d c%d s%d a%d, %s | %dx%dx%d | %.1f | %.1f | %.2f | %.1e | | | | | |\n",
+               Tile::BM, Tile::BN, GEMM_WG_BK, Tile::CONSUMERS, Tile::STAGES, Tile::CHAINS, how, s.m, s.n,
+               s.k, flop / t / 1e9, flop / t_ref / 1e9, t_ref / t, d);
     }
     /* the input-gradient role's layout: B read as [K][N] (MN-major; not in TF32); the same bytes, so timed only */
     if constexpr (!GEMM_WG_K_MAJOR_ONLY)
@@ -506,7 +507,8 @@ int main(int argc, char **argv)
 #ifdef CONFIG_GEMM_WGMMA
         if (!s.wgrad) /* the wgmma rows time the forward's layouts */
             bench_wgmma_tiles<GemmWgmmaConfigTile, GemmWgmmaSmallTile, GemmWgmmaTile<256, 128, 2, 4>,
-                              GemmWgmmaTile<64, 128, 1, 8>>(s, a_in, b_in, c_ours, theirs, t_ref);
+                              GemmWgmmaTile<64, 128, 1, 8>, GemmWgmmaTile<64, 64, 1, 8>,
+                              GemmWgmmaTile<64, 128, 1, 8, false, 2>>(s, a_in, b_in, c_ours, theirs, t_ref);
 #endif
         fflush(stdout);
         for (void *p : {(void *)a, (void *)b, (void *)c_ours, (void *)c_ref, a_in, b_in, c_in})

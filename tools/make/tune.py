@@ -110,6 +110,7 @@ KNOBS = {
     "GEMM_WGMMA_PINGPONG": [{"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)}
                             for m, n in [(128, 128), (64, 256)]],
     "GEMM_WGMMA_SMALL_BLOCK_N": ["64", "128"],
+    "GEMM_WGMMA_SMALL_CHAINS": ["1", "2", "4"],
     "GEMM_WGMMA_STAGES": ["3", "4", "5", "6"],
     "GEMM_WGMMA_MIN_K": ["1", "64", "128", "512"],
     "GEMM_WGMMA_MIN_MFLOP": ["0", "4", "16", "64"],

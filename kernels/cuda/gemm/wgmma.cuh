@@ -5,7 +5,9 @@
  * registers (setmaxnreg.dec); one thread walks k in 128-byte rows (GEMM_WG_BK deep): it waits for a free ring
  * stage (`empty`), announces the stage's bytes on `full` and issues the TMA loads. Each consumer warpgroup
  * takes the registers (setmaxnreg.inc) and BM / CONSUMERS rows: per stage it waits on `full`, issues the
- * stage's wgmmas, and once the previous stage's have finished (wait_group 1) hands that one back. With
+ * stage's wgmmas, and once the previous stage's have finished (wait_group 1) hands that one back; the small
+ * tile's consumer adds its k tiles into Tile::CHAINS sets of accumulators in turn, so that one stage's wgmmas
+ * need not wait for the last stage's results, and sums the sets at the end. With
  * Tile::PINGPONG the two consumers take alternate tiles whole instead, and take turns at the k loop (the
  * `turn` barriers): one's epilogue (the update's memory traffic, in the weight gradient) runs while the
  * other's wgmmas do. An MN-major
@@ -153,45 +155,62 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
                                                           const Epi &epi, uint64_t *loop_done)
 {
     typedef GemmWgmmaInputs<Tile, Epi> In;
+    constexpr int CHAINS = Tile::CHAINS;
     const int lane = threadIdx.x % 32;
-    float acc[Tile::MTILES][Tile::ACC];
+    float acc[CHAINS][Tile::MTILES][Tile::ACC]; /* k tile kt adds into chain kt % CHAINS */
 #pragma unroll
-    for (int i = 0; i < Tile::MTILES; ++i)
+    for (int h = 0; h < CHAINS; ++h)
 #pragma unroll
-        for (int e = 0; e < Tile::ACC; ++e)
-            acc[i][e] = 0.0f;
+        for (int i = 0; i < Tile::MTILES; ++i)
+#pragma unroll
+            for (int e = 0; e < Tile::ACC; ++e)
+                acc[h][i][e] = 0.0f;
     const bool copied = In::D > 0 && m0 + Tile::BM <= M && n0 + Tile::BN <= N && epi.template vec_aligned<4>();
     if (copied)
         for (int b = 0; b < In::D; ++b)
             In::copy(epi, inputs, b, c, m0, n0);
 
-    for (int kt = 0; kt < ktiles; ++kt, ++it) {
-        const int s = it % Tile::STAGES;
-        sm90_mbarrier_wait(&full[s], (it / Tile::STAGES) & 1);
-        const unsigned char *a = tiles + s * Tile::STAGE_BYTES + c * Tile::MTILES * GEMM_WG_BLOCK64_BYTES;
-        const unsigned char *b = tiles + s * Tile::STAGE_BYTES + Tile::A_BYTES;
+    /* ktiles is a multiple of CHAINS (the kernel's k tiles past K are TMA's zeros), so that each chain's
+     * accumulators are named by a constant: under a branch ptxas waits for every wgmma before the next */
+    for (int kt = 0; kt < ktiles; kt += CHAINS)
 #pragma unroll
-        for (int i = 0; i < Tile::MTILES; ++i)
-            sm90_wgmma_fence_regs(acc[i]);
-        sm90_wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < GEMM_WG_BK / GEMM_WG_KSTEP; ++ks)
+        for (int h = 0; h < CHAINS; ++h, ++it) {
+            const int s = it % Tile::STAGES;
+            sm90_mbarrier_wait(&full[s], (it / Tile::STAGES) & 1);
+            const unsigned char *a = tiles + s * Tile::STAGE_BYTES + c * Tile::MTILES * GEMM_WG_BLOCK64_BYTES;
+            const unsigned char *b = tiles + s * Tile::STAGE_BYTES + Tile::A_BYTES;
 #pragma unroll
             for (int i = 0; i < Tile::MTILES; ++i)
-                gemm_wgmma_kstep<Tile::BN, LA, LB>(acc[i], gemm_wgmma_desc<LA>(a + i * GEMM_WG_BLOCK64_BYTES, ks),
-                                                   gemm_wgmma_desc<LB>(b, ks));
-        sm90_wgmma_commit();
-        sm90_wgmma_wait<1>(); /* the previous stage's wgmmas are done: hand it back */
+                sm90_wgmma_fence_regs(acc[h][i]);
+            sm90_wgmma_fence();
 #pragma unroll
-        for (int i = 0; i < Tile::MTILES; ++i)
-            sm90_wgmma_fence_regs(acc[i]);
-        if (kt > 0 && lane == 0)
-            sm90_mbarrier_arrive(&empty[(it - 1) % Tile::STAGES]);
-    }
+            for (int ks = 0; ks < GEMM_WG_BK / GEMM_WG_KSTEP; ++ks)
+#pragma unroll
+                for (int i = 0; i < Tile::MTILES; ++i)
+                    gemm_wgmma_kstep<Tile::BN, LA, LB>(acc[h][i],
+                                                       gemm_wgmma_desc<LA>(a + i * GEMM_WG_BLOCK64_BYTES, ks),
+                                                       gemm_wgmma_desc<LB>(b, ks));
+            sm90_wgmma_commit();
+            sm90_wgmma_wait<1>(); /* the previous stage's wgmmas are done: hand it back */
+#pragma unroll
+            for (int i = 0; i < Tile::MTILES; ++i)
+                sm90_wgmma_fence_regs(acc[h][i]);
+            if (kt + h > 0 && lane == 0)
+                sm90_mbarrier_arrive(&empty[(it - 1) % Tile::STAGES]);
+        }
     sm90_wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < Tile::MTILES; ++i)
-        sm90_wgmma_fence_regs(acc[i]);
+    for (int h = 0; h < CHAINS; ++h)
+#pragma unroll
+        for (int i = 0; i < Tile::MTILES; ++i)
+            sm90_wgmma_fence_regs(acc[h][i]);
+#pragma unroll
+    for (int h = 1; h < CHAINS; ++h) /* the chains' sums, in chain order, into the first */
+#pragma unroll
+        for (int i = 0; i < Tile::MTILES; ++i)
+#pragma unroll
+            for (int e = 0; e < Tile::ACC; ++e)
+                acc[0][i][e] += acc[h][i][e];
     if (ktiles > 0 && lane == 0) /* the last stage: the producer may fill it for the next tile */
         sm90_mbarrier_arrive(&empty[(it - 1) % Tile::STAGES]);
     if (loop_done)
@@ -218,7 +237,7 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
 #pragma unroll
                 for (int q = 0; q < Q; ++q)
                     *reinterpret_cast<float2 *>(staged + (lane / 4 + 8 * h) * S + 8 * q + 2 * (lane % 4)) =
-                        make_float2(acc[i][4 * (q0 + q) + 2 * h], acc[i][4 * (q0 + q) + 2 * h + 1]);
+                        make_float2(acc[0][i][4 * (q0 + q) + 2 * h], acc[0][i][4 * (q0 + q) + 2 * h + 1]);
             __syncwarp();
 #pragma unroll
             for (int j0 = 0; j0 < 4; j0 += 2) { /* two rows' quads per batch: the update's inputs must fit */
@@ -281,7 +300,9 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     __syncthreads();
 
     const int tiles_m = (M + Tile::BM - 1) / Tile::BM, tiles_n = (N + Tile::BN - 1) / Tile::BN;
-    const int ntiles = tiles_m * tiles_n, ktiles = (K + GEMM_WG_BK - 1) / GEMM_WG_BK;
+    const int ntiles = tiles_m * tiles_n;
+    const int ktiles = ((K + GEMM_WG_BK - 1) / GEMM_WG_BK + Tile::CHAINS - 1) / Tile::CHAINS *
+                       Tile::CHAINS; /* a multiple of the consumers' chains (gemm_wgmma_consume) */
 
     if (wg == 0) {
         sm90_setmaxnreg_dec<GEMM_WG_PRODUCER_REGS>();

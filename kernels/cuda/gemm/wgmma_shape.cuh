@@ -61,10 +61,13 @@ constexpr bool gemm_wgmma_smem_fits(int bm, int bn, int consumers, int stages)
  * consumers sharing each tile (cooperative: BM / CONSUMERS rows each) or, with PINGPONG, taking alternate
  * tiles whole, so that one's epilogue runs while the other's wgmmas do (gemm/wgmma.cuh); and what follows
  * from it. */
-template <int BM_, int BN_, int CONSUMERS_, int STAGES_, bool PINGPONG_ = false>
+template <int BM_, int BN_, int CONSUMERS_, int STAGES_, bool PINGPONG_ = false, int CHAINS_ = 1>
 struct GemmWgmmaTile {
     static constexpr int BM = BM_, BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_;
     static constexpr bool PINGPONG = PINGPONG_;
+    /* Accumulator sets a consumer adds its k tiles into in turn, summed at the end (gemm/wgmma.cuh): the
+     * wgmmas of one set wait on each other's results, those of two sets do not. */
+    static constexpr int CHAINS = CHAINS_;
     static constexpr int THREADS = 128 * (1 + CONSUMERS);
     static constexpr int WM = PINGPONG ? BM : BM / CONSUMERS; /* rows per consumer warpgroup */
     static constexpr int MTILES = WM / 64;    /* m64 instructions per k step */
@@ -84,11 +87,12 @@ struct GemmWgmmaTile {
                   "CONFIG_GEMM_WGMMA_BLOCK_N and _SMALL_BLOCK_N must be 64, 128, 192 or 256 (the N of wgmma "
                   "m64nNk16, in 64-wide TMA boxes)");
     static_assert(BM <= 256, "CONFIG_GEMM_WGMMA_BLOCK_M: a TMA box has at most 256 rows");
-    static_assert(MTILES * ACC + 40 <= CONSUMER_REGS,
-                  "wgmma GEMM accumulators do not fit in a consumer's registers: (CONFIG_GEMM_WGMMA_BLOCK_M / "
-                  "CONFIG_GEMM_WGMMA_CONSUMERS / 64; with _PINGPONG, BLOCK_M / 64) x CONFIG_GEMM_WGMMA_BLOCK_N / 2 "
-                  "FP32 values per thread, plus 40, exceed the registers a consumer warpgroup gets: lower "
-                  "BLOCK_N or BLOCK_M, or add a consumer");
+    static_assert(
+        CHAINS >= 1 && CHAINS * MTILES * ACC + 40 <= CONSUMER_REGS,
+        "wgmma GEMM accumulators do not fit in a consumer's registers: (CONFIG_GEMM_WGMMA_BLOCK_M / "
+        "CONFIG_GEMM_WGMMA_CONSUMERS / 64; with _PINGPONG, BLOCK_M / 64) x CONFIG_GEMM_WGMMA_BLOCK_N / 2 "
+        "FP32 values per thread (the small tile's: x CONFIG_GEMM_WGMMA_SMALL_CHAINS), plus 40, exceed "
+        "the registers a consumer warpgroup gets: lower BLOCK_N or BLOCK_M, or add a consumer");
     static_assert(gemm_wgmma_smem_fits(BM, BN, CONSUMERS, STAGES),
                   "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
                   "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
@@ -128,7 +132,9 @@ constexpr int gemm_wgmma_stages_fit(int bm, int bn, int consumers = 1, int extra
 typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONFIG_GEMM_WGMMA_CONSUMERS,
                       CONFIG_GEMM_WGMMA_STAGES, GEMM_WG_PINGPONG>
     GemmWgmmaConfigTile;
-typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)>
+typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1,
+                      gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N), false,
+                      CONFIG_GEMM_WGMMA_SMALL_CHAINS>
     GemmWgmmaSmallTile;
 /* The weight gradient's block: the config's, or the 128 x 128 ping-pong one (CONFIG_GEMM_WGMMA_WGRAD_PINGPONG)
  * with as deep a ring as fits beside the copies of its update's inputs (the weights and optimizer state): its
