@@ -136,9 +136,10 @@ static void check(int M, int N, int K)
     /* half the cases with rows of whole 16-byte quads (the epilogue's vector path), half without */
     const int ldc = (M + K) % 2 ? N + 3 : (N + 7) / 8 * 8;
     char name[160], why[256] = "";
-    snprintf(name, sizeof name, "wgmma_%s tile %dx%dx%d s%d c%d A %s-major B %s-major M=%d N=%d K=%d ldc=%d",
-             SNN_PRECISION_NAME,
-             Tile::BM, Tile::BN, GEMM_WG_BK, Tile::STAGES, Tile::CONSUMERS, lname[LA], lname[LB], M, N, K, ldc);
+    snprintf(name, sizeof name,
+             "wgmma_%s tile %dx%dx%d s%d c%d sets %d A %s-major B %s-major M=%d N=%d K=%d ldc=%d",
+             SNN_PRECISION_NAME, Tile::BM, Tile::BN, GEMM_WG_BK, Tile::STAGES, Tile::CONSUMERS, Tile::CHAINS,
+             lname[LA], lname[LB], M, N, K, ldc);
     Operand a = make_operand(LA, M, K), b = make_operand(LB, N, K);
     const size_t c_elems = (size_t)M * ldc;
     float *c;

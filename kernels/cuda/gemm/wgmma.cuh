@@ -12,7 +12,8 @@
  * `turn` barriers): one's epilogue (the update's memory traffic, in the weight gradient) runs while the
  * other's wgmmas do. An MN-major
  * operand is transposed by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores
- * are predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order. The
+ * are predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order (with
+ * CHAINS sets: each set in k order, then the sets in order). The
  * producer's other three warps run the side job, where there is one (gemm/side.cuh). */
 #ifndef SNN_GEMM_WGMMA_CUH
 #define SNN_GEMM_WGMMA_CUH

@@ -91,8 +91,9 @@ struct GemmWgmmaTile {
         CHAINS >= 1 && CHAINS * MTILES * ACC + 40 <= CONSUMER_REGS,
         "wgmma GEMM accumulators do not fit in a consumer's registers: (CONFIG_GEMM_WGMMA_BLOCK_M / "
         "CONFIG_GEMM_WGMMA_CONSUMERS / 64; with _PINGPONG, BLOCK_M / 64) x CONFIG_GEMM_WGMMA_BLOCK_N / 2 "
-        "FP32 values per thread (the small tile's: x CONFIG_GEMM_WGMMA_SMALL_CHAINS), plus 40, exceed "
-        "the registers a consumer warpgroup gets: lower BLOCK_N or BLOCK_M, or add a consumer");
+        "FP32 values per thread, plus 40, exceed the registers a consumer warpgroup gets: lower BLOCK_N or "
+        "BLOCK_M, or add a consumer; the small tile holds CONFIG_GEMM_WGMMA_SMALL_CHAINS x "
+        "CONFIG_GEMM_WGMMA_SMALL_BLOCK_N / 2 of at most 216: lower either");
     static_assert(gemm_wgmma_smem_fits(BM, BN, CONSUMERS, STAGES),
                   "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
                   "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
