@@ -232,5 +232,6 @@ int main(void)
     /* k tiles into two and three accumulator sets in turn */
     check_layouts<GemmWgmmaTile<64, 64, 1, gemm_wgmma_stages_fit(64, 64), false, 2>>();
     check_layouts<GemmWgmmaTile<64, 128, 1, gemm_wgmma_stages_fit(64, 128), false, 3>>();
+    check_layouts<GemmWgmmaTile<64, 64, 1, 4, false, 2>>(); /* a short ring (the weight gradient's, v60) */
     return n_failed != 0;
 }
