@@ -137,15 +137,16 @@ typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1,
                       gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N), false,
                       CONFIG_GEMM_WGMMA_SMALL_CHAINS>
     GemmWgmmaSmallTile;
-/* The small tile when it runs a weight gradient: as every GEMM's, or with a ring of
- * CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES k tiles, fewer operand loads in flight beside the update's traffic. */
-#if CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES > 0
-typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES, false,
+/* The small tile when it runs a weight gradient: its ring CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES k tiles where
+ * that is fewer than fit (fewer operand loads in flight beside the update's traffic), else every GEMM's. */
+constexpr int gemm_wgmma_small_wgrad_stages()
+{
+    constexpr int fit = GemmWgmmaSmallTile::STAGES, want = CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES;
+    return want > 0 && want < fit ? want : fit;
+}
+typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_small_wgrad_stages(), false,
                       CONFIG_GEMM_WGMMA_SMALL_CHAINS>
     GemmWgmmaSmallWgradTile;
-#else
-typedef GemmWgmmaSmallTile GemmWgmmaSmallWgradTile;
-#endif
 /* The weight gradient's block: the config's, or the 128 x 128 ping-pong one (CONFIG_GEMM_WGMMA_WGRAD_PINGPONG)
  * with as deep a ring as fits beside the copies of its update's inputs (the weights and optimizer state): its
  * k loop reads operands that the update's traffic keeps waiting in HBM. */
