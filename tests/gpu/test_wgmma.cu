@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "arch/runtime.h"
@@ -233,5 +234,9 @@ int main(void)
     check_layouts<GemmWgmmaTile<64, 64, 1, gemm_wgmma_stages_fit(64, 64), false, 2>>();
     check_layouts<GemmWgmmaTile<64, 128, 1, gemm_wgmma_stages_fit(64, 128), false, 3>>();
     check_layouts<GemmWgmmaTile<64, 64, 1, 4, false, 2>>(); /* a short ring (the weight gradient's, v60) */
+    /* the config's weight-gradient small tile, where it is neither the small tile nor the one above */
+    if constexpr (!std::is_same_v<GemmWgmmaSmallWgradTile, GemmWgmmaSmallTile> &&
+                  !std::is_same_v<GemmWgmmaSmallWgradTile, GemmWgmmaTile<64, 64, 1, 4, false, 2>>)
+        check_layouts<GemmWgmmaSmallWgradTile>();
     return n_failed != 0;
 }

@@ -9,7 +9,8 @@
 #ifdef CONFIG_GEMM_WGMMA
 #include "kernels/cuda/gemm/wgmma_shape.cuh"
 /* the static_asserts in a block shape's body run when it is instantiated */
-static_assert(sizeof(GemmWgmmaConfigTile) > 0 && sizeof(GemmWgmmaSmallTile) > 0 && sizeof(GemmWgmmaWgradTile) > 0,
+static_assert(sizeof(GemmWgmmaConfigTile) > 0 && sizeof(GemmWgmmaSmallTile) > 0 &&
+                  sizeof(GemmWgmmaWgradTile) > 0 && sizeof(GemmWgmmaSmallWgradTile) > 0,
               "wgmma block shapes");
 #endif
 #ifdef CONFIG_STEP_FUSED

@@ -83,6 +83,11 @@ struct GemmWgmmaTile {
                   "CONFIG_GEMM_WGMMA_PINGPONG): each consumer warpgroup issues m64 instructions");
     static_assert(!PINGPONG || CONSUMERS == 2,
                   "CONFIG_GEMM_WGMMA_PINGPONG needs CONFIG_GEMM_WGMMA_CONSUMERS=2: two consumers take turns");
+    static_assert(
+        STAGES >= 2,
+        "a wgmma ring of one stage deadlocks (a consumer hands a stage back after it has the next): "
+        "CONFIG_GEMM_WGMMA_STAGES, and CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES where not 0, must be 2 or "
+        "more");
     static_assert(BN % 64 == 0 && BN <= 256,
                   "CONFIG_GEMM_WGMMA_BLOCK_N and _SMALL_BLOCK_N must be 64, 128, 192 or 256 (the N of wgmma "
                   "m64nNk16, in 64-wide TMA boxes)");
