@@ -233,10 +233,11 @@ int main(void)
     /* k tiles into two and three accumulator sets in turn */
     check_layouts<GemmWgmmaTile<64, 64, 1, gemm_wgmma_stages_fit(64, 64), false, 2>>();
     check_layouts<GemmWgmmaTile<64, 128, 1, gemm_wgmma_stages_fit(64, 128), false, 3>>();
-    check_layouts<GemmWgmmaTile<64, 64, 1, 4, false, 2>>(); /* a short ring (the weight gradient's, v60) */
+    typedef GemmWgmmaTile<64, 64, 1, 4, false, 2> ShortRing; /* the weight gradient's (v60) */
+    check_layouts<ShortRing>();
     /* the config's weight-gradient small tile, where it is neither the small tile nor the one above */
     if constexpr (!std::is_same_v<GemmWgmmaSmallWgradTile, GemmWgmmaSmallTile> &&
-                  !std::is_same_v<GemmWgmmaSmallWgradTile, GemmWgmmaTile<64, 64, 1, 4, false, 2>>)
+                  !std::is_same_v<GemmWgmmaSmallWgradTile, ShortRing>)
         check_layouts<GemmWgmmaSmallWgradTile>();
     return n_failed != 0;
 }

@@ -138,10 +138,10 @@ constexpr int gemm_wgmma_stages_fit(int bm, int bn, int consumers = 1, int extra
 typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONFIG_GEMM_WGMMA_CONSUMERS,
                       CONFIG_GEMM_WGMMA_STAGES, GEMM_WG_PINGPONG>
     GemmWgmmaConfigTile;
-typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1,
-                      gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N), false,
-                      CONFIG_GEMM_WGMMA_SMALL_CHAINS>
-    GemmWgmmaSmallTile;
+template <int STAGES>
+using GemmWgmmaSmallTileOf =
+    GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, STAGES, false, CONFIG_GEMM_WGMMA_SMALL_CHAINS>;
+typedef GemmWgmmaSmallTileOf<gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)> GemmWgmmaSmallTile;
 /* The small tile when it runs a weight gradient: its ring CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES k tiles where
  * that is fewer than fit (fewer operand loads in flight beside the update's traffic), else every GEMM's. */
 constexpr int gemm_wgmma_small_wgrad_stages()
@@ -149,9 +149,7 @@ constexpr int gemm_wgmma_small_wgrad_stages()
     constexpr int fit = GemmWgmmaSmallTile::STAGES, want = CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES;
     return want > 0 && want < fit ? want : fit;
 }
-typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_small_wgrad_stages(), false,
-                      CONFIG_GEMM_WGMMA_SMALL_CHAINS>
-    GemmWgmmaSmallWgradTile;
+typedef GemmWgmmaSmallTileOf<gemm_wgmma_small_wgrad_stages()> GemmWgmmaSmallWgradTile;
 /* The weight gradient's block: the config's, or the 128 x 128 ping-pong one (CONFIG_GEMM_WGMMA_WGRAD_PINGPONG)
  * with as deep a ring as fits beside the copies of its update's inputs (the weights and optimizer state): its
  * k loop reads operands that the update's traffic keeps waiting in HBM. */
