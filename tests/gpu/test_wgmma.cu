@@ -138,9 +138,9 @@ static void check(int M, int N, int K)
     const int ldc = (M + K) % 2 ? N + 3 : (N + 7) / 8 * 8;
     char name[160], why[256] = "";
     snprintf(name, sizeof name,
-             "wgmma_%s tile %dx%dx%d s%d c%d sets %d A %s-major B %s-major M=%d N=%d K=%d ldc=%d",
+             "wgmma_%s tile %dx%dx%d s%d c%d sets %d panel %d A %s-major B %s-major M=%d N=%d K=%d ldc=%d",
              SNN_PRECISION_NAME, Tile::BM, Tile::BN, GEMM_WG_BK, Tile::STAGES, Tile::CONSUMERS, Tile::CHAINS,
-             lname[LA], lname[LB], M, N, K, ldc);
+             Tile::PANEL, lname[LA], lname[LB], M, N, K, ldc);
     Operand a = make_operand(LA, M, K), b = make_operand(LB, N, K);
     const size_t c_elems = (size_t)M * ldc;
     float *c;
@@ -201,7 +201,8 @@ static void check_sizes(void)
     static const int sizes[][3] = {{1, 1, 1},     {64, 64, 64},   {130, 70, 100}, {300, 520, 257},
                                    {257, 129, 1000}, {33, 1000, 40}, {1000, 33, 72}, {5, 7, 0}};
     for (const auto &s : sizes)
-        check<Tile, LA, LB>(s[0], s[1], s[2]);
+        if (gemm_wgmma_panel_holds<Tile>(s[2])) /* past its A panel, gemm_run takes another tile */
+            check<Tile, LA, LB>(s[0], s[1], s[2]);
 }
 
 template <class Tile>
@@ -239,5 +240,12 @@ int main(void)
     if constexpr (!std::is_same_v<GemmWgmmaSmallWgradTile, GemmWgmmaSmallTile> &&
                   !std::is_same_v<GemmWgmmaSmallWgradTile, ShortRing>)
         check_layouts<GemmWgmmaSmallWgradTile>();
+    /* A kept in shared memory across a block's run of tiles (every size here fits 16 k tiles), one set and
+     * two; the config's, where it has one */
+    check_layouts<GemmWgmmaTile<64, 64, 1, 4, false, 2, 16>>();
+    check_layouts<GemmWgmmaTile<64, 128, 1, 2, false, 1, 16>>();
+#ifdef CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL
+    check_layouts<GemmWgmmaSmallPanelTile>();
+#endif
     return n_failed != 0;
 }

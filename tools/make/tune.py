@@ -112,6 +112,7 @@ KNOBS = {
     "GEMM_WGMMA_SMALL_BLOCK_N": ["64", "128"],
     "GEMM_WGMMA_SMALL_CHAINS": ["1", "2", "4"],
     "GEMM_WGMMA_SMALL_WGRAD_STAGES": ["4", "6"],  # a shallower ring beside the update's traffic (v60)
+    "GEMM_WGMMA_SMALL_WGRAD_PANEL": ["y", "n"],  # A's rows kept across a block's tiles (v61)
     "GEMM_WGMMA_STAGES": ["3", "4", "5", "6"],
     "GEMM_WGMMA_MIN_K": ["1", "64", "128", "512"],
     "GEMM_WGMMA_MIN_MFLOP": ["0", "4", "16", "64"],

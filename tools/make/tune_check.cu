@@ -12,6 +12,9 @@
 static_assert(sizeof(GemmWgmmaConfigTile) > 0 && sizeof(GemmWgmmaSmallTile) > 0 &&
                   sizeof(GemmWgmmaWgradTile) > 0 && sizeof(GemmWgmmaSmallWgradTile) > 0,
               "wgmma block shapes");
+#ifdef CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL
+static_assert(sizeof(GemmWgmmaSmallPanelTile) > 0, "wgmma block shapes");
+#endif
 #endif
 #ifdef CONFIG_STEP_FUSED
 #include "kernels/cuda/fused/tile.cuh"

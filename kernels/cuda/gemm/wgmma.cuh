@@ -7,13 +7,14 @@
  * takes the registers (setmaxnreg.inc) and BM / CONSUMERS rows: per stage it waits on `full`, issues the
  * stage's wgmmas, and once the previous stage's have finished (wait_group 1) hands that one back; the small
  * tile's consumer adds its k tiles into Tile::CHAINS sets of accumulators in turn, so that one stage's wgmmas
- * need not wait for the last stage's results, and sums the sets at the end. With
- * Tile::PINGPONG the two consumers take alternate tiles whole instead, and take turns at the k loop (the
- * `turn` barriers): one's epilogue (the update's memory traffic, in the weight gradient) runs while the
- * other's wgmmas do. An MN-major
- * operand is transposed by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores
- * are predicated; rows must be multiples of 16 bytes. One thread owns each C element, summed in k order (with
- * CHAINS sets: each set in k order, then the sets in order). The
+ * need not wait for the last stage's results, and sums the sets at the end. With Tile::PINGPONG the two
+ * consumers take alternate tiles whole instead, and take turns at the k loop (the `turn` barriers): one's
+ * epilogue (the update's memory traffic, in the weight gradient) runs while the other's wgmmas do. With
+ * Tile::PANEL, a block takes a run of tiles along N and keeps their A rows (all of k) in shared memory,
+ * loaded once a row on the `panel_full` barrier; the ring carries B alone. An MN-major operand is transposed
+ * by the wgmma (TF32 cannot). Any M, N, K: TMA zero-fills outside the matrix, stores are predicated; rows
+ * must be multiples of 16 bytes. One thread owns each C element, summed in k order (with CHAINS sets: each
+ * set in k order, then the sets in order). The
  * producer's other three warps run the side job, where there is one (gemm/side.cuh). */
 #ifndef SNN_GEMM_WGMMA_CUH
 #define SNN_GEMM_WGMMA_CUH
@@ -95,6 +96,50 @@ static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int
     tn = (t % per_group) / rows;
 }
 
+/* The k tiles a block walks for K (in whole accumulator sets), and whether its A panel holds them. */
+template <class Tile> static __host__ __device__ constexpr int gemm_wgmma_ktiles(int K)
+{
+    return ((K + GEMM_WG_BK - 1) / GEMM_WG_BK + Tile::CHAINS - 1) / Tile::CHAINS * Tile::CHAINS;
+}
+template <class Tile> static constexpr bool gemm_wgmma_panel_holds(int K)
+{
+    return Tile::PANEL == 0 || gemm_wgmma_ktiles<Tile>(K > 0 ? K : 1) <= Tile::PANEL;
+}
+
+/* The tiles this block takes, as its producer and its consumers both walk them: b, b + gridDim.x, ... in
+ * raster order; with an A panel, a run of consecutive tiles in row order (an equal share of the grid's), so
+ * that a block's tiles share their A rows: a panel from each row's first tile (or the run's) to its last. */
+template <class Tile> struct GemmWgmmaWalk {
+    int t, end, step, tiles_m, tiles_n;
+    __device__ __forceinline__ GemmWgmmaWalk(int tiles_m_, int tiles_n_)
+        : tiles_m(tiles_m_), tiles_n(tiles_n_)
+    {
+        const long ntiles = (long)tiles_m * tiles_n;
+        if constexpr (Tile::PANEL > 0) {
+            t = (int)(ntiles * blockIdx.x / gridDim.x);
+            end = (int)(ntiles * (blockIdx.x + 1) / gridDim.x);
+            step = 1;
+        } else {
+            t = blockIdx.x;
+            end = (int)ntiles;
+            step = gridDim.x;
+        }
+    }
+    __device__ __forceinline__ bool more() const { return t < end; }
+    __device__ __forceinline__ void next() { t += step; }
+    __device__ __forceinline__ void tile(int &tm, int &tn) const
+    {
+        if constexpr (Tile::PANEL > 0) {
+            tm = t / tiles_n;
+            tn = t % tiles_n;
+        } else
+            gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
+    }
+    /* with a panel: this tile loads the panel, and is the last to read it */
+    __device__ __forceinline__ bool panel_first(int first) const { return t == first || t % tiles_n == 0; }
+    __device__ __forceinline__ bool panel_last() const { return t + 1 == end || (t + 1) % tiles_n == 0; }
+};
+
 /* Epilogue input copies (CONFIG_GEMM_WGMMA_EPI_STAGES): a consumer warp copies the staged inputs of its
  * epilogue's batches (gemm/epilogue.cuh) by cp.async, D batches ahead, the first D during its k loop, into D
  * slots of its own buffer: batch b, 16 rows x 32 columns, into slot b % D. Each lane copies, and later reads,
@@ -145,15 +190,16 @@ struct GemmWgmmaInputs {
 };
 
 /* The tile (m0, n0) of a consumer warpgroup c: its rows' wgmmas over the k tiles the ring delivers (ring
- * positions it .. it + ktiles - 1, each handed back once its wgmmas are done), then the epilogue of its rows,
- * each warp through its staging tile `staged` (GEMM_WG_EPI_BYTES), its inputs through `inputs` where the
- * tile lies inside C (GemmWgmmaInputs). Between the two, each warp arrives on `loop_done` where given
- * (ping-pong: the other consumer may start its k loop). */
+ * positions it .. it + ktiles - 1, each handed back once its wgmmas are done), A from `panel` where the tile
+ * has one, then the epilogue of its rows, each warp through its staging tile `staged` (GEMM_WG_EPI_BYTES),
+ * its inputs through `inputs` where the tile lies inside C (GemmWgmmaInputs). Between the two, each warp
+ * arrives on `loop_done` where given (ping-pong: the other consumer may start its k loop; a panel's last
+ * tile: the producer may load the next panel). */
 template <class Tile, int LA, int LB, class Epi>
-static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *tiles, uint64_t *full,
-                                                          uint64_t *empty, float *staged, float *inputs, int it,
-                                                          int ktiles, int c, int m0, int n0, int M, int N,
-                                                          const Epi &epi, uint64_t *loop_done)
+static __device__ __forceinline__ void
+gemm_wgmma_consume(const unsigned char *tiles, const unsigned char *panel, uint64_t *full, uint64_t *empty,
+                   float *staged, float *inputs, int it, int ktiles, int c, int m0, int n0, int M, int N,
+                   const Epi &epi, uint64_t *loop_done)
 {
     typedef GemmWgmmaInputs<Tile, Epi> In;
     constexpr int CHAINS = Tile::CHAINS;
@@ -178,8 +224,10 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
         for (int h = 0; h < CHAINS; ++h, ++it) {
             const int s = it % Tile::STAGES;
             sm90_mbarrier_wait(&full[s], (it / Tile::STAGES) & 1);
-            const unsigned char *a = tiles + s * Tile::STAGE_BYTES + c * Tile::MTILES * GEMM_WG_BLOCK64_BYTES;
-            const unsigned char *b = tiles + s * Tile::STAGE_BYTES + Tile::A_BYTES;
+            const unsigned char *a =
+                (Tile::PANEL > 0 ? panel + (kt + h) * Tile::A_BYTES : tiles + s * Tile::STAGE_BYTES) +
+                c * Tile::MTILES * GEMM_WG_BLOCK64_BYTES;
+            const unsigned char *b = tiles + s * Tile::STAGE_BYTES + Tile::RING_A_BYTES;
 #pragma unroll
             for (int i = 0; i < Tile::MTILES; ++i)
                 sm90_wgmma_fence_regs(acc[h][i]);
@@ -269,10 +317,10 @@ static __device__ __forceinline__ void gemm_wgmma_consume(const unsigned char *t
         }
 }
 
-/* Block b takes the tiles b, b + gridDim.x, ... (in raster order): one grid block per tile, or a persistent
- * grid of as many blocks as fit, whose producer loads the next tile's first stages while the consumers finish
- * the current one (its last MMAs and its epilogue). The ring runs on across tiles: position `it` counts every
- * k tile the block has loaded. */
+/* Block b takes the tiles b, b + gridDim.x, ... (in raster order; with an A panel, its run of them,
+ * GemmWgmmaWalk): one grid block per tile, or a persistent grid of as many blocks as fit, whose producer
+ * loads the next tile's first stages while the consumers finish the current one (its last MMAs and its
+ * epilogue). The ring runs on across tiles: position `it` counts every k tile the block has loaded. */
 template <class Tile, int LA, int LB, class Epi, class Side>
 __global__ void __launch_bounds__(Tile::THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -284,6 +332,9 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     extern __shared__ unsigned char gemm_wgmma_smem[];
     __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
     __shared__ uint64_t turn[2]; /* ping-pong: consumer c's k loop of a tile is done */
+    /* the A panel has landed (all its k tiles: per k tile, the producer's loads ran slower); its last tile's
+     * k loop is done */
+    __shared__ uint64_t panel_full, panel_empty;
     /* 128-byte swizzled tiles must start on 1024-byte boundaries */
     unsigned char *tiles = gemm_wgmma_smem + ((1024 - (sm90_smem_addr(gemm_wgmma_smem) & 1023)) & 1023);
 
@@ -296,31 +347,47 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
         }
         sm90_mbarrier_init(&turn[0], 4);
         sm90_mbarrier_init(&turn[1], 4);
+        sm90_mbarrier_init(&panel_full, 1);
+        sm90_mbarrier_init(&panel_empty, Tile::CONSUMERS * 4);
         sm90_mbarrier_init_fence();
     }
     __syncthreads();
 
     const int tiles_m = (M + Tile::BM - 1) / Tile::BM, tiles_n = (N + Tile::BN - 1) / Tile::BN;
     const int ntiles = tiles_m * tiles_n;
-    const int ktiles = ((K + GEMM_WG_BK - 1) / GEMM_WG_BK + Tile::CHAINS - 1) / Tile::CHAINS *
-                       Tile::CHAINS; /* a multiple of the consumers' chains (gemm_wgmma_consume) */
+    unsigned char *panel = tiles + Tile::RING_BYTES;
+    const int ktiles =
+        gemm_wgmma_ktiles<Tile>(K); /* a multiple of the consumers' chains (gemm_wgmma_consume) */
 
     if (wg == 0) {
         sm90_setmaxnreg_dec<GEMM_WG_PRODUCER_REGS>();
-        if (threadIdx.x == 0)
-            for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x) {
+        if (threadIdx.x == 0) {
+            GemmWgmmaWalk<Tile> w(tiles_m, tiles_n);
+            for (int first = w.t, it = 0, panels = 0; w.more(); w.next()) {
                 int tm, tn;
-                gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
+                w.tile(tm, tn);
+                if constexpr (Tile::PANEL > 0)
+                    if (w.panel_first(first)) { /* once the last panel's readers are done with it */
+                        if (panels++ > 0)
+                            sm90_mbarrier_wait(&panel_empty, (panels - 2) & 1);
+                        sm90_mbarrier_arrive_expect_tx(&panel_full, ktiles * Tile::A_BYTES);
+                        for (int kt = 0; kt < ktiles; ++kt)
+                            gemm_wgmma_load<LA, Tile::BM>(panel + kt * Tile::A_BYTES, &map_a, tm * Tile::BM,
+                                                          kt * GEMM_WG_BK, &panel_full);
+                    }
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int s = it % Tile::STAGES;
                     sm90_mbarrier_wait(&empty[s], (it / Tile::STAGES + 1) & 1);
                     sm90_mbarrier_arrive_expect_tx(&full[s], Tile::STAGE_BYTES);
                     unsigned char *stage = tiles + s * Tile::STAGE_BYTES;
-                    gemm_wgmma_load<LA, Tile::BM>(stage, &map_a, tm * Tile::BM, kt * GEMM_WG_BK, &full[s]);
-                    gemm_wgmma_load<LB, Tile::BN>(stage + Tile::A_BYTES, &map_b, tn * Tile::BN, kt * GEMM_WG_BK,
-                                                  &full[s]);
+                    if constexpr (Tile::PANEL == 0)
+                        gemm_wgmma_load<LA, Tile::BM>(stage, &map_a, tm * Tile::BM, kt * GEMM_WG_BK,
+                                                      &full[s]);
+                    gemm_wgmma_load<LB, Tile::BN>(stage + Tile::RING_A_BYTES, &map_b, tn * Tile::BN,
+                                                  kt * GEMM_WG_BK, &full[s]);
                 }
             }
+        }
         if constexpr (Side::ACTIVE)
             if (threadIdx.x >= 32)
                 side(3 * blockIdx.x + threadIdx.x / 32 - 1, 3 * gridDim.x);
@@ -330,7 +397,7 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     sm90_setmaxnreg_inc<Tile::CONSUMER_REGS>();
     /* this warp's staging tile, after the ring: consumer warps are the block's warps 4 .. */
     const int warp = (threadIdx.x - 128) / 32;
-    unsigned char *after_ring = tiles + Tile::STAGES * Tile::STAGE_BYTES;
+    unsigned char *after_ring = tiles + Tile::RING_BYTES + Tile::PANEL_BYTES;
     float *staged = reinterpret_cast<float *>(after_ring) + warp * (GEMM_WG_EPI_BYTES / 4);
     /* and its epilogue inputs' slots, after the staging tiles */
     typedef GemmWgmmaInputs<Tile, Epi> In;
@@ -347,15 +414,25 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
                 sm90_mbarrier_wait(&turn[1 - c], ((j - 1) / 2) & 1);
             int tm, tn;
             gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
-            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, inputs, j * ktiles, ktiles, 0,
-                                             tm * Tile::BM, tn * Tile::BN, M, N, epi, lane == 0 ? &turn[c] : nullptr);
+            gemm_wgmma_consume<Tile, LA, LB>(tiles, nullptr, full, empty, staged, inputs, j * ktiles, ktiles,
+                                             0, tm * Tile::BM, tn * Tile::BN, M, N, epi,
+                                             lane == 0 ? &turn[c] : nullptr);
         }
     } else {
-        for (int t = blockIdx.x, it = 0; t < ntiles; t += gridDim.x, it += ktiles) {
+        const bool lane0 = threadIdx.x % 32 == 0;
+        GemmWgmmaWalk<Tile> w(tiles_m, tiles_n);
+        for (int first = w.t, it = 0, panels = 0; w.more(); w.next(), it += ktiles) {
             int tm, tn;
-            gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
-            gemm_wgmma_consume<Tile, LA, LB>(tiles, full, empty, staged, inputs, it, ktiles, wg - 1,
-                                             tm * Tile::BM, tn * Tile::BN, M, N, epi, nullptr);
+            w.tile(tm, tn);
+            uint64_t *loop_done = nullptr;
+            if constexpr (Tile::PANEL > 0) {
+                if (w.panel_first(first))
+                    sm90_mbarrier_wait(&panel_full, panels++ & 1);
+                if (w.panel_last() && lane0)
+                    loop_done = &panel_empty;
+            }
+            gemm_wgmma_consume<Tile, LA, LB>(tiles, panel, full, empty, staged, inputs, it, ktiles, wg - 1,
+                                             tm * Tile::BM, tn * Tile::BN, M, N, epi, loop_done);
         }
     }
 }
@@ -410,6 +487,9 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
     const long tiles = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
     if (tiles > 0x7fffffffL)
         snn_die("wgmma GEMM of %d x %d has too many tiles for one grid", M, N);
+    if (!gemm_wgmma_panel_holds<Tile>(K))
+        snn_die("wgmma GEMM: k = %d does not fit the block's A panel of %d k tiles (its caller checks)", K,
+                Tile::PANEL);
     if (blocks == GEMM_WG_GRID_CONFIG)
         blocks = GEMM_WG_PERSISTENT ? GEMM_WG_GRID_RESIDENT : GEMM_WG_GRID_PER_TILE;
     long grid = blocks > 0 ? blocks : blocks == GEMM_WG_GRID_RESIDENT ? resident : tiles;

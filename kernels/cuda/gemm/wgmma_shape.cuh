@@ -41,40 +41,48 @@ typedef SnnTwin GemmWgmmaElem;
  * (multiples of 8, at most 256). */
 #define GEMM_WG_PRODUCER_REGS 40
 
-/* Dynamic shared memory of a block: the ring of `stages` k tiles of (bm + bn) rows, each consumer warp's
- * epilogue staging tile, and up to 1023 bytes to align the ring; whether it fits beside the ring's two
- * barriers per stage and the ping-pong schedule's two (static). */
-constexpr int gemm_wgmma_smem_bytes(int bm, int bn, int consumers, int stages)
+/* Dynamic shared memory of a block: the ring of `stages` k tiles of (bm + bn) rows (bn with an A panel),
+ * the panel of `panel` k tiles of bm rows, each consumer warp's epilogue staging tile, and up to 1023 bytes
+ * to align the ring; whether it fits beside the ring's two barriers per stage, the ping-pong schedule's two
+ * and the panel's two (static). */
+constexpr int gemm_wgmma_smem_bytes(int bm, int bn, int consumers, int stages, int panel = 0)
 {
-    return stages * (bm + bn) * GEMM_WG_ROW_BYTES + 4 * consumers * GEMM_WG_EPI_BYTES + 1024;
+    return stages * (panel > 0 ? bn : bm + bn) * GEMM_WG_ROW_BYTES + panel * bm * GEMM_WG_ROW_BYTES +
+           4 * consumers * GEMM_WG_EPI_BYTES + 1024;
 }
 constexpr bool gemm_wgmma_smem_fits_bytes(int dynamic_bytes, int stages)
 {
-    return dynamic_bytes + 2 * 8 * (stages + 1) <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
+    return dynamic_bytes + 2 * 8 * (stages + 2) <= SNN_ARCH_MAX_SMEM_PER_BLOCK;
 }
-constexpr bool gemm_wgmma_smem_fits(int bm, int bn, int consumers, int stages)
+constexpr bool gemm_wgmma_smem_fits(int bm, int bn, int consumers, int stages, int panel = 0)
 {
-    return gemm_wgmma_smem_fits_bytes(gemm_wgmma_smem_bytes(bm, bn, consumers, stages), stages);
+    return gemm_wgmma_smem_fits_bytes(gemm_wgmma_smem_bytes(bm, bn, consumers, stages, panel), stages);
 }
 
 /* One block shape: tile BM x BN, CONSUMERS warpgroups issuing wgmma, a ring of STAGES k tiles, the
  * consumers sharing each tile (cooperative: BM / CONSUMERS rows each) or, with PINGPONG, taking alternate
- * tiles whole, so that one's epilogue runs while the other's wgmmas do (gemm/wgmma.cuh); and what follows
- * from it. */
-template <int BM_, int BN_, int CONSUMERS_, int STAGES_, bool PINGPONG_ = false, int CHAINS_ = 1>
+ * tiles whole, so that one's epilogue runs while the other's wgmmas do (gemm/wgmma.cuh); with PANEL k tiles,
+ * a block's tiles are a run along N whose A rows stay in shared memory (K of at most PANEL k tiles), and the
+ * ring carries B only; and what follows from it. */
+template <int BM_, int BN_, int CONSUMERS_, int STAGES_, bool PINGPONG_ = false, int CHAINS_ = 1,
+          int PANEL_ = 0>
 struct GemmWgmmaTile {
     static constexpr int BM = BM_, BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_;
     static constexpr bool PINGPONG = PINGPONG_;
     /* Accumulator sets a consumer adds its k tiles into in turn, summed at the end (gemm/wgmma.cuh): the
      * wgmmas of one set wait on each other's results, those of two sets do not. */
     static constexpr int CHAINS = CHAINS_;
+    static constexpr int PANEL = PANEL_; /* k tiles of A kept across tiles; 0: A through the ring */
     static constexpr int THREADS = 128 * (1 + CONSUMERS);
     static constexpr int WM = PINGPONG ? BM : BM / CONSUMERS; /* rows per consumer warpgroup */
     static constexpr int MTILES = WM / 64;    /* m64 instructions per k step */
     static constexpr int ACC = BN / 2;        /* FP32 accumulators per thread per m64 */
-    static constexpr int A_BYTES = BM * GEMM_WG_ROW_BYTES;
-    static constexpr int STAGE_BYTES = (BM + BN) * GEMM_WG_ROW_BYTES;
-    static constexpr int SMEM_BYTES = gemm_wgmma_smem_bytes(BM, BN, CONSUMERS, STAGES);
+    static constexpr int A_BYTES = BM * GEMM_WG_ROW_BYTES; /* A's rows of one k tile */
+    static constexpr int RING_A_BYTES = PANEL > 0 ? 0 : A_BYTES;
+    static constexpr int STAGE_BYTES = RING_A_BYTES + BN * GEMM_WG_ROW_BYTES;
+    static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+    static constexpr int PANEL_BYTES = PANEL * A_BYTES;
+    static constexpr int SMEM_BYTES = gemm_wgmma_smem_bytes(BM, BN, CONSUMERS, STAGES, PANEL);
     static constexpr int CONSUMER_REGS_FIT = (SNN_ARCH_REGS_PER_SM - 128 * GEMM_WG_PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
     static constexpr int CONSUMER_REGS = CONSUMER_REGS_FIT < 256 ? CONSUMER_REGS_FIT : 256;
 
@@ -99,11 +107,14 @@ struct GemmWgmmaTile {
         "FP32 values per thread, plus 40, exceed the registers a consumer warpgroup gets: lower BLOCK_N or "
         "BLOCK_M, or add a consumer; the small tile holds CONFIG_GEMM_WGMMA_SMALL_CHAINS x "
         "CONFIG_GEMM_WGMMA_SMALL_BLOCK_N / 2 of at most 216: lower either");
-    static_assert(gemm_wgmma_smem_fits(BM, BN, CONSUMERS, STAGES),
-                  "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
-                  "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
-                  "and 1 KB of alignment, exceeds the per-block limit (arch/sm90/limits.h): lower the stages or "
-                  "the tile");
+    static_assert(PANEL == 0 || (!PINGPONG && PANEL % CHAINS == 0),
+                  "a wgmma A panel is for a cooperative block, and holds whole sets of k tiles");
+    static_assert(
+        gemm_wgmma_smem_fits(BM, BN, CONSUMERS, STAGES, PANEL),
+        "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
+        "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
+        "and 1 KB of alignment, exceeds the per-block limit (arch/sm90/limits.h): lower the stages or "
+        "the tile");
 };
 
 /* The epilogue input copies (gemm/wgmma.cuh): a consumer warp's slot for one batch, 16 rows x
@@ -150,6 +161,26 @@ constexpr int gemm_wgmma_small_wgrad_stages()
     return want > 0 && want < fit ? want : fit;
 }
 typedef GemmWgmmaSmallTileOf<gemm_wgmma_small_wgrad_stages()> GemmWgmmaSmallWgradTile;
+/* That tile with an A panel (CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL) of the batch's k tiles (the weight
+ * gradient's k), in whole sets, or as many as fit beside its ring and two batches of its update's input
+ * copies: a larger panel would only take shared memory from L1 (docs/PERF.md v61). A weight gradient whose
+ * K it does not hold runs on the tile above. */
+constexpr int gemm_wgmma_small_panel_ktiles()
+{
+    constexpr int copies = GEMM_WG_EPI_STAGES * gemm_wgmma_inputs_stage_bytes(1, 1 + SNN_OPTIM_MOMENTS);
+    constexpr int stages = GemmWgmmaSmallWgradTile::STAGES, chains = CONFIG_GEMM_WGMMA_SMALL_CHAINS;
+    int p = ((SNN_BATCH + GEMM_WG_BK - 1) / GEMM_WG_BK + chains - 1) / chains * chains;
+    while (p > 0 &&
+           !gemm_wgmma_smem_fits_bytes(
+               gemm_wgmma_smem_bytes(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, stages, p) + copies, stages))
+        p -= chains;
+    return p;
+}
+#ifdef CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL
+typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_small_wgrad_stages(), false,
+                      CONFIG_GEMM_WGMMA_SMALL_CHAINS, gemm_wgmma_small_panel_ktiles()>
+    GemmWgmmaSmallPanelTile;
+#endif
 /* The weight gradient's block: the config's, or the 128 x 128 ping-pong one (CONFIG_GEMM_WGMMA_WGRAD_PINGPONG)
  * with as deep a ring as fits beside the copies of its update's inputs (the weights and optimizer state): its
  * k loop reads operands that the update's traffic keeps waiting in HBM. */
