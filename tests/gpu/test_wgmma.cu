@@ -240,10 +240,11 @@ int main(void)
     if constexpr (!std::is_same_v<GemmWgmmaSmallWgradTile, GemmWgmmaSmallTile> &&
                   !std::is_same_v<GemmWgmmaSmallWgradTile, ShortRing>)
         check_layouts<GemmWgmmaSmallWgradTile>();
-    /* A kept in shared memory across a block's run of tiles (every size here fits 16 k tiles), one set and
-     * two; the config's, where it has one */
+    /* A kept in shared memory across a block's run of tiles (every size here fits 16 k tiles; past 8, the
+     * third skips it), one set and two; the config's, where it has one */
     check_layouts<GemmWgmmaTile<64, 64, 1, 4, false, 2, 16>>();
     check_layouts<GemmWgmmaTile<64, 128, 1, 2, false, 1, 16>>();
+    check_layouts<GemmWgmmaTile<128, 64, 2, 4, false, 1, 8>>(); /* two consumers, their rows of one panel */
 #ifdef CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL
     check_layouts<GemmWgmmaSmallPanelTile>();
 #endif

@@ -85,7 +85,7 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
  * 1. wgmma (CONFIG_GEMM_WGMMA) where K >= CONFIG_GEMM_WGMMA_MIN_K, 2MNK >= CONFIG_GEMM_WGMMA_MIN_MFLOP and
  *    TMA can read both operands (TF32: both K-major), at the config's block tile (the weight gradient's,
  *    WGRAD, gemm/wgmma_shape.cuh), or the small one (WGRAD: its ring's own depth, and its A panel where
- *    configured and K fits) where that would leave SMs idle;
+ *    configured, K fits and a block walks three tiles or more) where that would leave SMs idle;
  * 2. a tensor-core precision: mma.sync, on the operands' 16-bit twins where both have them with rows in whole
  *    16-byte chunks, else on the FP32 operands, rounded as staged;
  * 3. FP32: the SIMT kernel. */
@@ -105,12 +105,17 @@ static bool gemm_run(const float *A, const SnnTwin *tA, int lda, const float *B,
                 gemm_runs.wgmma++;
                 if ((long)((M + W::BM - 1) / W::BM) * ((N + W::BN - 1) / W::BN) < gemm_persistent_sms()) {
 #ifdef CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL
-                    if constexpr (WGRAD)
-                        if (gemm_wgmma_panel_holds<GemmWgmmaSmallPanelTile>(K)) {
-                            gemm_wgmma_run<LA, LB, Epi, GemmWgmmaSmallPanelTile>(a, lda, b, ldb, M, N, K, epi,
-                                                                                 GEMM_WG_GRID_CONFIG, side);
+                    if constexpr (WGRAD) {
+                        /* a panel pays where a block walks at least three tiles (docs/PERF.md v61: two lost)
+                         */
+                        typedef GemmWgmmaSmallPanelTile P;
+                        const long tiles = (long)((M + P::BM - 1) / P::BM) * ((N + P::BN - 1) / P::BN);
+                        if (tiles >= 3L * gemm_persistent_sms() && gemm_wgmma_panel_holds<P>(K)) {
+                            gemm_wgmma_run<LA, LB, Epi, P>(a, lda, b, ldb, M, N, K, epi, GEMM_WG_GRID_CONFIG,
+                                                           side);
                             return Side::ACTIVE;
                         }
+                    }
 #endif
                     typedef std::conditional_t<WGRAD, GemmWgmmaSmallWgradTile, GemmWgmmaSmallTile> S;
                     gemm_wgmma_run<LA, LB, Epi, S>(a, lda, b, ldb, M, N, K, epi, GEMM_WG_GRID_CONFIG, side);

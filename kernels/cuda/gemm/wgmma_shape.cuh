@@ -161,15 +161,15 @@ constexpr int gemm_wgmma_small_wgrad_stages()
     return want > 0 && want < fit ? want : fit;
 }
 typedef GemmWgmmaSmallTileOf<gemm_wgmma_small_wgrad_stages()> GemmWgmmaSmallWgradTile;
-/* That tile with an A panel (CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL) of the batch's k tiles (the weight
- * gradient's k), in whole sets, or as many as fit beside its ring and two batches of its update's input
- * copies: a larger panel would only take shared memory from L1 (docs/PERF.md v61). A weight gradient whose
- * K it does not hold runs on the tile above. */
+/* That tile with an A panel (CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL) of the k tiles of a GPU's share of the
+ * batch (the weight gradient's k), in whole sets, or as many as fit beside its ring and GEMM_WG_EPI_STAGES
+ * batches of its update's input copies: a larger panel would only take shared memory from L1 (docs/PERF.md
+ * v61). A weight gradient whose K it does not hold runs on the tile above. */
 constexpr int gemm_wgmma_small_panel_ktiles()
 {
     constexpr int copies = GEMM_WG_EPI_STAGES * gemm_wgmma_inputs_stage_bytes(1, 1 + SNN_OPTIM_MOMENTS);
     constexpr int stages = GemmWgmmaSmallWgradTile::STAGES, chains = CONFIG_GEMM_WGMMA_SMALL_CHAINS;
-    int p = ((SNN_BATCH + GEMM_WG_BK - 1) / GEMM_WG_BK + chains - 1) / chains * chains;
+    int p = ((SNN_LOCAL_BATCH + GEMM_WG_BK - 1) / GEMM_WG_BK + chains - 1) / chains * chains;
     while (p > 0 &&
            !gemm_wgmma_smem_fits_bytes(
                gemm_wgmma_smem_bytes(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, stages, p) + copies, stages))
