@@ -96,21 +96,17 @@ static __device__ __forceinline__ void gemm_wgmma_raster(int t, int tiles_m, int
     tn = (t % per_group) / rows;
 }
 
-/* The k tiles a block walks for K (in whole accumulator sets), and whether its A panel holds them. */
-template <class Tile> static __host__ __device__ constexpr int gemm_wgmma_ktiles(int K)
-{
-    return ((K + GEMM_WG_BK - 1) / GEMM_WG_BK + Tile::CHAINS - 1) / Tile::CHAINS * Tile::CHAINS;
-}
+/* Whether a block's A panel holds the k tiles it walks for K. */
 template <class Tile> static constexpr bool gemm_wgmma_panel_holds(int K)
 {
-    return Tile::PANEL == 0 || gemm_wgmma_ktiles<Tile>(K > 0 ? K : 1) <= Tile::PANEL;
+    return Tile::PANEL == 0 || gemm_wgmma_ktiles_of(K > 0 ? K : 1, Tile::CHAINS) <= Tile::PANEL;
 }
 
 /* The tiles this block takes, as its producer and its consumers both walk them: b, b + gridDim.x, ... in
  * raster order; with an A panel, a run of consecutive tiles in row order (an equal share of the grid's), so
  * that a block's tiles share their A rows: a panel from each row's first tile (or the run's) to its last. */
 template <class Tile> struct GemmWgmmaWalk {
-    int t, end, step, tiles_m, tiles_n;
+    int begin, t, end, step, tiles_m, tiles_n;
     __device__ __forceinline__ GemmWgmmaWalk(int tiles_m_, int tiles_n_)
         : tiles_m(tiles_m_), tiles_n(tiles_n_)
     {
@@ -124,6 +120,7 @@ template <class Tile> struct GemmWgmmaWalk {
             end = (int)ntiles;
             step = gridDim.x;
         }
+        begin = t;
     }
     __device__ __forceinline__ bool more() const { return t < end; }
     __device__ __forceinline__ void next() { t += step; }
@@ -136,7 +133,7 @@ template <class Tile> struct GemmWgmmaWalk {
             gemm_wgmma_raster(t, tiles_m, tiles_n, tm, tn);
     }
     /* with a panel: this tile loads the panel, and is the last to read it */
-    __device__ __forceinline__ bool panel_first(int first) const { return t == first || t % tiles_n == 0; }
+    __device__ __forceinline__ bool panel_first() const { return t == begin || t % tiles_n == 0; }
     __device__ __forceinline__ bool panel_last() const { return t + 1 == end || (t + 1) % tiles_n == 0; }
 };
 
@@ -332,8 +329,8 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     extern __shared__ unsigned char gemm_wgmma_smem[];
     __shared__ uint64_t full[Tile::STAGES], empty[Tile::STAGES];
     __shared__ uint64_t turn[2]; /* ping-pong: consumer c's k loop of a tile is done */
-    /* the A panel has landed (all its k tiles: per k tile, the producer's loads ran slower); its last tile's
-     * k loop is done */
+    /* the A panel has landed (one barrier for all its k tiles: one a k tile ran slower, docs/PERF.md v61);
+     * its last tile's k loop is done */
     __shared__ uint64_t panel_full, panel_empty;
     /* 128-byte swizzled tiles must start on 1024-byte boundaries */
     unsigned char *tiles = gemm_wgmma_smem + ((1024 - (sm90_smem_addr(gemm_wgmma_smem) & 1023)) & 1023);
@@ -356,18 +353,17 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     const int tiles_m = (M + Tile::BM - 1) / Tile::BM, tiles_n = (N + Tile::BN - 1) / Tile::BN;
     const int ntiles = tiles_m * tiles_n;
     unsigned char *panel = tiles + Tile::RING_BYTES;
-    const int ktiles =
-        gemm_wgmma_ktiles<Tile>(K); /* a multiple of the consumers' chains (gemm_wgmma_consume) */
+    const int ktiles = gemm_wgmma_ktiles_of(K, Tile::CHAINS); /* whole sets: gemm_wgmma_consume */
 
     if (wg == 0) {
         sm90_setmaxnreg_dec<GEMM_WG_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             GemmWgmmaWalk<Tile> w(tiles_m, tiles_n);
-            for (int first = w.t, it = 0, panels = 0; w.more(); w.next()) {
+            for (int it = 0, panels = 0; w.more(); w.next()) {
                 int tm, tn;
                 w.tile(tm, tn);
                 if constexpr (Tile::PANEL > 0)
-                    if (w.panel_first(first)) { /* once the last panel's readers are done with it */
+                    if (w.panel_first()) { /* once the last panel's readers are done with it */
                         if (panels++ > 0)
                             sm90_mbarrier_wait(&panel_empty, (panels - 2) & 1);
                         sm90_mbarrier_arrive_expect_tx(&panel_full, ktiles * Tile::A_BYTES);
@@ -421,12 +417,12 @@ __global__ void __launch_bounds__(Tile::THREADS, 1)
     } else {
         const bool lane0 = threadIdx.x % 32 == 0;
         GemmWgmmaWalk<Tile> w(tiles_m, tiles_n);
-        for (int first = w.t, it = 0, panels = 0; w.more(); w.next(), it += ktiles) {
+        for (int it = 0, panels = 0; w.more(); w.next(), it += ktiles) {
             int tm, tn;
             w.tile(tm, tn);
             uint64_t *loop_done = nullptr;
             if constexpr (Tile::PANEL > 0) {
-                if (w.panel_first(first))
+                if (w.panel_first())
                     sm90_mbarrier_wait(&panel_full, panels++ & 1);
                 if (w.panel_last() && lane0)
                     loop_done = &panel_empty;

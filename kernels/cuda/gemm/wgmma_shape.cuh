@@ -112,9 +112,9 @@ struct GemmWgmmaTile {
     static_assert(
         gemm_wgmma_smem_fits(BM, BN, CONSUMERS, STAGES, PANEL),
         "wgmma GEMM shared memory: CONFIG_GEMM_WGMMA_STAGES x (CONFIG_GEMM_WGMMA_BLOCK_M + "
-        "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp "
-        "and 1 KB of alignment, exceeds the per-block limit (arch/sm90/limits.h): lower the stages or "
-        "the tile");
+        "CONFIG_GEMM_WGMMA_BLOCK_N) x 128 bytes, plus 2.5 KB of epilogue staging per consumer warp, "
+        "1 KB of alignment and any A panel (k tiles x BLOCK_M x 128 bytes), exceeds the per-block limit "
+        "(arch/sm90/limits.h): lower the stages or the tile");
 };
 
 /* The epilogue input copies (gemm/wgmma.cuh): a consumer warp's slot for one batch, 16 rows x
@@ -126,6 +126,18 @@ constexpr int gemm_wgmma_inputs_slot_floats(int arrays)
 constexpr int gemm_wgmma_inputs_stage_bytes(int consumers, int arrays)
 {
     return 4 * consumers * gemm_wgmma_inputs_slot_floats(arrays) * 4;
+}
+/* What the copies of the SGD or AdamW update's inputs (the weights and optimizer state) take in a weight
+ * gradient's block, GEMM_WG_EPI_STAGES batches ahead. */
+constexpr int gemm_wgmma_update_copies_bytes(int consumers)
+{
+    return GEMM_WG_EPI_STAGES * gemm_wgmma_inputs_stage_bytes(consumers, 1 + SNN_OPTIM_MOMENTS);
+}
+
+/* The k tiles a block walks for K: whole accumulator sets of them (gemm/wgmma.cuh). */
+__host__ __device__ constexpr int gemm_wgmma_ktiles_of(int K, int chains)
+{
+    return ((K + GEMM_WG_BK - 1) / GEMM_WG_BK + chains - 1) / chains * chains;
 }
 
 /* The most stages (at most 8) of a block of BM x BN and `consumers` that fit in shared memory beside
@@ -149,9 +161,9 @@ constexpr int gemm_wgmma_stages_fit(int bm, int bn, int consumers = 1, int extra
 typedef GemmWgmmaTile<CONFIG_GEMM_WGMMA_BLOCK_M, CONFIG_GEMM_WGMMA_BLOCK_N, CONFIG_GEMM_WGMMA_CONSUMERS,
                       CONFIG_GEMM_WGMMA_STAGES, GEMM_WG_PINGPONG>
     GemmWgmmaConfigTile;
-template <int STAGES>
-using GemmWgmmaSmallTileOf =
-    GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, STAGES, false, CONFIG_GEMM_WGMMA_SMALL_CHAINS>;
+template <int STAGES, int PANEL = 0>
+using GemmWgmmaSmallTileOf = GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, STAGES, false,
+                                           CONFIG_GEMM_WGMMA_SMALL_CHAINS, PANEL>;
 typedef GemmWgmmaSmallTileOf<gemm_wgmma_stages_fit(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N)> GemmWgmmaSmallTile;
 /* The small tile when it runs a weight gradient: its ring CONFIG_GEMM_WGMMA_SMALL_WGRAD_STAGES k tiles where
  * that is fewer than fit (fewer operand loads in flight beside the update's traffic), else every GEMM's. */
@@ -167,26 +179,25 @@ typedef GemmWgmmaSmallTileOf<gemm_wgmma_small_wgrad_stages()> GemmWgmmaSmallWgra
  * v61). A weight gradient whose K it does not hold runs on the tile above. */
 constexpr int gemm_wgmma_small_panel_ktiles()
 {
-    constexpr int copies = GEMM_WG_EPI_STAGES * gemm_wgmma_inputs_stage_bytes(1, 1 + SNN_OPTIM_MOMENTS);
     constexpr int stages = GemmWgmmaSmallWgradTile::STAGES, chains = CONFIG_GEMM_WGMMA_SMALL_CHAINS;
-    int p = ((SNN_LOCAL_BATCH + GEMM_WG_BK - 1) / GEMM_WG_BK + chains - 1) / chains * chains;
-    while (p > 0 &&
-           !gemm_wgmma_smem_fits_bytes(
-               gemm_wgmma_smem_bytes(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, stages, p) + copies, stages))
+    int p = gemm_wgmma_ktiles_of(SNN_LOCAL_BATCH, chains);
+    while (p > 0 && !gemm_wgmma_smem_fits_bytes(
+                        gemm_wgmma_smem_bytes(64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, stages, p) +
+                            gemm_wgmma_update_copies_bytes(1),
+                        stages))
         p -= chains;
     return p;
 }
 #ifdef CONFIG_GEMM_WGMMA_SMALL_WGRAD_PANEL
-typedef GemmWgmmaTile<64, CONFIG_GEMM_WGMMA_SMALL_BLOCK_N, 1, gemm_wgmma_small_wgrad_stages(), false,
-                      CONFIG_GEMM_WGMMA_SMALL_CHAINS, gemm_wgmma_small_panel_ktiles()>
+typedef GemmWgmmaSmallTileOf<gemm_wgmma_small_wgrad_stages(), gemm_wgmma_small_panel_ktiles()>
     GemmWgmmaSmallPanelTile;
 #endif
 /* The weight gradient's block: the config's, or the 128 x 128 ping-pong one (CONFIG_GEMM_WGMMA_WGRAD_PINGPONG)
  * with as deep a ring as fits beside the copies of its update's inputs (the weights and optimizer state): its
  * k loop reads operands that the update's traffic keeps waiting in HBM. */
 #ifdef CONFIG_GEMM_WGMMA_WGRAD_PINGPONG
-constexpr int gemm_wgmma_wgrad_copies = GEMM_WG_EPI_STAGES * gemm_wgmma_inputs_stage_bytes(2, 1 + SNN_OPTIM_MOMENTS);
-typedef GemmWgmmaTile<128, 128, 2, gemm_wgmma_stages_fit(128, 128, 2, gemm_wgmma_wgrad_copies), true>
+typedef GemmWgmmaTile<128, 128, 2, gemm_wgmma_stages_fit(128, 128, 2, gemm_wgmma_update_copies_bytes(2)),
+                      true>
     GemmWgmmaWgradTile;
 #else
 typedef GemmWgmmaConfigTile GemmWgmmaWgradTile;
