@@ -36,6 +36,14 @@
 #else
 #define SNN_DP_COMM_SMS 0
 #endif
+/* The layered step's activation gradients, taken in turn: three where a weight step runs beside the input
+ * gradient below it (arch/cuda/Kconfig STEP_BESIDE), as it still reads its layer's while that one writes the
+ * next. */
+#ifdef CONFIG_STEP_BESIDE
+#define SNN_GRAD_BUFFERS 3
+#else
+#define SNN_GRAD_BUFFERS 2
+#endif
 #ifdef CONFIG_DP_REDUCE_BF16
 #define SNN_DP_REDUCE_NAME "BF16"
 #else

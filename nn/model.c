@@ -19,7 +19,7 @@
 #define ARENA_GRAD_FLOATS 0
 #else
 #define ARENA_ACT_WIDTHS SNN_ACT_WIDTHS
-#define ARENA_GRAD_FLOATS (2 * (size_t)SNN_BATCH * GRAD_DIM)
+#define ARENA_GRAD_FLOATS (SNN_GRAD_BUFFERS * (size_t)SNN_BATCH * GRAD_DIM)
 #endif
 /* A twin region per FP32 range, padded to 128 bytes (kernels/cuda/twin.cuh). */
 #define TWIN_PAD(elems) (((size_t)(elems) + 63) / 64 * 64)
@@ -32,8 +32,8 @@
 
 #ifdef CONFIG_STEP_FUSED
 /* The fused step's buffers (kernels/fused.h), each aligned as an arena region: the row tiles' sums, the
- * second input batch and its labels, and an output-gradient buffer per layer (the layered step's two are ping-pong; a
- * fused phase reads the gradients of two layers while it writes a third's). */
+ * second input batch and its labels, and an output-gradient buffer per layer (the layered step's are taken
+ * in turn; a fused phase reads the gradients of two layers while it writes a third's). */
 #define FUSED_PART_LOSS SNN_ARENA_ROUND(2 * SNN_FUSED_ROW_TILES * sizeof(double))
 #define FUSED_PART_CORRECT SNN_ARENA_ROUND(2 * SNN_FUSED_ROW_TILES * sizeof(int32_t))
 #define FUSED_INPUT SNN_ARENA_ROUND((size_t)SNN_MAX_ROWS * SNN_INPUT_DIM * F)
@@ -148,7 +148,8 @@ static void bind(snn_model *m, const snn_plan *plan, void *arena)
         for (int l = 1; l <= SNN_LAYERS; l++)
             m->act[l] = m->act[l - 1] + (long)SNN_MAX_ROWS * SNN_DIM(l - 1);
         m->grad[0] = AT(SNN_T_ACT_GRADS);
-        m->grad[1] = m->grad[0] + (long)SNN_BATCH * GRAD_DIM;
+        for (int g = 1; g < SNN_GRAD_BUFFERS; g++)
+            m->grad[g] = m->grad[g - 1] + (long)SNN_BATCH * GRAD_DIM;
     }
     m->batch_labels = AT(SNN_T_BATCH_LABELS);
     m->train_images = AT(SNN_T_TRAIN_IMAGES);
@@ -184,7 +185,7 @@ static void bind_twins(snn_model *m)
         m->layer[l].w16 = params16 + (m->layer[l].w - m->params);
     for (int l = 0; l <= SNN_LAYERS; l++)
         m->act16[l] = acts16 + (m->act[l] - m->act[0]);
-    for (int g = 0; g < 2 && ARENA_GRAD_FLOATS; g++)
+    for (int g = 0; g < SNN_GRAD_BUFFERS && ARENA_GRAD_FLOATS; g++)
         m->grad16[g] = grads16 + (m->grad[g] - m->grad[0]);
 }
 

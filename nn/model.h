@@ -16,26 +16,26 @@
  * L layers, B batch, E evaluation batch, R = max(B, E) rows, S steps per
  * epoch, V evaluation steps (the larger set's); widths d0 = 784 .. dL = 10. */
 enum snn_tensor {
-    SNN_T_PARAMS,        /* per layer l: W [d(l+1)][d(l)] then b [d(l+1)]   float */
-    SNN_T_OPTIM_STATE,   /* SNN_OPTIM_MOMENTS x the same layout (kernels/optim.h) float */
-    SNN_T_ACTIVATIONS,   /* act l = 0..L: [R][d(l)], one after the other  float (only act 0 if per-step) */
-    SNN_T_ACT_GRADS,     /* 2 x [B][max(10, width)], ping-pong            float (none if per-step) */
-    SNN_T_BATCH_LABELS,  /* [R]                                           uint8 */
-    SNN_T_TRAIN_IMAGES,  /* [60000][784], the last CONFIG_TRAIN_VALIDATION_SIZE held out uint8 */
-    SNN_T_TRAIN_LABELS,  /* [60000]                                       uint8 */
-    SNN_T_TEST_IMAGES,   /* [10000][784]                                  uint8 */
-    SNN_T_TEST_LABELS,   /* [10000]                                       uint8 */
-    SNN_T_ORDER,         /* [SNN_FIT_COUNT] this epoch's sample order     int32 */
-    SNN_T_STEP_LOSSES,   /* [S] training, then [V] evaluation losses      float */
-    SNN_T_STEP_CORRECT,  /* [S] then [V] correct predictions              int32 */
-    SNN_T_CLOCK,         /* the training step, the evaluation step, the epoch: int32; the step's rate */
-    SNN_T_TWINS,         /* 16-bit twins of params, activations, act grads (CONFIG_GEMM_TWINS) */
+    SNN_T_PARAMS,         /* per layer l: W [d(l+1)][d(l)] then b [d(l+1)]   float */
+    SNN_T_OPTIM_STATE,    /* SNN_OPTIM_MOMENTS x the same layout (kernels/optim.h) float */
+    SNN_T_ACTIVATIONS,    /* act l = 0..L: [R][d(l)], one after the other  float (only act 0 if per-step) */
+    SNN_T_ACT_GRADS,      /* SNN_GRAD_BUFFERS x [B][max(10, width)], in turn float (none if per-step) */
+    SNN_T_BATCH_LABELS,   /* [R]                                           uint8 */
+    SNN_T_TRAIN_IMAGES,   /* [60000][784], the last CONFIG_TRAIN_VALIDATION_SIZE held out uint8 */
+    SNN_T_TRAIN_LABELS,   /* [60000]                                       uint8 */
+    SNN_T_TEST_IMAGES,    /* [10000][784]                                  uint8 */
+    SNN_T_TEST_LABELS,    /* [10000]                                       uint8 */
+    SNN_T_ORDER,          /* [SNN_FIT_COUNT] this epoch's sample order     int32 */
+    SNN_T_STEP_LOSSES,    /* [S] training, then [V] evaluation losses      float */
+    SNN_T_STEP_CORRECT,   /* [S] then [V] correct predictions              int32 */
+    SNN_T_CLOCK,          /* the training step, the evaluation step, the epoch: int32; the step's rate */
+    SNN_T_TWINS,          /* 16-bit twins of params, activations, act grads (CONFIG_GEMM_TWINS) */
     SNN_T_GEMM_WORKSPACE, /* split-K partial sums of the tensor-core GEMMs, float; dropout's mask, bits */
-    SNN_T_FUSED,         /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
-    SNN_T_GRADS,         /* gradients before their update, float: data parallel (CONFIG_DP), all of them
-                          * in the params' layout (DP_REDUCE_BF16: in BF16 as sent, the biases' also in
-                          * FP32), the epoch's figures summed; under CONFIG_STEP_UPDATE_PASS all of them,
-                          * in the params' layout */
+    SNN_T_FUSED,          /* the fused step's own buffers (CONFIG_STEP_FUSED, kernels/fused.h) */
+    SNN_T_GRADS,          /* gradients before their update, float: data parallel (CONFIG_DP), all of them
+                           * in the params' layout (DP_REDUCE_BF16: in BF16 as sent, the biases' also in
+                           * FP32), the epoch's figures summed; under CONFIG_STEP_UPDATE_PASS all of them,
+                           * in the params' layout */
     SNN_T_COUNT
 };
 
@@ -60,8 +60,8 @@ typedef struct {
     float *params, *state;     /* state: SNN_OPTIM_MOMENTS arrays, each in the params' layout (layer[].sw, .sb) */
     snn_layer layer[SNN_LAYERS];
     float *act[SNN_LAYERS + 1]; /* act[0]: the input batch; act[SNN_LAYERS]: the logits */
-    float *grad[2];             /* activation gradients, ping-pong */
-    snn_twin *act16[SNN_LAYERS + 1], *grad16[2]; /* their 16-bit twins, or NULL */
+    float *grad[SNN_GRAD_BUFFERS];                              /* activation gradients, taken in turn */
+    snn_twin *act16[SNN_LAYERS + 1], *grad16[SNN_GRAD_BUFFERS]; /* their 16-bit twins, or NULL */
     /* Under SNN_MM_PER_STEP, act[1..] and grad[] are NULL between steps. */
     uint8_t *batch_labels;
     uint8_t *train_images, *train_labels, *test_images, *test_labels;

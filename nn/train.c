@@ -23,6 +23,9 @@
 #include "arch/cuda/dp.h"
 #include "kernels/cuda/gemm_bf16_grad.h"
 #endif
+#ifdef CONFIG_STEP_BESIDE
+#include "arch/cuda/beside.h"
+#endif
 #include "kernels/ops.h"
 #include "mm/mm.h"
 #include "snn_check.h"
@@ -200,19 +203,28 @@ void snn_train_step(void *model)
                         m->train_correct, m->act[SNN_LAYERS], m->batch_labels, m->train_step, B);
         drop(&m->act[SNN_LAYERS]);
     }
-    for (; l >= 0; l--, g ^= 1) {
+    for (; l >= 0; l--, g = (g + 1) % SNN_GRAD_BUFFERS) {
         const snn_layer *L = &m->layer[l];
+        const int next = (g + 1) % SNN_GRAD_BUFFERS;
 #ifdef CONFIG_DP
         reduce_weight_gradient(m, L, l, m->grad[g], m->grad16[g], B);
 #endif
         /* dX uses the weights before their update: it runs before the update. act[l] is hidden layer l - 1's
          * output, dropped out: its mask and the kept units' scale are the dropout's derivative. */
         if (l > 0)
-            k->linear_backward_input(take(&m->grad[g ^ 1], (long)B * L->in), m->grad16[g ^ 1], m->grad[g],
+            k->linear_backward_input(take(&m->grad[next], (long)B * L->in), m->grad16[next], m->grad[g],
                                      m->grad16[g], L->w, L->w16, m->act[l], SNN_DROPOUT_SCALE, B, L->out,
                                      L->in);
 #ifdef CONFIG_DP
         update_reduced(m, L);
+#elif defined(CONFIG_STEP_BESIDE)
+        /* on the second lane, beside what follows it here: the input gradient below, or layer 0's weight step
+         */
+        if (l > 0)
+            snn_beside_begin();
+        weight_step(m, L, l, m->grad[g], m->grad16[g], B, SUMS_BELOW && l == SNN_LAYERS - 2);
+        if (l > 0)
+            snn_beside_end();
 #else
         weight_step(m, L, l, m->grad[g], m->grad16[g], B, SUMS_BELOW && l == SNN_LAYERS - 2);
 #endif
@@ -220,6 +232,9 @@ void snn_train_step(void *model)
         if (l > 0)
             drop(&m->act[l]);
     }
+#ifdef CONFIG_STEP_BESIDE
+    snn_beside_join();
+#endif
 #ifdef CONFIG_DP
     snn_dp_join(); /* every bucket's update done before the schedule moves on */
     k->step_advance(m->clock.step);

@@ -261,9 +261,11 @@ suite_plot() { run "plot" "$(python_with matplotlib)" tests/host/test_plot.py "$
 suite_tune() { run "tune" "$(python_with kconfiglib)" tests/host/test_tune.py "$SNN_TEST_OUT/tune"; }
 
 # The GPU boards compile warning-free (no GPU needed), and so does the device side of the other memory
-# strategies; CI must have nvcc. make test compiles one board per code path (REPRESENTATIVES), make
-# test-full every board. A CUDA build run where no GPU or driver is says so and names the host target.
-REPRESENTATIVES="rtx2060 a100 h100 h100_8192x3_b32 h100_784x4_b64 h100_128x1_b64 h100_speedrun99"
+# strategies; CI must have nvcc. make test compiles one board per code path (REPRESENTATIVES; the last:
+# the A panel and the weight steps beside), make test-full every board. A CUDA build run where no GPU or
+# driver is says so and names the host target.
+REPRESENTATIVES="rtx2060 a100 h100 h100_8192x3_b32 h100_784x4_b64 h100_128x1_b64 h100_speedrun99
+    h100_2048x3_b256_tuned"
 # rtx2060: sm75 mma.sync m16n8k8, FP16 accumulation; a100: sm80 cp.async + m16n8k16, layered; h100: the
 # fused step's grid-wide kernel and the wgmma GEMMs; 8192x3: wgmma, persistent, split-K; 784x4: the
 # grid-resident kernel; 128x1: the cluster-resident kernel; speedrun99: AdamW, dropout and translation on

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include "arch/cuda/beside.h"
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "arch/cuda/target.h"
@@ -147,6 +148,9 @@ void snn_rt_init(snn_device_info *info, size_t plan_bytes)
 
     if (!g_stream)
         CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+#ifdef CONFIG_STEP_BESIDE
+    snn_beside_init(prop.multiProcessorCount);
+#endif
 
     if (info) {
         memset(info, 0, sizeof *info);

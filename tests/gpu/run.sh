@@ -292,9 +292,9 @@ check_dp() {
 # The other boards (deeper, wider, other batches): their kernel and
 # training-step tests; their nets differ from the host engine's, so no epoch.
 # make test: one board per code path the boards above do not take (wgmma persistent with split-K, the
-# grid-resident and the cluster-resident kernels, AdamW with dropout and translation); make test-full:
-# every board.
-OTHER_REPRESENTATIVES="h100_8192x3_b32 h100_784x4_b64 h100_128x1_b64 h100_speedrun99"
+# grid-resident and the cluster-resident kernels, AdamW with dropout and translation, the weight gradient's
+# A panel with the weight steps beside the rest of the backward pass); make test-full: every board.
+OTHER_REPRESENTATIVES="h100_8192x3_b32 h100_784x4_b64 h100_128x1_b64 h100_speedrun99 h100_2048x3_b256_tuned"
 check_other() { # BOARD
     local board=$1
     build_board "$board" || return
@@ -302,12 +302,29 @@ check_other() { # BOARD
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
     [ -x "$OUT/gpu-$board/tests/bin/gpu/test_fused" ] && prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_fused"
     [ "$board" = h100_8192x3_b32 ] && resume_mid_epoch "$board" "$OUT/gpu-$board"
+    [ "$board" = h100_2048x3_b256_tuned ] && sanitize "$board" "$OUT/gpu-$board" # the step on two streams
     return 0
+}
+
+# STEP_BESIDE_SMS at 255, more SMs than any GPU here has, in a copy of BOARD's build: ./app/mnist refuses it
+# at start-up, one message naming the setting, exit status 1.
+beside_refused() { # BOARD
+    local board=$1 d=$OUT/gpu-$1-beside-255 out rc
+    build_board "$board" >/dev/null || return
+    [ "$MODE" = check ] || return 0
+    rm -rf "$d" && cp -r "$OUT/gpu-$board" "$d" && sed -i 's/^CONFIG_STEP_BESIDE_SMS=.*/CONFIG_STEP_BESIDE_SMS=255/' "$d/.config" &&
+        make O="$d" "$d/app/mnist" >"$d.log" 2>&1 || { echo "not ok - $board: STEP_BESIDE_SMS=255 did not build"; return; }
+    out=$("$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 1 2>&1)
+    rc=$?
+    if [ $rc -eq 1 ] && [[ $out == *"STEP_BESIDE_SMS is 255"* ]] && [[ $out != *Segmentation* ]]; then
+        echo "ok - $board: STEP_BESIDE_SMS=255 is refused at start-up with one message"
+    else echo "not ok - $board: STEP_BESIDE_SMS=255: status $rc: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
 }
 
 # A symbol on by default in BOARD against the same board without it: 40 steps of each, the same parameters
 # bit for bit. The update pass (STEP_UPDATE_PASS) against the GEMM epilogue's update (kernels/optim.h pins
-# the arithmetic); programmatic dependent launch (CUDA_PDL) against launches that wait for the grid before.
+# the arithmetic); programmatic dependent launch (CUDA_PDL) against launches that wait for the grid before;
+# the weight steps on a stream and SMs of their own (STEP_BESIDE) against all on one.
 bits_without() { # BOARD SYMBOL WHAT
     local board=$1 sym=$2 what=$3 d=$OUT/gpu-$1-no-$2 a
     build_board "$board" >/dev/null
@@ -657,6 +674,8 @@ run_all() {
         else for b in $OTHER_REPRESENTATIVES; do check_other "$b"; done; fi
         bits_without h100_speedrun99 STEP_UPDATE_PASS "the update pass (against the GEMM epilogue's update)"
         bits_without h100_speedrun99 CUDA_PDL "programmatic dependent launch"
+        bits_without h100_2048x3_b256_tuned STEP_BESIDE "the weight steps beside the rest of the backward pass"
+        beside_refused h100_2048x3_b256_tuned
     fi
     # The precisions the boards' defconfigs do not select: the h100 board's shapes on the Ampere path
     # (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the a100 board in FP32 (the SIMT kernel; BF16 is its

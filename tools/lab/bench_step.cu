@@ -9,7 +9,8 @@
  * steps after WARMUP, and its share of the summed medians. Events between
  * kernels add a little to each; the graph-replayed step (./app/mnist) has
  * no such gaps, so the sum is above the app's step time, and the rows say
- * where it goes.
+ * where it goes. Under STEP_BESIDE a row runs on its stream's share of the
+ * SMs, alone: only the replayed step shows the two streams overlap.
  *
  * A layered build then times its step as ./app/mnist runs it (graph
  * replays, no events between kernels). In a fused build (CONFIG_STEP_FUSED)
@@ -339,6 +340,11 @@ int main(void)
     for (size_t i = 0; i < calls.size(); i++)
         printf("| %s | %.4f | %.1f %% |\n", calls[i].what.c_str(), med[i], 100 * med[i] / total);
     printf("| sum | %.4f | |\n", total);
+#ifdef CONFIG_STEP_BESIDE
+    printf(
+        "# STEP_BESIDE: each row ran alone on its stream's share of the SMs (the events wait for it), so a\n"
+        "# weight step and what runs beside it add up here; the replayed step below overlaps them\n");
+#endif
     m.kernels = engine;
 #ifdef CONFIG_STEP_FUSED
     bench_fused(m, dev.name);

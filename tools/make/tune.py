@@ -106,6 +106,8 @@ KNOBS = {
                                   for d in (0, 1, 2)],
     "GEMM_WGMMA_EPI_STAGES": ["1", "2"],
     "STEP_UPDATE_PASS": ["y", "n"],  # or the update apart from the GEMM (docs/PERF.md v36)
+    # the weight steps on SMs of their own beside the rest of the backward pass (v62: 44 and 52 of 132 won)
+    "STEP_BESIDE": [{"STEP_BESIDE": "y", "STEP_BESIDE_SMS": str(n)} for n in (44, 52)] + [{"STEP_BESIDE": "n"}],
     "GEMM_WGMMA_BLOCK": [{"GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)} for m, n in WGMMA_BLOCKS],
     "GEMM_WGMMA_PINGPONG": [{"GEMM_WGMMA_PINGPONG": "y", "GEMM_WGMMA_BLOCK_M": str(m), "GEMM_WGMMA_BLOCK_N": str(n)}
                             for m, n in [(128, 128), (64, 256)]],

@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include "arch/cuda/beside.h"
 #include "arch/cuda/check.h"
 #include "arch/cuda/stream.h"
 #include "kernels/cuda/gemm/tile.cuh"
@@ -49,6 +50,18 @@ static inline int gemm_persistent_sms(void)
 {
     const int n = gemm_sm_count() - SNN_DP_COMM_SMS;
     return n > 0 ? n : 1;
+}
+
+/* The SMs a persistent grid launched now spans: gemm_persistent_sms(), or the share of them the stream it
+ * goes on has while a weight step runs beside an input gradient (arch/cuda/beside.h). A GEMM's tile is
+ * chosen for the whole (gemm_persistent_sms), so its sums are the same either way. */
+static inline int gemm_grid_sms(void)
+{
+#ifdef CONFIG_STEP_BESIDE
+    return snn_beside_sms(gemm_persistent_sms());
+#else
+    return gemm_persistent_sms();
+#endif
 }
 
 /* Blocks of `threads` threads with a ring of ring_bytes that one SM holds, by threads and shared memory.

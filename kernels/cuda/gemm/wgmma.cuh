@@ -471,14 +471,13 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
     gemm_wgmma_map<LB, Tile::BN>(&map_b, B, ldb, N, k_map, "wgmma GEMM operand B");
     auto kernel = gemm_wgmma_kernel<Tile, LA, LB, Epi, Side>;
     constexpr int smem = GemmWgmmaInputs<Tile, Epi>::SMEM_BYTES;
-    static int resident; /* blocks the GPU holds at once, once per kernel instance */
-    if (!resident) {
+    static int per_sm; /* blocks an SM holds at once, once per kernel instance */
+    if (!per_sm) {
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Tile::THREADS, smem));
-        if (resident < 1)
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tile::THREADS, smem));
+        if (per_sm < 1)
             snn_die("wgmma GEMM block %dx%d (%d threads, %d bytes of shared memory) does not fit on this GPU",
                     Tile::BM, Tile::BN, Tile::THREADS, smem);
-        resident *= gemm_persistent_sms();
     }
     const long tiles = (long)((M + Tile::BM - 1) / Tile::BM) * ((N + Tile::BN - 1) / Tile::BN);
     if (tiles > 0x7fffffffL)
@@ -488,7 +487,9 @@ void gemm_wgmma_run(const GemmWgmmaElem *A, int lda, const GemmWgmmaElem *B, int
                 Tile::PANEL);
     if (blocks == GEMM_WG_GRID_CONFIG)
         blocks = GEMM_WG_PERSISTENT ? GEMM_WG_GRID_RESIDENT : GEMM_WG_GRID_PER_TILE;
-    long grid = blocks > 0 ? blocks : blocks == GEMM_WG_GRID_RESIDENT ? resident : tiles;
+    long grid = blocks > 0                        ? blocks
+                : blocks == GEMM_WG_GRID_RESIDENT ? (long)per_sm * gemm_grid_sms()
+                                                  : tiles;
     grid = grid < tiles ? grid : tiles;
     SNN_LAUNCH(kernel, (unsigned)grid, Tile::THREADS, smem, map_a, map_b, M, N, K, epi, side);
 }
