@@ -332,7 +332,7 @@ bits_without() { # BOARD SYMBOL WHAT
     [ $rc -eq 2 ] && return # another card's board: check_other says so
     [ $rc -eq 0 ] || [ "$MODE" = plan ] || return # in the plan, its def is there
     mkdir -p "$d"
-    { cat "$OUT/gpu-$board/def"; echo "# CONFIG_$sym is not set"; } >"$d/def"
+    { grep -v "^CONFIG_$sym=" "$OUT/gpu-$board/def"; echo "# CONFIG_$sym is not set"; } >"$d/def"
     planned "$board-no-$sym" "$d" || return
     build_variant "$board without $sym" "$d" || return
     a="--data $DATA --epochs 1 --max-steps 40 --seed 3"
