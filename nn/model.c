@@ -99,7 +99,7 @@ static const snn_plan_entry tensor_table[SNN_T_COUNT] = {
     [SNN_T_CLOCK] = {"step counters, rate", CLOCK_COUNTERS * sizeof(int32_t) + sizeof(snn_rate), 0},
     [SNN_T_TWINS] = {"16-bit twins", TWIN_BYTES, 0},
     [SNN_T_GEMM_WORKSPACE] = {"split-K sums, dropout masks",
-                              (SNN_SPLIT_K_FLOATS + SNN_DROPOUT_MASK_FLOATS) * F, 0},
+                              (SNN_SPLIT_K_FLOATS * SNN_SPLIT_K_STREAMS + SNN_DROPOUT_MASK_FLOATS) * F, 0},
     [SNN_T_FUSED] = {"fused step buffers", FUSED_BYTES, 0},
     [SNN_T_GRADS] = {GRADS_NAME, GRADS_BYTES, 0},
 };

@@ -58,6 +58,8 @@ void snn_beside_join(void)
     }
 }
 
+int snn_beside_on_side(void) { return g_lane == ON_SIDE; }
+
 int snn_beside_sms(int all)
 {
     return g_lane == IDLE ? all : g_lane == ON_SIDE ? all - CONFIG_STEP_BESIDE_SMS : CONFIG_STEP_BESIDE_SMS;

@@ -1,8 +1,9 @@
-/* The layered step's second lane (CONFIG_STEP_BESIDE; arch/cuda/beside.cu): a hidden layer's weight step
- * on a second stream, on all the GPU's SMs but STEP_BESIDE_SMS, while the engine's stream runs what follows
- * it on those (nn/train.c: the input gradient below, or layer 0's weight step). Both are persistent GEMM
- * grids whose blocks each hold most of an SM's shared memory, so each keeps to its SMs. Captured, the two
- * streams are two branches of the step's graph. */
+/* The layered step's second lane (CONFIG_STEP_BESIDE; arch/cuda/beside.cu): every layer's weight step but
+ * layer 0's on a second stream, on all the GPU's SMs but STEP_BESIDE_SMS, while the engine's stream runs what
+ * follows it on those (nn/train.c: the input gradient below, or layer 0's weight step). Both are persistent
+ * GEMM grids of as many blocks as their share and one block an SM (their registers), so launched together
+ * they fall on different SMs; nothing pins them there. Captured, the two streams are two branches of the
+ * step's graph. */
 #ifndef SNN_CUDA_BESIDE_H
 #define SNN_CUDA_BESIDE_H
 
@@ -23,6 +24,8 @@ void snn_beside_end(void);
 void snn_beside_join(void);
 /* The SMs of `all` a persistent grid launched now spans: all, or the share of the stream it goes on. */
 int snn_beside_sms(int all);
+/* 1 while launches go on the second stream (snn_beside_begin .. snn_beside_end), else 0. */
+int snn_beside_on_side(void);
 
 #ifdef __cplusplus
 }

@@ -186,17 +186,19 @@ void snn_rt_free(void *p)
         CUDA_CHECK(cudaFree(p));
 }
 
+/* Copies go on the stream launches go on (snn_stream()): a test's check inside a weight step on the second
+ * stream (STEP_BESIDE) reads what that step wrote. */
 void snn_rt_upload(void *dst, const void *src, size_t bytes)
 {
     if (bytes)
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, snn_stream()));
 }
 
 void snn_rt_download(void *dst, const void *src, size_t bytes)
 {
     if (bytes)
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_stream));
-    CUDA_CHECK(cudaStreamSynchronize(g_stream));
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, snn_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(snn_stream()));
 }
 
 void snn_rt_sync(void)

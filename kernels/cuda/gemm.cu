@@ -17,9 +17,9 @@
 /* The workspace (nn/model.c): the split-K partial sums, then dropout's two masks. */
 extern "C" void cuda_bind_workspace(float *workspace, long floats)
 {
-    const long split_k = workspace ? (long)SNN_SPLIT_K_FLOATS : 0;
+    const long split_k = workspace ? (long)SNN_SPLIT_K_FLOATS * SNN_SPLIT_K_STREAMS : 0;
 #ifdef CONFIG_GEMM_TENSOR_CORES
-    cuda_gemm_split_k_bind(split_k ? workspace : NULL, split_k);
+    cuda_gemm_split_k_bind(split_k ? workspace : NULL, split_k / SNN_SPLIT_K_STREAMS);
 #endif
     cuda_gemm_dropout_bind(workspace && floats > split_k ? (uint8_t *)(workspace + split_k) : NULL,
                            (floats - split_k) * (long)sizeof(float));

@@ -28,9 +28,17 @@ extern "C" {
 #else
 #define SNN_SPLIT_K_FLOATS ((size_t)0)
 #endif
+/* A workspace for each stream whose GEMMs run at once: the weight steps'
+ * own beside the engine's under STEP_BESIDE (arch/cuda/beside.h). */
+#ifdef CONFIG_STEP_BESIDE
+#define SNN_SPLIT_K_STREAMS 2
+#else
+#define SNN_SPLIT_K_STREAMS 1
+#endif
 
-/* Binds floats (device memory, elems of them) as the workspace; NULL unbinds
- * (no GEMM splits then). */
+/* Binds floats (device memory, SNN_SPLIT_K_STREAMS x elems of them, one
+ * stream's after the other's) as the workspaces; NULL unbinds (no GEMM
+ * splits then). */
 void cuda_gemm_split_k_bind(float *ws, long elems);
 /* GEMMs that ran split so far, and the slices of the last of them (gemm_path.h). */
 long cuda_gemm_split_k_count(void);

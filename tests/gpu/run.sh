@@ -302,23 +302,57 @@ check_other() { # BOARD
     prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_step"
     [ -x "$OUT/gpu-$board/tests/bin/gpu/test_fused" ] && prefixed "$board" "$OUT/gpu-$board/tests/bin/gpu/test_fused"
     [ "$board" = h100_8192x3_b32 ] && resume_mid_epoch "$board" "$OUT/gpu-$board"
-    [ "$board" = h100_2048x3_b256_tuned ] && sanitize "$board" "$OUT/gpu-$board" # the step on two streams
+    # its kernels on two streams (the sanitizers see each kernel; the streams' order is bits_without's)
+    [ "$board" = h100_2048x3_b256_tuned ] && sanitize "$board" "$OUT/gpu-$board"
     return 0
 }
 
-# STEP_BESIDE_SMS at 255, more SMs than any GPU here has, in a copy of BOARD's build: ./app/mnist refuses it
-# at start-up, one message naming the setting, exit status 1.
+# STEP_BESIDE_SMS at 255, more SMs than any GPU here has, on BOARD: ./app/mnist refuses it at start-up, one
+# message naming the setting, exit status 1.
 beside_refused() { # BOARD
     local board=$1 d=$OUT/gpu-$1-beside-255 out rc
-    build_board "$board" >/dev/null || return
-    [ "$MODE" = check ] || return 0
-    rm -rf "$d" && cp -r "$OUT/gpu-$board" "$d" && sed -i 's/^CONFIG_STEP_BESIDE_SMS=.*/CONFIG_STEP_BESIDE_SMS=255/' "$d/.config" &&
-        make O="$d" "$d/app/mnist" >"$d.log" 2>&1 || { echo "not ok - $board: STEP_BESIDE_SMS=255 did not build"; return; }
+    build_board "$board" >/dev/null
+    rc=$?
+    [ $rc -eq 2 ] && return # another card's board: check_other says so
+    [ $rc -eq 0 ] || [ "$MODE" = plan ] || return
+    mkdir -p "$d"
+    { grep -v '^CONFIG_STEP_BESIDE_SMS=' "$OUT/gpu-$board/def"; echo CONFIG_STEP_BESIDE_SMS=255; } >"$d/def"
+    planned "$board-beside-255" "$d" || return
+    build_variant "$board with STEP_BESIDE_SMS=255" "$d" || return
     out=$("$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 1 2>&1)
     rc=$?
-    if [ $rc -eq 1 ] && [[ $out == *"STEP_BESIDE_SMS is 255"* ]] && [[ $out != *Segmentation* ]]; then
+    if [ $rc -eq 1 ] && [ "$(grep -c 'STEP_BESIDE_SMS is 255' <<<"$out")" = 1 ] &&
+        ! grep -qi 'internal error\|segmentation\|cuda error' <<<"$out"; then
         echo "ok - $board: STEP_BESIDE_SMS=255 is refused at start-up with one message"
     else echo "not ok - $board: STEP_BESIDE_SMS=255: status $rc: $(tail -n 3 <<<"$out" | tr '\n' ' ')"; fi
+}
+
+# NAME BOARD LINE...: BOARD's defconfig with LINEs, built with STEP_BESIDE and without: 40 steps of each
+# give the same parameters bit for bit. The board's bits_without covers it as tuned; these, the paths it
+# does not take: 5 hidden layers (a gradient buffer written again while the step is on two streams), AdamW,
+# the update pass and the output step's bias sums, dropout; the output layer's weight step on the second
+# stream (without CUDA_OUTPUT_STEP).
+bits_beside() {
+    local name=$1 board=$2 d=$OUT/gpu-beside-$1 want v p=0 a
+    shift 2
+    want=$(sed -n 's/^CONFIG_TARGET_SM\([0-9]*\)=y/\1/p' "configs/${board}_defconfig")
+    if ! usable "$cc" "$want"; then echo "skip - gpu beside-$name: skipped: needs compute capability $want"; return; fi
+    for v in on off; do
+        mkdir -p "$d-$v"
+        { grep -v '^CONFIG_STEP_BESIDE' "configs/${board}_defconfig"; printf '%s\n' "$@"
+            echo "CONFIG_CUDA_ARCH_OVERRIDE=$cc"
+            if [ $v = on ]; then echo CONFIG_STEP_BESIDE=y; else echo "# CONFIG_STEP_BESIDE is not set"; fi; } >"$d-$v/def"
+        planned "beside-$name-$v" "$d-$v" || p=1
+    done
+    [ $p -eq 0 ] || return
+    build_variant "$name, STEP_BESIDE on" "$d-on" && build_variant "$name, STEP_BESIDE off" "$d-off" || return
+    a="--data $DATA --epochs 1 --max-steps 40 --seed 3"
+    rm -f "$d-on/w.st" "$d-off/w.st"
+    if grep -q '^CONFIG_STEP_BESIDE=y' "$d-on/.config" && ! grep -q '^CONFIG_STEP_BESIDE=y' "$d-off/.config" &&
+        "$d-on/app/mnist" $a --save "$d-on/w.st" >/dev/null 2>&1 &&
+        "$d-off/app/mnist" $a --save "$d-off/w.st" >/dev/null 2>&1 && cmp -s "$d-on/w.st" "$d-off/w.st"; then
+        echo "ok - $name: the weight steps beside the backward pass, on and off, give the same parameters, bit for bit"
+    else echo "not ok - $name: STEP_BESIDE on and off differ (or did not run, or it was not on)"; fi
 }
 
 # A symbol on by default in BOARD against the same board without it: 40 steps of each, the same parameters
@@ -676,6 +710,8 @@ run_all() {
         bits_without h100_speedrun99 CUDA_PDL "programmatic dependent launch"
         bits_without h100_2048x3_b256_tuned STEP_BESIDE "the weight steps beside the rest of the backward pass"
         beside_refused h100_2048x3_b256_tuned
+        bits_beside record-dropout h100_record 'CONFIG_TRAIN_DROPOUT="0.2"'
+        bits_beside 2048x3-no-output-step h100_2048x3_b256_tuned "# CONFIG_CUDA_OUTPUT_STEP is not set"
     fi
     # The precisions the boards' defconfigs do not select: the h100 board's shapes on the Ampere path
     # (sm80: cp.async, m16n8k16 / m16n8k8 tf32), the a100 board in FP32 (the SIMT kernel; BF16 is its

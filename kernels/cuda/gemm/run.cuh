@@ -70,7 +70,7 @@ static void gemm_mma(const G *A, int lda, const G *B, int ldb, int M, int N, int
         SNN_LAUNCH(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, split.per, epi);
         return;
     }
-    const GemmEpiStore part = {gemm_split_k.ws, N, (size_t)M * N};
+    const GemmEpiStore part = {gemm_split_k_ws(), N, (size_t)M * N};
     const auto kernel = gemm_mma_instance<T, LA, LB, GemmEpiStore>(A, lda, B, ldb, K);
     SNN_LAUNCH(kernel, g.blocks, T::THREADS, g.smem, A, lda, B, ldb, M, N, K, split.per, part);
     gemm_split_k_reduce_launch(split.slices, M, N, epi);

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "arch/cuda/beside.h"
 #include "arch/cuda/check.h"
 #include "arch/cuda/launch.cuh"
 #include "arch/cuda/stream.h"
@@ -21,12 +22,23 @@ struct GemmSplit {
     int slices, per;
 };
 
-/* The workspace, bound by cuda_gemm_split_k_bind (gemm/split_k.cu). */
+/* The workspace, bound by cuda_gemm_split_k_bind (gemm/split_k.cu): elems floats a stream. */
 struct GemmSplitK {
     float *ws;
     long elems;
 };
 extern GemmSplitK gemm_split_k;
+
+/* The workspace of the stream launches go on now: under STEP_BESIDE the weight steps' stream has its own,
+ * as its GEMMs run beside the engine's (arch/cuda/beside.h). */
+static inline float *gemm_split_k_ws(void)
+{
+#ifdef CONFIG_STEP_BESIDE
+    return gemm_split_k.ws + (snn_beside_on_side() ? gemm_split_k.elems : 0);
+#else
+    return gemm_split_k.ws;
+#endif
+}
 
 /* The most slices whose blocks still run in one wave (blocks x slices <= slots, the blocks the GPU holds at
  * once), each at least CONFIG_GEMM_SPLIT_K_MIN_K deep, at most CONFIG_GEMM_SPLIT_K_MAX and as many as the
@@ -76,8 +88,8 @@ template <class Epi>
 static void gemm_split_k_reduce_launch(int slices, int M, int N, const Epi &epi)
 {
     const size_t mn = (size_t)M * N;
-    SNN_LAUNCH(gemm_split_k_reduce<Epi>, (unsigned)((mn + 255) / 256), 256, 0, (const float *)gemm_split_k.ws,
-               slices, M, N, epi);
+    SNN_LAUNCH(gemm_split_k_reduce<Epi>, (unsigned)((mn + 255) / 256), 256, 0,
+               (const float *)gemm_split_k_ws(), slices, M, N, epi);
 }
 
 #endif
