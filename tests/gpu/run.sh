@@ -346,13 +346,19 @@ bits_beside() {
     done
     [ $p -eq 0 ] || return
     build_variant "$name, STEP_BESIDE on" "$d-on" && build_variant "$name, STEP_BESIDE off" "$d-off" || return
-    a="--data $DATA --epochs 1 --max-steps 40 --seed 3"
-    rm -f "$d-on/w.st" "$d-off/w.st"
-    if grep -q '^CONFIG_STEP_BESIDE=y' "$d-on/.config" && ! grep -q '^CONFIG_STEP_BESIDE=y' "$d-off/.config" &&
-        "$d-on/app/mnist" $a --save "$d-on/w.st" >/dev/null 2>&1 &&
-        "$d-off/app/mnist" $a --save "$d-off/w.st" >/dev/null 2>&1 && cmp -s "$d-on/w.st" "$d-off/w.st"; then
-        echo "ok - $name: the weight steps beside the backward pass, on and off, give the same parameters, bit for bit"
-    else echo "not ok - $name: STEP_BESIDE on and off differ (or did not run, or it was not on)"; fi
+    same_bits STEP_BESIDE "$d-on" "$d-off" "$name: the weight steps beside the backward pass"
+}
+
+# SYMBOL ON OFF WHAT: SYMBOL on in build ON and off in build OFF, and 40 steps of each give the same
+# parameters bit for bit.
+same_bits() {
+    local sym=$1 on=$2 off=$3 what=$4 a="--data $DATA --epochs 1 --max-steps 40 --seed 3"
+    rm -f "$off/on.st" "$off/off.st"
+    if grep -q "^CONFIG_$sym=y" "$on/.config" && ! grep -q "^CONFIG_$sym=y" "$off/.config" &&
+        "$on/app/mnist" $a --save "$off/on.st" >/dev/null 2>&1 &&
+        "$off/app/mnist" $a --save "$off/off.st" >/dev/null 2>&1 && cmp -s "$off/on.st" "$off/off.st"; then
+        echo "ok - $what, on and off, give the same parameters, bit for bit"
+    else echo "not ok - $what, on and off, differ (or $sym is not on in the first build, or on in the second)"; fi
 }
 
 # A symbol on by default in BOARD against the same board without it: 40 steps of each, the same parameters
@@ -360,7 +366,7 @@ bits_beside() {
 # the arithmetic); programmatic dependent launch (CUDA_PDL) against launches that wait for the grid before;
 # the weight steps on a stream and SMs of their own (STEP_BESIDE) against all on one.
 bits_without() { # BOARD SYMBOL WHAT
-    local board=$1 sym=$2 what=$3 d=$OUT/gpu-$1-no-$2 a
+    local board=$1 sym=$2 what=$3 d=$OUT/gpu-$1-no-$2
     build_board "$board" >/dev/null
     local rc=$?
     [ $rc -eq 2 ] && return # another card's board: check_other says so
@@ -369,13 +375,7 @@ bits_without() { # BOARD SYMBOL WHAT
     { grep -v "^CONFIG_$sym=" "$OUT/gpu-$board/def"; echo "# CONFIG_$sym is not set"; } >"$d/def"
     planned "$board-no-$sym" "$d" || return
     build_variant "$board without $sym" "$d" || return
-    a="--data $DATA --epochs 1 --max-steps 40 --seed 3"
-    rm -f "$d/on.st" "$d/off.st"
-    if grep -q "^CONFIG_$sym=y" "$OUT/gpu-$board/.config" && ! grep -q "^CONFIG_$sym=y" "$d/.config" &&
-        "$OUT/gpu-$board/app/mnist" $a --save "$d/on.st" >/dev/null 2>&1 &&
-        "$d/app/mnist" $a --save "$d/off.st" >/dev/null 2>&1 && cmp -s "$d/on.st" "$d/off.st"; then
-        echo "ok - $board: $what, on and off, give the same parameters, bit for bit"
-    else echo "not ok - $board: $what, on and off, differ (or $sym is not on in the board, or on without it)"; fi
+    same_bits "$sym" "$OUT/gpu-$board" "$d" "$board: $what"
 }
 
 # The precisions the boards' defconfigs do not select: the h100 board's
