@@ -218,8 +218,7 @@ void snn_train_step(void *model)
 #ifdef CONFIG_DP
         update_reduced(m, L);
 #elif defined(CONFIG_STEP_BESIDE)
-        /* on the second lane, beside what follows it here: the input gradient below, or layer 0's weight step
-         */
+        /* beside what follows on the engine's stream: the next input gradient, or layer 0's weight step */
         if (l > 0)
             snn_beside_begin();
         weight_step(m, L, l, m->grad[g], m->grad16[g], B, SUMS_BELOW && l == SNN_LAYERS - 2);
