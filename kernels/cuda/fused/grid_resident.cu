@@ -214,7 +214,7 @@ constexpr size_t WS_PARTS[] = {
     OP * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
     OP * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
     OP * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
-    OP * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer][input][output unit] */
+    OP * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer] (Workspace::twin_at) */
     /* the logits' partials [block][row][class] (TAGGED: 8-byte records), the dlogits [row][class], the
      * classes unpadded: every block reads them all, so that fewer bytes are fewer L2 requests */
     (size_t)((TAGGED ? 8 : 4) * BLOCKS + 4) * BATCH_PAD * CLASSES_PAD,
@@ -256,10 +256,22 @@ struct Workspace {
     } /* [pixel][row] */
     /* block b's partial sums of layer 0 over its slice, [row][unit] */
     __device__ float *slice_sums(int b) const { return sums0 + (size_t)b * BATCH_PAD * UNITS; }
-    /* hidden-to-hidden layer l's twin for steps of parity p, transposed: [input unit][output unit] */
-    __device__ snn_op *twin_t(int p, int l) const
+    /* hidden-to-hidden layer l's twin for steps of parity p, at twin_at */
+    __device__ snn_op *twin(int p, int l) const
     {
         return wt + ((size_t)p * MIDS + l - 1) * HIDDEN_PAD * HIDDEN_PAD;
+    }
+    /* A twin's weight from input k to output unit n: a block's 8 units of 8 inputs in a run of 64, [input
+     * % 8][unit % 8] (128 bytes of 16-bit operands, a line), runs by the block, then by the inputs' eights:
+     * the lanes of an update's store, 8 inputs' units, write one line, which no other block writes, and the
+     * input gradient through the layer reads its units' inputs, 8 output units a load, a line by 8 lanes.
+     * The columns of [input][output unit], 16 bytes a row, shared each line among 8 blocks (docs/PERF.md
+     * v63). */
+    static constexpr int TWIN_KS = 8;
+    static __device__ __forceinline__ int twin_at(int k, int n)
+    {
+        /* (k / 8 * BLOCKS + n / 8) * 64 + k % 8 * 8 + n % 8 */
+        return (k + (k & -TWIN_KS) * (BLOCKS - 1)) * UNITS + n + (n & -UNITS) * (TWIN_KS - 1);
     }
 };
 
@@ -277,6 +289,31 @@ struct Pixels : Mma16Pairs<Pixels> {
     {
         static_assert(GAP == OP_ELEMS, "grid-resident kernel: image rows are read two words a thread");
         return snn_pixels_op(image[i] + k0 + k);
+    }
+};
+
+/* A twin's rows of the block's units as a B operand (the input gradient through the layer): element (i, k),
+ * unit u0 + i's weight from output unit k, runs of 8 k contiguous (Workspace::twin_at). */
+struct TwinRows : Mma16Pairs<TwinRows> {
+    const snn_op *p;
+    int u0;
+    __device__ TwinRows(const snn_op *p, int u0) : p(p), u0(u0) {}
+    __device__ __forceinline__ const snn_op *at(int i, int k) const
+    {
+        return p + Workspace::twin_at(u0 + i, k);
+    }
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
+    {
+        if constexpr (GAP == OP_ELEMS) /* two words within a run */
+            return *reinterpret_cast<const uint2 *>(at(i, k));
+        else
+            return make_uint2(*reinterpret_cast<const uint32_t *>(at(i, k)),
+                              *reinterpret_cast<const uint32_t *>(at(i, k + GAP)));
+    }
+    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
+    {
+        const uint4 r = *reinterpret_cast<const uint4 *>(at(i, k));
+        lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
     }
 };
 
@@ -353,16 +390,27 @@ static __device__ void state_copy(Shared &S, const snn_fused_net &net, int c, in
                                 LL.b, LL.sb, [](int, int j) -> long { return j; });
 }
 
-/* The twins of the block's rows of every hidden-to-hidden layer, both parities (padding 0). */
-static __device__ void write_twins(const Shared &S, const Workspace &W, int u0)
+/* The twin of parity p of hidden-to-hidden layer l, the block's units, from their FP32 rows (padding inputs
+ * 0): a thread an input's units in 16-byte stores. */
+static __device__ void write_twin(const Shared &S, const Workspace &W, int p, int l, int u0)
 {
-    for (int l = 1; l + 1 < LAYERS; l++)
-        for (int e = threadIdx.x; e < HIDDEN_PAD * UNITS; e += THREADS) {
-            const int k = e / UNITS, n = e % UNITS;
-            const snn_op h = snn_op_bits(k < HIDDEN ? S.mid[l - 1].w[MidRows::row(n) + k] : 0.0f);
-            W.twin_t(0, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
-            W.twin_t(1, l)[(size_t)k * HIDDEN_PAD + u0 + n] = h;
-        }
+    constexpr int WORDS = UNITS / OP_ELEMS;
+    static_assert(WORDS % 4 == 0, "grid-resident kernel: a twin's units in whole 16-byte stores");
+    const float *w = S.mid[l - 1].w;
+    for (int k = threadIdx.x; k < HIDDEN_PAD; k += THREADS) {
+        auto value = [&](int n) { return k < HIDDEN ? w[MidRows::row(n) + k] : 0.0f; };
+        uint32_t word[WORDS];
+#pragma unroll
+        for (int v = 0; v < WORDS; v++)
+            if constexpr (OP_ELEMS == 1)
+                word[v] = snn_op_bits(value(v));
+            else
+                word[v] = snn_twin_bits2(value(2 * v), value(2 * v + 1));
+        uint4 *to = reinterpret_cast<uint4 *>(W.twin(p, l) + Workspace::twin_at(k, u0));
+#pragma unroll
+        for (int v = 0; v < WORDS / 4; v++)
+            to[v] = make_uint4(word[4 * v], word[4 * v + 1], word[4 * v + 2], word[4 * v + 3]);
+    }
 }
 
 /* The next step's slice of the batch (the samples in S.next) into a staging buffer by cp.async, one group:
@@ -571,12 +619,12 @@ static __device__ void last_layer_update(Shared &S, int u0, const snn_rate &rate
 static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, int u0, const snn_rate &rate)
 {
     Mid &M = S.mid[l - 1];
-    snn_op *twin = W.twin_t(p ^ 1, l);
+    snn_op *twin = W.twin(p ^ 1, l) + Workspace::twin_at(0, u0);
     mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD, true, 4, false, PAIRS>(
         Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
         mma16_update(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_op *&t) {
             w = &M.w[MidRows::row(n) + k], m = &M.wm[0][MidRows::row(n) + k],
-            t = &twin[(size_t)k * HIDDEN_PAD + u0 + n];
+            t = &twin[Workspace::twin_at(k, 0) + n];
             return k < HIDDEN && u0 + n < HIDDEN;
         }));
 }
@@ -628,7 +676,9 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
     auto buffer = [&S](int p) { return reinterpret_cast<uint8_t *>(&S) + sizeof(Shared) + p * STAGE_BYTES; };
     if constexpr (STAGED)
         stage(buffer(first & 1), S, net.train_images, k0, slice_pieces);
-    write_twins(S, W, u0);
+    for (int l = 1; l + 1 < LAYERS; l++)
+        for (int p = 0; p < 2; p++)
+            write_twin(S, W, p, l, u0);
     /* the logits' records cleared, so that nothing the workspace held before passes for a current one */
     for (int e = b * THREADS + tid; TAGGED && e < BLOCKS * BATCH_PAD * CLASSES_PAD; e += GRID * THREADS)
         W.partial[e] = 0;
@@ -787,7 +837,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             mid_update(S, W, p, l, u0, rate);
             barrier.wait();
             fused_stamp(net, s, phase - 1, true);
-            const Mma16Mat<HIDDEN_PAD, 1> twin_rows{W.twin_t(p, l) + (size_t)u0 * HIDDEN_PAD};
+            const TwinRows twin_rows{W.twin(p, l), u0};
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS, false, GRAD_PAIRS>(
                 Mma16Mat<HIDDEN_PAD, 1>{W.grad(l)}, twin_rows, S.scratch,
                 [&](int m, int n, float v) { hidden_grad(S, W, net, draws, l - 1, u0, m, n, v); });
