@@ -262,11 +262,11 @@ struct Workspace {
         return wt + ((size_t)p * MIDS + l - 1) * HIDDEN_PAD * HIDDEN_PAD;
     }
     /* A twin's weight from input k to output unit n: a block's 8 units of 8 inputs in a run of 64, [input
-     * % 8][unit % 8] (128 bytes of 16-bit operands, a line), runs by the block, then by the inputs' eights:
-     * the lanes of an update's store, 8 inputs' units, write one line, which no other block writes, and the
-     * input gradient through the layer reads its units' inputs, 8 output units a load, a line by 8 lanes.
-     * The columns of [input][output unit], 16 bytes a row, shared each line among 8 blocks (docs/PERF.md
-     * v63). */
+     * % 8][unit % 8] (128 bytes of 16-bit operands, a line), runs by the block, then by the inputs' eights.
+     * Each store instruction of an update's tile (8 inputs, every other unit) falls in one line that no
+     * other block writes; the input gradient through the layer reads 8 output units of an input a load.
+     * Stored as [input][output unit], a block's 16 bytes of each row, each line was written by 8 blocks and
+     * each store reached 8 lines: the updates' stores held about 2 us each (docs/PERF.md v63). */
     static constexpr int TWIN_KS = 8;
     static __device__ __forceinline__ int twin_at(int k, int n)
     {
