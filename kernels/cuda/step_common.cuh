@@ -355,11 +355,13 @@ static __device__ __forceinline__ float snn_op_rounded(float v)
  * alone): *w and its moments at m[0], m[stride] updated, its twin (if any) rewritten: a 16-bit twin, or a
  * resident fused kernel's operand (Twin snn_op, where it is not the twin: TF32, FP32). Every
  * parameter's loads issue before any store, which separate updates do not allow the compiler (it cannot
- * prove their addresses distinct), so that the N chains of arithmetic overlap (docs/PERF.md v48). */
-template <int N, class Twin = snn_twin, class At>
+ * prove their addresses distinct), so that the N chains of arithmetic overlap (docs/PERF.md v48). PAIRED:
+ * parameter 2j + 1's twin follows 2j's, which is aligned for both, so that one store writes the two. */
+template <int N, class Twin = snn_twin, bool PAIRED = false, class At>
 static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], int stride, const snn_rate &r,
                                                          At at)
 {
+    static_assert(!PAIRED || N % 2 == 0, "snn_param_updates: paired twins come in pairs");
     float *w[N], *m[N], v[N], s[N][2] = {};
     Twin *twin[N];
     bool on[N];
@@ -374,6 +376,12 @@ static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], in
 #pragma unroll
     for (int i = 0; i < N; i++)
         v[i] = snn_update(v[i], g[i], s[i], r);
+    auto bits = [](float x) -> Twin {
+        if constexpr (std::is_same<Twin, snn_twin>::value)
+            return snn_twin_bits(x);
+        else
+            return snn_op_bits(x);
+    };
 #pragma unroll
     for (int i = 0; i < N; i++)
         if (on[i]) {
@@ -381,13 +389,25 @@ static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], in
 #pragma unroll
             for (int k = 0; k < SNN_OPTIM_MOMENTS; k++)
                 m[i][k * stride] = s[i][k];
-            if (twin[i]) {
-                if constexpr (std::is_same<Twin, snn_twin>::value)
-                    *twin[i] = snn_twin_bits(v[i]);
-                else
-                    *twin[i] = snn_op_bits(v[i]);
-            }
+            if (!PAIRED && twin[i])
+                *twin[i] = bits(v[i]);
         }
+    if constexpr (PAIRED) {
+#pragma unroll
+        for (int i = 0; i < N; i += 2)
+            if (on[i] && on[i + 1] && twin[i]) {
+                if constexpr (sizeof(Twin) == 2)
+                    *reinterpret_cast<uint32_t *>(twin[i]) = (uint32_t)bits(v[i]) | (uint32_t)bits(v[i + 1])
+                                                                                        << 16;
+                else
+                    *reinterpret_cast<uint2 *>(twin[i]) = make_uint2(bits(v[i]), bits(v[i + 1]));
+            } else {
+#pragma unroll
+                for (int j = i; j < i + 2; j++)
+                    if (on[j] && twin[j])
+                        *twin[j] = bits(v[j]);
+            }
+    }
 }
 
 /* Parameter *w with gradient g and its moments at m[0], m[stride]: updated, its twin (if any) rewritten. */

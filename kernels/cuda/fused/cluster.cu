@@ -453,7 +453,7 @@ static __device__ __forceinline__ void columns_update(Shared &S, const snn_twin 
 {
     mma16_gemm<THREADS, N, UNITS, BATCH_PAD>(
         Mma16Mat<1, LD>{dy}, Mma16Mat<1, UNITS_LD>{&S.acth[l - 1][0][0]}, S.scratch,
-        mma16_update(N * UNITS, rate, [&](int o, int n, float *&pw, float *&pm, snn_twin *&pt) {
+        mma16_update<true>(N * UNITS, rate, [&](int o, int n, float *&pw, float *&pm, snn_twin *&pt) {
             pw = &w[o * UNITS + n], pm = &wm[o * UNITS + n], pt = &twin[o * UNITS_LD + n];
             return o < outs && u0 + n < HIDDEN;
         }));

@@ -263,8 +263,9 @@ struct Workspace {
     }
     /* A twin's weight from input k to output unit n: a block's 8 units of 8 inputs in a run of 64, [input
      * % 8][unit % 8] (128 bytes of 16-bit operands, a line), runs by the block, then by the inputs' eights.
-     * Each store instruction of an update's tile (8 inputs, every other unit) falls in one line that no
-     * other block writes; the input gradient through the layer reads 8 output units of an input a load.
+     * Each store instruction of an update's tile (8 inputs, each thread's two adjacent units in 4 bytes)
+     * writes one whole line that no other block writes; the input gradient through the layer reads 8
+     * output units of an input a load.
      * Stored as [input][output unit], a block's 16 bytes of each row, each line was written by 8 blocks and
      * each store reached 8 lines: the updates' stores held about 2 us each (docs/PERF.md v63). */
     static constexpr int TWIN_KS = 8;
@@ -622,7 +623,7 @@ static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, i
     snn_op *twin = W.twin(p ^ 1, l) + Workspace::twin_at(0, u0);
     mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD, true, 4, false, PAIRS>(
         Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
-        mma16_update(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_op *&t) {
+        mma16_update<true>(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_op *&t) {
             w = &M.w[MidRows::row(n) + k], m = &M.wm[0][MidRows::row(n) + k],
             t = &twin[Workspace::twin_at(k, 0) + n];
             return k < HIDDEN && u0 + n < HIDDEN;

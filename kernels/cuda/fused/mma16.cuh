@@ -288,27 +288,28 @@ template <int LD> struct Mma16UnitRows {
 
 /* An epilogue whose element (m, n) is the gradient of the parameter that at(m, n, w, moments, twin) names
  * (false: padding), updated by snn_param_updates with the moments `stride` floats apart: where k is not split
- * (mma16_gemm), a thread's four elements of a tile together, their chains of arithmetic overlapping. */
-template <class At> struct Mma16Update {
+ * (mma16_gemm), a thread's four elements of a tile together, their chains of arithmetic overlapping. PAIRED:
+ * the twins of (m, n) and (m, n + 1), n even, adjacent and aligned for one store of both. */
+template <bool PAIRED, class At> struct Mma16Update {
     int stride;
     snn_rate rate;
     At at;
     template <int N>
     __device__ __forceinline__ void updates(const int (&m)[N], const int (&n)[N], const float (&g)[N]) const
     {
-        snn_param_updates<N, snn_op>(g, stride, rate, [&](int i, float *&w, float *&mom, snn_op *&twin) {
-            return at(m[i], n[i], w, mom, twin);
-        });
+        snn_param_updates<N, snn_op, PAIRED && N % 2 == 0>(
+            g, stride, rate,
+            [&](int i, float *&w, float *&mom, snn_op *&twin) { return at(m[i], n[i], w, mom, twin); });
     }
     __device__ __forceinline__ void operator()(int m, int n, float g) const { updates<1>({m}, {n}, {g}); }
 };
-template <class At>
-__device__ __forceinline__ Mma16Update<At> mma16_update(int stride, const snn_rate &rate, At at)
+template <bool PAIRED = false, class At>
+__device__ __forceinline__ Mma16Update<PAIRED, At> mma16_update(int stride, const snn_rate &rate, At at)
 {
     return {stride, rate, at};
 }
 template <class Epi> constexpr bool mma16_is_update = false;
-template <class At> constexpr bool mma16_is_update<Mma16Update<At>> = true;
+template <bool PAIRED, class At> constexpr bool mma16_is_update<Mma16Update<PAIRED, At>> = true;
 
 /* The k slices of a GEMM of `tiles` 16x8 tiles and kt k steps on `warps` warps: where the tiles leave warps
  * idle, as many as give each warp one. */
@@ -446,7 +447,8 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
 #pragma unroll(BONCE ? KT : 1)
         for (; kt < k1; ++kt)
             steps(std::integral_constant<int, 1>{}, kt);
-        if constexpr (KS == 1 && mma16_is_update<Epi>) { /* a tile's elements of the thread together */
+        if constexpr (KS == 1 &&
+                      mma16_is_update<Epi>) { /* a tile's elements of the thread together, n in pairs */
 #pragma unroll
             for (int j = 0; j < P; j++)
                 if (on[j])
