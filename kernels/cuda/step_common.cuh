@@ -396,10 +396,10 @@ static __device__ __forceinline__ void snn_param_updates(const float (&g)[N], in
 #pragma unroll
         for (int i = 0; i < N; i += 2)
             if (on[i] && on[i + 1] && twin[i]) {
-                if constexpr (sizeof(Twin) == 2)
-                    *reinterpret_cast<uint32_t *>(twin[i]) = (uint32_t)bits(v[i]) | (uint32_t)bits(v[i + 1])
-                                                                                        << 16;
-                else
+                if constexpr (sizeof(Twin) == 2) {
+                    const uint32_t two = (uint32_t)bits(v[i]) | (uint32_t)bits(v[i + 1]) << 16;
+                    *reinterpret_cast<uint32_t *>(twin[i]) = two;
+                } else
                     *reinterpret_cast<uint2 *>(twin[i]) = make_uint2(bits(v[i]), bits(v[i + 1]));
             } else {
 #pragma unroll

@@ -447,8 +447,8 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
 #pragma unroll(BONCE ? KT : 1)
         for (; kt < k1; ++kt)
             steps(std::integral_constant<int, 1>{}, kt);
-        if constexpr (KS == 1 &&
-                      mma16_is_update<Epi>) { /* a tile's elements of the thread together, n in pairs */
+        /* an update's: a tile's elements of the thread together, n in pairs (Mma16Update's PAIRED) */
+        if constexpr (KS == 1 && mma16_is_update<Epi>) {
 #pragma unroll
             for (int j = 0; j < P; j++)
                 if (on[j])
