@@ -225,10 +225,12 @@ suite_setup() { run "setup" tests/host/test_setup.sh; }
 suite_docs() { run "documents against the code" "$(python_with kconfiglib)" tests/host/test_docs.py; }
 suite_config() { run "config" tests/host/test_config.sh; }
 suite_layers() { run "layers" tests/host/test_layers.sh; }
-# tools/ holds together: the paths the tree names, the index, the Python tools' imports
+# tools/ holds together: the paths the tree names, the index, the Python tools' imports; and the GPU
+# suite's plan, which a CPU can list
 suite_tools() {
     run "tool paths" tests/host/test_tool_paths.py
     run "tool imports" tests/host/test_tool_imports.py
+    run "gpu plan" tests/host/test_gpu_plan.sh
 }
 suite_gpu_pool() { run "runs spread over GPUs" tests/host/test_gpu_pool.py "$H/app/mnist" "$V/app/mnist"; }
 suite_menuconfig() { run "menuconfig" tests/host/test_menuconfig.sh; }

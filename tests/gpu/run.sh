@@ -7,6 +7,8 @@
 # against the host engine, determinism, resume and PyTorch loading, compute-sanitizer (memcheck,
 # racecheck, synccheck), the memory strategies against the static arena. Elsewhere: one "skip" line.
 # SNN_GPU_PARTS picks parts of the tier (default all: boards others precisions wgmma strategies fused dp);
+# SNN_GPU_ONLY, glob patterns, keeps the variants whose names match one (a part too long for one sitting,
+# run in pieces; a check on another variant's build, as NAME-layered on NAME's, needs both named);
 # tests/gpu/run.sh --list prints the tier's variants, part by part.
 set -u
 cd "$(dirname "$0")/../.."
@@ -15,6 +17,14 @@ OUT=${SNN_TEST_OUT:-build/test}
 TIER=${SNN_TEST_TIER:-test}
 PARTS=" ${SNN_GPU_PARTS:-boards others precisions wgmma strategies fused dp} "
 part_wanted() { [[ $PARTS == *" $1 "* ]]; }
+only_wanted() { # NAME
+    local p pats
+    [ -z "${SNN_GPU_ONLY:-}" ] && return 0
+    read -ra pats <<<"$SNN_GPU_ONLY" # split, not matched against files
+    # shellcheck disable=SC2053 # the right-hand side is a glob
+    for p in "${pats[@]}"; do [[ $1 == $p ]] && return 0; done
+    return 1
+}
 case $TIER in test | full) ;; *) echo "not ok - gpu tests: SNN_TEST_TIER=$TIER is neither test nor full"; exit 0 ;; esac
 mkdir -p "$OUT" # run alone (SNN_GPU_PARTS=...), not under tests/run.sh
 ACTION=${1:-check}
@@ -42,8 +52,10 @@ prefixed() { # BOARD CMD...: CMD's verdict lines tagged with the board; a crash 
 # (nothing is built or run), then every listed variant is built side by side, then MODE=check runs the
 # same calls again, each finding its build done and checking it on the GPU.
 MODE=plan planned=() planned_parts=() part=
-# planned NAME DIR: in the plan, lists DIR and answers false (the caller stops there); when checking, true.
+# planned NAME DIR: in the plan, lists DIR and answers false (the caller stops there); when checking, true;
+# a variant SNN_GPU_ONLY leaves out answers false in both.
 planned() {
+    only_wanted "$1" || return 1
     [ "$MODE" = check ] && return 0
     [[ " ${planned[*]} " == *" $2 "* ]] || planned+=("$2") planned_parts+=("$part:$1") # a board two parts use: once
     return 1
@@ -555,7 +567,7 @@ fused_variant() { # NAME SM PRECISION LAYERS WIDTH BATCH [sanitize] [CONFIG_LINE
 # (kernels/cuda/fused/grid_resident.cu, fits); the GPU's SM count decides, so another kernel is a skip.
 fused_staged() {
     local name=fused-$1 d=$OUT/gpu-fused-$1 want=$2 launch got
-    [ "$MODE" = check ] && [ -f "$d.built" ] || return 0
+    [ "$MODE" = check ] && only_wanted "$name" && [ -f "$d.built" ] || return 0
     launch=$("$d/app/mnist" --data "$DATA" --max-steps 1 2>&1 | grep -m1 '^training step')
     case $launch in
     *"grid-resident kernel"*"staged a step ahead"*) got=yes ;;
@@ -754,8 +766,13 @@ run_all() {
 
 MODE=plan
 run_all >/dev/null
+if [ -n "${SNN_GPU_ONLY:-}" ] && [ ${#planned[@]} -eq 0 ]; then
+    echo "not ok - gpu tests: SNN_GPU_ONLY='$SNN_GPU_ONLY' names no variant of the $TIER tier's parts (--list names them)"
+    [ "$ACTION" = check ] && exit 0
+    exit 2
+fi
 if [ "$ACTION" = --list ]; then
-    echo "# GPU variants of the $TIER tier on a card of compute capability $cc (SNN_GPU_PARTS picks parts):"
+    echo "# GPU variants of the $TIER tier on a card of compute capability $cc (SNN_GPU_PARTS picks parts, SNN_GPU_ONLY variants):"
     printf '%s\n' "${planned_parts[@]}" | awk -F: '$1 != last { printf "%s%s:", (NR > 1 ? "\n" : ""), $1; last = $1 }
         { printf " %s", $2 } END { print "" }'
     exit 0
