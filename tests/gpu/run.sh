@@ -31,8 +31,8 @@ ACTION=${1:-check}
 case $ACTION in check | --list | --build-only) ;; *) echo "usage: tests/gpu/run.sh [--list | --build-only]" >&2; exit 2 ;; esac
 cc=$(gpu_cc)
 # --list and --build-only (the variants compiled, nothing run: a CPU machine can check they build) for a
-# card of SNN_GPU_CC's capability where there is none (default an H100's)
-[ "$ACTION" != check ] && [ -z "$cc" ] && cc=${SNN_GPU_CC:-90}
+# card of SNN_GPU_CC's capability (default the card present, else an H100's)
+[ "$ACTION" != check ] && cc=${SNN_GPU_CC:-${cc:-90}}
 if [ -z "$cc" ]; then echo "skip - gpu tests: skipped: no GPU"; exit 0; fi
 NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 if [ -z "$NVCC" ] && [ "$ACTION" != --list ]; then echo "not ok - gpu tests: no nvcc"; exit 0; fi
@@ -456,7 +456,10 @@ check_strategies() {
             >"$d/run.out" 2>&1; then
             echo "not ok - $mm_board memory strategy $v: the run failed"; tail -n 3 "$d/run.out"; continue
         fi
-        if [ $v != static-nograph ]; then
+        if [ $v != static-nograph ] && ! only_wanted "$mm_board-mm-static-nograph"; then
+            echo "skip - $mm_board memory strategy $v: against the static arena:" \
+                "$mm_board-mm-static-nograph is not among SNN_GPU_ONLY's variants"
+        elif [ $v != static-nograph ]; then
             if cmp -s "$OUT/gpu-$mm_board-mm-static-nograph/params.bin" "$d/params.bin"; then
                 echo "ok - $mm_board memory strategy $v: parameters identical to the static arena's (graph off)"
             else echo "not ok - $mm_board memory strategy $v: parameters differ from the static arena's (graph off)"; fi
@@ -516,6 +519,9 @@ widths_variant() { # NAME SM PRECISION LAYERED|FUSED BATCH sanitize|- WIDTH...
     [ "$san" = sanitize ] || return 0
     sanitize "$name" "$d"
     local acc host
+    if ! only_wanted widths-host; then
+        echo "skip - $name: --eval against the host: widths-host is not among SNN_GPU_ONLY's variants"; return
+    fi
     rm -f "$d/w.st"
     if ! "$d/app/mnist" --data "$DATA" --epochs 1 --max-steps 300 --save "$d/w.st" >"$d/w.out" 2>&1; then
         echo "not ok - $name: the run that saves its weights failed: $(tail -n 1 "$d/w.out")"; return

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The GPU suite's plan without a GPU (tests/gpu/run.sh --list, for an H100's capability): every part has
-# variants; SNN_GPU_PARTS and SNN_GPU_ONLY keep what they name, and a pattern that names nothing is refused.
+# The GPU suite's plan (tests/gpu/run.sh --list for an H100's capability, whatever card is present): every
+# part has variants; SNN_GPU_PARTS and SNN_GPU_ONLY keep what they name; a pattern naming nothing is refused.
 set -u
-cd "$(dirname "$0")/../.."
-list() { env -u SNN_GPU_ONLY -u SNN_GPU_PARTS SNN_GPU_CC=90 SNN_TEST_TIER=test "$@" bash tests/gpu/run.sh --list 2>&1; }
+cd "$(dirname "$0")/../.." || exit 1
+OUT=$(mktemp -d) # the plan writes each variant's defconfig
+trap 'rm -rf "$OUT"' EXIT
+list() {
+    env -u SNN_GPU_ONLY -u SNN_GPU_PARTS SNN_GPU_CC=90 SNN_TEST_TIER=test SNN_TEST_OUT="$OUT" "$@" \
+        bash tests/gpu/run.sh --list 2>&1
+}
 verdict() { # OK WHAT
     if [ "$1" = 0 ]; then echo "ok - gpu plan: $2"; else echo "not ok - gpu plan: $2"; fi
 }

@@ -263,9 +263,9 @@ struct Workspace {
     }
     /* A twin's weight from input k to output unit n: a block's 8 units of 8 inputs in a run of 64, [input
      * % 8][unit % 8] (128 bytes of 16-bit operands, a line), runs by the block, then by the inputs' eights.
-     * Each store instruction of an update's tile (8 inputs, each thread's two adjacent units in 4 bytes)
-     * writes one whole line that no other block writes; the input gradient through the layer reads 8
-     * output units of an input a load.
+     * Each store instruction of an update's tile (8 inputs, each thread's two adjacent units at once)
+     * writes a whole run, one line of 16-bit operands (two of 32-bit ones) that no other block writes; the
+     * input gradient through the layer reads 8 output units of an input a load.
      * Stored as [input][output unit], a block's 16 bytes of each row, each line was written by 8 blocks and
      * each store reached 8 lines: the updates' stores held about 2 us each (docs/PERF.md v63). */
     static constexpr int TWIN_KS = 8;
