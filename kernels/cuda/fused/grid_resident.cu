@@ -399,14 +399,14 @@ static __device__ void write_twin(const Shared &S, const Workspace &W, int p, in
     static_assert(WORDS % 4 == 0, "grid-resident kernel: a twin's units in whole 16-byte stores");
     const float *w = S.mid[l - 1].w;
     for (int k = threadIdx.x; k < HIDDEN_PAD; k += THREADS) {
-        auto value = [&](int n) { return k < HIDDEN ? w[MidRows::row(n) + k] : 0.0f; };
+        float value[UNITS];
+#pragma unroll
+        for (int n = 0; n < UNITS; n++)
+            value[n] = k < HIDDEN ? w[MidRows::row(n) + k] : 0.0f;
         uint32_t word[WORDS];
 #pragma unroll
         for (int v = 0; v < WORDS; v++)
-            if constexpr (OP_ELEMS == 1)
-                word[v] = snn_op_bits(value(v));
-            else
-                word[v] = snn_twin_bits2(value(2 * v), value(2 * v + 1));
+            word[v] = snn_op_word(value + v * OP_ELEMS, 1);
         uint4 *to = reinterpret_cast<uint4 *>(W.twin(p, l) + Workspace::twin_at(k, u0));
 #pragma unroll
         for (int v = 0; v < WORDS / 4; v++)
