@@ -210,9 +210,9 @@ constexpr size_t OP = sizeof(snn_op);
 static_assert(OP == SNN_GR_OP_BYTES, "grid-resident kernel: fused.h counts the operands' bytes");
 // clang-format off
 constexpr size_t WS_PARTS[] = {
-    OP * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer][row][unit] */
-    OP * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, [parity][layer][unit][row] */
-    OP * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer][row][unit] */
+    OP * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* hidden outputs [parity][layer], ByRow */
+    OP * 2 * HIDDENS * BATCH_PAD * HIDDEN_PAD,      /* the same, ByUnit */
+    OP * HIDDENS * BATCH_PAD * HIDDEN_PAD,          /* hidden output gradients [layer], ByRow */
     OP * 2 * INPUTS_PAD * BATCH_PAD,                /* the batch [parity][pixel][row]: unstaged */
     OP * 2 * SNN_GR_MIDS * HIDDEN_PAD * HIDDEN_PAD, /* twins [parity][layer] (Workspace::twin_at) */
     /* the logits' partials [block][row][class] (TAGGED: 8-byte records), the dlogits [row][class], the
@@ -245,11 +245,16 @@ struct Workspace {
           sums0((float *)(at + ws_at(8))), arrivals((unsigned *)(at + ws_at(9)))
     {
     }
-    /* hidden layer l's output of step parity p, [row][unit] and [unit][row] */
+    /* A hidden layer's outputs or output gradients as every block reads them, in fragment tiles: by row,
+     * k the units (the next layer's forward GEMM, the input gradient), and by unit, k the rows (the
+     * layer above's update) */
+    using ByRow = Mma16Tiled<HIDDEN_PAD / OP_KSTEP>;
+    using ByUnit = Mma16Tiled<BATCH_PAD / OP_KSTEP>;
+    /* hidden layer l's output of step parity p, ByRow and ByUnit */
     static constexpr size_t LAYER = (size_t)BATCH_PAD * HIDDEN_PAD; /* one hidden layer's elements */
     __device__ snn_op *out(int p, int l) const { return hact + ((size_t)p * HIDDENS + l) * LAYER; }
     __device__ snn_op *out_t(int p, int l) const { return hactt + ((size_t)p * HIDDENS + l) * LAYER; }
-    __device__ snn_op *grad(int l) const { return dy + (size_t)l * LAYER; } /* [row][unit] */
+    __device__ snn_op *grad(int l) const { return dy + (size_t)l * LAYER; } /* ByRow */
     __device__ snn_op *batch_t(int p) const
     {
         return xt + (size_t)p * INPUTS_PAD * BATCH_PAD;
@@ -444,8 +449,8 @@ static __device__ __forceinline__ void hidden_out(Shared &S, const Workspace &W,
     S.act[l][m][n] = v;
     if (l + 2 < LAYERS) {
         const snn_op h = snn_op_bits(v);
-        W.out(p, l)[m * HIDDEN_PAD + u0 + n] = h;
-        W.out_t(p, l)[(u0 + n) * BATCH_PAD + m] = h;
+        W.out(p, l)[Workspace::ByRow::at(m, u0 + n)] = h;
+        W.out_t(p, l)[Workspace::ByUnit::at(u0 + n, m)] = h;
     }
 }
 
@@ -461,7 +466,7 @@ static __device__ __forceinline__ void hidden_grad(Shared &S, const Workspace &W
     const snn_op h = snn_op_bits(v);
     S.dgt[n][m] = h;
     if (l > 0)
-        W.grad(l)[m * HIDDEN_PAD + u0 + n] = h;
+        W.grad(l)[Workspace::ByRow::at(m, u0 + n)] = h;
 }
 
 /* The logits' partial sums over the block's units, [row][class], from the last hidden layer's outputs: rows
@@ -622,7 +627,7 @@ static __device__ void mid_update(Shared &S, const Workspace &W, int p, int l, i
     Mid &M = S.mid[l - 1];
     snn_op *twin = W.twin(p ^ 1, l) + Workspace::twin_at(0, u0);
     mma16_gemm<THREADS, HIDDEN_PAD, UNITS, BATCH_PAD, true, 4, false, PAIRS>(
-        Mma16Mat<BATCH_PAD, 1>{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
+        Workspace::ByUnit{W.out_t(p, l - 1)}, Mma16Mat<DGRAD_LD, 1>{&S.dgt[0][0]}, S.scratch,
         mma16_update<true>(W_FLOATS, rate, [&](int k, int n, float *&w, float *&m, snn_op *&t) {
             w = &M.w[MidRows::row(n) + k], m = &M.wm[0][MidRows::row(n) + k],
             t = &twin[Workspace::twin_at(k, 0) + n];
@@ -767,7 +772,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             barrier.sync();
             fused_stamp(net, s, l - 1, true);
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS, false, PAIRS>(
-                Mma16Mat<HIDDEN_PAD, 1>{W.out(p, l - 1)}, Mma16FloatRows<MidRows>{S.mid[l - 1].w}, S.scratch,
+                Workspace::ByRow{W.out(p, l - 1)}, Mma16FloatRows<MidRows>{S.mid[l - 1].w}, S.scratch,
                 [&](int m, int n, float v) {
                     hidden_out(S, W, net, draws, p, l, u0, m, n, v + S.mid[l - 1].b[n]);
                 });
@@ -840,7 +845,7 @@ __global__ void __launch_bounds__(THREADS, 1) train_kernel(snn_fused_net net, in
             fused_stamp(net, s, phase - 1, true);
             const TwinRows twin_rows{W.twin(p, l), u0};
             mma16_gemm<THREADS, BATCH_PAD, UNITS, HIDDEN_PAD, true, L2_RUNS, false, GRAD_PAIRS>(
-                Mma16Mat<HIDDEN_PAD, 1>{W.grad(l)}, twin_rows, S.scratch,
+                Workspace::ByRow{W.grad(l)}, twin_rows, S.scratch,
                 [&](int m, int n, float v) { hidden_grad(S, W, net, draws, l - 1, u0, m, n, v); });
             __syncthreads();
             bias_update(S, l - 1, owned, rate);

@@ -187,6 +187,34 @@ template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
     }
 };
 
+/* A matrix of operand bits in fragment tiles: element (i, k) in the tile of rows i / 16 and k step
+ * k / OP_KSTEP, each tile 16 rows of one k step's 32 bytes, contiguous, a band's tiles in k order. The A
+ * fragments a warp loads, 8 rows of one or two k steps, then lie in runs of 256 bytes, whole 128-byte lines:
+ * by row, rows a line or more apart, the same loads reach twice the lines. Every block all-gathering such an
+ * operand from L2 read it in about half the time (docs/PERF.md v65). KT: a row's k steps. */
+template <int KT> struct Mma16Tiled : Mma16Pairs<Mma16Tiled<KT>> {
+    const snn_op *p;
+    __device__ Mma16Tiled(const snn_op *p) : p(p) {}
+    static __host__ __device__ constexpr int at(int i, int k)
+    {
+        return ((i / 16 * KT + k / OP_KSTEP) * 16 + i % 16) * OP_KSTEP + k % OP_KSTEP;
+    }
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
+    {
+        const snn_op *e = p + at(i, k); /* both words in the step: k + GAP stays in it */
+        if constexpr (GAP == OP_ELEMS)
+            return *reinterpret_cast<const uint2 *>(e);
+        else
+            return make_uint2(*reinterpret_cast<const uint32_t *>(e),
+                              *reinterpret_cast<const uint32_t *>(e + GAP));
+    }
+    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
+    {
+        const uint4 r = *reinterpret_cast<const uint4 *>(p + at(i, k));
+        lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
+    }
+};
+
 /* An FP32 matrix whose element (i, j) is p[i * SI + j * SJ], rounded to an operand as it is read: a block's
  * FP32 tiles (the dlogits, an activation, by row) as operands by column or by row. */
 template <int SI, int SJ> struct Mma16FloatMat : Mma16Pairs<Mma16FloatMat<SI, SJ>> {
