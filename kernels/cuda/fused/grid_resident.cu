@@ -94,13 +94,14 @@ constexpr int SPLIT = SNN_GR_SPLIT, GRID = BLOCKS * SPLIT, SLICE_K = 16 * SNN_GR
 static_assert(INPUTS % 16 == 0 && HIDDEN_PAD % 16 == 0, "grid-resident kernel: k extents in whole 16s");
 static_assert(SPLIT == 1 || SNN_GR_MIDS == 0, "grid-resident kernel: the split is layer 0's (Kconfig)");
 static_assert(SNN_CLASSES <= CLASSES_PAD, "grid-resident kernel: the classes in two n8 tiles");
-/* Operands read from L2: more k steps' loads in flight before their products than from shared memory (16 did
- * no better than 8); in FP32, whose products shuffle operands between lanes (mma16), 2 (longer runs spilled
- * and were slower: docs/PERF.md v57). */
+/* Operands read from L2: more k steps' loads in flight before their products than from shared memory, a
+ * slice of up to 16 in one round trip (784x4's slices of 13 steps took three at 8: docs/PERF.md v65); in
+ * FP32, whose products shuffle operands between lanes (mma16), 2 (longer runs spilled and were slower: v57).
+ */
 #ifdef CONFIG_PRECISION_FP32
 constexpr int L2_RUNS = 2;
 #else
-constexpr int L2_RUNS = 8;
+constexpr int L2_RUNS = 16;
 #endif
 /* Operands read from L2 two k steps at a time (mma16_gemm's PAIRS; not layer 0's forward, F0 below): one
  * 16-byte load of a row's eight k where a step at a time makes two of 8 bytes. Their warps waited on the

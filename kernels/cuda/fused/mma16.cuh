@@ -448,9 +448,9 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
         };
         /* whole runs, then the slice's last steps: no guard in a run, whose branches would keep each load's
          * uses beside it, and k offsets the compiler can step. After runs longer than 4 (operands from L2,
-         * each run a round trip), the rest in halving runs; else two at a time where steps pair, then one at
-         * a time. Paired, a run's steps pair from its start. The same products in the same order for the
-         * same RUNS and PAIRS. */
+         * each run a round trip), the rest in runs of the powers of two below RUN, halving (even, so that
+         * paired steps stay paired); else two at a time where steps pair, then one at a time. Paired, a run's
+         * steps pair from its start. The same products in the same order for the same RUNS and PAIRS. */
         int kt = ks * PER;
 #pragma unroll(BONCE ? KT : 1)
         for (; kt + RUN <= k1; kt += RUN)
@@ -465,7 +465,13 @@ static __device__ __forceinline__ void mma16_gemm(const A &a, const B &b, float 
                 if constexpr (R > 1)
                     self(std::integral_constant<int, R / 2>{}, self);
             };
-            halves(std::integral_constant<int, RUN / 2>{}, halves);
+            constexpr int HALF = [] {
+                int h = 1;
+                while (2 * h < RUN)
+                    h *= 2;
+                return h;
+            }();
+            halves(std::integral_constant<int, HALF>{}, halves);
         }
         if constexpr (PAIRS) {
 #pragma unroll(BONCE ? KT : 1)
