@@ -301,26 +301,13 @@ struct Pixels : Mma16Pairs<Pixels> {
 
 /* A twin's rows of the block's units as a B operand (the input gradient through the layer): element (i, k),
  * unit u0 + i's weight from output unit k, runs of 8 k contiguous (Workspace::twin_at). */
-struct TwinRows : Mma16Pairs<TwinRows> {
+struct TwinRows : Mma16Runs<TwinRows> {
     const snn_op *p;
     int u0;
     __device__ TwinRows(const snn_op *p, int u0) : p(p), u0(u0) {}
     __device__ __forceinline__ const snn_op *at(int i, int k) const
     {
         return p + Workspace::twin_at(u0 + i, k);
-    }
-    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
-    {
-        if constexpr (GAP == OP_ELEMS) /* two words within a run */
-            return *reinterpret_cast<const uint2 *>(at(i, k));
-        else
-            return make_uint2(*reinterpret_cast<const uint32_t *>(at(i, k)),
-                              *reinterpret_cast<const uint32_t *>(at(i, k + GAP)));
-    }
-    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
-    {
-        const uint4 r = *reinterpret_cast<const uint4 *>(at(i, k));
-        lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
     }
 };
 
@@ -450,8 +437,8 @@ static __device__ __forceinline__ void hidden_out(Shared &S, const Workspace &W,
     S.act[l][m][n] = v;
     if (l + 2 < LAYERS) {
         const snn_op h = snn_op_bits(v);
-        W.out(p, l)[Workspace::ByRow::at(m, u0 + n)] = h;
-        W.out_t(p, l)[Workspace::ByUnit::at(u0 + n, m)] = h;
+        W.out(p, l)[Workspace::ByRow::index(m, u0 + n)] = h;
+        W.out_t(p, l)[Workspace::ByUnit::index(u0 + n, m)] = h;
     }
 }
 
@@ -467,7 +454,7 @@ static __device__ __forceinline__ void hidden_grad(Shared &S, const Workspace &W
     const snn_op h = snn_op_bits(v);
     S.dgt[n][m] = h;
     if (l > 0)
-        W.grad(l)[Workspace::ByRow::at(m, u0 + n)] = h;
+        W.grad(l)[Workspace::ByRow::index(m, u0 + n)] = h;
 }
 
 /* The logits' partial sums over the block's units, [row][class], from the last hidden layer's outputs: rows

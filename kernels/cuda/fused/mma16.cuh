@@ -161,29 +161,47 @@ template <class View> struct Mma16Pairs {
     }
 };
 
-/* A matrix of operand bits whose element (i, j) is p[i * SI + j * SJ]; from contiguous rows (SJ 1) with
- * QUAD's GAP, two words in one 8-byte load. */
-template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
+/* Views whose element (i, k) lies at at(i, k) with a k step's elements contiguous in runs of at least
+ * QUAD's two words: each fragment register one 4-byte load, QUAD's two words one of 8, paired steps' four
+ * words (frag8) one of 16. */
+template <class View> struct Mma16Runs : Mma16Pairs<View> {
+    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
+    {
+        const View &v = static_cast<const View &>(*this);
+        if constexpr (GAP == OP_ELEMS)
+            return *reinterpret_cast<const uint2 *>(v.at(i, k));
+        else
+            return make_uint2(*reinterpret_cast<const uint32_t *>(v.at(i, k)),
+                              *reinterpret_cast<const uint32_t *>(v.at(i, k + GAP)));
+    }
+    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
+    {
+        const uint4 r = *reinterpret_cast<const uint4 *>(static_cast<const View &>(*this).at(i, k));
+        lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
+    }
+};
+
+/* A matrix of operand bits whose element (i, j) is p[i * SI + j * SJ]: contiguous rows (SJ 1) by runs, else
+ * element by element. */
+template <int SI, int SJ> struct Mma16Mat : Mma16Runs<Mma16Mat<SI, SJ>> {
     static_assert(SJ != 1 || SI % (2 * OP_ELEMS) == 0, "mma16 GEMM: rows of whole 8-byte runs");
     const snn_op *p;
     __device__ Mma16Mat(const snn_op *p) : p(p) {}
+    __device__ __forceinline__ const snn_op *at(int i, int k) const { return p + i * SI + k * SJ; }
     template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
     {
-        const snn_op *e = p + i * SI + k * SJ;
-        if constexpr (SJ == 1 && GAP == OP_ELEMS)
-            return *reinterpret_cast<const uint2 *>(e);
-        else if constexpr (SJ == 1)
-            return make_uint2(*reinterpret_cast<const uint32_t *>(e),
-                              *reinterpret_cast<const uint32_t *>(e + GAP));
-        else
+        if constexpr (SJ == 1) {
+            return Mma16Runs<Mma16Mat>::template frag<GAP>(i, k);
+        } else {
+            const snn_op *e = at(i, k);
             return make_uint2(snn_op_word(e, SJ), snn_op_word(e + GAP * SJ, SJ));
+        }
     }
     __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
     {
         static_assert(SJ == 1 && SI % (4 * OP_ELEMS) == 0,
                       "mma16 GEMM: paired steps read rows of whole 16-byte runs");
-        const uint4 r = *reinterpret_cast<const uint4 *>(p + i * SI + k);
-        lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
+        Mma16Runs<Mma16Mat>::frag8(i, k, lo, hi);
     }
 };
 
@@ -192,27 +210,14 @@ template <int SI, int SJ> struct Mma16Mat : Mma16Pairs<Mma16Mat<SI, SJ>> {
  * fragments a warp loads, 8 rows of one or two k steps, then lie in runs of 256 bytes, whole 128-byte lines:
  * by row, rows a line or more apart, the same loads reach twice the lines. Every block all-gathering such an
  * operand from L2 read it in about half the time (docs/PERF.md v65). KT: a row's k steps. */
-template <int KT> struct Mma16Tiled : Mma16Pairs<Mma16Tiled<KT>> {
+template <int KT> struct Mma16Tiled : Mma16Runs<Mma16Tiled<KT>> {
     const snn_op *p;
     __device__ Mma16Tiled(const snn_op *p) : p(p) {}
-    static __host__ __device__ constexpr int at(int i, int k)
+    static __host__ __device__ constexpr int index(int i, int k)
     {
         return ((i / 16 * KT + k / OP_KSTEP) * 16 + i % 16) * OP_KSTEP + k % OP_KSTEP;
     }
-    template <int GAP> __device__ __forceinline__ uint2 frag(int i, int k) const
-    {
-        const snn_op *e = p + at(i, k); /* both words in the step: k + GAP stays in it */
-        if constexpr (GAP == OP_ELEMS)
-            return *reinterpret_cast<const uint2 *>(e);
-        else
-            return make_uint2(*reinterpret_cast<const uint32_t *>(e),
-                              *reinterpret_cast<const uint32_t *>(e + GAP));
-    }
-    __device__ __forceinline__ void frag8(int i, int k, uint2 &lo, uint2 &hi) const
-    {
-        const uint4 r = *reinterpret_cast<const uint4 *>(p + at(i, k));
-        lo = make_uint2(r.x, r.y), hi = make_uint2(r.z, r.w);
-    }
+    __device__ __forceinline__ const snn_op *at(int i, int k) const { return p + index(i, k); }
 };
 
 /* An FP32 matrix whose element (i, j) is p[i * SI + j * SJ], rounded to an operand as it is read: a block's
